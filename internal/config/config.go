@@ -1,0 +1,280 @@
+// Package config loads agentd's one typed configuration: command-line flags first, then the
+// environment, then the config file, then built-in defaults. It is the only reader of the
+// environment; everything else receives values.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is everything `agentd serve` can be told.
+type Config struct {
+	// Addr is the listen address of the HTTP server.
+	Addr string
+	// DataDir holds the database, the keyring and the sandboxes' directories.
+	DataDir string
+	// PublicURL is how clients reach this server; URLs handed to clients start with it.
+	PublicURL string
+	// SandboxBackend is "auto", "process", "bwrap" or "docker". auto picks the best the
+	// machine offers.
+	SandboxBackend string
+	// AdminKey, when set, becomes the admin's API key at the first start.
+	AdminKey string
+	// DefaultSpec is the sandbox spec used when a request names none.
+	DefaultSpec string
+	// MaxRunningSandboxes bounds the running sandboxes of one user; 0 means no bound.
+	MaxRunningSandboxes int
+	// SandboxStartTimeout bounds the wait for a new sandbox's runtime to answer.
+	SandboxStartTimeout time.Duration
+	// LogLevel is debug, info, warn or error; LogFormat is text or json.
+	LogLevel  string
+	LogFormat string
+	// ConfigFile is the TOML file that was read, if any.
+	ConfigFile string
+	// Specs are sandbox specs added by the config file, beside the built-in presets.
+	Specs []SpecConfig
+}
+
+// SpecConfig is a sandbox spec in the config file.
+type SpecConfig struct {
+	ID          string            `toml:"id"`
+	Description string            `toml:"description"`
+	Command     []string          `toml:"command"`
+	InitialEnv  map[string]string `toml:"initial_env"`
+	WorkingDir  string            `toml:"working_dir"`
+	Image       string            `toml:"image"`
+	Rootfs      string            `toml:"rootfs"`
+	Network     string            `toml:"network"`
+	Limits      LimitsConfig      `toml:"limits"`
+}
+
+// LimitsConfig bounds a spec's resources; zero means unlimited.
+type LimitsConfig struct {
+	MemoryMB int64   `toml:"memory_mb"`
+	CPUs     float64 `toml:"cpus"`
+	PIDs     int64   `toml:"pids"`
+	DiskMB   int64   `toml:"disk_mb"`
+}
+
+// Option describes one setting: its flag, environment variables and default. The table is
+// the single source for parsing and for docs/configuration.md.
+type Option struct {
+	Flag    string
+	Env     []string // first is the canonical name; later ones are accepted aliases
+	File    string   // key in the config file
+	Default string
+	Doc     string
+	Secret  bool
+	set     func(c *Config, v string) error
+}
+
+// Options lists every setting in documentation order.
+func Options() []Option {
+	return []Option{
+		{Flag: "addr", Env: []string{"AGENTD_ADDR"}, File: "addr", Default: "127.0.0.1:3000",
+			Doc: "Listen address of the HTTP server.",
+			set: func(c *Config, v string) error { c.Addr = v; return nil }},
+		{Flag: "data-dir", Env: []string{"AGENTD_DATA_DIR"}, File: "data_dir", Default: "./.agentd",
+			Doc: "Directory for the database, the server keyring and sandbox directories.",
+			set: func(c *Config, v string) error { c.DataDir = v; return nil }},
+		{Flag: "public-url", Env: []string{"AGENTD_PUBLIC_URL"}, File: "public_url", Default: "",
+			Doc: "Base URL clients use to reach this server (default: http://<addr>).",
+			set: func(c *Config, v string) error { c.PublicURL = strings.TrimRight(v, "/"); return nil }},
+		{Flag: "sandbox-backend", Env: []string{"AGENTD_SANDBOX_BACKEND"}, File: "sandbox_backend", Default: "auto",
+			Doc: "Sandbox backend: auto, process, bwrap or docker. auto uses the best one the machine offers.",
+			set: func(c *Config, v string) error { c.SandboxBackend = v; return nil }},
+		{Flag: "admin-key", Env: []string{"AGENTD_ADMIN_KEY", "SESSION_API_KEY"}, File: "admin_key", Default: "", Secret: true,
+			Doc: "API key for the admin created at the first start (instead of a generated one).",
+			set: func(c *Config, v string) error { c.AdminKey = v; return nil }},
+		{Flag: "default-spec", Env: []string{"AGENTD_DEFAULT_SPEC"}, File: "default_spec", Default: "default",
+			Doc: "Sandbox spec used when a request names none.",
+			set: func(c *Config, v string) error { c.DefaultSpec = v; return nil }},
+		{Flag: "max-running-sandboxes", Env: []string{"AGENTD_MAX_RUNNING_SANDBOXES"}, File: "max_running_sandboxes", Default: "0",
+			Doc: "Most sandboxes one user may have starting or running at once; 0 means no bound.",
+			set: func(c *Config, v string) error { return setInt(&c.MaxRunningSandboxes, v) }},
+		{Flag: "sandbox-start-timeout", Env: []string{"AGENTD_SANDBOX_START_TIMEOUT"}, File: "sandbox_start_timeout", Default: "30s",
+			Doc: "How long a new sandbox's runtime may take to answer before the sandbox is ERROR.",
+			set: func(c *Config, v string) error { return setDuration(&c.SandboxStartTimeout, v) }},
+		{Flag: "log-level", Env: []string{"AGENTD_LOG_LEVEL"}, File: "log_level", Default: "info",
+			Doc: "Log level: debug, info, warn or error.",
+			set: func(c *Config, v string) error { c.LogLevel = v; return nil }},
+		{Flag: "log-format", Env: []string{"AGENTD_LOG_FORMAT"}, File: "log_format", Default: "text",
+			Doc: "Log format: text or json.",
+			set: func(c *Config, v string) error { c.LogFormat = v; return nil }},
+	}
+}
+
+func setInt(dst *int, v string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return fmt.Errorf("%q is not a whole number", v)
+	}
+	*dst = n
+	return nil
+}
+
+func setDuration(dst *time.Duration, v string) error {
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration such as 30s or 2m", v)
+	}
+	*dst = d
+	return nil
+}
+
+// Load builds the configuration of `agentd serve` from args (without the subcommand), the
+// environment read through getenv, and the config file named by --config or AGENTD_CONFIG.
+func Load(args []string, getenv func(string) string) (Config, error) {
+	opts := Options()
+	fs := flag.NewFlagSet("agentd serve", flag.ContinueOnError)
+	fs.SetOutput(new(strings.Builder))
+	flagVals := make(map[string]*string, len(opts))
+	for _, o := range opts {
+		flagVals[o.Flag] = fs.String(o.Flag, o.Default, o.Doc)
+	}
+	configFile := fs.String("config", "", "TOML config file (also AGENTD_CONFIG).")
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	setFlags := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { setFlags[f.Name] = true })
+
+	var c Config
+	c.ConfigFile = *configFile
+	if c.ConfigFile == "" {
+		c.ConfigFile = getenv("AGENTD_CONFIG")
+	}
+	file := map[string]string{}
+	if c.ConfigFile != "" {
+		var err error
+		file, c.Specs, err = readFile(c.ConfigFile, opts)
+		if err != nil {
+			return Config{}, err
+		}
+	}
+	for _, o := range opts {
+		v, from := o.Default, "default"
+		if fv, ok := file[o.File]; ok {
+			v, from = fv, "config file key "+o.File
+		}
+		for i := len(o.Env) - 1; i >= 0; i-- { // the canonical name wins over aliases
+			if ev := getenv(o.Env[i]); ev != "" {
+				v, from = ev, o.Env[i]
+			}
+		}
+		if setFlags[o.Flag] {
+			v, from = *flagVals[o.Flag], "--"+o.Flag
+		}
+		if err := o.set(&c, v); err != nil {
+			return Config{}, fmt.Errorf("%s: %w", from, err)
+		}
+	}
+	if err := c.validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func readFile(path string, opts []Option) (map[string]string, []SpecConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read config file: %w", err)
+	}
+	var raw map[string]any
+	_, err = toml.Decode(string(data), &raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	known := map[string]bool{"sandbox_specs": true}
+	for _, o := range opts {
+		known[o.File] = true
+	}
+	out := map[string]string{}
+	for k, v := range raw {
+		if !known[k] {
+			return nil, nil, fmt.Errorf("config file %s: unknown key %q", path, k)
+		}
+		if k == "sandbox_specs" {
+			continue
+		}
+		out[k] = fmt.Sprint(v)
+	}
+	var specs struct {
+		Specs []SpecConfig `toml:"sandbox_specs"`
+	}
+	smd, err := toml.Decode(string(data), &specs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config file %s: sandbox_specs: %w", path, err)
+	}
+	for _, k := range smd.Undecoded() {
+		if len(k) > 0 && k[0] == "sandbox_specs" {
+			return nil, nil, fmt.Errorf("config file %s: unknown key %q", path, k.String())
+		}
+	}
+	return out, specs.Specs, nil
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		errs = append(errs, fmt.Errorf("addr %q: want host:port", c.Addr))
+	}
+	switch c.SandboxBackend {
+	case "auto", "process", "bwrap", "docker":
+	default:
+		errs = append(errs, fmt.Errorf("sandbox backend %q: want auto, process, bwrap or docker", c.SandboxBackend))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log level %q: want debug, info, warn or error", c.LogLevel))
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("log format %q: want text or json", c.LogFormat))
+	}
+	if c.MaxRunningSandboxes < 0 {
+		errs = append(errs, errors.New("max running sandboxes must not be negative"))
+	}
+	if c.SandboxStartTimeout <= 0 {
+		errs = append(errs, errors.New("sandbox start timeout must be positive"))
+	}
+	seen := map[string]bool{}
+	for i, s := range c.Specs {
+		switch {
+		case s.ID == "":
+			errs = append(errs, fmt.Errorf("sandbox_specs[%d]: id is required", i))
+		case seen[s.ID]:
+			errs = append(errs, fmt.Errorf("sandbox_specs[%d]: duplicate id %q", i, s.ID))
+		}
+		seen[s.ID] = true
+		if s.Network != "" && s.Network != "host" && s.Network != "none" {
+			errs = append(errs, fmt.Errorf("sandbox_specs[%d]: network %q: want host or none", i, s.Network))
+		}
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data dir must not be empty"))
+	} else if abs, err := filepath.Abs(c.DataDir); err == nil {
+		c.DataDir = abs
+	}
+	if c.PublicURL == "" {
+		host, port, _ := net.SplitHostPort(c.Addr)
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "127.0.0.1"
+		}
+		c.PublicURL = "http://" + net.JoinHostPort(host, port)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,99 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Markdown renders docs/configuration.md from the option table, so the documentation cannot
+// drift from the code (a test compares them).
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString(`# Configuration
+
+` + "`agentd serve`" + ` reads its settings from, in order of precedence: command-line flags, the
+environment, a TOML config file, and built-in defaults. The config file is named by ` + "`--config`" + `
+or ` + "`AGENTD_CONFIG`" + `; unknown keys in it are an error, so a typo never goes unnoticed.
+
+| Flag | Environment | Config file key | Default | Meaning |
+|---|---|---|---|---|
+`)
+	for _, o := range Options() {
+		def := o.Default
+		if def == "" {
+			def = "(none)"
+		}
+		envs := make([]string, len(o.Env))
+		for i, e := range o.Env {
+			envs[i] = "`" + e + "`"
+		}
+		secret := ""
+		if o.Secret {
+			secret = " Secret: never logged."
+		}
+		fmt.Fprintf(&b, "| `--%s` | %s | `%s` | `%s` | %s%s |\n", o.Flag, strings.Join(envs, ", "), o.File, def, o.Doc, secret)
+	}
+	b.WriteString(`
+When several environment variables name one setting, the first one listed wins.
+` + "`SESSION_API_KEY`" + ` is accepted because OpenHands deployments set it for the same purpose.
+
+## The admin key
+
+On the first start (an empty data directory) agentd creates the admin user. With
+` + "`AGENTD_ADMIN_KEY`" + ` set, that is the admin's key; otherwise a key is generated and printed once on
+standard output. Only a hash of any key is stored. While ` + "`AGENTD_ADMIN_KEY`" + ` stays set, later
+starts make sure it is still an admin key (re-adding it if it was deleted), so a deployment that
+sets it can always use it.
+
+## Sandbox specs
+
+Specs are the templates sandboxes start from. agentd has a built-in ` + "`default`" + ` spec; the config
+file adds more (or replaces ` + "`default`" + `) with ` + "`[[sandbox_specs]]`" + ` tables:
+
+` + "```toml" + `
+[[sandbox_specs]]
+id = "offline"
+description = "No network, bounded resources"
+command = ["agentd", "runtime"]      # the tool router; "agentd" is the agentd binary
+initial_env = { LANG = "C.UTF-8" }
+working_dir = "/workspace"           # the workspace as seen inside the sandbox
+image = ""                           # docker backend: the image
+rootfs = ""                          # bwrap backend: a root filesystem directory
+network = "none"                     # "host" (default) or "none"
+[sandbox_specs.limits]
+memory_mb = 2048
+cpus = 2.0
+pids = 512
+disk_mb = 0                          # 0 means unlimited
+` + "```" + `
+
+A backend that cannot honour part of a spec refuses to start sandboxes from it with a message
+that says what, and ` + "`GET /api/v1/sandbox-specs/search`" + ` lists those warnings per spec. The
+` + "`process`" + ` backend does not isolate anything: it cannot cut the network or enforce limits.
+
+## Sandbox backends
+
+| Backend | What it is |
+|---|---|
+| ` + "`process`" + ` | Each sandbox is a directory under the data directory and an ` + "`agentd runtime`" + ` process in its own session, reached on a unix socket. No isolation: for development. |
+
+` + "`auto`" + ` picks the best backend the machine offers; in this version that is ` + "`process`" + `, with a warning
+in the log and in the spec listing.
+
+## Files in the data directory
+
+| Path | What |
+|---|---|
+| ` + "`agentd.db`" + ` | the SQLite database (WAL mode) |
+| ` + "`keyring.json`" + ` | the server keys that seal secrets (mode 0600); ` + "`agentd rotate-key`" + ` replaces them |
+| ` + "`agentd.lock`" + ` | held while a server runs, so two servers never share a data directory |
+| ` + "`sandboxes/process/<id>/`" + ` | a sandbox of the process backend: ` + "`workspace/`" + `, ` + "`runtime.sock`" + `, ` + "`runtime.log`" + ` |
+
+## Key rotation
+
+` + "`agentd rotate-key --data-dir DIR`" + ` (with ` + "`agentd serve`" + ` stopped) creates a new server key, reseals every
+stored secret under it in one transaction, and then drops the old key. It is safe to interrupt:
+until the last step the keyring holds both keys.
+`)
+	return b.String()
+}

@@ -1,0 +1,73 @@
+// Package conversation holds conversations and their start tasks: the records, the rules that
+// derive a conversation's status, and the service that creates, starts, lists and deletes them.
+package conversation
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/agentd/agentd/internal/sandbox"
+)
+
+// Sentinel errors.
+var (
+	ErrNotFound = errors.New("conversation not found")
+	ErrExists   = errors.New("conversation id already exists")
+	// ErrNoLLM: the user has no usable LLM settings.
+	ErrNoLLM = errors.New("no usable LLM settings")
+)
+
+// Versions of the API a conversation was created through.
+const (
+	V0 = "V0"
+	V1 = "V1"
+)
+
+// Conversation is the stored record.
+type Conversation struct {
+	ID                 string
+	OwnerID            string
+	SandboxID          string
+	Version            string
+	Title              string
+	SelectedRepository *string
+	SelectedBranch     *string
+	GitProvider        *string
+	Trigger            *string
+	PRNumbers          []int
+	LLMModel           *string
+	// Metrics is a MetricsSnapshot JSON object, or nil.
+	Metrics  json.RawMessage
+	ParentID *string
+	// RequestSealed is the creation request exactly as received, sealed because it may hold
+	// secrets (MCP server keys). Nothing a client sent is lost.
+	RequestSealed []byte
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// View is a conversation with what its status derives from.
+type View struct {
+	Conversation
+	// SandboxStatus is the status of the conversation's sandbox; MISSING when it has none.
+	SandboxStatus sandbox.Status
+	// TaskStatus is the status of the conversation's start task, if it has one.
+	TaskStatus TaskStatus
+	// TaskDetail is the start task's detail (why it failed).
+	TaskDetail string
+	// SandboxKeySealed is the sealed session key of the sandbox, when it has one.
+	SandboxKeySealed []byte
+}
+
+// Filter narrows a conversation search. Zero fields do not filter.
+type Filter struct {
+	TitleContains      string
+	CreatedGTE         *time.Time
+	CreatedLT          *time.Time
+	UpdatedGTE         *time.Time
+	UpdatedLT          *time.Time
+	IncludeSub         bool // include conversations that have a parent
+	SelectedRepository string
+	Trigger            string
+}

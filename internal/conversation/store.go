@@ -1,0 +1,32 @@
+package conversation
+
+import (
+	"context"
+
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/paging"
+)
+
+// Store persists conversations and start tasks. Safe for concurrent use. ownerID scopes every
+// call: another user's rows are ErrNotFound and never counted or listed.
+type Store interface {
+	// CreateConversation stores a conversation, its start task and its first events in one
+	// transaction. ErrExists when the id is taken (by anyone).
+	CreateConversation(ctx context.Context, c Conversation, task StartTask, first []event.Event) error
+	GetConversation(ctx context.Context, ownerID, id string) (View, error)
+	// ListConversations pages through the owner's conversations, newest first (created_at, id).
+	ListConversations(ctx context.Context, ownerID string, f Filter, q paging.Query) (vs []View, next string, err error)
+	CountConversations(ctx context.Context, ownerID string, f Filter) (int, error)
+	// UpdateConversation writes SandboxID, Title, Metrics, LLMModel and UpdatedAt.
+	UpdateConversation(ctx context.Context, c Conversation) error
+	// DeleteConversation removes the conversation with its start tasks and events.
+	DeleteConversation(ctx context.Context, ownerID, id string) error
+
+	GetStartTask(ctx context.Context, ownerID, id string) (StartTask, error)
+	ListStartTasks(ctx context.Context, ownerID string, f TaskFilter, sort TaskSort, q paging.Query) (ts []StartTask, next string, err error)
+	CountStartTasks(ctx context.Context, ownerID string, f TaskFilter) (int, error)
+	// UpdateStartTask writes Status, Detail, SandboxID, AgentServerURL and UpdatedAt.
+	UpdateStartTask(ctx context.Context, t StartTask) error
+	// PendingStartTasks returns every unfinished task of every owner, to resume after a restart.
+	PendingStartTasks(ctx context.Context) ([]StartTask, error)
+}

@@ -1,0 +1,57 @@
+package conversation
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// TaskStatus is the step a start task is at.
+type TaskStatus string
+
+// Start task steps, as in OpenHands' AppConversationStartTaskStatus.
+const (
+	TaskWorking              TaskStatus = "WORKING"
+	TaskWaitingForSandbox    TaskStatus = "WAITING_FOR_SANDBOX"
+	TaskPreparingRepository  TaskStatus = "PREPARING_REPOSITORY"
+	TaskRunningSetupScript   TaskStatus = "RUNNING_SETUP_SCRIPT"
+	TaskSettingUpGitHooks    TaskStatus = "SETTING_UP_GIT_HOOKS"
+	TaskStartingConversation TaskStatus = "STARTING_CONVERSATION"
+	TaskReady                TaskStatus = "READY"
+	TaskError                TaskStatus = "ERROR"
+)
+
+// Terminal reports whether the task has finished (READY or ERROR).
+func (s TaskStatus) Terminal() bool { return s == TaskReady || s == TaskError }
+
+// StartTask records the background start of one conversation, saved at every step.
+type StartTask struct {
+	ID      string
+	OwnerID string
+	Status  TaskStatus
+	Detail  string
+	// ConversationID is known from the start; clients see it as app_conversation_id once READY.
+	ConversationID string
+	SandboxID      string
+	AgentServerURL string
+	// Request is the V1 start request JSON (no secrets), echoed back to clients.
+	Request   json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// TaskSort orders start task listings.
+type TaskSort string
+
+// Start task sort orders, as in OpenHands.
+const (
+	SortCreatedAt     TaskSort = "CREATED_AT"
+	SortCreatedAtDesc TaskSort = "CREATED_AT_DESC"
+	SortUpdatedAt     TaskSort = "UPDATED_AT"
+	SortUpdatedAtDesc TaskSort = "UPDATED_AT_DESC"
+)
+
+// TaskFilter narrows a start task search. Zero fields do not filter.
+type TaskFilter struct {
+	ConversationID string
+	CreatedGTE     *time.Time
+}

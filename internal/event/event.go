@@ -1,0 +1,54 @@
+// Package event holds conversation events: their types, the append-only log and its readers.
+package event
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/agentd/agentd/internal/paging"
+)
+
+// ErrNotFound: no such event, or it belongs to another user's conversation.
+var ErrNotFound = errors.New("event not found")
+
+// Sources of events, as in OpenHands.
+const (
+	SourceUser        = "user"
+	SourceAgent       = "agent"
+	SourceEnvironment = "environment"
+)
+
+// Event is one entry of a conversation's log. Body is the full event JSON as clients see it
+// (with kind, id, timestamp and source); the other fields are indexed copies.
+type Event struct {
+	ID             string
+	ConversationID string
+	// Seq orders events; the store assigns it on append, increasing across all events.
+	Seq       int64
+	Kind      string
+	Source    string
+	Timestamp time.Time
+	Body      json.RawMessage
+}
+
+// Filter narrows a search. Zero fields do not filter.
+type Filter struct {
+	ConversationID string
+	Kind           string
+	TimestampGTE   *time.Time
+	TimestampLT    *time.Time
+}
+
+// Store persists events. Appends to one conversation are ordered; safe for concurrent use.
+// ownerID scopes reads to the conversations of that user.
+type Store interface {
+	// AppendEvents appends in order and sets Seq on each element.
+	AppendEvents(ctx context.Context, evs []Event) error
+	// SearchEvents pages through events in Seq order (descending when desc).
+	SearchEvents(ctx context.Context, ownerID string, f Filter, desc bool, q paging.Query) (evs []Event, next string, err error)
+	CountEvents(ctx context.Context, ownerID string, f Filter) (int, error)
+	// GetEvents returns the events with those ids, in the order asked; nil for missing ones.
+	GetEvents(ctx context.Context, ownerID string, ids []string) ([]*Event, error)
+}

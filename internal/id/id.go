@@ -1,0 +1,44 @@
+// Package id makes the random identifiers and keys agentd hands out.
+package id
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"math/big"
+)
+
+// New returns a random UUID (version 4) as 32 lowercase hex characters without dashes, the
+// form OpenHands V1 uses on the wire.
+func New() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return hex.EncodeToString(b[:])
+}
+
+// Dashed returns a random UUID (version 4) in its canonical dashed form, as event ids use.
+func Dashed() string {
+	h := New()
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// Key returns a random secret of n bytes of entropy spelled in base62.
+func Key(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	v := new(big.Int).SetBytes(b)
+	out := make([]byte, 0, n*4/3+2)
+	base := big.NewInt(62)
+	mod := new(big.Int)
+	for v.Sign() > 0 {
+		v.DivMod(v, base, mod)
+		out = append(out, base62[mod.Int64()])
+	}
+	for len(out) < n*4/3 { // keep the length steady when leading bytes are zero
+		out = append(out, '0')
+	}
+	return string(out)
+}

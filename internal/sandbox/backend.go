@@ -1,0 +1,70 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Backend runs sandboxes with one technology.
+//
+// Contract:
+//   - All methods may be called concurrently, for different sandboxes and for the same one; a
+//     backend serialises what it must.
+//   - Start returns once the sandbox's processes exist; the runtime may not answer yet. The
+//     caller (Service) polls the runtime's health before calling the sandbox RUNNING. If Start
+//     fails, nothing of the sandbox is left behind.
+//   - Pause freezes every process of the sandbox, Resume thaws them. Both are idempotent.
+//   - Destroy kills every process and removes everything the sandbox owned (directories,
+//     cgroups, containers, volumes). Destroying a sandbox that is already gone is not an error.
+//   - Inspect never changes anything.
+//   - Instances survive a restart of agentd: a new Backend value given an Instance returned by
+//     an earlier one must be able to inspect, pause, resume and destroy it.
+type Backend interface {
+	// Name is the configuration name of the backend: "process", "bwrap", "docker".
+	Name() string
+	// Start creates and starts a sandbox.
+	Start(ctx context.Context, req StartRequest) (Instance, error)
+	Pause(ctx context.Context, inst Instance) error
+	Resume(ctx context.Context, inst Instance) error
+	Destroy(ctx context.Context, inst Instance) error
+	// Inspect reports the state of the sandbox's processes.
+	Inspect(ctx context.Context, inst Instance) (State, error)
+	// List returns the ids of every sandbox of this backend found on the machine (running or
+	// not), so the service can remove orphans that have no record.
+	List(ctx context.Context) ([]Instance, error)
+	// Close releases the backend's own resources. It leaves sandboxes running. Safe to call twice.
+	Close() error
+}
+
+// StartRequest is what a backend needs to start one sandbox.
+type StartRequest struct {
+	// ID is the sandbox id; it is safe to use as a path element.
+	ID      string
+	OwnerID string
+	Spec    Spec
+	// SessionKey protects the runtime: every request to it must carry this key.
+	SessionKey string
+}
+
+// State is what Inspect finds.
+type State string
+
+// Backend states.
+const (
+	StateRunning State = "running" // processes exist and are not frozen
+	StatePaused  State = "paused"  // processes exist and are frozen
+	StateGone    State = "gone"    // nothing of the sandbox runs any more
+)
+
+// Instance locates a started sandbox. The service stores it with the sandbox record.
+type Instance struct {
+	ID string `json:"id"`
+	// Endpoint reaches the runtime: "unix:/abs/path.sock" or "http://127.0.0.1:port".
+	Endpoint string `json:"endpoint"`
+	// Workspace is the workspace directory as seen by processes inside the sandbox.
+	Workspace string `json:"workspace"`
+	// HostWorkspace is the workspace directory on the host, where there is one.
+	HostWorkspace string `json:"host_workspace,omitempty"`
+	// State is backend-specific (pids, start times, container ids).
+	State json.RawMessage `json:"state,omitempty"`
+}

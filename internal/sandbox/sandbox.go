@@ -1,0 +1,84 @@
+// Package sandbox defines what a sandbox is, the specs sandboxes start from, the backends that run
+// them and the service that owns their lifecycle. Backends live in child packages named after
+// their technology (process, bwrap, docker); sandboxtest holds the suite every backend passes.
+package sandbox
+
+import (
+	"errors"
+	"time"
+)
+
+// Status is the lifecycle state of a sandbox as clients see it.
+type Status string
+
+// Sandbox statuses, as in the OpenHands V1 API.
+const (
+	StatusStarting Status = "STARTING"
+	StatusRunning  Status = "RUNNING"
+	StatusPaused   Status = "PAUSED"
+	StatusError    Status = "ERROR"
+	StatusMissing  Status = "MISSING"
+)
+
+// Sentinel errors. Stores and backends wrap or return these; the HTTP layer maps them to statuses.
+var (
+	// ErrNotFound: no sandbox (or spec) with that id belongs to the caller.
+	ErrNotFound = errors.New("sandbox not found")
+	// ErrSpecNotFound: the requested sandbox spec does not exist.
+	ErrSpecNotFound = errors.New("sandbox spec not found")
+	// ErrState: the sandbox is in a state that does not allow the operation (see Transition).
+	ErrState = errors.New("sandbox state does not allow this")
+	// ErrLimit: the user already runs as many sandboxes as allowed.
+	ErrLimit = errors.New("too many running sandboxes")
+	// ErrUnsupported: the backend cannot honour part of a spec.
+	ErrUnsupported = errors.New("not supported by this sandbox backend")
+)
+
+// Sandbox is the stored record of one sandbox.
+type Sandbox struct {
+	ID      string
+	OwnerID string
+	SpecID  string
+	Backend string
+	Status  Status
+	// Detail says why a sandbox is in ERROR or MISSING; empty otherwise.
+	Detail string
+	// SessionKeySealed is the runtime's session key, sealed with the server key.
+	SessionKeySealed []byte
+	// Instance is what the backend needs to find the sandbox again after a restart.
+	Instance  Instance
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Limits bound the resources of a sandbox. Zero means unlimited.
+type Limits struct {
+	MemoryBytes int64   `json:"memory_bytes,omitempty" toml:"memory_bytes"`
+	CPUs        float64 `json:"cpus,omitempty" toml:"cpus"`
+	PIDs        int64   `json:"pids,omitempty" toml:"pids"`
+	DiskBytes   int64   `json:"disk_bytes,omitempty" toml:"disk_bytes"`
+}
+
+// Network policies a spec may ask for.
+const (
+	NetworkHost = "host"
+	NetworkNone = "none"
+)
+
+// Spec is a template sandboxes start from.
+type Spec struct {
+	ID          string
+	Description string
+	// Command starts the tool router inside the sandbox. The first element "agentd" names the
+	// agentd binary made available to the sandbox; backends append listen and workspace flags.
+	Command    []string
+	InitialEnv map[string]string
+	// WorkingDir is the workspace path as seen inside the sandbox. Backends without a mount
+	// namespace (process) use the host path of the workspace instead.
+	WorkingDir string
+	Image      string // docker image reference
+	Rootfs     string // bwrap root filesystem directory; empty means the host's system directories
+	Network    string // NetworkHost (default) or NetworkNone
+	Limits     Limits
+	CreatedAt  time.Time
+}

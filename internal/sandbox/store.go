@@ -1,0 +1,38 @@
+package sandbox
+
+import (
+	"context"
+
+	"github.com/agentd/agentd/internal/paging"
+)
+
+// Store persists specs and sandbox records. Implementations live in store/sqlite and
+// store/postgres and pass store/storetest. All methods are safe for concurrent use.
+//
+// ownerID scopes every read and write to one user: a sandbox of another user is ErrNotFound.
+// An empty ownerID means "any owner" and is used only by the service itself (reconciliation).
+type Store interface {
+	// PutSpec inserts or replaces a spec.
+	PutSpec(ctx context.Context, spec Spec) error
+	// GetSpec returns ErrSpecNotFound when no spec has that id.
+	GetSpec(ctx context.Context, id string) (Spec, error)
+	// ListSpecs pages through specs ordered by id ascending.
+	ListSpecs(ctx context.Context, q paging.Query) (specs []Spec, next string, err error)
+
+	// CreateSandbox inserts a new record.
+	CreateSandbox(ctx context.Context, sb Sandbox) error
+	// GetSandbox returns ErrNotFound when the sandbox does not exist or belongs to someone else.
+	GetSandbox(ctx context.Context, ownerID, id string) (Sandbox, error)
+	// ListSandboxes pages through the owner's sandboxes, newest first (created_at, then id).
+	ListSandboxes(ctx context.Context, ownerID string, q paging.Query) (sbs []Sandbox, next string, err error)
+	// AllSandboxes returns every record of every owner, for reconciliation at start-up.
+	AllSandboxes(ctx context.Context) ([]Sandbox, error)
+	// UpdateSandbox writes Status, Detail, Instance and UpdatedAt of sb if the stored status
+	// is still prev (compare and set). It returns ErrState when the status moved meanwhile and
+	// ErrNotFound when the record is gone.
+	UpdateSandbox(ctx context.Context, sb Sandbox, prev Status) error
+	// DeleteSandbox removes the record. Deleting a missing record returns ErrNotFound.
+	DeleteSandbox(ctx context.Context, id string) error
+	// CountSandboxes counts the owner's sandboxes in any of the given statuses.
+	CountSandboxes(ctx context.Context, ownerID string, statuses ...Status) (int, error)
+}

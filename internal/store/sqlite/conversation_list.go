@@ -1,0 +1,68 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/paging"
+)
+
+// conversationWhere turns a filter into conditions on conversations c.
+func conversationWhere(ownerID string, f conversation.Filter) where {
+	var w where
+	w.add("c.owner_id = ?", ownerID)
+	if f.TitleContains != "" {
+		// instr matches a plain substring, so '%' and '_' in the search text are literal.
+		w.add("instr(c.title_fold, ?) > 0", fold(f.TitleContains))
+	}
+	if f.CreatedGTE != nil {
+		w.add("c.created_at >= ?", nanos(*f.CreatedGTE))
+	}
+	if f.CreatedLT != nil {
+		w.add("c.created_at < ?", nanos(*f.CreatedLT))
+	}
+	if f.UpdatedGTE != nil {
+		w.add("c.updated_at >= ?", nanos(*f.UpdatedGTE))
+	}
+	if f.UpdatedLT != nil {
+		w.add("c.updated_at < ?", nanos(*f.UpdatedLT))
+	}
+	if !f.IncludeSub {
+		w.add("c.parent_id IS NULL")
+	}
+	if f.SelectedRepository != "" {
+		w.add("c.selected_repository = ?", f.SelectedRepository)
+	}
+	if f.Trigger != "" {
+		w.add("c.trigger_name = ?", f.Trigger)
+	}
+	return w
+}
+
+func (s *Store) ListConversations(ctx context.Context, ownerID string, f conversation.Filter, q paging.Query) ([]conversation.View, string, error) {
+	q = q.Normalize()
+	c, err := decodeCursor(q.Cursor)
+	if err != nil {
+		return nil, "", fmt.Errorf("list conversations: %w", err)
+	}
+	w := conversationWhere(ownerID, f)
+	keyset(&w, "c.created_at", "c.id", true, c)
+	vs, err := collect(ctx, s.r, scanView,
+		viewSelect+w.String()+order("c.created_at", "c.id", true)+` LIMIT ?`,
+		append(w.args, q.Limit+1)...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list conversations: %w", err)
+	}
+	vs, next := page(vs, q.Limit, func(v conversation.View) (int64, string) { return nanos(v.CreatedAt), v.ID })
+	return vs, next, nil
+}
+
+func (s *Store) CountConversations(ctx context.Context, ownerID string, f conversation.Filter) (int, error) {
+	w := conversationWhere(ownerID, f)
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM conversations c`+w.String(), w.args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count conversations: %w", err)
+	}
+	return n, nil
+}

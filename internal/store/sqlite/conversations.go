@@ -1,0 +1,193 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/sandbox"
+)
+
+// ownerID scopes every conversation and start task call exactly: unlike sandboxes, an empty
+// ownerID matches no one.
+
+// CreateConversation inserts c, task and first in one transaction. A zero task (empty ID) is not
+// stored. Empty owner and conversation ids of task and events are taken from c; ids that differ
+// from c's are an error. On success the elements of first get their Seq, as AppendEvents does.
+func (s *Store) CreateConversation(ctx context.Context, c conversation.Conversation, task conversation.StartTask, first []event.Event) error {
+	evs := make([]event.Event, len(first))
+	copy(evs, first)
+	var seqs []int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := insertConversation(ctx, tx, c); err != nil {
+			return err
+		}
+		if task.ID != "" {
+			if err := adopt(&task.OwnerID, c.OwnerID, "start task owner"); err != nil {
+				return err
+			}
+			if err := adopt(&task.ConversationID, c.ID, "start task conversation"); err != nil {
+				return err
+			}
+			if err := insertStartTask(ctx, tx, task); err != nil {
+				return err
+			}
+		}
+		for i := range evs {
+			if err := adopt(&evs[i].ConversationID, c.ID, "event conversation"); err != nil {
+				return err
+			}
+		}
+		var err error
+		seqs, err = insertEvents(ctx, tx, evs)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("create conversation %s: %w", c.ID, err)
+	}
+	for i := range first {
+		first[i].Seq = seqs[i]
+	}
+	return nil
+}
+
+// adopt sets an empty *field to want and rejects a different value.
+func adopt(field *string, want, what string) error {
+	switch *field {
+	case "":
+		*field = want
+	case want:
+	default:
+		return fmt.Errorf("%s is %q, not %q", what, *field, want)
+	}
+	return nil
+}
+
+func insertConversation(ctx context.Context, tx *sql.Tx, c conversation.Conversation) error {
+	if err := checkTimes(c.CreatedAt, c.UpdatedAt); err != nil {
+		return err
+	}
+	prs, err := jsonArg(c.PRNumbers)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx,
+		`INSERT INTO conversations (id, owner_id, sandbox_id, version, title, title_fold, selected_repository,
+			selected_branch, git_provider, trigger_name, pr_numbers, llm_model, metrics, parent_id, request_sealed,
+			created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.ID, c.OwnerID, c.SandboxID, c.Version, c.Title, fold(c.Title), c.SelectedRepository,
+		c.SelectedBranch, c.GitProvider, c.Trigger, prs, c.LLMModel, rawArg(c.Metrics), c.ParentID,
+		blobArg(c.RequestSealed), nanos(c.CreatedAt), nanos(c.UpdatedAt))
+	if isUnique(err) {
+		return conversation.ErrExists
+	}
+	return err
+}
+
+// fold is the case folding of TitleContains, applied to titles when stored and to the search
+// text when searching. SQLite's own lower() and LIKE fold ASCII only.
+func fold(s string) string { return strings.ToLower(s) }
+
+// viewSelect reads a conversation with the status of its sandbox (if the owner still has it)
+// and of its most recent start task.
+const viewSelect = `SELECT c.id, c.owner_id, c.sandbox_id, c.version, c.title, c.selected_repository,
+	c.selected_branch, c.git_provider, c.trigger_name, c.pr_numbers, c.llm_model, c.metrics, c.parent_id,
+	c.request_sealed, c.created_at, c.updated_at, s.status, s.session_key_sealed, t.status, t.detail
+FROM conversations c
+LEFT JOIN sandboxes s ON c.sandbox_id <> '' AND s.id = c.sandbox_id AND s.owner_id = c.owner_id
+LEFT JOIN start_tasks t ON t.id = (
+	SELECT id FROM start_tasks
+	WHERE conversation_id = c.id AND owner_id = c.owner_id
+	ORDER BY created_at DESC, id DESC LIMIT 1)`
+
+func scanView(sc scanner) (conversation.View, error) {
+	var v conversation.View
+	c := &v.Conversation
+	var prs string
+	var metrics, sbStatus, taskStatus, taskDetail sql.NullString
+	var created, updated int64
+	err := sc.Scan(&c.ID, &c.OwnerID, &c.SandboxID, &c.Version, &c.Title, &c.SelectedRepository,
+		&c.SelectedBranch, &c.GitProvider, &c.Trigger, &prs, &c.LLMModel, &metrics, &c.ParentID,
+		&c.RequestSealed, &created, &updated, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail)
+	if err != nil {
+		return conversation.View{}, err
+	}
+	if err := json.Unmarshal([]byte(prs), &c.PRNumbers); err != nil {
+		return conversation.View{}, fmt.Errorf("decode pr numbers of conversation %s: %w", c.ID, err)
+	}
+	c.Metrics = fromRaw(metrics)
+	c.CreatedAt = fromNanos(created)
+	c.UpdatedAt = fromNanos(updated)
+	v.SandboxStatus = sandbox.StatusMissing
+	if sbStatus.Valid {
+		v.SandboxStatus = sandbox.Status(sbStatus.String)
+	}
+	v.TaskStatus = conversation.TaskStatus(taskStatus.String)
+	v.TaskDetail = taskDetail.String
+	return v, nil
+}
+
+func (s *Store) GetConversation(ctx context.Context, ownerID, id string) (conversation.View, error) {
+	v, err := scanView(s.r.QueryRowContext(ctx, viewSelect+` WHERE c.id = ? AND c.owner_id = ?`, id, ownerID))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = conversation.ErrNotFound
+	}
+	if err != nil {
+		return conversation.View{}, fmt.Errorf("get conversation %s: %w", id, err)
+	}
+	return v, nil
+}
+
+// UpdateConversation is scoped to c.OwnerID.
+func (s *Store) UpdateConversation(ctx context.Context, c conversation.Conversation) error {
+	err := checkTimes(c.UpdatedAt)
+	if err == nil {
+		var res sql.Result
+		res, err = s.w.ExecContext(ctx,
+			`UPDATE conversations SET sandbox_id = ?, title = ?, title_fold = ?, metrics = ?, llm_model = ?, updated_at = ?
+			WHERE id = ? AND owner_id = ?`,
+			c.SandboxID, c.Title, fold(c.Title), rawArg(c.Metrics), c.LLMModel, nanos(c.UpdatedAt), c.ID, c.OwnerID)
+		if err == nil {
+			err = mustAffect(res, conversation.ErrNotFound)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("update conversation %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+func (s *Store) DeleteConversation(ctx context.Context, ownerID, id string) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var exists bool
+		err := tx.QueryRowContext(ctx,
+			`SELECT EXISTS (SELECT 1 FROM conversations WHERE id = ? AND owner_id = ?)`, id, ownerID).Scan(&exists)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			return conversation.ErrNotFound
+		}
+		// Events first: they refer to the conversation.
+		for _, q := range []string{
+			`DELETE FROM events WHERE conversation_id = ?`,
+			`DELETE FROM start_tasks WHERE conversation_id = ?`,
+			`DELETE FROM conversations WHERE id = ?`,
+		} {
+			if _, err := tx.ExecContext(ctx, q, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete conversation %s: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/paging"
+)
+
+// Seq is the rowid of events, AUTOINCREMENT so that it never goes back, even after the newest
+// events are deleted. All writes go through one connection, so a later append always gets
+// greater numbers. Event reads are scoped by joining the conversation's owner.
+
+// AppendEvents inserts evs in one transaction, in order. Seq is set on the elements only once
+// the transaction has committed. Appending to a conversation that does not exist fails with
+// conversation.ErrNotFound.
+func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	var seqs []int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		seqs, err = insertEvents(ctx, tx, evs)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("append events: %w", err)
+	}
+	for i := range evs {
+		evs[i].Seq = seqs[i]
+	}
+	return nil
+}
+
+// insertEvents inserts evs in order and returns their sequence numbers.
+func insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event) ([]int64, error) {
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	stmt, err := tx.PrepareContext(ctx,
+		`INSERT INTO events (id, conversation_id, kind, source, ts, body) VALUES (?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return nil, err
+	}
+	defer stmt.Close()
+	seqs := make([]int64, len(evs))
+	for i, e := range evs {
+		if err := checkTimes(e.Timestamp); err != nil {
+			return nil, fmt.Errorf("event %s: %w", e.ID, err)
+		}
+		res, err := stmt.ExecContext(ctx, e.ID, e.ConversationID, e.Kind, e.Source, nanos(e.Timestamp), rawArg(e.Body))
+		switch {
+		case isForeignKey(err):
+			return nil, fmt.Errorf("event %s: conversation %s: %w", e.ID, e.ConversationID, conversation.ErrNotFound)
+		case isUnique(err):
+			return nil, fmt.Errorf("event %s already exists", e.ID)
+		case err != nil:
+			return nil, fmt.Errorf("event %s: %w", e.ID, err)
+		}
+		if seqs[i], err = res.LastInsertId(); err != nil {
+			return nil, err
+		}
+	}
+	return seqs, nil
+}
+
+const eventSelect = `SELECT e.seq, e.id, e.conversation_id, e.kind, e.source, e.ts, e.body
+FROM events e JOIN conversations c ON c.id = e.conversation_id`
+
+func scanEvent(sc scanner) (event.Event, error) {
+	var e event.Event
+	var ts int64
+	var body sql.NullString
+	if err := sc.Scan(&e.Seq, &e.ID, &e.ConversationID, &e.Kind, &e.Source, &ts, &body); err != nil {
+		return event.Event{}, err
+	}
+	e.Timestamp = fromNanos(ts)
+	e.Body = fromRaw(body)
+	return e, nil
+}
+
+func eventWhere(ownerID string, f event.Filter) where {
+	var w where
+	w.add("c.owner_id = ?", ownerID)
+	if f.ConversationID != "" {
+		w.add("e.conversation_id = ?", f.ConversationID)
+	}
+	if f.Kind != "" {
+		w.add("e.kind = ?", f.Kind)
+	}
+	if f.TimestampGTE != nil {
+		w.add("e.ts >= ?", nanos(*f.TimestampGTE))
+	}
+	if f.TimestampLT != nil {
+		w.add("e.ts < ?", nanos(*f.TimestampLT))
+	}
+	return w
+}
+
+// SearchEvents pages by Seq: the cursor's key is the last Seq seen (and its id the event's).
+func (s *Store) SearchEvents(ctx context.Context, ownerID string, f event.Filter, desc bool, q paging.Query) ([]event.Event, string, error) {
+	q = q.Normalize()
+	c, err := decodeCursor(q.Cursor)
+	if err != nil {
+		return nil, "", fmt.Errorf("search events: %w", err)
+	}
+	w := eventWhere(ownerID, f)
+	dir := " ASC"
+	if c != nil {
+		if desc {
+			w.add("e.seq < ?", c.key)
+		} else {
+			w.add("e.seq > ?", c.key)
+		}
+	}
+	if desc {
+		dir = " DESC"
+	}
+	evs, err := collect(ctx, s.r, scanEvent,
+		eventSelect+w.String()+` ORDER BY e.seq`+dir+` LIMIT ?`, append(w.args, q.Limit+1)...)
+	if err != nil {
+		return nil, "", fmt.Errorf("search events: %w", err)
+	}
+	evs, next := page(evs, q.Limit, func(e event.Event) (int64, string) { return e.Seq, e.ID })
+	return evs, next, nil
+}
+
+func (s *Store) CountEvents(ctx context.Context, ownerID string, f event.Filter) (int, error) {
+	w := eventWhere(ownerID, f)
+	var n int
+	err := s.r.QueryRowContext(ctx,
+		`SELECT COUNT(*) FROM events e JOIN conversations c ON c.id = e.conversation_id`+w.String(), w.args...).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count events: %w", err)
+	}
+	return n, nil
+}
+
+// getEventsBatch bounds the number of ids bound in one query.
+const getEventsBatch = 500
+
+func (s *Store) GetEvents(ctx context.Context, ownerID string, ids []string) ([]*event.Event, error) {
+	found := make(map[string]*event.Event, len(ids))
+	for start := 0; start < len(ids); start += getEventsBatch {
+		batch := ids[start:min(start+getEventsBatch, len(ids))]
+		args := make([]any, 0, len(batch)+1)
+		args = append(args, ownerID)
+		for _, id := range batch {
+			args = append(args, id)
+		}
+		evs, err := collect(ctx, s.r, scanEvent,
+			eventSelect+` WHERE c.owner_id = ? AND e.id IN (`+placeholders(len(batch))+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("get events: %w", err)
+		}
+		for _, e := range evs {
+			found[e.ID] = &e
+		}
+	}
+	out := make([]*event.Event, len(ids))
+	for i, id := range ids {
+		if e := found[id]; e != nil {
+			// A copy per position, so that callers may change one without the other when an
+			// id is asked twice.
+			c := *e
+			out[i] = &c
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,174 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/sandbox"
+)
+
+// An empty ownerID means any owner throughout, as sandbox.Store specifies. Instance is a JSON
+// column.
+
+func (s *Store) CreateSandbox(ctx context.Context, sb sandbox.Sandbox) error {
+	err := checkTimes(sb.CreatedAt, sb.UpdatedAt)
+	var inst string
+	if err == nil {
+		inst, err = jsonArg(sb.Instance)
+	}
+	if err == nil {
+		_, err = s.w.ExecContext(ctx,
+			`INSERT INTO sandboxes (id, owner_id, spec_id, backend, status, detail, session_key_sealed, instance, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			sb.ID, sb.OwnerID, sb.SpecID, sb.Backend, string(sb.Status), sb.Detail, blobArg(sb.SessionKeySealed),
+			inst, nanos(sb.CreatedAt), nanos(sb.UpdatedAt))
+		if isUnique(err) {
+			// sandbox has no sentinel for this: ids are generated, so a clash is a bug.
+			err = errors.New("id already exists")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("create sandbox %s: %w", sb.ID, err)
+	}
+	return nil
+}
+
+const sandboxColumns = `id, owner_id, spec_id, backend, status, detail, session_key_sealed, instance, created_at, updated_at`
+
+func scanSandbox(sc scanner) (sandbox.Sandbox, error) {
+	var sb sandbox.Sandbox
+	var inst string
+	var created, updated int64
+	err := sc.Scan(&sb.ID, &sb.OwnerID, &sb.SpecID, &sb.Backend, &sb.Status, &sb.Detail, &sb.SessionKeySealed,
+		&inst, &created, &updated)
+	if err != nil {
+		return sandbox.Sandbox{}, err
+	}
+	if err := json.Unmarshal([]byte(inst), &sb.Instance); err != nil {
+		return sandbox.Sandbox{}, fmt.Errorf("decode instance of sandbox %s: %w", sb.ID, err)
+	}
+	sb.CreatedAt = fromNanos(created)
+	sb.UpdatedAt = fromNanos(updated)
+	return sb, nil
+}
+
+// ownedBy adds the owner condition unless ownerID is empty (any owner).
+func ownedBy(w *where, col, ownerID string) {
+	if ownerID != "" {
+		w.add(col+" = ?", ownerID)
+	}
+}
+
+func (s *Store) GetSandbox(ctx context.Context, ownerID, id string) (sandbox.Sandbox, error) {
+	sb, err := getSandbox(ctx, s.r, ownerID, id)
+	if err != nil {
+		return sandbox.Sandbox{}, fmt.Errorf("get sandbox %s: %w", id, err)
+	}
+	return sb, nil
+}
+
+func getSandbox(ctx context.Context, q queryer, ownerID, id string) (sandbox.Sandbox, error) {
+	w := where{}
+	w.add("id = ?", id)
+	ownedBy(&w, "owner_id", ownerID)
+	sb, err := scanSandbox(q.QueryRowContext(ctx, `SELECT `+sandboxColumns+` FROM sandboxes`+w.String(), w.args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return sandbox.Sandbox{}, sandbox.ErrNotFound
+	}
+	return sb, err
+}
+
+func (s *Store) ListSandboxes(ctx context.Context, ownerID string, q paging.Query) ([]sandbox.Sandbox, string, error) {
+	q = q.Normalize()
+	c, err := decodeCursor(q.Cursor)
+	if err != nil {
+		return nil, "", fmt.Errorf("list sandboxes: %w", err)
+	}
+	var w where
+	ownedBy(&w, "owner_id", ownerID)
+	keyset(&w, "created_at", "id", true, c)
+	sbs, err := collect(ctx, s.r, scanSandbox,
+		`SELECT `+sandboxColumns+` FROM sandboxes`+w.String()+order("created_at", "id", true)+` LIMIT ?`,
+		append(w.args, q.Limit+1)...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list sandboxes: %w", err)
+	}
+	sbs, next := page(sbs, q.Limit, func(sb sandbox.Sandbox) (int64, string) { return nanos(sb.CreatedAt), sb.ID })
+	return sbs, next, nil
+}
+
+func (s *Store) AllSandboxes(ctx context.Context) ([]sandbox.Sandbox, error) {
+	sbs, err := collect(ctx, s.r, scanSandbox, `SELECT `+sandboxColumns+` FROM sandboxes ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("list all sandboxes: %w", err)
+	}
+	return sbs, nil
+}
+
+// UpdateSandbox is scoped to sb.OwnerID unless it is empty. When the conditional update changes
+// nothing, a second look in the same transaction tells ErrNotFound from ErrState.
+func (s *Store) UpdateSandbox(ctx context.Context, sb sandbox.Sandbox, prev sandbox.Status) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := checkTimes(sb.UpdatedAt); err != nil {
+			return err
+		}
+		inst, err := jsonArg(sb.Instance)
+		if err != nil {
+			return err
+		}
+		w := where{}
+		w.add("id = ?", sb.ID)
+		ownedBy(&w, "owner_id", sb.OwnerID)
+		res, err := tx.ExecContext(ctx,
+			`UPDATE sandboxes SET status = ?, detail = ?, instance = ?, updated_at = ?`+w.String()+` AND status = ?`,
+			append([]any{string(sb.Status), sb.Detail, inst, nanos(sb.UpdatedAt)}, append(w.args, string(prev))...)...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		cur, err := getSandbox(ctx, tx, sb.OwnerID, sb.ID)
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("status is %s, not %s: %w", cur.Status, prev, sandbox.ErrState)
+	})
+	if err != nil {
+		return fmt.Errorf("update sandbox %s: %w", sb.ID, err)
+	}
+	return nil
+}
+
+func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
+	res, err := s.w.ExecContext(ctx, `DELETE FROM sandboxes WHERE id = ?`, id)
+	if err == nil {
+		err = mustAffect(res, sandbox.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("delete sandbox %s: %w", id, err)
+	}
+	return nil
+}
+
+// CountSandboxes counts every status when statuses is empty.
+func (s *Store) CountSandboxes(ctx context.Context, ownerID string, statuses ...sandbox.Status) (int, error) {
+	var w where
+	ownedBy(&w, "owner_id", ownerID)
+	if len(statuses) > 0 {
+		args := make([]any, len(statuses))
+		for i, st := range statuses {
+			args[i] = string(st)
+		}
+		w.add("status IN ("+placeholders(len(args))+")", args...)
+	}
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM sandboxes`+w.String(), w.args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count sandboxes: %w", err)
+	}
+	return n, nil
+}

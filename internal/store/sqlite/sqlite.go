@@ -1,0 +1,147 @@
+// Package sqlite is the SQLite implementation of store.Store: one database file, written through
+// a single connection and read through a pool, with the schema migrated on Open.
+//
+// Every write goes through one connection that begins IMMEDIATE transactions, so writers from
+// many goroutines queue in database/sql instead of failing with SQLITE_BUSY, and writers from
+// another process wait up to the busy timeout. Readers use a separate pool and, thanks to WAL,
+// never block the writer nor wait for it. With WAL and synchronous=NORMAL a committed
+// transaction survives the death of the process (kill -9); it may not survive a power loss.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/agentd/agentd/internal/store"
+)
+
+// busyTimeoutMillis bounds how long a connection waits for a lock held by another process.
+const busyTimeoutMillis = 10_000
+
+// Store is a store.Store kept in one SQLite database file. Safe for concurrent use.
+type Store struct {
+	w *sql.DB // the only writer: one connection, IMMEDIATE transactions
+	r *sql.DB // readers, query_only
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens the database file at path, creating it if needed (its directory must exist), and
+// migrates its schema. It refuses a database whose schema is newer than this binary
+// (ErrSchemaTooNew). Several Stores, in one process or several, may open the same file; ctx
+// bounds only the opening.
+func Open(ctx context.Context, path string) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	w, err := openWriter(ctx, abs)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	if err := migrate(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite", dsn(abs, false))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	if err := r.PingContext(ctx); err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	return &Store{w: w, r: r}, nil
+}
+
+// openWriter opens the single writing connection and switches the file to WAL.
+func openWriter(ctx context.Context, path string) (*sql.DB, error) {
+	w, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		return nil, err
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	if err := enableWAL(ctx, w); err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// enableWAL switches the file to WAL and checks that WAL is really in force: some file systems
+// refuse it silently, and the durability and concurrency above depend on it. SQLite does not
+// call the busy handler while it switches the mode of a new file, so when several processes
+// open one new file at once the losers get SQLITE_BUSY; they retry here for as long as the busy
+// timeout would have let them wait.
+func enableWAL(ctx context.Context, w *sql.DB) error {
+	deadline := time.Now().Add(busyTimeoutMillis * time.Millisecond)
+	pause := time.Millisecond
+	for {
+		var mode string
+		err := w.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode)
+		if err == nil && !strings.EqualFold(mode, "wal") {
+			return fmt.Errorf("journal mode is %q, want wal", mode)
+		}
+		if !isBusy(err) || time.Now().After(deadline) {
+			if err != nil {
+				return fmt.Errorf("set journal mode: %w", err)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("set journal mode: %w", ctx.Err())
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// dsn builds the driver's connection string. The path goes in a file: URI so that characters
+// such as '?' and '#' in it are escaped rather than read as URI syntax.
+func dsn(path string, writer bool) string {
+	q := url.Values{}
+	q.Set("_busy_timeout", fmt.Sprint(busyTimeoutMillis))
+	q.Set("_foreign_keys", "on")
+	if writer {
+		q.Set("_synchronous", "NORMAL")
+		q.Set("_txlock", "immediate")
+	} else {
+		q.Set("_query_only", "on")
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), RawQuery: q.Encode()}
+	return u.String()
+}
+
+// Close closes both connection pools. Safe to call twice; the second call returns the first
+// call's result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closeErr = errors.Join(s.r.Close(), s.w.Close())
+		if s.closeErr != nil {
+			s.closeErr = fmt.Errorf("close sqlite store: %w", s.closeErr)
+		}
+	})
+	return s.closeErr
+}

@@ -1,0 +1,31 @@
+// Package store defines the whole persistence interface of agentd as the union of the domain
+// stores. Implementations live in sqlite/ and postgres/; storetest/ is the conformance suite
+// every implementation passes.
+package store
+
+import (
+	"context"
+
+	"github.com/agentd/agentd/internal/auth"
+	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/gitprovider"
+	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/settings"
+)
+
+// Store is everything agentd keeps durably.
+type Store interface {
+	auth.Store
+	settings.Store
+	gitprovider.Store
+	sandbox.Store
+	conversation.Store
+	event.Store
+
+	// Reseal rewrites every sealed value (settings secrets, provider tokens, sandbox session
+	// keys, conversation requests) through fn in one transaction. Key rotation uses it.
+	Reseal(ctx context.Context, fn func(sealed []byte) ([]byte, error)) error
+	// Close releases the store. Safe to call twice.
+	Close() error
+}

@@ -1,0 +1,142 @@
+package storetest
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/gitprovider"
+	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/settings"
+	"github.com/agentd/agentd/internal/store"
+)
+
+// sealedWorld is one of every kind of sealed value, as stored.
+type sealedWorld struct {
+	SettingsA, SettingsB settings.Record
+	Tokens               []gitprovider.Token
+	Sandbox              sandbox.Sandbox
+	Conv, Bare           conversation.Conversation
+}
+
+// sealed lists every non-empty sealed value in w.
+func (w sealedWorld) sealed() [][]byte {
+	var out [][]byte
+	for _, r := range []settings.Record{w.SettingsA, w.SettingsB} {
+		for _, v := range r.Secrets {
+			out = append(out, v)
+		}
+	}
+	for _, tk := range w.Tokens {
+		out = append(out, tk.TokenSealed)
+	}
+	return append(out, w.Sandbox.SessionKeySealed, w.Conv.RequestSealed)
+}
+
+func storeSealedWorld(t *testing.T, s store.Store) sealedWorld {
+	ctx := t.Context()
+	w := sealedWorld{
+		SettingsA: newSettings(ownerA, 1),
+		SettingsB: newSettings(ownerB, 2),
+		Tokens: []gitprovider.Token{
+			{Provider: gitprovider.GitHub, TokenSealed: []byte("sealed gh"), UpdatedAt: at(1)},
+			{Provider: gitprovider.GitLab, TokenSealed: []byte("sealed gl"), UpdatedAt: at(1)},
+		},
+		Sandbox: newSandbox(ownerA, "sb-1", 1, sandbox.StatusRunning),
+		Conv:    newConversation(ownerA, "conv-1", 1),
+		Bare:    newConversation(ownerB, "conv-bare", 2),
+	}
+	w.SettingsA.Secrets["search_api_key"] = []byte("sealed search key")
+	w.Bare.RequestSealed = nil
+	ok(t, "put settings", s.PutSettings(ctx, w.SettingsA))
+	ok(t, "put settings", s.PutSettings(ctx, w.SettingsB))
+	ok(t, "replace tokens", s.ReplaceProviderTokens(ctx, ownerA, w.Tokens))
+	ok(t, "create sandbox", s.CreateSandbox(ctx, w.Sandbox))
+	createConversation(t, s, w.Conv)
+	createConversation(t, s, w.Bare)
+	return w
+}
+
+// readSealedWorld reads back what storeSealedWorld stored.
+func readSealedWorld(t *testing.T, s store.Store, like sealedWorld) sealedWorld {
+	ctx := t.Context()
+	var w sealedWorld
+	var err error
+	w.SettingsA, err = s.GetSettings(ctx, ownerA)
+	ok(t, "get settings", err)
+	w.SettingsB, err = s.GetSettings(ctx, ownerB)
+	ok(t, "get settings", err)
+	w.Tokens, err = s.ProviderTokens(ctx, ownerA)
+	ok(t, "get tokens", err)
+	w.Sandbox, err = s.GetSandbox(ctx, ownerA, like.Sandbox.ID)
+	ok(t, "get sandbox", err)
+	v, err := s.GetConversation(ctx, ownerA, like.Conv.ID)
+	ok(t, "get conversation", err)
+	w.Conv = v.Conversation
+	v, err = s.GetConversation(ctx, ownerB, like.Bare.ID)
+	ok(t, "get conversation", err)
+	w.Bare = v.Conversation
+	return w
+}
+
+func testReseal(t *testing.T, s store.Store) {
+	before := storeSealedWorld(t, s)
+	reseal := func(v []byte) []byte { return append([]byte("v2:"), v...) }
+	var seen [][]byte
+	err := s.Reseal(t.Context(), func(v []byte) ([]byte, error) {
+		if len(v) > 0 {
+			seen = append(seen, slices.Clone(v))
+		}
+		return reseal(v), nil
+	})
+	ok(t, "reseal", err)
+
+	want := before.sealed()
+	slices.SortFunc(want, bytes.Compare)
+	slices.SortFunc(seen, bytes.Compare)
+	equal(t, "values passed to fn", seen, want)
+
+	expect := before
+	expect.SettingsA.Secrets = map[string][]byte{}
+	for k, v := range before.SettingsA.Secrets {
+		expect.SettingsA.Secrets[k] = reseal(v)
+	}
+	expect.SettingsB.Secrets = map[string][]byte{"llm_api_key": reseal(before.SettingsB.Secrets["llm_api_key"])}
+	expect.Tokens = slices.Clone(before.Tokens)
+	for i := range expect.Tokens {
+		expect.Tokens[i].TokenSealed = reseal(before.Tokens[i].TokenSealed)
+	}
+	expect.Sandbox.SessionKeySealed = reseal(before.Sandbox.SessionKeySealed)
+	expect.Conv.RequestSealed = reseal(before.Conv.RequestSealed)
+	after := readSealedWorld(t, s, before)
+	equal(t, "settings A", after.SettingsA, expect.SettingsA)
+	equal(t, "settings B", after.SettingsB, expect.SettingsB)
+	equal(t, "tokens", after.Tokens, expect.Tokens)
+	equal(t, "sandbox", after.Sandbox, expect.Sandbox)
+	equal(t, "conversation", after.Conv, expect.Conv)
+	equal(t, "conversation without a request", after.Bare, expect.Bare)
+}
+
+func testResealRollback(t *testing.T, s store.Store) {
+	before := storeSealedWorld(t, s)
+	total := len(before.sealed())
+	boom := errors.New("boom")
+	// Fail at the first, a middle and the last value: nothing may change either way.
+	for _, failAt := range []int{1, total / 2, total} {
+		calls := 0
+		err := s.Reseal(t.Context(), func(v []byte) ([]byte, error) {
+			if len(v) > 0 {
+				calls++
+			}
+			if calls == failAt {
+				return nil, boom
+			}
+			return append([]byte("v2:"), v...), nil
+		})
+		is(t, "reseal with a failing fn", err, boom)
+		after := readSealedWorld(t, s, before)
+		equal(t, "sealed values after a failed reseal", after, before)
+	}
+}

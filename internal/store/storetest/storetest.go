@@ -1,0 +1,81 @@
+// Package storetest is the conformance suite of store.Store. Every implementation (sqlite,
+// postgres) runs Run against fresh, empty stores and must pass all of it; behaviour that the
+// suite checks is part of the contract.
+//
+// The suite uses times in whole microseconds and compares JSON values by meaning, so that stores
+// with microsecond clocks and re-encoding JSON columns (PostgreSQL's jsonb) can pass it.
+package storetest
+
+import (
+	"testing"
+
+	"github.com/agentd/agentd/internal/store"
+)
+
+// Factory makes the stores the suite runs on.
+type Factory struct {
+	// Open returns a new, empty store for one subtest and arranges, with t.Cleanup, for it to
+	// be closed. Subtests run in parallel, so Open is called concurrently.
+	Open func(t *testing.T) store.Store
+	// Reopen returns a new store over the same data as old, as a restarted server would open
+	// it. The suite has already closed old and does not use it again. A nil Reopen skips the
+	// persistence test.
+	Reopen func(t *testing.T, old store.Store) store.Store
+}
+
+// Run runs the whole suite, each subtest on a store of its own.
+func Run(t *testing.T, f Factory) {
+	if f.Open == nil {
+		t.Fatal("storetest: Factory.Open is nil")
+	}
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s store.Store)
+	}{
+		{"Users", testUsers},
+		{"APIKeys", testAPIKeys},
+		{"Bootstrap", testBootstrap},
+		{"BootstrapAtomic", testBootstrapAtomic},
+		{"BootstrapConcurrent", testBootstrapConcurrent},
+		{"Settings", testSettings},
+		{"ProviderTokens", testProviderTokens},
+		{"Specs", testSpecs},
+		{"Sandboxes", testSandboxes},
+		{"SandboxListAndCount", testSandboxListAndCount},
+		{"SandboxCompareAndSet", testSandboxCompareAndSet},
+		{"SandboxDeleteKeepsConversations", testSandboxDeleteKeepsConversations},
+		{"Conversations", testConversations},
+		{"ConversationOwnership", testConversationOwnership},
+		{"ConversationView", testConversationView},
+		{"CreateConversationAtomic", testCreateConversationAtomic},
+		{"DeleteConversation", testDeleteConversation},
+		{"ConversationFilters", testConversationFilters},
+		{"ConversationPaging", testConversationPaging},
+		{"ConversationPagingWithInserts", testConversationPagingWithInserts},
+		{"BadCursor", testBadCursor},
+		{"StartTasks", testStartTasks},
+		{"StartTaskSort", testStartTaskSort},
+		{"PendingStartTasks", testPendingStartTasks},
+		{"Events", testEvents},
+		{"EventSearch", testEventSearch},
+		{"EventOwnership", testEventOwnership},
+		{"AppendEventsAtomic", testAppendEventsAtomic},
+		{"ConcurrentAppends", testConcurrentAppends},
+		{"Reseal", testReseal},
+		{"ResealRollback", testResealRollback},
+		{"CloseTwice", testCloseTwice},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, f.Open(t))
+		})
+	}
+	t.Run("Persistence", func(t *testing.T) {
+		if f.Reopen == nil {
+			t.Skip("storetest: Factory.Reopen is nil")
+		}
+		t.Parallel()
+		testPersistence(t, f)
+	})
+}
