@@ -68,3 +68,42 @@ type Instance struct {
 	// State is backend-specific (pids, start times, container ids).
 	State json.RawMessage `json:"state,omitempty"`
 }
+
+// SpecChecker is implemented by backends that can tell, without starting anything, whether
+// they can honour a spec. The service asks before it stores a sandbox, so an impossible spec
+// leaves no record behind; the spec listing shows the answers as warnings.
+type SpecChecker interface {
+	// CheckSpec returns an *UnsupportedError for what the backend cannot do, or nil.
+	CheckSpec(spec Spec) error
+}
+
+// UnsupportedError names what a backend cannot honour in a spec. It matches ErrUnsupported.
+type UnsupportedError struct {
+	Backend string
+	What    []string
+}
+
+func (e *UnsupportedError) Error() string {
+	return "the " + e.Backend + " backend cannot honour " + joinWords(e.What)
+}
+
+// Is makes errors.Is(err, ErrUnsupported) hold.
+func (e *UnsupportedError) Is(target error) bool { return target == ErrUnsupported }
+
+// ClientMessage is the text shown to clients.
+func (e *UnsupportedError) ClientMessage() string { return e.Error() }
+
+func joinWords(ws []string) string {
+	out := ""
+	for i, w := range ws {
+		switch {
+		case i == 0:
+		case i == len(ws)-1:
+			out += " and "
+		default:
+			out += ", "
+		}
+		out += w
+	}
+	return out
+}

@@ -187,9 +187,8 @@ func (k *Keyring) Open(sealed []byte) ([]byte, error) {
 	if len(sealed) < 2+n {
 		return nil, ErrCorrupt
 	}
-	id := string(sealed[2 : 2+n])
 	k.mu.RLock()
-	aead, ok := k.keys[id]
+	aead, ok := k.keys[string(sealed[2:2+n])]
 	k.mu.RUnlock()
 	if !ok {
 		return nil, ErrUnknownKey

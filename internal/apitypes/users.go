@@ -1,0 +1,56 @@
+package apitypes
+
+import "time"
+
+// UserCreateRequest is the body of POST /api/v1/users (admins only).
+type UserCreateRequest struct {
+	Name    string `json:"name" wire:"required,minlen=1,maxlen=100"`
+	IsAdmin bool   `json:"is_admin"`
+}
+
+// WireStrict rejects unknown keys.
+func (UserCreateRequest) WireStrict() {}
+
+// UserInfo describes a user.
+type UserInfo struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	IsAdmin   bool      `json:"is_admin"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// APIKeyCreateRequest is the body of POST /api/keys.
+type APIKeyCreateRequest struct {
+	Name      string     `json:"name" wire:"required,minlen=1,maxlen=100"`
+	UserID    *string    `json:"user_id" doc:"Owner of the new key; only admins may name another user. Default: the caller."`
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+// WireStrict rejects unknown keys.
+func (APIKeyCreateRequest) WireStrict() {}
+
+// APIKeyInfo describes a stored key; the key itself is never shown again.
+type APIKeyInfo struct {
+	ID        string     `json:"id"`
+	Name      string     `json:"name"`
+	Prefix    string     `json:"prefix"`
+	UserID    string     `json:"user_id"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+// APIKeyCreated answers POST /api/keys: the only time the key is shown.
+type APIKeyCreated struct {
+	APIKeyInfo
+	Key string `json:"key"`
+}
+
+// APIKeyListQuery is the query of GET /api/keys.
+type APIKeyListQuery struct {
+	UserID string `query:"user_id"`
+}
+
+// Success is a plain success answer.
+type Success struct {
+	Success bool `json:"success"`
+}

@@ -1,0 +1,300 @@
+package apitypes
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/agentd/agentd/internal/wire"
+)
+
+// ExposedURL is an address a sandbox offers.
+type ExposedURL struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+}
+
+// SandboxInfo describes a sandbox.
+type SandboxInfo struct {
+	ID              string        `json:"id"`
+	CreatedByUserID *string       `json:"created_by_user_id"`
+	SandboxSpecID   string        `json:"sandbox_spec_id"`
+	Status          SandboxStatus `json:"status"`
+	SessionAPIKey   *string       `json:"session_api_key" doc:"Key for the sandbox's runtime; set while RUNNING."`
+	ExposedURLs     []ExposedURL  `json:"exposed_urls" doc:"Null unless RUNNING."`
+	CreatedAt       time.Time     `json:"created_at"`
+	Backend         string        `json:"backend" doc:"Sandbox backend: process, bwrap or docker."`
+	Detail          *string       `json:"detail" doc:"Why the sandbox is in ERROR or MISSING."`
+}
+
+// SandboxPage is a page of sandboxes.
+type SandboxPage struct {
+	Items      []SandboxInfo `json:"items"`
+	NextPageID *string       `json:"next_page_id"`
+}
+
+// SandboxStartQuery is the query of POST /api/v1/sandboxes.
+type SandboxStartQuery struct {
+	SandboxSpecID string `query:"sandbox_spec_id"`
+}
+
+// SandboxLimits are a spec's resource bounds; absent means unlimited.
+type SandboxLimits struct {
+	MemoryBytes int64   `json:"memory_bytes,omitempty"`
+	CPUs        float64 `json:"cpus,omitempty"`
+	PIDs        int64   `json:"pids,omitempty"`
+	DiskBytes   int64   `json:"disk_bytes,omitempty"`
+}
+
+// SandboxSpecInfo is a template sandboxes start from.
+type SandboxSpecInfo struct {
+	ID          string            `json:"id"`
+	Command     []string          `json:"command"`
+	CreatedAt   time.Time         `json:"created_at"`
+	InitialEnv  map[string]string `json:"initial_env"`
+	WorkingDir  string            `json:"working_dir"`
+	Description string            `json:"description,omitempty"`
+	Image       string            `json:"image,omitempty"`
+	Rootfs      string            `json:"rootfs,omitempty"`
+	Network     string            `json:"network"`
+	Limits      SandboxLimits     `json:"limits"`
+	Warnings    []string          `json:"warnings,omitempty" doc:"What the active backend cannot honour for this spec."`
+}
+
+// SandboxSpecInfoPage is a page of specs.
+type SandboxSpecInfoPage struct {
+	Items      []SandboxSpecInfo `json:"items"`
+	NextPageID *string           `json:"next_page_id"`
+}
+
+// PageQuery is the paging part of every V1 search.
+type PageQuery struct {
+	PageID string `query:"page_id"`
+	Limit  int    `query:"limit" wire:"min=1,max=100,default=100"`
+}
+
+// IDsQuery is a batch get by repeated id.
+type IDsQuery struct {
+	ID []string `query:"id" wire:"maxlen=100"`
+}
+
+// ConversationIDsQuery is a batch get of conversations or start tasks by repeated ids.
+type ConversationIDsQuery struct {
+	IDs []string `query:"ids" wire:"maxlen=100"`
+}
+
+// TextContent is a text part of a message.
+type TextContent struct {
+	Type        string `json:"type"`
+	Text        string `json:"text" wire:"required"`
+	CachePrompt *bool  `json:"cache_prompt"`
+}
+
+// WireStrict rejects unknown keys.
+func (TextContent) WireStrict() {}
+
+// ImageContent is an image part of a message.
+type ImageContent struct {
+	Type      string   `json:"type"`
+	ImageURLs []string `json:"image_urls" wire:"required"`
+}
+
+// Content is one part of a message: text or images, told apart by "type".
+type Content struct {
+	Text  *TextContent
+	Image *ImageContent
+}
+
+// DecodeWire picks the part type from the "type" key.
+func (c *Content) DecodeWire(v any, d *wire.Decoder) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		d.Problem("model_type", "Input should be a valid dictionary or object to extract fields from")
+		return
+	}
+	switch obj["type"] {
+	case "text", nil:
+		c.Text = &TextContent{}
+		d.Decode(v, c.Text)
+		c.Text.Type = "text"
+	case "image":
+		c.Image = &ImageContent{}
+		d.Decode(v, c.Image)
+	default:
+		d.Problem("union_tag_invalid", "Input tag does not match any of the expected tags: 'text', 'image'", "type")
+	}
+}
+
+// MarshalJSON writes the part that is set.
+func (c Content) MarshalJSON() ([]byte, error) {
+	if c.Image != nil {
+		return json.Marshal(c.Image)
+	}
+	if c.Text != nil {
+		return json.Marshal(c.Text)
+	}
+	return []byte("null"), nil
+}
+
+// WireSchema documents the union.
+func (Content) WireSchema() map[string]any {
+	return map[string]any{"oneOf": []any{
+		map[string]any{"type": "object", "properties": map[string]any{
+			"type": map[string]any{"const": "text"}, "text": map[string]any{"type": "string"},
+			"cache_prompt": map[string]any{"type": []any{"boolean", "null"}}}, "required": []any{"text"}},
+		map[string]any{"type": "object", "properties": map[string]any{
+			"type": map[string]any{"const": "image"}, "image_urls": map[string]any{"type": "array", "items": map[string]any{"type": "string"}}},
+			"required": []any{"type", "image_urls"}},
+	}}
+}
+
+// SendMessageRequest is a message sent into a conversation.
+type SendMessageRequest struct {
+	Role    *MessageRole `json:"role" doc:"Default user."`
+	Content []Content    `json:"content"`
+	Run     bool         `json:"run" doc:"Start the agent after adding the message."`
+}
+
+// ProcessorSpec is an event callback processor, told apart by kind.
+type ProcessorSpec struct {
+	Kind string `json:"kind" wire:"required"`
+}
+
+// AppConversationStartRequest is the body of POST /api/v1/app-conversations.
+type AppConversationStartRequest struct {
+	SandboxID            *string              `json:"sandbox_id" doc:"Use this sandbox instead of starting one; it is resumed if paused."`
+	InitialMessage       *SendMessageRequest  `json:"initial_message"`
+	Processors           []ProcessorSpec      `json:"processors"`
+	LLMModel             *string              `json:"llm_model"`
+	SelectedRepository   *string              `json:"selected_repository"`
+	SelectedBranch       *string              `json:"selected_branch"`
+	GitProvider          *ProviderType        `json:"git_provider"`
+	Title                *string              `json:"title"`
+	Trigger              *ConversationTrigger `json:"trigger"`
+	PRNumber             []int                `json:"pr_number"`
+	ParentConversationID *string              `json:"parent_conversation_id"`
+	AgentType            *AgentType           `json:"agent_type"`
+}
+
+// MetricsSnapshot is the token usage and cost of a conversation.
+type MetricsSnapshot struct {
+	ModelName             string      `json:"model_name"`
+	AccumulatedCost       float64     `json:"accumulated_cost"`
+	MaxBudgetPerTask      *float64    `json:"max_budget_per_task"`
+	AccumulatedTokenUsage *TokenUsage `json:"accumulated_token_usage"`
+}
+
+// TokenUsage counts tokens.
+type TokenUsage struct {
+	Model            string `json:"model"`
+	PromptTokens     int64  `json:"prompt_tokens"`
+	CompletionTokens int64  `json:"completion_tokens"`
+	CacheReadTokens  int64  `json:"cache_read_tokens"`
+	CacheWriteTokens int64  `json:"cache_write_tokens"`
+	ReasoningTokens  int64  `json:"reasoning_tokens"`
+	ContextWindow    int64  `json:"context_window"`
+	PerTurnToken     int64  `json:"per_turn_token"`
+	ResponseID       string `json:"response_id"`
+}
+
+// AppConversation is a V1 conversation with its live status.
+type AppConversation struct {
+	ID                   string               `json:"id"`
+	CreatedByUserID      *string              `json:"created_by_user_id"`
+	SandboxID            string               `json:"sandbox_id"`
+	SelectedRepository   *string              `json:"selected_repository"`
+	SelectedBranch       *string              `json:"selected_branch"`
+	GitProvider          *ProviderType        `json:"git_provider"`
+	Title                *string              `json:"title"`
+	Trigger              *ConversationTrigger `json:"trigger"`
+	PRNumber             []int                `json:"pr_number"`
+	LLMModel             *string              `json:"llm_model"`
+	Metrics              *MetricsSnapshot     `json:"metrics"`
+	ParentConversationID *string              `json:"parent_conversation_id"`
+	SubConversationIDs   []string             `json:"sub_conversation_ids"`
+	CreatedAt            time.Time            `json:"created_at"`
+	UpdatedAt            time.Time            `json:"updated_at"`
+	SandboxStatus        SandboxStatus        `json:"sandbox_status"`
+	ExecutionStatus      *ExecutionStatus     `json:"execution_status"`
+	ConversationURL      *string              `json:"conversation_url"`
+	SessionAPIKey        *string              `json:"session_api_key"`
+	ConversationStatus   ConversationStatus   `json:"conversation_status" doc:"agentd addition: STARTING, RUNNING, STOPPED or ERROR."`
+	ConversationVersion  string               `json:"conversation_version" doc:"V0 or V1: the API the conversation was created through."`
+}
+
+// AppConversationPage is a page of conversations.
+type AppConversationPage struct {
+	Items      []AppConversation `json:"items"`
+	NextPageID *string           `json:"next_page_id"`
+}
+
+// AppConversationSearchQuery filters GET /api/v1/app-conversations/search.
+type AppConversationSearchQuery struct {
+	TitleContains           string     `query:"title__contains"`
+	CreatedAtGTE            *time.Time `query:"created_at__gte"`
+	CreatedAtLT             *time.Time `query:"created_at__lt"`
+	UpdatedAtGTE            *time.Time `query:"updated_at__gte"`
+	UpdatedAtLT             *time.Time `query:"updated_at__lt"`
+	IncludeSubConversations bool       `query:"include_sub_conversations"`
+	PageID                  string     `query:"page_id"`
+	Limit                   int        `query:"limit" wire:"min=1,max=100,default=100"`
+}
+
+// AppConversationCountQuery filters GET /api/v1/app-conversations/count.
+type AppConversationCountQuery struct {
+	TitleContains string     `query:"title__contains"`
+	CreatedAtGTE  *time.Time `query:"created_at__gte"`
+	CreatedAtLT   *time.Time `query:"created_at__lt"`
+	UpdatedAtGTE  *time.Time `query:"updated_at__gte"`
+	UpdatedAtLT   *time.Time `query:"updated_at__lt"`
+}
+
+// AppConversationStartTask is the background start of a conversation.
+type AppConversationStartTask struct {
+	ID                string                      `json:"id"`
+	CreatedByUserID   *string                     `json:"created_by_user_id"`
+	Status            StartTaskStatus             `json:"status"`
+	Detail            *string                     `json:"detail"`
+	AppConversationID *string                     `json:"app_conversation_id" doc:"Set once READY."`
+	SandboxID         *string                     `json:"sandbox_id"`
+	AgentServerURL    *string                     `json:"agent_server_url"`
+	Request           AppConversationStartRequest `json:"request"`
+	CreatedAt         time.Time                   `json:"created_at"`
+	UpdatedAt         time.Time                   `json:"updated_at"`
+}
+
+// AppConversationStartTaskPage is a page of start tasks.
+type AppConversationStartTaskPage struct {
+	Items      []AppConversationStartTask `json:"items"`
+	NextPageID *string                    `json:"next_page_id"`
+}
+
+// StartTaskSearchQuery filters GET /api/v1/app-conversations/start-tasks/search.
+type StartTaskSearchQuery struct {
+	ConversationIDEq *string             `query:"conversation_id__eq"`
+	CreatedAtGTE     *time.Time          `query:"created_at__gte"`
+	SortOrder        *StartTaskSortOrder `query:"sort_order" doc:"Default CREATED_AT_DESC."`
+	PageID           string              `query:"page_id"`
+	Limit            int                 `query:"limit" wire:"min=1,max=100,default=100"`
+}
+
+// StartTaskCountQuery filters GET /api/v1/app-conversations/start-tasks/count.
+type StartTaskCountQuery struct {
+	ConversationIDEq *string    `query:"conversation_id__eq"`
+	CreatedAtGTE     *time.Time `query:"created_at__gte"`
+}
+
+// UnmarshalJSON reads a stored part back (requests echoed by start tasks).
+func (c *Content) UnmarshalJSON(b []byte) error {
+	var probe struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return err
+	}
+	if probe.Type == "image" {
+		c.Image = new(ImageContent)
+		return json.Unmarshal(b, c.Image)
+	}
+	c.Text = new(TextContent)
+	return json.Unmarshal(b, c.Text)
+}

@@ -1,0 +1,278 @@
+package conversation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/id"
+	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/sandbox"
+)
+
+// Sandboxes is what the conversation service needs of the sandbox service.
+type Sandboxes interface {
+	Start(ctx context.Context, ownerID, specID string) (sandbox.Sandbox, error)
+	Get(ctx context.Context, ownerID, id string) (sandbox.Sandbox, error)
+	Resume(ctx context.Context, ownerID, id string) error
+	WaitRunning(ctx context.Context, ownerID, id string) (sandbox.Sandbox, error)
+	Delete(ctx context.Context, ownerID, id string) error
+}
+
+// Sealer seals requests at rest.
+type Sealer interface {
+	Seal(plaintext []byte) ([]byte, error)
+}
+
+// Options configure a Service.
+type Options struct {
+	Store     Store
+	Sandboxes Sandboxes
+	Sealer    Sealer
+	Logger    *slog.Logger
+	Now       func() time.Time
+	NewID     func() string
+	// StartTimeout bounds a start task's wait for its sandbox.
+	StartTimeout time.Duration
+}
+
+// Service creates conversations and runs their start tasks in the background. Start tasks are
+// owned by the service: Close cancels and waits for them, and Resume picks up those a previous
+// process left unfinished. Safe for concurrent use.
+type Service struct {
+	o   Options
+	log *slog.Logger
+
+	ctx    context.Context // parent of every start task; cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	running map[string]context.CancelFunc // conversation id → its start task's cancel
+}
+
+// NewService returns a Service.
+func NewService(o Options) *Service {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.NewID == nil {
+		o.NewID = id.New
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Service{o: o, log: o.Logger, ctx: ctx, cancel: cancel, running: map[string]context.CancelFunc{}}
+}
+
+// Close cancels running start tasks and waits for them. Their state stays stored, so Resume
+// in the next process continues them. Safe to call twice.
+func (s *Service) Close() {
+	s.cancel()
+	s.wg.Wait()
+}
+
+// CreateRequest is a validated request to create a conversation, from either API generation.
+type CreateRequest struct {
+	// ID is the requested conversation id; empty means a new random one.
+	ID        string
+	Version   string
+	SandboxID string
+	SpecID    string
+
+	InitialText string
+	ImageURLs   []string
+
+	Title              string
+	SelectedRepository *string
+	SelectedBranch     *string
+	GitProvider        *string
+	Trigger            *string
+	PRNumbers          []int
+	LLMModel           *string
+	ParentID           *string
+
+	// Raw is the request body as received; it is stored sealed.
+	Raw []byte
+	// TaskRequest is the V1 start request echoed by the start task (no secrets).
+	TaskRequest json.RawMessage
+}
+
+// FieldError says which request field refers to something that does not exist.
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// Create stores a conversation with its start task and first message, and starts the task in
+// the background. It returns at once.
+func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (View, StartTask, error) {
+	now := s.o.Now().UTC()
+	convID := r.ID
+	if convID == "" {
+		convID = s.o.NewID()
+	}
+	if r.ParentID != nil {
+		parent, err := s.o.Store.GetConversation(ctx, ownerID, *r.ParentID)
+		if errors.Is(err, ErrNotFound) {
+			return View{}, StartTask{}, &FieldError{Field: "parent_conversation_id", Msg: "parent conversation not found"}
+		}
+		if err != nil {
+			return View{}, StartTask{}, fmt.Errorf("create conversation: %w", err)
+		}
+		// A sub-conversation shares its parent's sandbox and repository unless told otherwise.
+		if r.SandboxID == "" {
+			r.SandboxID = parent.SandboxID
+		}
+		r.SelectedRepository = orPtr(r.SelectedRepository, parent.SelectedRepository)
+		r.SelectedBranch = orPtr(r.SelectedBranch, parent.SelectedBranch)
+		r.GitProvider = orPtr(r.GitProvider, parent.GitProvider)
+		r.LLMModel = orPtr(r.LLMModel, parent.LLMModel)
+	}
+	if r.SandboxID != "" {
+		if _, err := s.o.Sandboxes.Get(ctx, ownerID, r.SandboxID); errors.Is(err, sandbox.ErrNotFound) {
+			return View{}, StartTask{}, &FieldError{Field: "sandbox_id", Msg: "sandbox not found"}
+		} else if err != nil {
+			return View{}, StartTask{}, fmt.Errorf("create conversation: %w", err)
+		}
+	}
+	title := r.Title
+	if title == "" {
+		title = "Conversation " + convID[:min(5, len(convID))]
+	}
+	sealed, err := s.o.Sealer.Seal(r.Raw)
+	if err != nil {
+		return View{}, StartTask{}, fmt.Errorf("create conversation: seal request: %w", err)
+	}
+	c := Conversation{
+		ID: convID, OwnerID: ownerID, SandboxID: r.SandboxID, Version: r.Version, Title: title,
+		SelectedRepository: r.SelectedRepository, SelectedBranch: r.SelectedBranch,
+		GitProvider: r.GitProvider, Trigger: r.Trigger, PRNumbers: r.PRNumbers, LLMModel: r.LLMModel,
+		ParentID: r.ParentID, RequestSealed: sealed, CreatedAt: now, UpdatedAt: now,
+	}
+	if c.PRNumbers == nil {
+		c.PRNumbers = []int{}
+	}
+	task := StartTask{
+		ID: s.o.NewID(), OwnerID: ownerID, Status: TaskWorking, ConversationID: convID,
+		SandboxID: r.SandboxID, Request: r.TaskRequest, CreatedAt: now, UpdatedAt: now,
+	}
+	var first []event.Event
+	if r.InitialText != "" || len(r.ImageURLs) > 0 {
+		ev, err := event.NewUserMessage(id.Dashed(), now, r.InitialText, r.ImageURLs)
+		if err != nil {
+			return View{}, StartTask{}, err
+		}
+		ev.ConversationID = convID
+		first = append(first, ev)
+	}
+	if err := s.o.Store.CreateConversation(ctx, c, task, first); err != nil {
+		return View{}, StartTask{}, fmt.Errorf("create conversation: %w", err)
+	}
+	s.launch(task, r.SpecID)
+	return View{Conversation: c, SandboxStatus: sandbox.StatusMissing, TaskStatus: task.Status}, task, nil
+}
+
+func orPtr(a, b *string) *string {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// Resume restarts the start tasks that a previous process left unfinished.
+func (s *Service) Resume(ctx context.Context) error {
+	tasks, err := s.o.Store.PendingStartTasks(ctx)
+	if err != nil {
+		return fmt.Errorf("resume start tasks: %w", err)
+	}
+	for _, t := range tasks {
+		s.log.Info("resuming start task", "task_id", t.ID, "conversation_id", t.ConversationID, "status", string(t.Status))
+		s.launch(t, "")
+	}
+	return nil
+}
+
+// Get returns one of the owner's conversations.
+func (s *Service) Get(ctx context.Context, ownerID, id string) (View, error) {
+	return s.o.Store.GetConversation(ctx, ownerID, id)
+}
+
+// GetMany returns the conversations with those ids in order; nil where the owner has none.
+func (s *Service) GetMany(ctx context.Context, ownerID string, ids []string) ([]*View, error) {
+	out := make([]*View, len(ids))
+	for i, cid := range ids {
+		v, err := s.o.Store.GetConversation(ctx, ownerID, cid)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[i] = &v
+	}
+	return out, nil
+}
+
+// Search pages through the owner's conversations, newest first.
+func (s *Service) Search(ctx context.Context, ownerID string, f Filter, q paging.Query) ([]View, string, error) {
+	return s.o.Store.ListConversations(ctx, ownerID, f, q)
+}
+
+// Count counts the owner's conversations that match f.
+func (s *Service) Count(ctx context.Context, ownerID string, f Filter) (int, error) {
+	return s.o.Store.CountConversations(ctx, ownerID, f)
+}
+
+// GetTask returns one of the owner's start tasks.
+func (s *Service) GetTask(ctx context.Context, ownerID, id string) (StartTask, error) {
+	return s.o.Store.GetStartTask(ctx, ownerID, id)
+}
+
+// SearchTasks pages through the owner's start tasks.
+func (s *Service) SearchTasks(ctx context.Context, ownerID string, f TaskFilter, sort TaskSort, q paging.Query) ([]StartTask, string, error) {
+	return s.o.Store.ListStartTasks(ctx, ownerID, f, sort, q)
+}
+
+// CountTasks counts the owner's start tasks that match f.
+func (s *Service) CountTasks(ctx context.Context, ownerID string, f TaskFilter) (int, error) {
+	return s.o.Store.CountStartTasks(ctx, ownerID, f)
+}
+
+// Delete removes a conversation, its start tasks and events, and deletes its sandbox.
+func (s *Service) Delete(ctx context.Context, ownerID, id string) error {
+	v, err := s.o.Store.GetConversation(ctx, ownerID, id)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if cancel, ok := s.running[id]; ok {
+		cancel()
+	}
+	s.mu.Unlock()
+	// Read the sandbox id again: a start task cancelled just now may have set it.
+	if cur, err := s.o.Store.GetConversation(ctx, ownerID, id); err == nil {
+		v = cur
+	}
+	if v.SandboxID != "" {
+		err := s.o.Sandboxes.Delete(context.WithoutCancel(ctx), ownerID, v.SandboxID)
+		if err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+			return fmt.Errorf("delete conversation %s: %w", id, err)
+		}
+	}
+	if err := s.o.Store.DeleteConversation(context.WithoutCancel(ctx), ownerID, id); err != nil {
+		return fmt.Errorf("delete conversation %s: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package conversation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentd/agentd/internal/sandbox"
+)
+
+// launch runs a start task in a goroutine owned by the service.
+func (s *Service) launch(t StartTask, specID string) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	s.mu.Lock()
+	s.running[t.ConversationID] = cancel
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() {
+			s.mu.Lock()
+			delete(s.running, t.ConversationID)
+			s.mu.Unlock()
+			cancel()
+		}()
+		s.runTask(ctx, t, specID)
+	}()
+}
+
+// runTask walks a start task through its steps, saving each, until READY or ERROR. A task
+// cut short by Close stays at its last saved step and is resumed by the next process.
+func (s *Service) runTask(ctx context.Context, t StartTask, specID string) {
+	err := s.walk(ctx, &t, specID)
+	if err == nil {
+		return
+	}
+	if errors.Is(err, context.Canceled) && s.ctx.Err() != nil {
+		return // shutting down: resume later
+	}
+	if errors.Is(err, ErrNotFound) || errors.Is(err, context.Canceled) {
+		return // the conversation was deleted meanwhile
+	}
+	s.log.Warn("conversation start failed", "task_id", t.ID, "conversation_id", t.ConversationID, "err", err)
+	t.Status = TaskError
+	t.Detail = taskDetail(err)
+	if err := s.saveTask(context.WithoutCancel(ctx), &t); err != nil && !errors.Is(err, ErrNotFound) {
+		s.log.Error("save failed start task", "task_id", t.ID, "err", err)
+	}
+}
+
+// taskDetail is the error text clients see: the domain's words, not internal ones.
+func taskDetail(err error) string {
+	switch {
+	case errors.Is(err, sandbox.ErrLimit):
+		return "too many running sandboxes: pause or delete one first"
+	case errors.Is(err, sandbox.ErrSpecNotFound):
+		return "sandbox spec not found"
+	case errors.Is(err, sandbox.ErrNotFound):
+		return "sandbox not found"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "sandbox did not start in time"
+	}
+	return err.Error()
+}
+
+func (s *Service) saveTask(ctx context.Context, t *StartTask) error {
+	t.UpdatedAt = s.o.Now().UTC()
+	return s.o.Store.UpdateStartTask(ctx, *t)
+}
+
+func (s *Service) walk(ctx context.Context, t *StartTask, specID string) error {
+	t.Status = TaskWaitingForSandbox
+	if err := s.saveTask(ctx, t); err != nil {
+		return err
+	}
+	if t.SandboxID == "" {
+		sb, err := s.o.Sandboxes.Start(ctx, t.OwnerID, specID)
+		if err != nil {
+			return fmt.Errorf("start sandbox: %w", err)
+		}
+		t.SandboxID = sb.ID
+		if err := s.saveTask(ctx, t); err != nil {
+			return err
+		}
+	}
+	if err := s.setSandbox(ctx, t.OwnerID, t.ConversationID, t.SandboxID); err != nil {
+		return err
+	}
+	sb, err := s.o.Sandboxes.Get(ctx, t.OwnerID, t.SandboxID)
+	if err != nil {
+		return fmt.Errorf("get sandbox: %w", err)
+	}
+	switch sb.Status {
+	case sandbox.StatusPaused:
+		if err := s.o.Sandboxes.Resume(ctx, t.OwnerID, sb.ID); err != nil && !errors.Is(err, sandbox.ErrState) {
+			return fmt.Errorf("resume sandbox: %w", err)
+		}
+	case sandbox.StatusError, sandbox.StatusMissing:
+		detail := "sandbox is " + string(sb.Status)
+		if sb.Detail != "" {
+			detail += ": " + sb.Detail
+		}
+		return errors.New(detail)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, s.o.StartTimeout)
+	defer cancel()
+	if _, err := s.o.Sandboxes.WaitRunning(waitCtx, t.OwnerID, sb.ID); err != nil {
+		return fmt.Errorf("wait for sandbox: %w", err)
+	}
+	t.Status = TaskReady
+	t.Detail = ""
+	return s.saveTask(ctx, t)
+}
+
+// setSandbox records the conversation's sandbox as soon as it is known.
+func (s *Service) setSandbox(ctx context.Context, ownerID, convID, sandboxID string) error {
+	v, err := s.o.Store.GetConversation(ctx, ownerID, convID)
+	if err != nil {
+		return err
+	}
+	if v.SandboxID == sandboxID {
+		return nil
+	}
+	c := v.Conversation
+	c.SandboxID = sandboxID
+	c.UpdatedAt = s.o.Now().UTC()
+	return s.o.Store.UpdateConversation(ctx, c)
+}

@@ -1,0 +1,71 @@
+// Package httpapi is agentd's HTTP interface: the route table, one file per resource, one
+// mapping from domain errors to statuses, and the middleware (authentication, panic recovery,
+// request log). Handlers decode, validate, call one service method and encode.
+package httpapi
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/agentd/agentd/internal/auth"
+	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/gitprovider"
+	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/settings"
+	"github.com/agentd/agentd/internal/wire"
+)
+
+// Deps are the services the API calls.
+type Deps struct {
+	Auth          *auth.Service
+	Conversations *conversation.Service
+	Sandboxes     *sandbox.Service
+	Settings      *settings.Service
+	GitProviders  *gitprovider.Service
+	// Open unseals values the store keeps sealed (sandbox session keys).
+	Open   func(sealed []byte) ([]byte, error)
+	Logger *slog.Logger
+	// PublicURL is the base URL clients reach this server at.
+	PublicURL string
+	Version   string
+	// SpecWarnings says what the active sandbox backend cannot honour for a spec.
+	SpecWarnings func(sandbox.Spec) []string
+}
+
+// API serves every HTTP endpoint of agentd serve.
+type API struct {
+	d       Deps
+	log     *slog.Logger
+	handler http.Handler
+	openapi []byte
+}
+
+// New builds the API and its OpenAPI document.
+func New(d Deps) (*API, error) {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.SpecWarnings == nil {
+		d.SpecWarnings = func(sandbox.Spec) []string { return nil }
+	}
+	a := &API{d: d, log: d.Logger}
+	doc, err := OpenAPI(d.Version)
+	if err != nil {
+		return nil, fmt.Errorf("build openapi document: %w", err)
+	}
+	a.openapi = doc
+	mux := http.NewServeMux()
+	for _, rt := range a.routes() {
+		h := a.wrap(rt)
+		mux.Handle(rt.op.Method+" "+rt.op.Path, h)
+	}
+	mux.Handle("/", a.wrap(route{h: func(w http.ResponseWriter, r *http.Request) error {
+		return errNotFoundRoute
+	}, op: wire.Operation{Public: true}}))
+	a.handler = a.recoverer(a.logRequests(mux))
+	return a, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.handler.ServeHTTP(w, r) }

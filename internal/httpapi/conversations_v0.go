@@ -1,0 +1,150 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/agentd/agentd/internal/apitypes"
+	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/paging"
+)
+
+func (a *API) createConversationV0(w http.ResponseWriter, r *http.Request) error {
+	var req apitypes.InitSessionRequest
+	raw, err := decodeBody(r, &req)
+	if err != nil {
+		return err
+	}
+	cr := conversation.CreateRequest{
+		Version: conversation.V0, SelectedRepository: req.Repository, SelectedBranch: req.SelectedBranch,
+		GitProvider: (*string)(req.GitProvider), ImageURLs: req.ImageURLs, Raw: raw,
+		Trigger: ptr("gui"),
+	}
+	if req.ConversationID != nil {
+		cr.ID = *req.ConversationID
+	}
+	if req.InitialUserMsg != nil {
+		cr.InitialText = *req.InitialUserMsg
+	}
+	switch {
+	case req.SuggestedTask != nil:
+		st := req.SuggestedTask
+		prompt, err := conversation.SuggestedTaskPrompt(string(st.GitProvider), string(st.TaskType), st.Repo, st.IssueNumber)
+		if errors.Is(err, conversation.ErrUnsupportedTask) {
+			return problem("value_error", "Value error, "+strings.TrimPrefix(err.Error(), conversation.ErrUnsupportedTask.Error()+": "), "body", "suggested_task")
+		}
+		if err != nil {
+			return err
+		}
+		cr.InitialText = prompt
+		cr.Trigger = ptr("suggested_task")
+	case req.CreateMicroagent != nil:
+		cm := req.CreateMicroagent
+		cr.Trigger = ptr("microagent_management")
+		if cr.SelectedRepository == nil || *cr.SelectedRepository == "" {
+			cr.SelectedRepository = &cm.Repo
+		}
+		if cr.GitProvider == nil && cm.GitProvider != nil {
+			cr.GitProvider = (*string)(cm.GitProvider)
+		}
+	}
+	if req.ReplayJSON != nil && cr.InitialText != "" {
+		return problem("value_error", "Value error, a replay brings its own first message: send replay_json without initial_user_msg or suggested_task", "body", "replay_json")
+	}
+	// The start task echoes the request in the current generation's shape.
+	v1 := apitypes.AppConversationStartRequest{
+		SelectedRepository: cr.SelectedRepository, SelectedBranch: cr.SelectedBranch,
+		GitProvider: providerPtr(cr.GitProvider), Trigger: triggerPtr(cr.Trigger), PRNumber: []int{},
+	}
+	if cr.InitialText != "" || len(cr.ImageURLs) > 0 {
+		msg := &apitypes.SendMessageRequest{Role: ptr(apitypes.MessageRole("user")), Run: true}
+		if cr.InitialText != "" {
+			msg.Content = append(msg.Content, apitypes.Content{Text: &apitypes.TextContent{Type: "text", Text: cr.InitialText}})
+		}
+		if len(cr.ImageURLs) > 0 {
+			msg.Content = append(msg.Content, apitypes.Content{Image: &apitypes.ImageContent{Type: "image", ImageURLs: cr.ImageURLs}})
+		}
+		v1.InitialMessage = msg
+	}
+	if cr.TaskRequest, err = json.Marshal(v1); err != nil {
+		return err
+	}
+	v, _, err := a.d.Conversations.Create(r.Context(), caller(r).ID, cr)
+	if err != nil {
+		return err
+	}
+	status := apitypes.ConversationStatus(conversation.StatusOf(v))
+	writeJSON(w, http.StatusOK, apitypes.ConversationResponse{Status: "ok", ConversationID: v.ID, ConversationStatus: &status})
+	return nil
+}
+
+// conversationIDFromPath applies OpenHands' checks on path ids (400 with a reason).
+func conversationIDFromPath(r *http.Request) (string, error) {
+	id := r.PathValue("conversation_id")
+	switch {
+	case len(id) > 100:
+		return "", errStatus(http.StatusBadRequest, "Conversation ID is too long")
+	case strings.ContainsRune(id, 0):
+		return "", errStatus(http.StatusBadRequest, "Conversation ID contains invalid characters")
+	case strings.Contains(id, "..") || strings.ContainsAny(id, `/\`):
+		return "", errStatus(http.StatusBadRequest, "Conversation ID contains invalid path characters")
+	}
+	for _, c := range id {
+		if c < 32 {
+			return "", errStatus(http.StatusBadRequest, "Conversation ID contains control characters")
+		}
+	}
+	// V1 ids may arrive dashed; stored ids are the 32-hex form.
+	if n, err := normalizeUUID(id); err == nil && len(id) == 36 {
+		return n, nil
+	}
+	return id, nil
+}
+
+func (a *API) listConversationsV0(w http.ResponseWriter, r *http.Request) error {
+	var q apitypes.ConversationListQuery
+	if err := decodeQuery(r, &q); err != nil {
+		return err
+	}
+	f := conversation.Filter{SelectedRepository: q.SelectedRepository, IncludeSub: q.IncludeSubConversations}
+	if q.ConversationTrigger != nil {
+		f.Trigger = string(*q.ConversationTrigger)
+	}
+	views, next, err := a.d.Conversations.Search(r.Context(), caller(r).ID, f, paging.Query{Cursor: q.PageID, Limit: q.Limit})
+	if err != nil {
+		return err
+	}
+	out := apitypes.ConversationInfoResultSet{Results: make([]apitypes.ConversationInfo, len(views)), NextPageID: optString(next)}
+	for i, v := range views {
+		out.Results[i] = a.conversationInfo(v)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (a *API) getConversationV0(w http.ResponseWriter, r *http.Request) error {
+	id, err := conversationIDFromPath(r)
+	if err != nil {
+		return err
+	}
+	v, err := a.d.Conversations.Get(r.Context(), caller(r).ID, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, a.conversationInfo(v))
+	return nil
+}
+
+func (a *API) deleteConversationV0(w http.ResponseWriter, r *http.Request) error {
+	id, err := conversationIDFromPath(r)
+	if err != nil {
+		return err
+	}
+	if err := a.d.Conversations.Delete(r.Context(), caller(r).ID, id); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, true)
+	return nil
+}

@@ -1,0 +1,231 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/internal/apitypes"
+	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/paging"
+)
+
+func (a *API) startAppConversation(w http.ResponseWriter, r *http.Request) error {
+	var req apitypes.AppConversationStartRequest
+	raw, err := decodeBody(r, &req)
+	if err != nil {
+		return err
+	}
+	cr := conversation.CreateRequest{
+		Version: conversation.V1, SelectedRepository: req.SelectedRepository,
+		SelectedBranch: req.SelectedBranch, GitProvider: (*string)(req.GitProvider),
+		Trigger: (*string)(req.Trigger), PRNumbers: req.PRNumber, LLMModel: req.LLMModel,
+		Raw: raw,
+	}
+	if req.Title != nil {
+		cr.Title = strings.TrimSpace(*req.Title)
+	}
+	if req.SandboxID != nil {
+		cr.SandboxID = *req.SandboxID
+	}
+	if req.ParentConversationID != nil {
+		pid, err := normalizeUUID(*req.ParentConversationID)
+		if err != nil {
+			return problem("uuid_parsing", "Input should be a valid UUID", "body", "parent_conversation_id")
+		}
+		cr.ParentID = &pid
+	}
+	if m := req.InitialMessage; m != nil {
+		if m.Role != nil && *m.Role != "user" {
+			return problem("value_error", "Value error, the initial message must have role user", "body", "initial_message", "role")
+		}
+		var texts []string
+		for _, part := range m.Content {
+			switch {
+			case part.Text != nil:
+				texts = append(texts, part.Text.Text)
+			case part.Image != nil:
+				cr.ImageURLs = append(cr.ImageURLs, part.Image.ImageURLs...)
+			}
+		}
+		cr.InitialText = strings.Join(texts, "\n")
+	}
+	if req.PRNumber == nil {
+		req.PRNumber = []int{}
+	}
+	if cr.TaskRequest, err = json.Marshal(req); err != nil {
+		return err
+	}
+	_, task, err := a.d.Conversations.Create(r.Context(), caller(r).ID, cr)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, startTask(task))
+	return nil
+}
+
+// normalizeUUID accepts any UUID spelling (dashes, braces, upper case) and returns the 32-hex
+// form used on the wire.
+func normalizeUUID(s string) (string, error) {
+	s = strings.ToLower(strings.Trim(strings.TrimSpace(s), "{}"))
+	s = strings.TrimPrefix(s, "urn:uuid:")
+	s = strings.ReplaceAll(s, "-", "")
+	if len(s) != 32 {
+		return "", errors.New("not a UUID")
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return "", errors.New("not a UUID")
+		}
+	}
+	return s, nil
+}
+
+// idsFromQuery normalises UUID ids; an id that is not a UUID can match nothing, so it stays
+// as given and its slot answers null.
+func idsFromQuery(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, s := range ids {
+		if n, err := normalizeUUID(s); err == nil {
+			out[i] = n
+		} else {
+			out[i] = s
+		}
+	}
+	return out
+}
+
+func (a *API) batchGetAppConversations(w http.ResponseWriter, r *http.Request) error {
+	var q apitypes.ConversationIDsQuery
+	if err := decodeQuery(r, &q); err != nil {
+		return err
+	}
+	views, err := a.d.Conversations.GetMany(r.Context(), caller(r).ID, idsFromQuery(q.IDs))
+	if err != nil {
+		return err
+	}
+	out := make([]*apitypes.AppConversation, len(views))
+	for i, v := range views {
+		if v != nil {
+			c := a.appConversation(*v)
+			out[i] = &c
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func conversationFilter(title string, cgte, clt, ugte, ult *time.Time) conversation.Filter {
+	return conversation.Filter{TitleContains: title, CreatedGTE: cgte, CreatedLT: clt, UpdatedGTE: ugte, UpdatedLT: ult}
+}
+
+func (a *API) searchAppConversations(w http.ResponseWriter, r *http.Request) error {
+	var q apitypes.AppConversationSearchQuery
+	if err := decodeQuery(r, &q); err != nil {
+		return err
+	}
+	f := conversationFilter(q.TitleContains, q.CreatedAtGTE, q.CreatedAtLT, q.UpdatedAtGTE, q.UpdatedAtLT)
+	f.IncludeSub = q.IncludeSubConversations
+	views, next, err := a.d.Conversations.Search(r.Context(), caller(r).ID, f, paging.Query{Cursor: q.PageID, Limit: q.Limit})
+	if err != nil {
+		return err
+	}
+	page := apitypes.AppConversationPage{Items: make([]apitypes.AppConversation, len(views)), NextPageID: optString(next)}
+	for i, v := range views {
+		page.Items[i] = a.appConversation(v)
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+func (a *API) countAppConversations(w http.ResponseWriter, r *http.Request) error {
+	var q apitypes.AppConversationCountQuery
+	if err := decodeQuery(r, &q); err != nil {
+		return err
+	}
+	f := conversationFilter(q.TitleContains, q.CreatedAtGTE, q.CreatedAtLT, q.UpdatedAtGTE, q.UpdatedAtLT)
+	f.IncludeSub = true
+	n, err := a.d.Conversations.Count(r.Context(), caller(r).ID, f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, n)
+	return nil
+}
+
+func (a *API) batchGetStartTasks(w http.ResponseWriter, r *http.Request) error {
+	var q apitypes.ConversationIDsQuery
+	if err := decodeQuery(r, &q); err != nil {
+		return err
+	}
+	out := make([]*apitypes.AppConversationStartTask, len(q.IDs))
+	for i, tid := range idsFromQuery(q.IDs) {
+		t, err := a.d.Conversations.GetTask(r.Context(), caller(r).ID, tid)
+		if errors.Is(err, conversation.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		st := startTask(t)
+		out[i] = &st
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func taskFilter(convID *string, gte *time.Time) (conversation.TaskFilter, error) {
+	f := conversation.TaskFilter{CreatedGTE: gte}
+	if convID != nil {
+		id, err := normalizeUUID(*convID)
+		if err != nil {
+			return f, problem("uuid_parsing", "Input should be a valid UUID", "query", "conversation_id__eq")
+		}
+		f.ConversationID = id
+	}
+	return f, nil
+}
+
+func (a *API) searchStartTasks(w http.ResponseWriter, r *http.Request) error {
+	var q apitypes.StartTaskSearchQuery
+	if err := decodeQuery(r, &q); err != nil {
+		return err
+	}
+	f, err := taskFilter(q.ConversationIDEq, q.CreatedAtGTE)
+	if err != nil {
+		return err
+	}
+	sort := conversation.SortCreatedAtDesc
+	if q.SortOrder != nil {
+		sort = conversation.TaskSort(*q.SortOrder)
+	}
+	tasks, next, err := a.d.Conversations.SearchTasks(r.Context(), caller(r).ID, f, sort, paging.Query{Cursor: q.PageID, Limit: q.Limit})
+	if err != nil {
+		return err
+	}
+	page := apitypes.AppConversationStartTaskPage{Items: make([]apitypes.AppConversationStartTask, len(tasks)), NextPageID: optString(next)}
+	for i, t := range tasks {
+		page.Items[i] = startTask(t)
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+func (a *API) countStartTasks(w http.ResponseWriter, r *http.Request) error {
+	var q apitypes.StartTaskCountQuery
+	if err := decodeQuery(r, &q); err != nil {
+		return err
+	}
+	f, err := taskFilter(q.ConversationIDEq, q.CreatedAtGTE)
+	if err != nil {
+		return err
+	}
+	n, err := a.d.Conversations.CountTasks(r.Context(), caller(r).ID, f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, n)
+	return nil
+}

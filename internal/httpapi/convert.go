@@ -1,0 +1,135 @@
+package httpapi
+
+import (
+	"encoding/json"
+
+	"github.com/agentd/agentd/internal/apitypes"
+	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/sandbox"
+)
+
+// sessionKey opens a sealed sandbox key, but only for a RUNNING sandbox: clients get a key
+// exactly when there is a runtime to use it on.
+func (a *API) sessionKey(status sandbox.Status, sealed []byte) *string {
+	if status != sandbox.StatusRunning || len(sealed) == 0 {
+		return nil
+	}
+	plain, err := a.d.Open(sealed)
+	if err != nil {
+		a.log.Error("open sandbox session key", "err", err)
+		return nil
+	}
+	s := string(plain)
+	return &s
+}
+
+func (a *API) sandboxInfo(sb sandbox.Sandbox) apitypes.SandboxInfo {
+	info := apitypes.SandboxInfo{
+		ID: sb.ID, CreatedByUserID: optString(sb.OwnerID), SandboxSpecID: sb.SpecID,
+		Status: apitypes.SandboxStatus(sb.Status), CreatedAt: sb.CreatedAt, Backend: sb.Backend,
+		Detail: optString(sb.Detail),
+	}
+	if sb.Status == sandbox.StatusRunning {
+		info.SessionAPIKey = a.sessionKey(sb.Status, sb.SessionKeySealed)
+		info.ExposedURLs = []apitypes.ExposedURL{}
+	}
+	return info
+}
+
+func (a *API) specInfo(s sandbox.Spec) apitypes.SandboxSpecInfo {
+	env := s.InitialEnv
+	if env == nil {
+		env = map[string]string{}
+	}
+	network := s.Network
+	if network == "" {
+		network = sandbox.NetworkHost
+	}
+	return apitypes.SandboxSpecInfo{
+		ID: s.ID, Command: s.Command, CreatedAt: s.CreatedAt, InitialEnv: env, WorkingDir: s.WorkingDir,
+		Description: s.Description, Image: s.Image, Rootfs: s.Rootfs, Network: network,
+		Limits: apitypes.SandboxLimits{MemoryBytes: s.Limits.MemoryBytes, CPUs: s.Limits.CPUs,
+			PIDs: s.Limits.PIDs, DiskBytes: s.Limits.DiskBytes},
+		Warnings: a.d.SpecWarnings(s),
+	}
+}
+
+func providerPtr(s *string) *apitypes.ProviderType {
+	if s == nil {
+		return nil
+	}
+	p := apitypes.ProviderType(*s)
+	return &p
+}
+
+func triggerPtr(s *string) *apitypes.ConversationTrigger {
+	if s == nil {
+		return nil
+	}
+	t := apitypes.ConversationTrigger(*s)
+	return &t
+}
+
+func (a *API) appConversation(v conversation.View) apitypes.AppConversation {
+	c := v.Conversation
+	out := apitypes.AppConversation{
+		ID: c.ID, CreatedByUserID: optString(c.OwnerID), SandboxID: c.SandboxID,
+		SelectedRepository: c.SelectedRepository, SelectedBranch: c.SelectedBranch,
+		GitProvider: providerPtr(c.GitProvider), Title: optString(c.Title), Trigger: triggerPtr(c.Trigger),
+		PRNumber: c.PRNumbers, LLMModel: c.LLMModel, ParentConversationID: c.ParentID,
+		SubConversationIDs: []string{}, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		SandboxStatus:       apitypes.SandboxStatus(v.SandboxStatus),
+		SessionAPIKey:       a.sessionKey(v.SandboxStatus, v.SandboxKeySealed),
+		ConversationStatus:  apitypes.ConversationStatus(conversation.StatusOf(v)),
+		ConversationVersion: c.Version,
+	}
+	if out.PRNumber == nil {
+		out.PRNumber = []int{}
+	}
+	if len(c.Metrics) > 0 {
+		var m apitypes.MetricsSnapshot
+		if json.Unmarshal(c.Metrics, &m) == nil {
+			out.Metrics = &m
+		}
+	}
+	return out
+}
+
+func (a *API) conversationInfo(v conversation.View) apitypes.ConversationInfo {
+	c := v.Conversation
+	status := conversation.StatusOf(v)
+	info := apitypes.ConversationInfo{
+		ConversationID: c.ID, Title: c.Title, LastUpdatedAt: c.UpdatedAt,
+		Status: apitypes.ConversationStatus(status), SelectedRepository: c.SelectedRepository,
+		SelectedBranch: c.SelectedBranch, GitProvider: providerPtr(c.GitProvider),
+		Trigger: triggerPtr(c.Trigger), SessionAPIKey: a.sessionKey(v.SandboxStatus, v.SandboxKeySealed),
+		CreatedAt: c.CreatedAt, PRNumber: c.PRNumbers, ConversationVersion: c.Version,
+		SubConversationIDs: []string{},
+	}
+	if info.PRNumber == nil {
+		info.PRNumber = []int{}
+	}
+	if status == conversation.StatusRunning {
+		info.RuntimeStatus = ptr("STATUS$READY")
+	}
+	return info
+}
+
+func startTask(t conversation.StartTask) apitypes.AppConversationStartTask {
+	out := apitypes.AppConversationStartTask{
+		ID: t.ID, CreatedByUserID: optString(t.OwnerID), Status: apitypes.StartTaskStatus(t.Status),
+		Detail: optString(t.Detail), SandboxID: optString(t.SandboxID),
+		AgentServerURL: optString(t.AgentServerURL), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+	}
+	if t.Status == conversation.TaskReady {
+		out.AppConversationID = optString(t.ConversationID)
+	}
+	if len(t.Request) > 0 {
+		// The request was validated when stored; a decode failure leaves the echo empty.
+		_ = json.Unmarshal(t.Request, &out.Request)
+	}
+	if out.Request.PRNumber == nil {
+		out.Request.PRNumber = []int{}
+	}
+	return out
+}

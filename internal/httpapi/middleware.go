@@ -1,0 +1,113 @@
+package httpapi
+
+import (
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/internal/auth"
+)
+
+// maxBodyBytes bounds request bodies; images arrive as URLs, not uploads.
+const maxBodyBytes = 8 << 20
+
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+// wrap turns a route's handler into an http.Handler: authentication (unless public), a body
+// size bound, and error mapping.
+func (a *API) wrap(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !rt.op.Public {
+			u, err := a.d.Auth.Authenticate(r.Context(), requestKey(r))
+			if err != nil {
+				a.writeError(w, r, err)
+				return
+			}
+			r = r.WithContext(auth.WithUser(r.Context(), u))
+			if rw, ok := w.(*statusRecorder); ok {
+				rw.userID = u.ID
+			}
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+		}
+		if err := rt.h(w, r); err != nil {
+			a.writeError(w, r, err)
+		}
+	})
+}
+
+// requestKey reads the API key from X-Session-API-Key or Authorization: Bearer.
+func requestKey(r *http.Request) string {
+	if k := r.Header.Get("X-Session-API-Key"); k != "" {
+		return k
+	}
+	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status, body, internal := mapError(err)
+	if internal {
+		a.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeJSON(w, status, body)
+}
+
+// statusRecorder remembers the status for the request log.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	userID string
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Flush lets streaming handlers flush through the recorder.
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// logRequests logs one line per request. Only the path is logged: query strings may carry keys.
+func (a *API) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		a.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
+			"duration_ms", float64(time.Since(start).Microseconds())/1000, "user_id", rec.userID)
+	})
+}
+
+// recoverer turns a panic into a logged 500 so one bad request cannot take the server down.
+func (a *API) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				a.log.Error("panic in handler", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				writeJSON(w, http.StatusInternalServerError, detail("Internal Server Error"))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

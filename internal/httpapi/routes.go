@@ -1,0 +1,102 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/agentd/agentd/internal/apitypes"
+	"github.com/agentd/agentd/internal/wire"
+)
+
+// route is one endpoint: its description (for the mux and the OpenAPI document) and handler.
+type route struct {
+	op wire.Operation
+	h  handler
+}
+
+// Errors every authenticated endpoint can answer with.
+var authErrors = map[int]string{http.StatusUnauthorized: "Missing or wrong API key."}
+
+func errs(more map[int]string) map[int]string {
+	out := map[int]string{}
+	for k, v := range authErrors {
+		out[k] = v
+	}
+	for k, v := range more {
+		out[k] = v
+	}
+	return out
+}
+
+// routes is the whole route table.
+func (a *API) routes() []route {
+	notFound := map[int]string{404: "No such resource belongs to the caller."}
+	return []route{
+		// Health and the API description.
+		{wire.Operation{Method: "GET", Path: "/alive", Tag: "health", Summary: "Liveness check", Public: true, Response: aliveResponse{}}, a.alive},
+		{wire.Operation{Method: "GET", Path: "/health", Tag: "health", Summary: "Health check", Public: true, Response: ""}, a.health},
+		{wire.Operation{Method: "GET", Path: "/openapi.json", Tag: "health", Summary: "This API's OpenAPI document", Public: true}, a.openAPI},
+
+		// Users and keys.
+		{wire.Operation{Method: "GET", Path: "/api/v1/users/me", Tag: "users", Summary: "The calling user", Response: apitypes.UserInfo{}, Errors: errs(nil)}, a.me},
+		{wire.Operation{Method: "POST", Path: "/api/v1/users", Tag: "users", Summary: "Create a user (admins only)", Body: apitypes.UserCreateRequest{}, Response: apitypes.UserInfo{}, Status: 201,
+			Errors: errs(map[int]string{403: "The caller is not an admin.", 409: "The name is taken."})}, a.createUser},
+		{wire.Operation{Method: "POST", Path: "/api/keys", Tag: "users", Summary: "Create an API key; the key is shown only in this answer", Body: apitypes.APIKeyCreateRequest{}, Response: apitypes.APIKeyCreated{}, Status: 201,
+			Errors: errs(map[int]string{403: "Only admins may create keys for other users.", 404: "No such user."})}, a.createKey},
+		{wire.Operation{Method: "GET", Path: "/api/keys", Tag: "users", Summary: "List API keys (never the keys themselves)", Query: apitypes.APIKeyListQuery{}, Response: []apitypes.APIKeyInfo{},
+			Errors: errs(map[int]string{403: "Only admins may list other users' keys."})}, a.listKeys},
+		{wire.Operation{Method: "DELETE", Path: "/api/keys/{key_id}", Tag: "users", Summary: "Delete an API key", Query: apitypes.APIKeyListQuery{}, Response: apitypes.Success{},
+			Errors: errs(notFound)}, a.deleteKey},
+
+		// Current generation: conversations and start tasks.
+		{wire.Operation{Method: "POST", Path: "/api/v1/app-conversations", Tag: "app-conversations", Summary: "Start a conversation; answers at once with its start task",
+			Body: apitypes.AppConversationStartRequest{}, Response: apitypes.AppConversationStartTask{}, Errors: errs(nil)}, a.startAppConversation},
+		{wire.Operation{Method: "GET", Path: "/api/v1/app-conversations", Tag: "app-conversations", Summary: "Get conversations by id (null for unknown ids)",
+			Query: apitypes.ConversationIDsQuery{}, Response: []*apitypes.AppConversation{}, Errors: errs(nil)}, a.batchGetAppConversations},
+		{wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/search", Tag: "app-conversations", Summary: "Search conversations, newest first",
+			Query: apitypes.AppConversationSearchQuery{}, Response: apitypes.AppConversationPage{}, Errors: errs(nil)}, a.searchAppConversations},
+		{wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/count", Tag: "app-conversations", Summary: "Count conversations",
+			Query: apitypes.AppConversationCountQuery{}, Response: 0, Errors: errs(nil)}, a.countAppConversations},
+		{wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/start-tasks", Tag: "app-conversations", Summary: "Get start tasks by id (null for unknown ids)",
+			Query: apitypes.ConversationIDsQuery{}, Response: []*apitypes.AppConversationStartTask{}, Errors: errs(nil)}, a.batchGetStartTasks},
+		{wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/start-tasks/search", Tag: "app-conversations", Summary: "Search start tasks",
+			Query: apitypes.StartTaskSearchQuery{}, Response: apitypes.AppConversationStartTaskPage{}, Errors: errs(nil)}, a.searchStartTasks},
+		{wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/start-tasks/count", Tag: "app-conversations", Summary: "Count start tasks",
+			Query: apitypes.StartTaskCountQuery{}, Response: 0, Errors: errs(nil)}, a.countStartTasks},
+
+		// Sandboxes and specs.
+		{wire.Operation{Method: "GET", Path: "/api/v1/sandboxes/search", Tag: "sandboxes", Summary: "List sandboxes, newest first",
+			Query: apitypes.PageQuery{}, Response: apitypes.SandboxPage{}, Errors: errs(nil)}, a.searchSandboxes},
+		{wire.Operation{Method: "GET", Path: "/api/v1/sandboxes", Tag: "sandboxes", Summary: "Get sandboxes by id (null for unknown ids)",
+			Query: apitypes.IDsQuery{}, Response: []*apitypes.SandboxInfo{}, Errors: errs(nil)}, a.batchGetSandboxes},
+		{wire.Operation{Method: "POST", Path: "/api/v1/sandboxes", Tag: "sandboxes", Summary: "Start a sandbox from a spec (the default spec when none is named)",
+			Query: apitypes.SandboxStartQuery{}, Response: apitypes.SandboxInfo{}, Errors: errs(map[int]string{429: "The caller runs as many sandboxes as allowed."})}, a.startSandbox},
+		{wire.Operation{Method: "POST", Path: "/api/v1/sandboxes/{sandbox_id}/pause", Tag: "sandboxes", Summary: "Pause a sandbox: freeze all its processes",
+			Response: apitypes.Success{}, Errors: errs(map[int]string{404: "No such sandbox.", 409: "The sandbox is not RUNNING."})}, a.pauseSandbox},
+		{wire.Operation{Method: "POST", Path: "/api/v1/sandboxes/{sandbox_id}/resume", Tag: "sandboxes", Summary: "Resume a paused sandbox",
+			Response: apitypes.Success{}, Errors: errs(map[int]string{404: "No such sandbox.", 409: "The sandbox is not PAUSED.", 429: "The caller runs as many sandboxes as allowed."})}, a.resumeSandbox},
+		{wire.Operation{Method: "DELETE", Path: "/api/v1/sandboxes/{sandbox_id}", Tag: "sandboxes", Summary: "Delete a sandbox: kill its processes and remove its files",
+			Response: apitypes.Success{}, Errors: errs(map[int]string{404: "No such sandbox."})}, a.deleteSandbox},
+		{wire.Operation{Method: "GET", Path: "/api/v1/sandbox-specs/search", Tag: "sandbox-specs", Summary: "List sandbox specs",
+			Query: apitypes.PageQuery{}, Response: apitypes.SandboxSpecInfoPage{}, Errors: errs(nil)}, a.searchSpecs},
+		{wire.Operation{Method: "GET", Path: "/api/v1/sandbox-specs", Tag: "sandbox-specs", Summary: "Get sandbox specs by id (null for unknown ids)",
+			Query: apitypes.IDsQuery{}, Response: []*apitypes.SandboxSpecInfo{}, Errors: errs(nil)}, a.batchGetSpecs},
+
+		// Legacy V0.
+		{wire.Operation{Method: "POST", Path: "/api/conversations", Tag: "v0", Summary: "Create and start a conversation",
+			Body: apitypes.InitSessionRequest{}, Response: apitypes.ConversationResponse{}, Errors: errs(map[int]string{409: "A conversation with that id exists."})}, a.createConversationV0},
+		{wire.Operation{Method: "GET", Path: "/api/conversations", Tag: "v0", Summary: "List conversations, newest first",
+			Query: apitypes.ConversationListQuery{}, Response: apitypes.ConversationInfoResultSet{}, Errors: errs(nil)}, a.listConversationsV0},
+		{wire.Operation{Method: "GET", Path: "/api/conversations/{conversation_id}", Tag: "v0", Summary: "Get a conversation",
+			Response: apitypes.ConversationInfo{}, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, a.getConversationV0},
+		{wire.Operation{Method: "DELETE", Path: "/api/conversations/{conversation_id}", Tag: "v0", Summary: "Delete a conversation and its sandbox",
+			Response: true, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, a.deleteConversationV0},
+		{wire.Operation{Method: "POST", Path: "/api/add-git-providers", Tag: "v0", Summary: "Store git provider tokens (sealed; never returned)",
+			Body: apitypes.POSTProviderModel{}, Response: apitypes.MessageResponse{}, Errors: errs(nil)}, a.addGitProviders},
+		{wire.Operation{Method: "POST", Path: "/api/unset-provider-tokens", Tag: "v0", Summary: "Remove all stored git provider tokens",
+			Response: apitypes.MessageResponse{}, Errors: errs(nil)}, a.unsetProviderTokens},
+		{wire.Operation{Method: "GET", Path: "/api/settings", Tag: "v0", Summary: "The caller's settings (secrets left out)",
+			Response: apitypes.SettingsView{}, Errors: errs(map[int]string{404: "No settings stored yet."})}, a.getSettings},
+		{wire.Operation{Method: "POST", Path: "/api/settings", Tag: "v0", Summary: "Store settings; absent or null fields keep their value",
+			Body: apitypes.Settings{}, Response: apitypes.MessageResponse{}, Errors: errs(nil)}, a.storeSettings},
+	}
+}

@@ -1,0 +1,161 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// dialTimeout is short: the runtime is on the same machine, and a sandbox that does not accept
+// a connection quickly is not ready (or is frozen).
+const dialTimeout = 2 * time.Second
+
+// unixBaseURL is the URL base used for a unix socket endpoint; the host part is ignored.
+const unixBaseURL = "http://sandbox"
+
+// Client talks to one runtime. It is safe for concurrent use.
+type Client struct {
+	endpoint string
+	baseURL  string
+	key      string
+	hc       *http.Client
+}
+
+// StatusError is returned when the runtime answers with a status other than the expected one.
+type StatusError struct {
+	StatusCode int
+	// Body is the start of the answer's body, for logs.
+	Body string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("runtime answered %d: %s", e.StatusCode, e.Body)
+}
+
+// NewClient returns a client for endpoint, "unix:/abs/path.sock" or "http://host:port", that
+// sends key with every request.
+func NewClient(endpoint, key string) (*Client, error) {
+	dialer := &net.Dialer{Timeout: dialTimeout}
+	tr := &http.Transport{
+		Proxy:                 nil,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       30 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	c := &Client{endpoint: endpoint, key: key, hc: &http.Client{Transport: tr}}
+	switch {
+	case strings.HasPrefix(endpoint, "unix:"):
+		path := strings.TrimPrefix(endpoint, "unix:")
+		if !filepath.IsAbs(path) {
+			return nil, fmt.Errorf("new runtime client: socket path %q is not absolute", path)
+		}
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, "unix", path)
+		}
+		c.baseURL = unixBaseURL
+	case strings.HasPrefix(endpoint, "http://"), strings.HasPrefix(endpoint, "https://"):
+		u, err := url.Parse(endpoint)
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("new runtime client: bad endpoint %q", endpoint)
+		}
+		tr.DialContext = dialer.DialContext
+		c.baseURL = strings.TrimRight(endpoint, "/")
+	default:
+		return nil, fmt.Errorf("new runtime client: endpoint %q is neither unix: nor http(s)://", endpoint)
+	}
+	return c, nil
+}
+
+// Endpoint returns the endpoint the client was made for.
+func (c *Client) Endpoint() string { return c.endpoint }
+
+// BaseURL returns the URL prefix requests go to (for a unix socket, a placeholder host).
+func (c *Client) BaseURL() string { return c.baseURL }
+
+// HTTPClient returns the underlying client, whose transport reaches the runtime whatever host
+// a request names. Requests made with it do not carry the key unless NewRequest made them.
+func (c *Client) HTTPClient() *http.Client { return c.hc }
+
+// NewRequest builds a request for path (starting with "/") carrying the session key.
+func (c *Client) NewRequest(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set(HeaderSessionKey, c.key)
+	return req, nil
+}
+
+// CloseIdleConnections closes the connections kept for reuse.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+
+// Alive reports whether the runtime answers its liveness probe.
+func (c *Client) Alive(ctx context.Context) error {
+	if err := c.call(ctx, http.MethodGet, "/alive", nil, nil); err != nil {
+		return fmt.Errorf("runtime alive: %w", err)
+	}
+	return nil
+}
+
+// Identity asks the runtime who it is; it needs the right key.
+func (c *Client) Identity(ctx context.Context) (Identity, error) {
+	var id Identity
+	if err := c.call(ctx, http.MethodGet, "/api/identity", nil, &id); err != nil {
+		return Identity{}, fmt.Errorf("runtime identity: %w", err)
+	}
+	return id, nil
+}
+
+// Run runs a command and waits for it. ctx bounds the wait; cancelling it kills the command.
+func (c *Client) Run(ctx context.Context, req CommandRequest) (CommandResult, error) {
+	var res CommandResult
+	if err := c.call(ctx, http.MethodPost, "/api/command", req, &res); err != nil {
+		return CommandResult{}, fmt.Errorf("runtime command: %w", err)
+	}
+	return res, nil
+}
+
+// call sends in (if not nil) as JSON and decodes a 200 answer into out (if not nil).
+func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := c.NewRequest(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return &StatusError{StatusCode: resp.StatusCode, Body: strings.TrimSpace(string(snippet))}
+	}
+	if out == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("decode answer: %w", err)
+	}
+	return nil
+}

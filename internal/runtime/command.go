@@ -1,0 +1,79 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// pipeGrace is how long a finished command's output pipe may stay open. A command that
+// leaves a background process holding its stdout would otherwise never return.
+const pipeGrace = 100 * time.Millisecond
+
+// runCommand runs req (already validated, Cwd absolute) and collects its output.
+//
+// The command gets its own process group so a timeout or a client that goes away kills it
+// with everything it started. It stays in the runtime's session: backends freeze a sandbox by
+// session, so a command must not leave it.
+func (s *Server) runCommand(ctx context.Context, req CommandRequest) (CommandResult, error) {
+	timeout := time.Duration(req.TimeoutSeconds) * time.Second
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	out := &cappedBuffer{limit: MaxOutputBytes}
+	cmd := exec.CommandContext(runCtx, s.shell, "-c", req.Command)
+	cmd.Dir = req.Cwd
+	cmd.Env = s.commandEnv(req.Env)
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = pipeGrace
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return CommandResult{}, fmt.Errorf("start command: %w", err)
+	}
+	err := cmd.Wait()
+	timedOut := errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+
+	res := CommandResult{TimedOut: timedOut}
+	res.Output, res.Truncated = out.result()
+	switch {
+	case timedOut:
+		res.ExitCode = -1
+	case cmd.ProcessState != nil:
+		res.ExitCode = exitCode(cmd.ProcessState.Sys())
+	case err != nil:
+		return CommandResult{}, fmt.Errorf("wait for command: %w", err)
+	}
+	s.log.Debug("command finished", "exit_code", res.ExitCode, "timed_out", res.TimedOut,
+		"output_bytes", len(res.Output), "duration", time.Since(start))
+	return res, nil
+}
+
+// exitCode maps a wait status the way shells do: 128+n for a command ended by signal n.
+func exitCode(sys any) int {
+	ws, ok := sys.(syscall.WaitStatus)
+	if !ok {
+		return -1
+	}
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}
+
+// commandEnv is the runtime's environment (without the session key) plus extra. Later
+// entries win in os/exec, so extra overrides.
+func (s *Server) commandEnv(extra map[string]string) []string {
+	env := make([]string, 0, len(s.env)+len(extra))
+	env = append(env, s.env...)
+	for _, k := range sortedKeys(extra) {
+		env = append(env, k+"="+extra[k])
+	}
+	return env
+}

@@ -1,0 +1,57 @@
+package runtime
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"os"
+)
+
+// maxBodyBytes bounds a request body; a command line longer than this is not a command.
+const maxBodyBytes = 8 << 20
+
+func (s *Server) handleAlive(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, "OK")
+}
+
+func (s *Server) handleIdentity(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, Identity{
+		SandboxID: s.cfg.SandboxID,
+		Workspace: s.cfg.Workspace,
+		PID:       os.Getpid(),
+		Version:   s.cfg.Version,
+		StartedAt: s.startedAt,
+	})
+}
+
+func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeDetail(w, http.StatusRequestEntityTooLarge, "Request body too large")
+			return
+		}
+		writeDetail(w, http.StatusBadRequest, "Could not read the request body")
+		return
+	}
+	req, verrs := decodeCommandRequest(body)
+	if len(verrs) == 0 {
+		verrs = s.checkCwd(&req)
+	}
+	if len(verrs) > 0 {
+		writeValidation(w, verrs)
+		return
+	}
+	res, err := s.runCommand(r.Context(), req)
+	if err != nil {
+		s.log.Error("run command", "err", err)
+		writeDetail(w, http.StatusInternalServerError, "Internal Server Error")
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}

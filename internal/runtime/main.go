@@ -1,0 +1,151 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// shutdownGrace is how long running requests get to finish once the runtime is asked to stop.
+// Longer commands are killed when their connections close.
+const shutdownGrace = 5 * time.Second
+
+// Main is the body of `agentd runtime`. args are the arguments after the subcommand name;
+// getenv reads the environment (main passes os.Getenv). It serves until ctx is cancelled (the
+// caller cancels it on SIGTERM or SIGINT), then shuts down gracefully.
+//
+// The session key comes from KeyEnv; Main refuses to start without it and removes it from the
+// process environment, so no command the runtime starts ever inherits it.
+func Main(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("agentd runtime", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listenAddr := fs.String("listen", "", "where to serve: unix:/abs/path.sock or tcp:127.0.0.1:PORT")
+	workspace := fs.String("workspace", "", "workspace directory (created if missing)")
+	sandboxID := fs.String("sandbox-id", "", "id of the sandbox this runtime serves")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("runtime: unexpected arguments %q", fs.Args())
+	}
+	if *listenAddr == "" || *workspace == "" {
+		return errors.New("runtime: --listen and --workspace are required")
+	}
+	key := getenv(KeyEnv)
+	if key == "" {
+		return fmt.Errorf("runtime: no session key: set %s", KeyEnv)
+	}
+	if err := os.Unsetenv(KeyEnv); err != nil {
+		return fmt.Errorf("runtime: unset %s: %w", KeyEnv, err)
+	}
+
+	log := slog.New(slog.NewTextHandler(stderr, nil)).With("sandbox_id", *sandboxID)
+	ws, err := filepath.Abs(*workspace)
+	if err != nil {
+		return fmt.Errorf("runtime: workspace: %w", err)
+	}
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return fmt.Errorf("runtime: create workspace: %w", err)
+	}
+	handler, err := NewServer(ServerConfig{
+		SandboxID:  *sandboxID,
+		Workspace:  ws,
+		SessionKey: key,
+		Logger:     log,
+		Version:    version(),
+		Env:        os.Environ(),
+	})
+	if err != nil {
+		return fmt.Errorf("runtime: %w", err)
+	}
+	ln, err := listen(*listenAddr)
+	if err != nil {
+		return fmt.Errorf("runtime: %w", err)
+	}
+	return serve(ctx, log, ln, handler)
+}
+
+// serve runs an HTTP server on ln until ctx is done, then shuts it down and waits for it.
+func serve(ctx context.Context, log *slog.Logger, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("runtime listening", "addr", ln.Addr().Network()+":"+ln.Addr().String(), "pid", os.Getpid())
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("runtime: serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("runtime stopping")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("runtime: serve: %w", err)
+	}
+	return nil
+}
+
+// listen opens "unix:/abs/path" (replacing a stale socket, mode 0600) or "tcp:host:port".
+func listen(addr string) (net.Listener, error) {
+	network, where, ok := strings.Cut(addr, ":")
+	if !ok || where == "" {
+		return nil, fmt.Errorf("listen %q: want unix:/path or tcp:host:port", addr)
+	}
+	switch network {
+	case "tcp":
+		ln, err := net.Listen("tcp", where)
+		if err != nil {
+			return nil, fmt.Errorf("listen %s: %w", addr, err)
+		}
+		return ln, nil
+	case "unix":
+		if !filepath.IsAbs(where) {
+			return nil, fmt.Errorf("listen %s: socket path is not absolute", addr)
+		}
+		if fi, err := os.Lstat(where); err == nil {
+			if fi.Mode().Type() != os.ModeSocket {
+				return nil, fmt.Errorf("listen %s: %s exists and is not a socket", addr, where)
+			}
+			if err := os.Remove(where); err != nil {
+				return nil, fmt.Errorf("listen %s: remove stale socket: %w", addr, err)
+			}
+		}
+		ln, err := net.Listen("unix", where)
+		if err != nil {
+			return nil, fmt.Errorf("listen %s: %w", addr, err)
+		}
+		if err := os.Chmod(where, 0o600); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("listen %s: chmod socket: %w", addr, err)
+		}
+		return ln, nil
+	default:
+		return nil, fmt.Errorf("listen %q: unknown network %q", addr, network)
+	}
+}
+
+// version is the module version the binary was built from, or "dev".
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

@@ -1,0 +1,36 @@
+package runtime
+
+import (
+	"strings"
+	"sync"
+)
+
+// cappedBuffer keeps the first limit bytes written to it and drops the rest, while still
+// accepting every write so the command never blocks on a full pipe.
+type cappedBuffer struct {
+	mu        sync.Mutex
+	buf       []byte
+	limit     int
+	truncated bool
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	room := b.limit - len(b.buf)
+	if len(p) > room {
+		b.truncated = true
+		b.buf = append(b.buf, p[:max(room, 0)]...)
+		return len(p), nil
+	}
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
+
+// result returns the kept output as valid UTF-8 (a cut may split a character) and whether
+// anything was dropped.
+func (b *cappedBuffer) result() (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.ToValidUTF8(string(b.buf), "\uFFFD"), b.truncated
+}

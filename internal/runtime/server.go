@@ -1,0 +1,128 @@
+package runtime
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// ServerConfig configures a Server.
+type ServerConfig struct {
+	SandboxID string
+	// Workspace is the absolute path of the workspace directory; commands run there by default.
+	Workspace string
+	// SessionKey must accompany every request but the liveness probes. Required.
+	SessionKey string
+	// Logger receives request and command logs; nil discards them.
+	Logger  *slog.Logger
+	Version string
+	// Env is the environment commands start from; nil means this process's environment.
+	// KeyEnv is always removed from it.
+	Env []string
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server is the runtime's HTTP handler. It is safe for concurrent use; commands run in
+// parallel, each in its own process group inside the runtime's session.
+type Server struct {
+	cfg       ServerConfig
+	log       *slog.Logger
+	keySum    [sha256.Size]byte
+	shell     string
+	env       []string
+	startedAt time.Time
+	mux       *http.ServeMux
+}
+
+// NewServer checks cfg and builds the handler.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if cfg.SessionKey == "" {
+		return nil, errors.New("new runtime server: no session key")
+	}
+	if !filepath.IsAbs(cfg.Workspace) {
+		return nil, fmt.Errorf("new runtime server: workspace %q is not an absolute path", cfg.Workspace)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	env := cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	s := &Server{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		keySum:    sha256.Sum256([]byte(cfg.SessionKey)),
+		shell:     findShell(),
+		env:       withoutVar(env, KeyEnv),
+		startedAt: cfg.Now().UTC(),
+		mux:       http.NewServeMux(),
+	}
+	s.routes()
+	return s, nil
+}
+
+// routes is the route table. Paths are registered without methods so that a wrong method
+// gets a JSON 405 from only rather than the mux's plain-text one.
+func (s *Server) routes() {
+	s.mux.Handle("/alive", only(http.MethodGet, s.handleAlive))
+	s.mux.Handle("/health", only(http.MethodGet, s.handleHealth))
+	s.mux.Handle("/api/identity", only(http.MethodGet, s.handleIdentity))
+	s.mux.Handle("/api/command", only(http.MethodPost, s.handleCommand))
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		writeDetail(w, http.StatusNotFound, "Not Found")
+	})
+}
+
+// ServeHTTP checks the session key, except on the liveness probes, then routes the request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !isProbe(r.URL.Path) && !s.authorized(r) {
+		writeDetail(w, http.StatusUnauthorized, "Unauthorized")
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func isProbe(path string) bool { return path == "/alive" || path == "/health" }
+
+func only(method string, h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
+			w.Header().Set("Allow", method)
+			writeDetail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
+			return
+		}
+		h(w, r)
+	})
+}
+
+// findShell prefers bash, as the tools expect it, and falls back to the POSIX shell.
+func findShell() string {
+	if p, err := exec.LookPath("bash"); err == nil {
+		return p
+	}
+	return "/bin/sh"
+}
+
+// withoutVar returns env without any entry for name.
+func withoutVar(env []string, name string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k == name {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}

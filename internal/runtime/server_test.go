@@ -1,0 +1,324 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const testKey = "test-session-key"
+
+func newTestServer(t *testing.T, env []string) (*httptest.Server, string) {
+	t.Helper()
+	ws := t.TempDir()
+	s, err := NewServer(ServerConfig{
+		SandboxID:  "sb1",
+		Workspace:  ws,
+		SessionKey: testKey,
+		Version:    "test",
+		Env:        env,
+		Now:        func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	return hs, ws
+}
+
+func do(t *testing.T, method, url string, header http.Header, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(b))
+}
+
+func TestNewServerNeedsKey(t *testing.T) {
+	if _, err := NewServer(ServerConfig{Workspace: "/tmp"}); err == nil {
+		t.Fatal("NewServer without a key succeeded")
+	}
+	if _, err := NewServer(ServerConfig{Workspace: "rel", SessionKey: "k"}); err == nil {
+		t.Fatal("NewServer with a relative workspace succeeded")
+	}
+}
+
+func TestAuth(t *testing.T) {
+	hs, _ := newTestServer(t, nil)
+	key := http.Header{HeaderSessionKey: {testKey}}
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		header http.Header
+		status int
+		body   string
+	}{
+		{"alive without key", "GET", "/alive", nil, 200, `{"status":"ok"}`},
+		{"health without key", "GET", "/health", nil, 200, `"OK"`},
+		{"identity without key", "GET", "/api/identity", nil, 401, `{"detail":"Unauthorized"}`},
+		{"wrong key", "GET", "/api/identity", http.Header{HeaderSessionKey: {"nope"}}, 401, `{"detail":"Unauthorized"}`},
+		{"key prefix", "GET", "/api/identity", http.Header{HeaderSessionKey: {testKey[:4]}}, 401, `{"detail":"Unauthorized"}`},
+		{"wrong bearer", "GET", "/api/identity", http.Header{"Authorization": {"Bearer nope"}}, 401, `{"detail":"Unauthorized"}`},
+		{"basic scheme", "GET", "/api/identity", http.Header{"Authorization": {"Basic " + testKey}}, 401, `{"detail":"Unauthorized"}`},
+		{"unknown path without key", "GET", "/nope", nil, 401, `{"detail":"Unauthorized"}`},
+		{"unknown path with key", "GET", "/nope", key, 404, `{"detail":"Not Found"}`},
+		{"wrong method", "DELETE", "/api/identity", key, 405, `{"detail":"Method Not Allowed"}`},
+		{"command without key", "POST", "/api/command", nil, 401, `{"detail":"Unauthorized"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body := do(t, tt.method, hs.URL+tt.path, tt.header, "")
+			if status != tt.status || body != tt.body {
+				t.Fatalf("got %d %s, want %d %s", status, body, tt.status, tt.body)
+			}
+		})
+	}
+}
+
+func TestIdentity(t *testing.T) {
+	hs, ws := newTestServer(t, nil)
+	for _, h := range []http.Header{
+		{HeaderSessionKey: {testKey}},
+		{"Authorization": {"Bearer " + testKey}},
+		{"Authorization": {"bearer " + testKey}},
+	} {
+		status, body := do(t, "GET", hs.URL+"/api/identity", h, "")
+		if status != 200 {
+			t.Fatalf("status %d: %s", status, body)
+		}
+		var id Identity
+		if err := json.Unmarshal([]byte(body), &id); err != nil {
+			t.Fatal(err)
+		}
+		want := Identity{SandboxID: "sb1", Workspace: ws, PID: os.Getpid(), Version: "test",
+			StartedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+		if id != want {
+			t.Fatalf("identity %+v, want %+v", id, want)
+		}
+	}
+}
+
+func runCmd(t *testing.T, url string, req CommandRequest) CommandResult {
+	t.Helper()
+	c, err := NewClient(url, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Run(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestCommand(t *testing.T) {
+	hs, ws := newTestServer(t, []string{"PATH=/usr/bin:/bin", KeyEnv + "=secret", "KEEP=me"})
+	if err := os.Mkdir(filepath.Join(ws, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		req  CommandRequest
+		want CommandResult
+	}{
+		{"echo", CommandRequest{Command: "echo hello"}, CommandResult{Output: "hello\n"}},
+		{"exit code", CommandRequest{Command: "echo out; exit 3"}, CommandResult{ExitCode: 3, Output: "out\n"}},
+		{"interleaved", CommandRequest{Command: "echo a; echo b >&2; echo c"}, CommandResult{Output: "a\nb\nc\n"}},
+		{"cwd default", CommandRequest{Command: "pwd"}, CommandResult{Output: ws + "\n"}},
+		{"cwd relative", CommandRequest{Command: "pwd", Cwd: "sub"}, CommandResult{Output: ws + "/sub\n"}},
+		{"cwd absolute", CommandRequest{Command: "pwd", Cwd: "/"}, CommandResult{Output: "/\n"}},
+		{"env", CommandRequest{Command: `echo "$A $KEEP"`, Env: map[string]string{"A": "b"}}, CommandResult{Output: "b me\n"}},
+		{"no key in env", CommandRequest{Command: "env | grep -c " + KeyEnv + " || true"}, CommandResult{Output: "0\n"}},
+		{"signal", CommandRequest{Command: "kill -TERM $$"}, CommandResult{ExitCode: 128 + 15}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := runCmd(t, hs.URL, tt.req)
+			if got != tt.want {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCommandTruncated(t *testing.T) {
+	hs, _ := newTestServer(t, nil)
+	got := runCmd(t, hs.URL, CommandRequest{Command: "head -c 3000000 /dev/zero | tr '\\0' a; echo done >&2"})
+	if !got.Truncated || len(got.Output) != MaxOutputBytes || got.ExitCode != 0 {
+		t.Fatalf("truncated=%v len=%d exit=%d", got.Truncated, len(got.Output), got.ExitCode)
+	}
+	if strings.Trim(got.Output, "a") != "" {
+		t.Fatal("kept output is not the start of the output")
+	}
+}
+
+// TestCommandTimeoutKillsGroup checks that a timeout kills what the command started too.
+func TestCommandTimeoutKillsGroup(t *testing.T) {
+	hs, ws := newTestServer(t, nil)
+	start := time.Now()
+	got := runCmd(t, hs.URL, CommandRequest{
+		Command:        "sleep 300 > /dev/null 2>&1 & echo $! > bg.pid; echo started; sleep 300",
+		TimeoutSeconds: 1,
+	})
+	if !got.TimedOut || got.ExitCode != -1 || got.Output != "started\n" {
+		t.Fatalf("got %+v", got)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("timeout took %v", d)
+	}
+	b, err := os.ReadFile(filepath.Join(ws, "bg.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, strings.TrimSpace(string(b)))
+}
+
+// TestCommandClientCancel checks that a client that goes away kills the command's group.
+func TestCommandClientCancel(t *testing.T) {
+	hs, ws := newTestServer(t, nil)
+	c, err := NewClient(hs.URL, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Run(ctx, CommandRequest{Command: "echo $$ > sh.pid; sleep 300"})
+		done <- err
+	}()
+	pidFile := filepath.Join(ws, "sh.pid")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
+			cancel()
+			if err := <-done; err == nil {
+				t.Fatal("cancelled Run returned no error")
+			}
+			waitGone(t, strings.TrimSpace(string(b)))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("command never started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitGone waits until pid no longer runs (a zombie counts as gone: its parent was killed
+// too and nobody may reap it).
+func waitGone(t *testing.T, pid string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			return
+		}
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 && len(b) > i+2 && b[i+2] == 'Z' {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %s still runs: %s", pid, b)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestCommandValidation(t *testing.T) {
+	hs, _ := newTestServer(t, nil)
+	key := http.Header{HeaderSessionKey: {testKey}}
+	tests := []struct {
+		name string
+		body string
+		want string
+	}{
+		{"empty body", ``, `{"detail":[{"type":"missing","loc":["body"],"msg":"Field required"}]}`},
+		{"bad json", `{"command":`, `{"detail":[{"type":"json_invalid","loc":["body",11],"msg":"JSON decode error"}]}`},
+		{"not an object", `[1]`, `{"detail":[{"type":"model_attributes_type","loc":["body"],"msg":"Input should be a valid dictionary or object to extract fields from"}]}`},
+		{"missing command", `{}`, `{"detail":[{"type":"missing","loc":["body","command"],"msg":"Field required"}]}`},
+		{"empty command", `{"command":""}`, `{"detail":[{"type":"string_too_short","loc":["body","command"],"msg":"String should have at least 1 character"}]}`},
+		{"command not string", `{"command":1}`, `{"detail":[{"type":"string_type","loc":["body","command"],"msg":"Input should be a valid string"}]}`},
+		{"null command", `{"command":null}`, `{"detail":[{"type":"string_type","loc":["body","command"],"msg":"Input should be a valid string"}]}`},
+		{"extra field", `{"command":"true","shell":"zsh"}`, `{"detail":[{"type":"extra_forbidden","loc":["body","shell"],"msg":"Extra inputs are not permitted"}]}`},
+		{"timeout zero", `{"command":"true","timeout_seconds":0}`, `{"detail":[{"type":"greater_than_equal","loc":["body","timeout_seconds"],"msg":"Input should be greater than or equal to 1"}]}`},
+		{"timeout too big", `{"command":"true","timeout_seconds":3601}`, `{"detail":[{"type":"less_than_equal","loc":["body","timeout_seconds"],"msg":"Input should be less than or equal to 3600"}]}`},
+		{"timeout fraction", `{"command":"true","timeout_seconds":1.5}`, `{"detail":[{"type":"int_from_float","loc":["body","timeout_seconds"],"msg":"Input should be a valid integer, got a number with a fractional part"}]}`},
+		{"timeout string", `{"command":"true","timeout_seconds":"5"}`, `{"detail":[{"type":"int_type","loc":["body","timeout_seconds"],"msg":"Input should be a valid integer"}]}`},
+		{"env not object", `{"command":"true","env":[]}`, `{"detail":[{"type":"dict_type","loc":["body","env"],"msg":"Input should be a valid dictionary"}]}`},
+		{"env value not string", `{"command":"true","env":{"A":1}}`, `{"detail":[{"type":"string_type","loc":["body","env","A"],"msg":"Input should be a valid string"}]}`},
+		{"env bad name", `{"command":"true","env":{"A=B":"x"}}`, `{"detail":[{"type":"value_error","loc":["body","env","A=B"],"msg":"Value error, an environment variable name must be non-empty and contain no '=' or NUL"}]}`},
+		{"cwd missing", `{"command":"true","cwd":"nope"}`, ``},
+		{"several", `{"cwd":5,"x":1}`, `{"detail":[{"type":"missing","loc":["body","command"],"msg":"Field required"},{"type":"string_type","loc":["body","cwd"],"msg":"Input should be a valid string"},{"type":"extra_forbidden","loc":["body","x"],"msg":"Extra inputs are not permitted"}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body := do(t, "POST", hs.URL+"/api/command", key, tt.body)
+			if status != http.StatusUnprocessableEntity {
+				t.Fatalf("status %d: %s", status, body)
+			}
+			if tt.want != "" && body != tt.want {
+				t.Fatalf("body\n got %s\nwant %s", body, tt.want)
+			}
+		})
+	}
+}
+
+func TestCommandDefaults(t *testing.T) {
+	req, errs := decodeCommandRequest([]byte(`{"command":"x","cwd":null,"env":null}`))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if req.TimeoutSeconds != DefaultCommandTimeoutSeconds || req.Cwd != "" || req.Env != nil {
+		t.Fatalf("defaults not applied: %+v", req)
+	}
+}
+
+// TestCommandBackground checks that a background process that keeps the output pipe open
+// neither blocks the answer nor gets killed when the command returns.
+func TestCommandBackground(t *testing.T) {
+	hs, ws := newTestServer(t, nil)
+	start := time.Now()
+	got := runCmd(t, hs.URL, CommandRequest{Command: "sleep 300 & echo $! > bg.pid; echo started"})
+	if got != (CommandResult{Output: "started\n"}) {
+		t.Fatalf("got %+v", got)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("command with a background process took %v", d)
+	}
+	b, err := os.ReadFile(filepath.Join(ws, "bg.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("background process was killed: %v", err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, strconv.Itoa(pid))
+}

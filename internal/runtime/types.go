@@ -1,0 +1,60 @@
+package runtime
+
+import "time"
+
+// KeyEnv names the environment variable that hands the session key to `agentd runtime`.
+// Main removes it from the process environment before serving, so commands never see it.
+const KeyEnv = "AGENTD_RUNTIME_KEY"
+
+// HeaderSessionKey carries the session key on every request to the runtime.
+const HeaderSessionKey = "X-Session-API-Key"
+
+// Command limits.
+const (
+	DefaultCommandTimeoutSeconds = 120
+	MaxCommandTimeoutSeconds     = 3600
+	// MaxOutputBytes caps the output kept of one command; the rest is read and dropped.
+	MaxOutputBytes = 1 << 20
+)
+
+// CommandRequest is the body of POST /api/command.
+type CommandRequest struct {
+	// Command is run with `bash -c` (or `/bin/sh -c` where there is no bash).
+	Command string `json:"command"`
+	// Cwd is the working directory: empty means the workspace, a relative path is taken under
+	// the workspace, an absolute path is used as it is.
+	Cwd string `json:"cwd,omitempty"`
+	// TimeoutSeconds bounds the run; 0 means DefaultCommandTimeoutSeconds.
+	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
+	// Env is added to the runtime's environment for this command.
+	Env map[string]string `json:"env,omitempty"`
+}
+
+// CommandResult is the answer to POST /api/command.
+type CommandResult struct {
+	// ExitCode is the command's exit status; 128+n when signal n ended it; -1 on timeout.
+	ExitCode int `json:"exit_code"`
+	// Output is stdout and stderr interleaved in the order they were written.
+	Output string `json:"output"`
+	// TimedOut is set when the command was killed because it ran past its timeout.
+	TimedOut bool `json:"timed_out"`
+	// Truncated is set when the output went past MaxOutputBytes and only its start was kept.
+	Truncated bool `json:"truncated"`
+}
+
+// Identity is the answer to GET /api/identity.
+type Identity struct {
+	SandboxID string    `json:"sandbox_id"`
+	Workspace string    `json:"workspace"`
+	PID       int       `json:"pid"`
+	Version   string    `json:"version"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// ValidationError is one entry of a 422 answer, in the shape FastAPI uses.
+type ValidationError struct {
+	Type string `json:"type"`
+	// Loc is the path to the bad value: strings for field names, ints for positions.
+	Loc []any  `json:"loc"`
+	Msg string `json:"msg"`
+}

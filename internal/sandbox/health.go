@@ -1,0 +1,63 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/agentd/agentd/internal/runtime"
+)
+
+// waitHealthy polls the runtime of sb until it answers /alive and then /api/identity (which
+// proves it knows the key and is the right sandbox), or ctx ends.
+func (s *Service) waitHealthy(ctx context.Context, sb Sandbox, key string) error {
+	c, err := runtime.NewClient(sb.Instance.Endpoint, key)
+	if err != nil {
+		return err
+	}
+	defer c.CloseIdleConnections()
+	var lastInspect time.Time
+	start := time.Now()
+	for delay := pollFirst; ; delay = nextPoll(delay, time.Since(start)) {
+		err := probe(ctx, c, sb.ID)
+		if err == nil {
+			return nil
+		}
+		if time.Since(lastInspect) >= inspectInterval {
+			lastInspect = time.Now()
+			if st, ierr := s.backend.Inspect(ctx, sb.Instance); ierr == nil && st == StateGone {
+				return fmt.Errorf("sandbox processes exited before the runtime answered (last error: %v)", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w within %v (last error: %v)", context.Cause(ctx), s.startTimeout, err)
+		case <-time.After(delay):
+		}
+	}
+}
+
+func probe(ctx context.Context, c *runtime.Client, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	if err := c.Alive(ctx); err != nil {
+		return err
+	}
+	ident, err := c.Identity(ctx)
+	if err != nil {
+		return err
+	}
+	if ident.SandboxID != id {
+		return fmt.Errorf("runtime serves sandbox %q, want %q", ident.SandboxID, id)
+	}
+	return nil
+}
+
+// nextPoll doubles the delay up to a cap that rises once the wait has lasted a while.
+func nextPoll(delay, waited time.Duration) time.Duration {
+	limit := pollFast
+	if waited > pollFastFor {
+		limit = pollSlow
+	}
+	return min(2*delay, limit)
+}

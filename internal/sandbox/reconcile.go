@@ -1,0 +1,188 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// detailGone is the Detail of a sandbox whose processes vanished.
+const detailGone = "sandbox processes are gone"
+
+// Reconcile brings the records in line with what runs, once at start-up: a record whose
+// processes are gone becomes MISSING; one whose processes run is adopted, its status set to
+// match (RUNNING or PAUSED; a STARTING one is health-checked on to RUNNING); and a sandbox of
+// the backend with no record (an orphan) is destroyed. It carries on past a sandbox it cannot
+// reconcile and returns the errors together.
+func (s *Service) Reconcile(ctx context.Context) error {
+	sbs, err := s.store.AllSandboxes(ctx)
+	if err != nil {
+		return fmt.Errorf("reconcile sandboxes: %w", err)
+	}
+	var errs []error
+	for _, sb := range sbs {
+		if s.ours(sb) != nil {
+			continue
+		}
+		if err := s.reconcileOne(ctx, sb.ID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	insts, err := s.backend.List(ctx)
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("reconcile sandboxes: %w", err))...)
+	}
+	for _, inst := range insts {
+		if err := s.removeOrphan(ctx, inst); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Service) reconcileOne(ctx context.Context, id string) error {
+	unlock := s.locks.lock(id)
+	defer unlock()
+	sb, err := s.store.GetSandbox(ctx, "", id)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reconcile sandbox %s: %w", id, err)
+	}
+	if sb.Status == StatusError || sb.Status == StatusMissing {
+		return nil
+	}
+	state := StateGone
+	if sb.Instance.ID != "" { // else the start never reached the backend's answer
+		if state, err = s.backend.Inspect(ctx, sb.Instance); err != nil {
+			return fmt.Errorf("reconcile sandbox %s: %w", id, err)
+		}
+	}
+	switch {
+	case state == StateGone:
+		_, err = s.setStatus(ctx, sb, StatusMissing, detailGone)
+	case sb.Status == StatusStarting:
+		err = s.adoptStarting(ctx, sb, state)
+	case state == StateRunning && sb.Status == StatusPaused:
+		_, err = s.setStatus(ctx, sb, StatusRunning, "")
+	case state == StatePaused && sb.Status == StatusRunning:
+		_, err = s.setStatus(ctx, sb, StatusPaused, "")
+	}
+	if err != nil {
+		return fmt.Errorf("reconcile sandbox %s: %w", id, err)
+	}
+	s.log.Info("sandbox reconciled", "sandbox_id", id, "state", state)
+	return nil
+}
+
+// adoptStarting resumes the wait for the runtime of a sandbox that was STARTING when the last
+// server stopped. Nothing should have frozen it; if something did, it is thawed first.
+func (s *Service) adoptStarting(ctx context.Context, sb Sandbox, state State) error {
+	key, err := s.sessionKey(sb)
+	if err != nil {
+		return err
+	}
+	if state == StatePaused {
+		if err := s.backend.Resume(ctx, sb.Instance); err != nil {
+			return err
+		}
+	}
+	s.awaitReady(sb, key)
+	return nil
+}
+
+// removeOrphan destroys a sandbox the backend found if it has no record, or if its record
+// says nothing should run (ERROR, MISSING) while processes do.
+func (s *Service) removeOrphan(ctx context.Context, inst Instance) error {
+	unlock := s.locks.lock(inst.ID)
+	defer unlock()
+	sb, err := s.store.GetSandbox(ctx, "", inst.ID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("reconcile orphan %s: %w", inst.ID, err)
+	case sb.Status != StatusError && sb.Status != StatusMissing:
+		return nil
+	default:
+		state, err := s.backend.Inspect(ctx, inst)
+		if err != nil {
+			return fmt.Errorf("reconcile orphan %s: %w", inst.ID, err)
+		}
+		if state == StateGone {
+			return nil // its directory stays for its record, until Delete
+		}
+	}
+	if err := s.backend.Destroy(ctx, inst); err != nil {
+		return fmt.Errorf("destroy orphan sandbox %s: %w", inst.ID, err)
+	}
+	s.log.Warn("destroyed orphan sandbox", "sandbox_id", inst.ID)
+	return nil
+}
+
+// Run watches RUNNING and PAUSED sandboxes every WatchInterval and marks those whose processes
+// vanished MISSING. It blocks until ctx ends or the service is closed, and returns nil then.
+func (s *Service) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.life, cancel)
+	defer stop()
+
+	tick := time.NewTicker(s.watchInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			if err := s.checkVanished(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("watch sandboxes", "err", err)
+			}
+		}
+	}
+}
+
+// checkVanished marks RUNNING and PAUSED sandboxes whose processes are gone MISSING.
+func (s *Service) checkVanished(ctx context.Context) error {
+	sbs, err := s.store.AllSandboxes(ctx)
+	if err != nil {
+		return err
+	}
+	for _, sb := range sbs {
+		if (sb.Status != StatusRunning && sb.Status != StatusPaused) || s.ours(sb) != nil {
+			continue
+		}
+		if state, err := s.backend.Inspect(ctx, sb.Instance); err != nil || state != StateGone {
+			continue
+		}
+		if err := s.markGone(ctx, sb.ID); err != nil {
+			s.log.Error("mark vanished sandbox", "sandbox_id", sb.ID, "err", err)
+		}
+	}
+	return nil
+}
+
+// markGone checks again under the sandbox's lock, then marks it MISSING.
+func (s *Service) markGone(ctx context.Context, id string) error {
+	unlock := s.locks.lock(id)
+	defer unlock()
+	sb, err := s.store.GetSandbox(ctx, "", id)
+	if err != nil || (sb.Status != StatusRunning && sb.Status != StatusPaused) {
+		return nil
+	}
+	if state, err := s.backend.Inspect(ctx, sb.Instance); err != nil || state != StateGone {
+		return err
+	}
+	_, err = s.setStatus(ctx, sb, StatusMissing, detailGone)
+	return err
+}

@@ -1,0 +1,197 @@
+package sandboxtest
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/sandbox"
+)
+
+// MemStore is an in-memory sandbox.Store for tests. It keeps copies, so callers can never
+// change a stored record by accident.
+type MemStore struct {
+	mu        sync.Mutex
+	specs     map[string]sandbox.Spec
+	sandboxes map[string]sandbox.Sandbox
+}
+
+var _ sandbox.Store = (*MemStore)(nil)
+
+// NewMemStore returns an empty store.
+func NewMemStore() *MemStore {
+	return &MemStore{specs: map[string]sandbox.Spec{}, sandboxes: map[string]sandbox.Sandbox{}}
+}
+
+// PutSpec inserts or replaces a spec.
+func (s *MemStore) PutSpec(_ context.Context, spec sandbox.Spec) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.specs[spec.ID] = cloneSpec(spec)
+	return nil
+}
+
+// GetSpec returns sandbox.ErrSpecNotFound for an unknown id.
+func (s *MemStore) GetSpec(_ context.Context, id string) (sandbox.Spec, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	spec, ok := s.specs[id]
+	if !ok {
+		return sandbox.Spec{}, fmt.Errorf("get spec %s: %w", id, sandbox.ErrSpecNotFound)
+	}
+	return cloneSpec(spec), nil
+}
+
+// ListSpecs pages through specs by id.
+func (s *MemStore) ListSpecs(_ context.Context, q paging.Query) ([]sandbox.Spec, string, error) {
+	cur, err := paging.Decode(q.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	s.mu.Lock()
+	all := make([]sandbox.Spec, 0, len(s.specs))
+	for _, spec := range s.specs {
+		if cur == nil || spec.ID > cur.ID {
+			all = append(all, cloneSpec(spec))
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(all, func(a, b sandbox.Spec) int { return cmp.Compare(a.ID, b.ID) })
+	page, more := cut(all, q.Normalize().Limit)
+	if !more {
+		return page, "", nil
+	}
+	last := page[len(page)-1]
+	return page, paging.Encode(last.CreatedAt, last.ID), nil
+}
+
+// CreateSandbox inserts a record; an existing id is an error.
+func (s *MemStore) CreateSandbox(_ context.Context, sb sandbox.Sandbox) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.sandboxes[sb.ID]; ok {
+		return fmt.Errorf("create sandbox %s: id exists", sb.ID)
+	}
+	s.sandboxes[sb.ID] = cloneSandbox(sb)
+	return nil
+}
+
+// GetSandbox returns the owner's record; "" reads any owner's.
+func (s *MemStore) GetSandbox(_ context.Context, ownerID, id string) (sandbox.Sandbox, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb, ok := s.sandboxes[id]
+	if !ok || (ownerID != "" && sb.OwnerID != ownerID) {
+		return sandbox.Sandbox{}, fmt.Errorf("get sandbox %s: %w", id, sandbox.ErrNotFound)
+	}
+	return cloneSandbox(sb), nil
+}
+
+// ListSandboxes pages through the owner's records, newest first.
+func (s *MemStore) ListSandboxes(_ context.Context, ownerID string, q paging.Query) ([]sandbox.Sandbox, string, error) {
+	cur, err := paging.Decode(q.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	newestFirst := func(a, b sandbox.Sandbox) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	}
+	s.mu.Lock()
+	var all []sandbox.Sandbox
+	for _, sb := range s.sandboxes {
+		if sb.OwnerID != ownerID {
+			continue
+		}
+		if cur != nil && newestFirst(sandbox.Sandbox{CreatedAt: cur.Time, ID: cur.ID}, sb) >= 0 {
+			continue
+		}
+		all = append(all, cloneSandbox(sb))
+	}
+	s.mu.Unlock()
+	slices.SortFunc(all, newestFirst)
+	page, more := cut(all, q.Normalize().Limit)
+	if !more {
+		return page, "", nil
+	}
+	last := page[len(page)-1]
+	return page, paging.Encode(last.CreatedAt, last.ID), nil
+}
+
+// AllSandboxes returns every record.
+func (s *MemStore) AllSandboxes(_ context.Context) ([]sandbox.Sandbox, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]sandbox.Sandbox, 0, len(s.sandboxes))
+	for _, sb := range s.sandboxes {
+		out = append(out, cloneSandbox(sb))
+	}
+	slices.SortFunc(out, func(a, b sandbox.Sandbox) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// UpdateSandbox writes status, detail, instance and update time if the status is still prev.
+func (s *MemStore) UpdateSandbox(_ context.Context, sb sandbox.Sandbox, prev sandbox.Status) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.sandboxes[sb.ID]
+	if !ok || (sb.OwnerID != "" && cur.OwnerID != sb.OwnerID) {
+		return fmt.Errorf("update sandbox %s: %w", sb.ID, sandbox.ErrNotFound)
+	}
+	if cur.Status != prev {
+		return fmt.Errorf("update sandbox %s: status is %s, not %s: %w", sb.ID, cur.Status, prev, sandbox.ErrState)
+	}
+	c := cloneSandbox(sb)
+	cur.Status, cur.Detail, cur.Instance, cur.UpdatedAt = c.Status, c.Detail, c.Instance, c.UpdatedAt
+	s.sandboxes[sb.ID] = cur
+	return nil
+}
+
+// DeleteSandbox removes a record.
+func (s *MemStore) DeleteSandbox(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.sandboxes[id]; !ok {
+		return fmt.Errorf("delete sandbox %s: %w", id, sandbox.ErrNotFound)
+	}
+	delete(s.sandboxes, id)
+	return nil
+}
+
+// CountSandboxes counts the owner's records in any of statuses.
+func (s *MemStore) CountSandboxes(_ context.Context, ownerID string, statuses ...sandbox.Status) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, sb := range s.sandboxes {
+		if sb.OwnerID == ownerID && slices.Contains(statuses, sb.Status) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func cut[T any](all []T, limit int) ([]T, bool) {
+	if len(all) > limit {
+		return all[:limit], true
+	}
+	return all, false
+}
+
+func cloneSandbox(sb sandbox.Sandbox) sandbox.Sandbox {
+	sb.SessionKeySealed = slices.Clone(sb.SessionKeySealed)
+	sb.Instance.State = slices.Clone(sb.Instance.State)
+	return sb
+}
+
+func cloneSpec(spec sandbox.Spec) sandbox.Spec {
+	spec.Command = slices.Clone(spec.Command)
+	spec.InitialEnv = maps.Clone(spec.InitialEnv)
+	return spec
+}

@@ -1,0 +1,62 @@
+package sandboxtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"syscall"
+	"testing"
+
+	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/sandbox"
+)
+
+// EnvRuntime, set to "1", makes a test binary that calls RuntimeMain act as `agentd runtime`.
+const EnvRuntime = "AGENTD_TEST_RUNTIME"
+
+// RuntimeMain is the TestMain of a package whose tests start sandboxes: it runs the tests, or,
+// when the binary was started as a sandbox runtime, serves as the runtime. It does not return.
+func RuntimeMain(m *testing.M) {
+	if os.Getenv(EnvRuntime) == "1" {
+		os.Exit(serveRuntime(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// serveRuntime runs runtime.Main with the arguments after "runtime" until SIGTERM or SIGINT.
+func serveRuntime(args []string) int {
+	i := slices.Index(args, "runtime")
+	if i < 0 {
+		fmt.Fprintf(os.Stderr, "%s=1 but no runtime subcommand in %q\n", EnvRuntime, args)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := runtime.Main(ctx, args[i+1:], os.Getenv, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// RuntimeSpec returns a spec whose sandboxes run the test binary as their runtime.
+func RuntimeSpec(id string) sandbox.Spec {
+	return sandbox.Spec{
+		ID:          id,
+		Description: "the test binary as agentd runtime",
+		Command:     []string{"agentd", "runtime"},
+		InitialEnv:  map[string]string{EnvRuntime: "1"},
+	}
+}
+
+// Binary returns the path of the running test binary, to give a backend as its agentd binary.
+func Binary(t testing.TB) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatalf("find the test binary: %v", err)
+	}
+	return exe
+}

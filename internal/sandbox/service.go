@@ -1,0 +1,199 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agentd/agentd/internal/runtime"
+)
+
+// Defaults of ServiceOptions.
+const (
+	DefaultStartTimeout  = 30 * time.Second
+	DefaultWatchInterval = 5 * time.Second
+)
+
+// ServiceOptions configures a Service. Store, Backend and Sealer are required.
+type ServiceOptions struct {
+	Store   Store
+	Backend Backend
+	// Sealer seals the runtime session keys before they are stored.
+	Sealer Sealer
+	Logger *slog.Logger
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+	// NewID returns a fresh sandbox id, 32 lowercase hex digits; nil means random.
+	NewID func() string
+	// NewKey returns a fresh session key; nil means 32 random bytes, base64url.
+	NewKey func() string
+	// DefaultSpec is the spec Start uses when given none.
+	DefaultSpec string
+	// MaxRunningPerUser bounds a user's STARTING and RUNNING sandboxes; 0 means unlimited.
+	MaxRunningPerUser int
+	// StartTimeout bounds how long a runtime may take to answer after a start or a resume.
+	StartTimeout time.Duration
+	// WatchInterval is how often Run looks for sandboxes whose processes vanished.
+	WatchInterval time.Duration
+}
+
+// Service owns the lifecycle of sandboxes: it keeps the store's records and the backend's
+// processes in step, and is the only writer of sandbox records.
+//
+// All methods are safe for concurrent use. Operations on one sandbox run one at a time;
+// different sandboxes proceed in parallel. Methods that take an ownerID act only on that
+// owner's sandboxes: another owner's sandbox is ErrNotFound.
+//
+// Lifecycle: NewService, then Reconcile once at start-up, then Run (blocking, usually in its
+// own goroutine) while serving, then Close. Close stops the service's goroutines and waits for
+// them; sandboxes keep running, and the next Reconcile adopts them.
+type Service struct {
+	store         Store
+	backend       Backend
+	sealer        Sealer
+	log           *slog.Logger
+	now           func() time.Time
+	newID         func() string
+	newKey        func() string
+	defaultSpec   string
+	maxRunning    int
+	startTimeout  time.Duration
+	watchInterval time.Duration
+
+	locks   keyLock // one per sandbox id, and one per owner ("owner:" + id); always id first
+	changes notifier
+
+	// life is the service's own lifetime, not a request's: Close cancels it, which stops
+	// every goroutine the service started.
+	life context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	mu       sync.Mutex
+	closed   bool
+	starting map[string]*startWait      // readiness waits in flight, by sandbox id
+	clients  map[string]*runtime.Client // clients of RUNNING sandboxes, by sandbox id
+}
+
+// startWait lets Delete stop the wait for a sandbox's runtime.
+type startWait struct{ cancel context.CancelFunc }
+
+// NewService returns a service. It panics if Store, Backend or Sealer is missing.
+func NewService(opts ServiceOptions) *Service {
+	if opts.Store == nil || opts.Backend == nil || opts.Sealer == nil {
+		panic("sandbox.NewService: Store, Backend and Sealer are required")
+	}
+	s := &Service{
+		store:         opts.Store,
+		backend:       opts.Backend,
+		sealer:        opts.Sealer,
+		log:           opts.Logger,
+		now:           opts.Now,
+		newID:         opts.NewID,
+		newKey:        opts.NewKey,
+		defaultSpec:   opts.DefaultSpec,
+		maxRunning:    opts.MaxRunningPerUser,
+		startTimeout:  opts.StartTimeout,
+		watchInterval: opts.WatchInterval,
+		starting:      map[string]*startWait{},
+		clients:       map[string]*runtime.Client{},
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.newID == nil {
+		s.newID = func() string { return hex.EncodeToString(randomBytes(16)) }
+	}
+	if s.newKey == nil {
+		s.newKey = func() string { return base64.RawURLEncoding.EncodeToString(randomBytes(32)) }
+	}
+	if s.startTimeout <= 0 {
+		s.startTimeout = DefaultStartTimeout
+	}
+	if s.watchInterval <= 0 {
+		s.watchInterval = DefaultWatchInterval
+	}
+	s.log = s.log.With("backend", s.backend.Name())
+	s.life, s.stop = context.WithCancel(context.Background())
+	return s
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails on Linux (crypto/rand documents it)
+	return b
+}
+
+// Close stops the service's goroutines (readiness waits, the watcher) and waits for them.
+// Sandboxes keep running. Safe to call twice.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	clients := s.clients
+	s.clients = map[string]*runtime.Client{}
+	s.mu.Unlock()
+	s.stop()
+	s.wg.Wait()
+	for _, c := range clients {
+		c.CloseIdleConnections()
+	}
+	return nil
+}
+
+// spawn runs fn in a goroutine owned by the service, unless the service is closed.
+func (s *Service) spawn(fn func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// setStatus moves sb to status to (compare-and-set on its stored status) and wakes waiters.
+func (s *Service) setStatus(ctx context.Context, sb Sandbox, to Status, detail string) (Sandbox, error) {
+	if !CanTransition(sb.Status, to) {
+		return sb, fmt.Errorf("sandbox %s: %s to %s: %w", sb.ID, sb.Status, to, ErrState)
+	}
+	from := sb.Status
+	sb.Status, sb.Detail, sb.UpdatedAt = to, detail, s.now().UTC()
+	if err := s.store.UpdateSandbox(ctx, sb, from); err != nil {
+		return sb, fmt.Errorf("sandbox %s: %s to %s: %w", sb.ID, from, to, err)
+	}
+	if to != StatusRunning {
+		s.dropClient(sb.ID)
+	}
+	s.changes.notify(sb.ID)
+	s.log.Info("sandbox status", "sandbox_id", sb.ID, "from", from, "to", to, "detail", detail)
+	return sb, nil
+}
+
+// sessionKey opens the sealed session key of sb.
+func (s *Service) sessionKey(sb Sandbox) (string, error) {
+	key, err := s.sealer.Open(sb.SessionKeySealed)
+	if err != nil {
+		return "", fmt.Errorf("open session key of sandbox %s: %w", sb.ID, err)
+	}
+	return string(key), nil
+}
+
+// ours reports an error if sb was started by another backend than the service's.
+func (s *Service) ours(sb Sandbox) error {
+	if sb.Backend != s.backend.Name() {
+		return fmt.Errorf("sandbox %s runs on backend %q, this server uses %q: %w", sb.ID, sb.Backend, s.backend.Name(), ErrUnsupported)
+	}
+	return nil
+}

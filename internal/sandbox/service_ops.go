@@ -1,0 +1,107 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Pause freezes a RUNNING sandbox. Any other status is an error wrapping ErrState (a
+// *StateError) that says why.
+func (s *Service) Pause(ctx context.Context, ownerID, id string) error {
+	unlock := s.locks.lock(id)
+	defer unlock()
+	sb, err := s.store.GetSandbox(ctx, ownerID, id)
+	if err != nil {
+		return fmt.Errorf("pause sandbox %s: %w", id, err)
+	}
+	if err := errors.Join(needStatus(sb, StatusRunning, "paused"), s.ours(sb)); err != nil {
+		return fmt.Errorf("pause sandbox %s: %w", id, err)
+	}
+	bctx := context.WithoutCancel(ctx)
+	if err := s.backend.Pause(bctx, sb.Instance); err != nil {
+		// Thaw what did freeze, so the sandbox stays as it was: RUNNING.
+		if rerr := s.backend.Resume(bctx, sb.Instance); rerr != nil {
+			s.log.Error("resume after failed pause", "sandbox_id", id, "err", rerr)
+		}
+		return fmt.Errorf("pause sandbox %s: %w", id, err)
+	}
+	if _, err := s.setStatus(bctx, sb, StatusPaused, ""); err != nil {
+		return fmt.Errorf("pause sandbox %s: %w", id, err)
+	}
+	return nil
+}
+
+// Resume thaws a PAUSED sandbox and returns once its runtime answers. It counts toward
+// MaxRunningPerUser (ErrLimit). If the runtime does not answer, the sandbox is frozen again
+// and stays PAUSED.
+func (s *Service) Resume(ctx context.Context, ownerID, id string) error {
+	unlock := s.locks.lock(id)
+	defer unlock()
+	sb, err := s.store.GetSandbox(ctx, ownerID, id)
+	if err != nil {
+		return fmt.Errorf("resume sandbox %s: %w", id, err)
+	}
+	if err := errors.Join(needStatus(sb, StatusPaused, "resumed"), s.ours(sb)); err != nil {
+		return fmt.Errorf("resume sandbox %s: %w", id, err)
+	}
+	key, err := s.sessionKey(sb)
+	if err != nil {
+		return fmt.Errorf("resume sandbox %s: %w", id, err)
+	}
+	unlockOwner := s.locks.lock("owner:" + sb.OwnerID)
+	defer unlockOwner()
+	if err := s.checkLimit(ctx, sb.OwnerID); err != nil {
+		return fmt.Errorf("resume sandbox %s: %w", id, err)
+	}
+
+	bctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), s.startTimeout, errStartTimeout)
+	defer cancel()
+	err = s.backend.Resume(bctx, sb.Instance)
+	if err == nil {
+		err = s.waitHealthy(bctx, sb, key)
+	}
+	if err != nil {
+		cctx := context.WithoutCancel(ctx)
+		if perr := s.backend.Pause(cctx, sb.Instance); perr != nil {
+			s.log.Error("pause again after failed resume", "sandbox_id", id, "err", perr)
+		}
+		return fmt.Errorf("resume sandbox %s: %w", id, err)
+	}
+	if _, err := s.setStatus(context.WithoutCancel(ctx), sb, StatusRunning, ""); err != nil {
+		return fmt.Errorf("resume sandbox %s: %w", id, err)
+	}
+	return nil
+}
+
+// Delete destroys the sandbox's processes and everything it owned, then its record. It works
+// in any status. An unknown sandbox is ErrNotFound.
+func (s *Service) Delete(ctx context.Context, ownerID, id string) error {
+	unlock := s.locks.lock(id)
+	defer unlock()
+	sb, err := s.store.GetSandbox(ctx, ownerID, id)
+	if err != nil {
+		return fmt.Errorf("delete sandbox %s: %w", id, err)
+	}
+	s.cancelStart(id)
+	cctx := context.WithoutCancel(ctx)
+	if s.ours(sb) == nil {
+		inst := sb.Instance
+		if inst.ID == "" { // the start never got as far as the backend's answer
+			inst.ID = sb.ID
+		}
+		if err := s.backend.Destroy(cctx, inst); err != nil {
+			return fmt.Errorf("delete sandbox %s: %w", id, err)
+		}
+	} else {
+		s.log.Warn("deleting the record of a sandbox of another backend; its processes are not touched",
+			"sandbox_id", id, "sandbox_backend", sb.Backend)
+	}
+	if err := s.store.DeleteSandbox(cctx, id); err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("delete sandbox %s: %w", id, err)
+	}
+	s.dropClient(id)
+	s.changes.notify(id)
+	s.log.Info("sandbox deleted", "sandbox_id", id)
+	return nil
+}

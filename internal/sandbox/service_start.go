@@ -1,0 +1,187 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// errStartTimeout is the cause of a readiness wait that ran out of time.
+var errStartTimeout = errors.New("runtime did not answer in time")
+
+// Start starts a sandbox from spec specID (empty means the default spec) for ownerID. It
+// returns the record as stored, normally STARTING: the runtime is still coming up, and the
+// sandbox becomes RUNNING (or ERROR) in the background; WaitRunning waits for that.
+//
+// If the backend cannot start it, the record is left in ERROR with the reason in Detail,
+// nothing of it keeps running, and Start returns that record with the error.
+func (s *Service) Start(ctx context.Context, ownerID, specID string) (Sandbox, error) {
+	if specID == "" {
+		specID = s.defaultSpec
+	}
+	spec, err := s.store.GetSpec(ctx, specID)
+	if err != nil {
+		return Sandbox{}, fmt.Errorf("start sandbox from spec %q: %w", specID, err)
+	}
+	if c, ok := s.backend.(SpecChecker); ok {
+		if err := c.CheckSpec(spec); err != nil {
+			return Sandbox{}, fmt.Errorf("start sandbox from spec %q: %w", specID, err)
+		}
+	}
+	key := s.newKey()
+	sealed, err := s.sealer.Seal([]byte(key))
+	if err != nil {
+		return Sandbox{}, fmt.Errorf("start sandbox: seal session key: %w", err)
+	}
+	now := s.now().UTC()
+	sb := Sandbox{
+		ID:               s.newID(),
+		OwnerID:          ownerID,
+		SpecID:           spec.ID,
+		Backend:          s.backend.Name(),
+		Status:           StatusStarting,
+		SessionKeySealed: sealed,
+		CreatedAt:        now,
+		UpdatedAt:        now,
+	}
+	unlock := s.locks.lock(sb.ID)
+	defer unlock()
+	if err := s.create(ctx, sb); err != nil {
+		return Sandbox{}, fmt.Errorf("start sandbox: %w", err)
+	}
+
+	// From here the record exists; finish under a context the caller cannot cancel, so the
+	// record and the processes never disagree.
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.startTimeout)
+	defer cancel()
+	inst, err := s.backend.Start(bctx, StartRequest{ID: sb.ID, OwnerID: ownerID, Spec: spec, SessionKey: key})
+	if err != nil {
+		return s.failStart(bctx, sb, err)
+	}
+	sb.Instance = inst
+	sb.UpdatedAt = s.now().UTC()
+	if err := s.store.UpdateSandbox(bctx, sb, StatusStarting); err != nil {
+		if derr := s.backend.Destroy(bctx, inst); derr != nil {
+			s.log.Error("destroy sandbox after failed write", "sandbox_id", sb.ID, "err", derr)
+		}
+		return s.failStart(bctx, sb, fmt.Errorf("record instance: %w", err))
+	}
+	s.log.Info("sandbox starting", "sandbox_id", sb.ID, "owner_id", ownerID, "spec_id", spec.ID)
+	s.awaitReady(sb, key)
+	return sb, nil
+}
+
+// create checks the owner's limit and inserts the record, under the owner's lock so that two
+// starts cannot both take the last place.
+func (s *Service) create(ctx context.Context, sb Sandbox) error {
+	unlock := s.locks.lock("owner:" + sb.OwnerID)
+	defer unlock()
+	if err := s.checkLimit(ctx, sb.OwnerID); err != nil {
+		return err
+	}
+	return s.store.CreateSandbox(ctx, sb)
+}
+
+// checkLimit returns ErrLimit when the owner runs as many sandboxes as allowed.
+func (s *Service) checkLimit(ctx context.Context, ownerID string) error {
+	if s.maxRunning <= 0 {
+		return nil
+	}
+	n, err := s.store.CountSandboxes(ctx, ownerID, StatusStarting, StatusRunning)
+	if err != nil {
+		return err
+	}
+	if n >= s.maxRunning {
+		return fmt.Errorf("%w: %d of %d allowed are starting or running", ErrLimit, n, s.maxRunning)
+	}
+	return nil
+}
+
+// failStart records a failed start as ERROR and returns the record and the error.
+func (s *Service) failStart(ctx context.Context, sb Sandbox, cause error) (Sandbox, error) {
+	failed, err := s.setStatus(ctx, sb, StatusError, "start failed: "+cause.Error())
+	if err != nil {
+		s.log.Error("record failed start", "sandbox_id", sb.ID, "err", err)
+	}
+	return failed, fmt.Errorf("start sandbox %s: %w", sb.ID, cause)
+}
+
+// awaitReady waits in the background for the runtime of the STARTING sandbox sb, then moves
+// it to RUNNING, or to ERROR (destroying it) when the runtime does not answer in time.
+func (s *Service) awaitReady(sb Sandbox, key string) {
+	ctx, cancel := context.WithCancel(s.life)
+	w := &startWait{cancel: cancel}
+	s.mu.Lock()
+	s.starting[sb.ID] = w
+	s.mu.Unlock()
+	ok := s.spawn(func() {
+		defer s.endWait(sb.ID, w)
+		s.finishStart(ctx, sb, key)
+	})
+	if !ok {
+		s.endWait(sb.ID, w)
+	}
+}
+
+func (s *Service) endWait(id string, w *startWait) {
+	w.cancel()
+	s.mu.Lock()
+	if s.starting[id] == w {
+		delete(s.starting, id)
+	}
+	s.mu.Unlock()
+}
+
+// cancelStart stops the readiness wait of sandbox id, if one runs.
+func (s *Service) cancelStart(id string) {
+	s.mu.Lock()
+	w := s.starting[id]
+	s.mu.Unlock()
+	if w != nil {
+		w.cancel()
+	}
+}
+
+func (s *Service) finishStart(ctx context.Context, sb Sandbox, key string) {
+	wctx, cancel := context.WithTimeoutCause(ctx, s.startTimeout, errStartTimeout)
+	defer cancel()
+	healthErr := s.waitHealthy(wctx, sb, key)
+	if healthErr != nil && ctx.Err() != nil {
+		return // Delete or Close stopped the wait; the sandbox is theirs now
+	}
+
+	unlock := s.locks.lock(sb.ID)
+	defer unlock()
+	cctx := context.WithoutCancel(ctx)
+	cur, err := s.store.GetSandbox(cctx, "", sb.ID)
+	if err != nil || cur.Status != StatusStarting {
+		return // deleted or moved on meanwhile
+	}
+	if healthErr == nil {
+		if _, err := s.setStatus(cctx, cur, StatusRunning, ""); err != nil {
+			s.log.Error("record running sandbox", "sandbox_id", sb.ID, "err", err)
+		}
+		return
+	}
+	s.log.Warn("sandbox did not start", "sandbox_id", sb.ID, "err", healthErr)
+	if err := s.backend.Destroy(cctx, cur.Instance); err != nil {
+		s.log.Error("destroy sandbox that did not start", "sandbox_id", sb.ID, "err", err)
+	}
+	if _, err := s.setStatus(cctx, cur, StatusError, healthErr.Error()); err != nil {
+		s.log.Error("record failed start", "sandbox_id", sb.ID, "err", err)
+	}
+}
+
+// Bounds of the readiness poll: tight at first (a process runtime answers within a few
+// milliseconds), looser once a runtime is slow; each probe has its own deadline; the backend
+// is asked whether the processes still exist at most every inspectInterval, so a runtime that
+// died fails at once rather than at the timeout.
+const (
+	pollFirst       = time.Millisecond
+	pollFast        = 2 * time.Millisecond
+	pollSlow        = 50 * time.Millisecond
+	pollFastFor     = time.Second
+	probeTimeout    = 2 * time.Second
+	inspectInterval = 100 * time.Millisecond
+)

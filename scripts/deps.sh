@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests need when they are missing. It installs only when run
+# as root on a Debian-like system; elsewhere it says what is missing and carries on, so the
+# tests that need a package can skip (or, under CI, fail) with their own message.
+set -euo pipefail
+
+# command -> package
+declare -A need=(
+  [git]=git
+  [bash]=bash
+)
+
+missing=()
+for cmd in "${!need[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("${need[$cmd]}")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+  echo "deps: missing packages: ${missing[*]} (run as root on Debian to install them)" >&2
+  exit 0
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
