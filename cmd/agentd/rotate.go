@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agentd/agentd/internal/app"
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/secret"
 	"github.com/agentd/agentd/internal/store/sqlite"
@@ -17,16 +18,16 @@ func rotateKey(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	unlock, err := lockDataDir(cfg.DataDir)
+	unlock, err := app.LockDataDir(cfg.DataDir)
 	if err != nil {
 		return fmt.Errorf("%w (stop agentd serve before rotating the key)", err)
 	}
 	defer unlock()
-	keyring, err := secret.LoadOrCreate(filepath.Join(cfg.DataDir, "keyring.json"))
+	keyring, err := secret.LoadOrCreate(filepath.Join(cfg.DataDir, app.KeyringFile))
 	if err != nil {
 		return err
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "agentd.db"))
+	st, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, app.DBFile))
 	if err != nil {
 		return err
 	}

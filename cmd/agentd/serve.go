@@ -9,18 +9,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/agentd/agentd/internal/auth"
+	"github.com/agentd/agentd/internal/app"
 	"github.com/agentd/agentd/internal/config"
-	"github.com/agentd/agentd/internal/conversation"
-	"github.com/agentd/agentd/internal/gitprovider"
-	"github.com/agentd/agentd/internal/httpapi"
-	"github.com/agentd/agentd/internal/sandbox"
-	"github.com/agentd/agentd/internal/secret"
-	"github.com/agentd/agentd/internal/settings"
-	"github.com/agentd/agentd/internal/store/sqlite"
 )
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
@@ -39,87 +31,26 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := newLogger(cfg, stderr)
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return fmt.Errorf("data dir: %w", err)
-	}
-	unlock, err := lockDataDir(cfg.DataDir)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-
-	keyring, err := secret.LoadOrCreate(filepath.Join(cfg.DataDir, "keyring.json"))
-	if err != nil {
-		return err
-	}
-	st, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "agentd.db"))
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-
 	backend, warnings, err := openBackend(cfg, log)
 	if err != nil {
 		return err
 	}
 	defer backend.Close()
-	for _, spec := range specsFromConfig(cfg) {
-		if err := st.PutSpec(ctx, spec); err != nil {
-			return fmt.Errorf("store sandbox spec %s: %w", spec.ID, err)
-		}
-	}
-	if _, err := st.GetSpec(ctx, cfg.DefaultSpec); err != nil {
-		return fmt.Errorf("default sandbox spec %q: %w", cfg.DefaultSpec, err)
-	}
-
-	sandboxes := sandbox.NewService(sandbox.ServiceOptions{
-		Store: st, Backend: backend, Sealer: keyring, Logger: log,
-		DefaultSpec: cfg.DefaultSpec, MaxRunningPerUser: cfg.MaxRunningSandboxes,
-		StartTimeout: cfg.SandboxStartTimeout,
-	})
-	defer sandboxes.Close()
-	if err := sandboxes.Reconcile(ctx); err != nil {
-		return err
-	}
-	svcCtx, cancelSvc := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelSvc()
-	go sandboxes.Run(svcCtx)
-
-	users := auth.NewService(st, auth.Options{Logger: log})
-	key, err := users.Bootstrap(ctx, cfg.AdminKey)
+	a, err := app.New(ctx, app.Options{Config: cfg, Backend: backend, SpecWarnings: warnings, Logger: log, Version: version})
 	if err != nil {
 		return err
 	}
-	if key != "" {
+	defer a.Close()
+	if a.BootstrapKey != "" {
 		fmt.Fprintf(stdout, "\nagentd created the admin user. Its API key is shown this once:\n\n    %s\n\n"+
-			"Send it as the X-Session-API-Key header (or Authorization: Bearer).\n\n", key)
-	}
-
-	conversations := conversation.NewService(conversation.Options{
-		Store: st, Sandboxes: sandboxes, Sealer: keyring, Logger: log,
-		StartTimeout: cfg.SandboxStartTimeout,
-	})
-	defer conversations.Close()
-	if err := conversations.Resume(ctx); err != nil {
-		return err
-	}
-
-	api, err := httpapi.New(httpapi.Deps{
-		Auth: users, Conversations: conversations, Sandboxes: sandboxes,
-		Settings:     settings.NewService(st, keyring, nil),
-		GitProviders: gitprovider.NewService(st, keyring, nil),
-		Open:         keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: version,
-		SpecWarnings: warnings,
-	})
-	if err != nil {
-		return err
+			"Send it as the X-Session-API-Key header (or Authorization: Bearer).\n\n", a.BootstrapKey)
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"errors"
@@ -9,10 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lockDataDir takes an exclusive lock on the data directory so two servers (or a server and
+// LockDataDir takes an exclusive lock on the data directory so two servers (or a server and
 // a key rotation) never work on the same data at once.
-func lockDataDir(dir string) (unlock func(), err error) {
-	f, err := os.OpenFile(filepath.Join(dir, "agentd.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+func LockDataDir(dir string) (unlock func(), err error) {
+	f, err := os.OpenFile(filepath.Join(dir, LockFile), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock data dir: %w", err)
 	}

@@ -1,0 +1,209 @@
+// Package app assembles `agentd serve` from its configuration and a sandbox backend: data
+// directory, keyring, store, services and the HTTP API, started and stopped in order. The
+// binary and the end-to-end tests build the server through it, so they run the same thing.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/agentd/agentd/internal/auth"
+	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/gitprovider"
+	"github.com/agentd/agentd/internal/httpapi"
+	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/secret"
+	"github.com/agentd/agentd/internal/settings"
+	"github.com/agentd/agentd/internal/store/sqlite"
+)
+
+// Options are what the caller chooses: the configuration and the concrete backend.
+type Options struct {
+	Config  config.Config
+	Backend sandbox.Backend
+	// SpecWarnings says what Backend cannot honour for a spec.
+	SpecWarnings func(sandbox.Spec) []string
+	Logger       *slog.Logger
+	Version      string
+}
+
+// App is a running control plane without its listener.
+type App struct {
+	// BootstrapKey is the admin key generated at the first start, to be shown once; empty
+	// when the admin existed already or the key was configured.
+	BootstrapKey string
+	// Sandboxes and Conversations are exposed for tests and benchmarks.
+	Sandboxes     *sandbox.Service
+	Conversations *conversation.Service
+
+	handler http.Handler
+	log     *slog.Logger
+
+	closeOnce sync.Once
+	closers   []func() error // run in reverse order
+}
+
+// DBFile and KeyringFile name the files of the data directory.
+const (
+	DBFile      = "agentd.db"
+	KeyringFile = "keyring.json"
+	LockFile    = "agentd.lock"
+)
+
+// New opens the data directory and starts every service. On error everything opened so far
+// is closed again.
+func New(ctx context.Context, o Options) (a *App, err error) {
+	cfg := o.Config
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	a = &App{log: log}
+	defer func() {
+		if err != nil {
+			a.Close()
+		}
+	}()
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	unlock, err := LockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, func() error { unlock(); return nil })
+
+	keyring, err := secret.LoadOrCreate(filepath.Join(cfg.DataDir, KeyringFile))
+	if err != nil {
+		return nil, err
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, DBFile))
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, st.Close)
+
+	for _, spec := range Specs(cfg) {
+		if err := st.PutSpec(ctx, spec); err != nil {
+			return nil, fmt.Errorf("store sandbox spec %s: %w", spec.ID, err)
+		}
+	}
+	if _, err := st.GetSpec(ctx, cfg.DefaultSpec); err != nil {
+		return nil, fmt.Errorf("default sandbox spec %q: %w", cfg.DefaultSpec, err)
+	}
+
+	a.Sandboxes = sandbox.NewService(sandbox.ServiceOptions{
+		Store: st, Backend: o.Backend, Sealer: keyring, Logger: log,
+		DefaultSpec: cfg.DefaultSpec, MaxRunningPerUser: cfg.MaxRunningSandboxes,
+		StartTimeout: cfg.SandboxStartTimeout,
+	})
+	a.closers = append(a.closers, a.Sandboxes.Close)
+	if err := a.Sandboxes.Reconcile(ctx); err != nil {
+		return nil, err
+	}
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	runDone := make(chan struct{})
+	go func() {
+		defer close(runDone)
+		if err := a.Sandboxes.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("sandbox watcher stopped", "err", err)
+		}
+	}()
+	a.closers = append(a.closers, func() error { stopRun(); <-runDone; return nil })
+
+	users := auth.NewService(st, auth.Options{Logger: log})
+	if a.BootstrapKey, err = users.Bootstrap(ctx, cfg.AdminKey); err != nil {
+		return nil, err
+	}
+
+	a.Conversations = conversation.NewService(conversation.Options{
+		Store: st, Sandboxes: a.Sandboxes, Sealer: keyring, Logger: log,
+		StartTimeout: cfg.SandboxStartTimeout,
+	})
+	a.closers = append(a.closers, func() error { a.Conversations.Close(); return nil })
+	if err := a.Conversations.Resume(ctx); err != nil {
+		return nil, err
+	}
+
+	api, err := httpapi.New(httpapi.Deps{
+		Auth: users, Conversations: a.Conversations, Sandboxes: a.Sandboxes,
+		Settings:     settings.NewService(st, keyring, nil),
+		GitProviders: gitprovider.NewService(st, keyring, nil),
+		Open:         keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: o.Version,
+		SpecWarnings: o.SpecWarnings,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.handler = api
+	return a, nil
+}
+
+// Handler serves the HTTP API.
+func (a *App) Handler() http.Handler { return a.handler }
+
+// Close stops the services (start tasks, the sandbox watcher) and closes the store, in the
+// reverse order of opening. Sandboxes keep running; the next start adopts them. Safe twice.
+func (a *App) Close() {
+	a.closeOnce.Do(func() {
+		for i := len(a.closers) - 1; i >= 0; i-- {
+			if err := a.closers[i](); err != nil {
+				a.log.Warn("close", "err", err)
+			}
+		}
+	})
+}
+
+// Specs returns the built-in presets followed by the config file's specs (which may replace
+// a preset of the same id).
+func Specs(cfg config.Config) []sandbox.Spec {
+	created := time.Unix(0, 0).UTC() // a fixed time, so restarts do not change the specs
+	specs := []sandbox.Spec{{
+		ID:          "default",
+		Description: "The agentd runtime on the host's system directories, with network access.",
+		Command:     []string{"agentd", "runtime"},
+		InitialEnv:  map[string]string{},
+		WorkingDir:  "/workspace",
+		Network:     sandbox.NetworkHost,
+		CreatedAt:   created,
+	}}
+	for _, s := range cfg.Specs {
+		spec := sandbox.Spec{
+			ID: s.ID, Description: s.Description, Command: s.Command, InitialEnv: s.InitialEnv,
+			WorkingDir: s.WorkingDir, Image: s.Image, Rootfs: s.Rootfs, Network: s.Network,
+			Limits: sandbox.Limits{MemoryBytes: s.Limits.MemoryMB << 20, CPUs: s.Limits.CPUs,
+				PIDs: s.Limits.PIDs, DiskBytes: s.Limits.DiskMB << 20},
+			CreatedAt: created,
+		}
+		if len(spec.Command) == 0 {
+			spec.Command = []string{"agentd", "runtime"}
+		}
+		if spec.InitialEnv == nil {
+			spec.InitialEnv = map[string]string{}
+		}
+		if spec.WorkingDir == "" {
+			spec.WorkingDir = "/workspace"
+		}
+		if spec.Network == "" {
+			spec.Network = sandbox.NetworkHost
+		}
+		replaced := false
+		for i := range specs {
+			if specs[i].ID == spec.ID {
+				specs[i], replaced = spec, true
+			}
+		}
+		if !replaced {
+			specs = append(specs, spec)
+		}
+	}
+	return specs
+}

@@ -1,0 +1,204 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/internal/app"
+	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/sandbox/process"
+	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
+)
+
+// The test binary doubles as `agentd runtime` for the sandboxes these tests start.
+func TestMain(m *testing.M) { sandboxtest.RuntimeMain(m) }
+
+const adminKey = "test-admin-key-0123456789"
+
+// env is a whole agentd serve (SQLite, process sandboxes, every service) behind an httptest
+// server, built by the same app.New the binary uses.
+type env struct {
+	t       *testing.T
+	cfg     config.Config
+	srv     *httptest.Server
+	handler atomic.Pointer[http.Handler]
+	app     *app.App
+	backend *process.Backend
+}
+
+type envOption func(*config.Config)
+
+func newEnv(t *testing.T, opts ...envOption) *env {
+	t.Helper()
+	dir := t.TempDir()
+	cfg, err := config.Load([]string{"--data-dir", dir, "--admin-key", adminKey, "--sandbox-backend", "process"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The default spec runs the test binary as the runtime.
+	cfg.Specs = []config.SpecConfig{{ID: "default", InitialEnv: map[string]string{sandboxtest.EnvRuntime: "1"}}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	e := &env{t: t, cfg: cfg}
+	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		(*e.handler.Load()).ServeHTTP(w, r)
+	}))
+	e.start()
+	t.Cleanup(func() {
+		e.srv.Close()
+		e.stop()
+		// Nothing a test started may outlive it.
+		b := e.newBackend()
+		insts, _ := b.List(context.Background())
+		for _, inst := range insts {
+			b.Destroy(context.Background(), inst)
+		}
+		b.Close()
+		sandboxtest.CheckNoChildren(t)
+	})
+	return e
+}
+
+func (e *env) newBackend() *process.Backend {
+	b, err := process.New(process.Options{Root: filepath.Join(e.cfg.DataDir, "sandboxes", "process"), Binary: sandboxtest.Binary(e.t)})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return b
+}
+
+// start opens the app on the data directory (as `agentd serve` does at start-up).
+func (e *env) start() {
+	e.t.Helper()
+	e.backend = e.newBackend()
+	a, err := app.New(context.Background(), app.Options{Config: e.cfg, Backend: e.backend, Version: "test"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.app = a
+	h := a.Handler()
+	e.handler.Store(&h)
+}
+
+// stop closes the app; sandboxes keep running, as when the server stops.
+func (e *env) stop() {
+	if e.app != nil {
+		e.app.Close()
+		e.backend.Close()
+		e.app = nil
+	}
+}
+
+// restart stops the server and starts a new one on the same data directory and address.
+func (e *env) restart() {
+	e.stop()
+	e.start()
+}
+
+// call sends a request and returns the status and body. body may be nil, a string (sent as
+// is) or any value (sent as JSON). An empty key sends no key.
+func (e *env) call(method, path, key string, body any) (int, []byte) {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = bytes.NewBufferString(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("X-Session-API-Key", key)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp.StatusCode, data
+}
+
+// must sends a request, fails the test unless the status is want, and decodes the body into
+// out (when out is not nil).
+func (e *env) must(method, path, key string, body any, want int, out any) []byte {
+	e.t.Helper()
+	status, data := e.call(method, path, key, body)
+	if status != want {
+		e.t.Fatalf("%s %s: status %d, want %d; body %s", method, path, status, want, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			e.t.Fatalf("%s %s: decode %s: %v", method, path, data, err)
+		}
+	}
+	return data
+}
+
+// newUser creates a user through the admin API and returns its id and a key.
+func (e *env) newUser(name string) (id, key string) {
+	e.t.Helper()
+	var u struct {
+		ID string `json:"id"`
+	}
+	e.must("POST", "/api/v1/users", adminKey, map[string]any{"name": name}, http.StatusCreated, &u)
+	var k struct {
+		Key string `json:"key"`
+	}
+	e.must("POST", "/api/keys", adminKey, map[string]any{"name": name + "-key", "user_id": u.ID}, http.StatusCreated, &k)
+	return u.ID, k.Key
+}
+
+// eventually polls cond every few milliseconds until it holds or 20 seconds pass.
+func (e *env) eventually(what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// sandboxStatus reads a sandbox's status through the API.
+func (e *env) sandboxStatus(key, id string) string {
+	e.t.Helper()
+	var list []*struct {
+		Status string `json:"status"`
+	}
+	e.must("GET", "/api/v1/sandboxes?id="+id, key, nil, http.StatusOK, &list)
+	if len(list) != 1 || list[0] == nil {
+		return ""
+	}
+	return list[0].Status
+}
+
+// waitSandbox waits until the sandbox has the status.
+func (e *env) waitSandbox(key, id, status string) {
+	e.t.Helper()
+	e.eventually("sandbox "+id+" "+status, func() bool { return e.sandboxStatus(key, id) == status })
+}
