@@ -54,3 +54,8 @@ type APIKeyListQuery struct {
 type Success struct {
 	Success bool `json:"success"`
 }
+
+// AliveResponse answers GET /alive.
+type AliveResponse struct {
+	Status string `json:"status"`
+}

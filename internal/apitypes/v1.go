@@ -108,7 +108,7 @@ type Content struct {
 func (c *Content) DecodeWire(v any, d *wire.Decoder) {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		d.Problem("model_type", "Input should be a valid dictionary or object to extract fields from")
+		d.Problem("model_attributes_type", "Input should be a valid dictionary or object to extract fields from")
 		return
 	}
 	switch obj["type"] {

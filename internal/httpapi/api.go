@@ -50,7 +50,7 @@ func New(d Deps) (*API, error) {
 		d.SpecWarnings = func(sandbox.Spec) []string { return nil }
 	}
 	a := &API{d: d, log: d.Logger}
-	doc, err := OpenAPI(d.Version)
+	doc, err := OpenAPI()
 	if err != nil {
 		return nil, fmt.Errorf("build openapi document: %w", err)
 	}

@@ -3,15 +3,13 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/agentd/agentd/internal/apitypes"
+
 	"github.com/agentd/agentd/internal/wire"
 )
 
-type aliveResponse struct {
-	Status string `json:"status"`
-}
-
 func (a *API) alive(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, aliveResponse{Status: "ok"})
+	writeJSON(w, http.StatusOK, apitypes.AliveResponse{Status: "ok"})
 	return nil
 }
 
@@ -27,9 +25,12 @@ func (a *API) openAPI(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// APIVersion is the version of the HTTP interface described by the OpenAPI document.
+const APIVersion = "1.0.0"
+
 // OpenAPI returns the OpenAPI document of the API, generated from the route table and the
 // wire types. docs/openapi.json is a checked-in copy; a test fails when they drift.
-func OpenAPI(version string) ([]byte, error) {
+func OpenAPI() ([]byte, error) {
 	var a API
 	rts := a.routes()
 	ops := make([]wire.Operation, len(rts))
@@ -38,7 +39,7 @@ func OpenAPI(version string) ([]byte, error) {
 	}
 	return wire.OpenAPI(wire.Info{
 		Title:       "agentd",
-		Version:     version,
+		Version:     APIVersion,
 		Description: "Runs software-agent conversations inside sandboxes. Compatible with the OpenHands server API (V1 under /api/v1, legacy V0 under /api).",
 	}, ops)
 }

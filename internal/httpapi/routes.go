@@ -32,7 +32,7 @@ func (a *API) routes() []route {
 	notFound := map[int]string{404: "No such resource belongs to the caller."}
 	return []route{
 		// Health and the API description.
-		{wire.Operation{Method: "GET", Path: "/alive", Tag: "health", Summary: "Liveness check", Public: true, Response: aliveResponse{}}, a.alive},
+		{wire.Operation{Method: "GET", Path: "/alive", Tag: "health", Summary: "Liveness check", Public: true, Response: apitypes.AliveResponse{}}, a.alive},
 		{wire.Operation{Method: "GET", Path: "/health", Tag: "health", Summary: "Health check", Public: true, Response: ""}, a.health},
 		{wire.Operation{Method: "GET", Path: "/openapi.json", Tag: "health", Summary: "This API's OpenAPI document", Public: true}, a.openAPI},
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os/exec"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -72,7 +74,7 @@ func exitCode(sys any) int {
 func (s *Server) commandEnv(extra map[string]string) []string {
 	env := make([]string, 0, len(s.env)+len(extra))
 	env = append(env, s.env...)
-	for _, k := range sortedKeys(extra) {
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
 		env = append(env, k+"="+extra[k])
 	}
 	return env

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+
+	"github.com/agentd/agentd/internal/wire"
 )
 
 // maxBodyBytes bounds a request body; a command line longer than this is not a command.
@@ -39,12 +41,18 @@ func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
 		writeDetail(w, http.StatusBadRequest, "Could not read the request body")
 		return
 	}
-	req, verrs := decodeCommandRequest(body)
-	if len(verrs) == 0 {
-		verrs = s.checkCwd(&req)
+	req, err := decodeCommandRequest(body)
+	if err == nil {
+		err = s.checkCwd(&req)
 	}
-	if len(verrs) > 0 {
-		writeValidation(w, verrs)
+	var invalid *wire.Error
+	if errors.As(err, &invalid) {
+		writeJSON(w, http.StatusUnprocessableEntity, map[string][]wire.Problem{"detail": invalid.Problems})
+		return
+	}
+	if err != nil {
+		s.log.Error("decode command", "err", err)
+		writeDetail(w, http.StatusInternalServerError, "Internal Server Error")
 		return
 	}
 	res, err := s.runCommand(r.Context(), req)

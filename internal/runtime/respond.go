@@ -20,7 +20,3 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func writeDetail(w http.ResponseWriter, status int, detail string) {
 	writeJSON(w, status, map[string]string{"detail": detail})
 }
-
-func writeValidation(w http.ResponseWriter, errs []ValidationError) {
-	writeJSON(w, http.StatusUnprocessableEntity, map[string][]ValidationError{"detail": errs})
-}

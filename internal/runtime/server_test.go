@@ -285,9 +285,9 @@ func TestCommandValidation(t *testing.T) {
 }
 
 func TestCommandDefaults(t *testing.T) {
-	req, errs := decodeCommandRequest([]byte(`{"command":"x","cwd":null,"env":null}`))
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	req, err := decodeCommandRequest([]byte(`{"command":"x","env":null}`))
+	if err != nil {
+		t.Fatal(err)
 	}
 	if req.TimeoutSeconds != DefaultCommandTimeoutSeconds || req.Cwd != "" || req.Env != nil {
 		t.Fatalf("defaults not applied: %+v", req)

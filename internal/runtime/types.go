@@ -20,12 +20,12 @@ const (
 // CommandRequest is the body of POST /api/command.
 type CommandRequest struct {
 	// Command is run with `bash -c` (or `/bin/sh -c` where there is no bash).
-	Command string `json:"command"`
+	Command string `json:"command" wire:"required,minlen=1"`
 	// Cwd is the working directory: empty means the workspace, a relative path is taken under
 	// the workspace, an absolute path is used as it is.
 	Cwd string `json:"cwd,omitempty"`
 	// TimeoutSeconds bounds the run; 0 means DefaultCommandTimeoutSeconds.
-	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
+	TimeoutSeconds int `json:"timeout_seconds,omitempty" wire:"min=1,max=3600,default=120"`
 	// Env is added to the runtime's environment for this command.
 	Env map[string]string `json:"env,omitempty"`
 }
@@ -49,12 +49,4 @@ type Identity struct {
 	PID       int       `json:"pid"`
 	Version   string    `json:"version"`
 	StartedAt time.Time `json:"started_at"`
-}
-
-// ValidationError is one entry of a 422 answer, in the shape FastAPI uses.
-type ValidationError struct {
-	Type string `json:"type"`
-	// Loc is the path to the bad value: strings for field names, ints for positions.
-	Loc []any  `json:"loc"`
-	Msg string `json:"msg"`
 }

@@ -218,7 +218,7 @@ func (s *state) decodeValue(v any, rv reflect.Value, ti *typeInfo, o *opts) {
 func (s *state) decodeStruct(v any, rv reflect.Value, ti *typeInfo) {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		s.add(s.loc, "model_type", msgModel)
+		s.add(s.loc, "model_attributes_type", msgModel)
 		return
 	}
 	matched := 0

@@ -69,7 +69,7 @@ func TestDecodeJSONSyntax(t *testing.T) {
 		{name: "whitespace only", body: ` `, want: []Problem{P("json_invalid", "JSON decode error", "body", 1)}},
 		{name: "empty body", body: ``, want: []Problem{P("missing", "Field required", "body")}},
 		{name: "null body", body: `null`, want: []Problem{P("missing", "Field required", "body")}},
-		{name: "array body", body: `[1]`, want: []Problem{P("model_type", "Input should be a valid dictionary or object to extract fields from", "body")}},
+		{name: "array body", body: `[1]`, want: []Problem{P("model_attributes_type", "Input should be a valid dictionary or object to extract fields from", "body")}},
 		{name: "trailing whitespace ok", body: "{}\n\t ", want: nil},
 		{name: "list body", body: `[{"user":"a","password":"b"},{"user":""}]`,
 			dst: func() any { return &[]Login{} },
@@ -96,7 +96,7 @@ func TestDecodeJSONTypes(t *testing.T) {
 				P("string_type", "Input should be a valid string", "body", "selected_branch"),
 				P("list_type", "Input should be a valid list", "body", "image_urls"),
 				P("dict_type", "Input should be a valid dictionary", "body", "provider_tokens"),
-				P("model_type", "Input should be a valid dictionary or object to extract fields from", "body", "mcp_config"),
+				P("model_attributes_type", "Input should be a valid dictionary or object to extract fields from", "body", "mcp_config"),
 				P("dict_type", "Input should be a valid dictionary", "body", "labels"),
 				P("datetime_type", "Input should be a valid datetime", "body", "created_at"),
 				P("int_from_float", "Input should be a valid integer, got a number with a fractional part", "body", "max_iterations"),
@@ -139,7 +139,7 @@ func TestDecodeJSONTypes(t *testing.T) {
 				P("bool_type", "Input should be a valid boolean", "body", "confirm"),
 			}},
 		{name: "null for struct", body: `{"labels": {"a": null}}`,
-			want: []Problem{P("model_type", "Input should be a valid dictionary or object to extract fields from", "body", "labels", "a")}},
+			want: []Problem{P("model_attributes_type", "Input should be a valid dictionary or object to extract fields from", "body", "labels", "a")}},
 		{name: "raw and any pass through", body: `{"metadata": {"b": [1, 2.50], "a": "<x>"}, "extra": {"n": 12345678901234567890}}`,
 			check: func(t *testing.T, dst any) {
 				r := dst.(*StartRequest)
@@ -232,7 +232,7 @@ func TestDecodeJSONNested(t *testing.T) {
 			}},
 		{name: "union wrong shapes", body: `{"mcp_config": {"sse_servers": [7, {"url": 1}], "shell": {}}}`,
 			want: []Problem{
-				P("model_type", "Input should be a valid dictionary or object to extract fields from", "body", "mcp_config", "sse_servers", 0),
+				P("model_attributes_type", "Input should be a valid dictionary or object to extract fields from", "body", "mcp_config", "sse_servers", 0),
 				P("string_type", "Input should be a valid string", "body", "mcp_config", "sse_servers", 1, "url"),
 				P("missing", "Field required", "body", "mcp_config", "shell", "command"),
 			}},
