@@ -31,12 +31,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := newLogger(cfg, stderr)
-	backend, warnings, err := openBackend(cfg, log)
+	backend, err := openBackend(cfg, log)
 	if err != nil {
 		return err
 	}
 	defer backend.Close()
-	a, err := app.New(ctx, app.Options{Config: cfg, Backend: backend, SpecWarnings: warnings, Logger: log, Version: version})
+	a, err := app.New(ctx, app.Options{Config: cfg, Backend: backend, Logger: log, Version: version})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,11 @@
 package apitypes
 
-import "time"
+import (
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/internal/wire"
+)
 
 // UserCreateRequest is the body of POST /api/v1/users (admins only).
 type UserCreateRequest struct {
@@ -10,6 +15,13 @@ type UserCreateRequest struct {
 
 // WireStrict rejects unknown keys.
 func (UserCreateRequest) WireStrict() {}
+
+// ValidateWire rejects a blank name, which minlen lets through: names are stored trimmed.
+func (r *UserCreateRequest) ValidateWire(c *wire.Checker) {
+	if strings.TrimSpace(r.Name) == "" {
+		c.ValueError("name cannot be blank", "name")
+	}
+}
 
 // UserInfo describes a user.
 type UserInfo struct {
@@ -28,6 +40,13 @@ type APIKeyCreateRequest struct {
 
 // WireStrict rejects unknown keys.
 func (APIKeyCreateRequest) WireStrict() {}
+
+// ValidateWire rejects a blank name, which minlen lets through: names are stored trimmed.
+func (r *APIKeyCreateRequest) ValidateWire(c *wire.Checker) {
+	if strings.TrimSpace(r.Name) == "" {
+		c.ValueError("name cannot be blank", "name")
+	}
+}
 
 // APIKeyInfo describes a stored key; the key itself is never shown again.
 type APIKeyInfo struct {

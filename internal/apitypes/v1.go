@@ -239,13 +239,15 @@ type AppConversationSearchQuery struct {
 	Limit                   int        `query:"limit" wire:"min=1,max=100,default=100"`
 }
 
-// AppConversationCountQuery filters GET /api/v1/app-conversations/count.
+// AppConversationCountQuery filters GET /api/v1/app-conversations/count. It counts what the
+// search with the same filters lists (OpenHands counts sub-conversations regardless).
 type AppConversationCountQuery struct {
-	TitleContains string     `query:"title__contains"`
-	CreatedAtGTE  *time.Time `query:"created_at__gte"`
-	CreatedAtLT   *time.Time `query:"created_at__lt"`
-	UpdatedAtGTE  *time.Time `query:"updated_at__gte"`
-	UpdatedAtLT   *time.Time `query:"updated_at__lt"`
+	TitleContains           string     `query:"title__contains"`
+	CreatedAtGTE            *time.Time `query:"created_at__gte"`
+	CreatedAtLT             *time.Time `query:"created_at__lt"`
+	UpdatedAtGTE            *time.Time `query:"updated_at__gte"`
+	UpdatedAtLT             *time.Time `query:"updated_at__lt"`
+	IncludeSubConversations bool       `query:"include_sub_conversations"`
 }
 
 // AppConversationStartTask is the background start of a conversation.

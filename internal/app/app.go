@@ -29,10 +29,8 @@ import (
 type Options struct {
 	Config  config.Config
 	Backend sandbox.Backend
-	// SpecWarnings says what Backend cannot honour for a spec.
-	SpecWarnings func(sandbox.Spec) []string
-	Logger       *slog.Logger
-	Version      string
+	Logger  *slog.Logger
+	Version string
 }
 
 // App is a running control plane without its listener.
@@ -60,15 +58,16 @@ const (
 
 // New opens the data directory and starts every service. On error everything opened so far
 // is closed again.
-func New(ctx context.Context, o Options) (a *App, err error) {
+func New(ctx context.Context, o Options) (*App, error) {
 	cfg := o.Config
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a = &App{log: log}
+	a := &App{log: log}
+	ok := false
 	defer func() {
-		if err != nil {
+		if !ok {
 			a.Close()
 		}
 	}()
@@ -138,12 +137,13 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		Settings:     settings.NewService(st, keyring, nil),
 		GitProviders: gitprovider.NewService(st, keyring, nil),
 		Open:         keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: o.Version,
-		SpecWarnings: o.SpecWarnings,
+		SpecWarnings: func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },
 	})
 	if err != nil {
 		return nil, err
 	}
 	a.handler = api
+	ok = true
 	return a, nil
 }
 

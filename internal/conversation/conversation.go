@@ -58,6 +58,9 @@ type View struct {
 	TaskDetail string
 	// SandboxKeySealed is the sealed session key of the sandbox, when it has one.
 	SandboxKeySealed []byte
+	// SubConversationIDs are the conversations that name this one as parent. Get and GetMany
+	// fill it; searches leave it empty, as OpenHands does.
+	SubConversationIDs []string
 }
 
 // Filter narrows a conversation search. Zero fields do not filter.

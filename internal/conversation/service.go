@@ -204,14 +204,23 @@ func (s *Service) Resume(ctx context.Context) error {
 	return nil
 }
 
-// Get returns one of the owner's conversations.
+// Get returns one of the owner's conversations with its sub-conversations.
 func (s *Service) Get(ctx context.Context, ownerID, id string) (View, error) {
-	return s.o.Store.GetConversation(ctx, ownerID, id)
+	vs, err := s.GetMany(ctx, ownerID, []string{id})
+	if err != nil {
+		return View{}, err
+	}
+	if vs[0] == nil {
+		return View{}, ErrNotFound
+	}
+	return *vs[0], nil
 }
 
-// GetMany returns the conversations with those ids in order; nil where the owner has none.
+// GetMany returns the conversations with those ids in order, with their sub-conversations;
+// nil where the owner has none.
 func (s *Service) GetMany(ctx context.Context, ownerID string, ids []string) ([]*View, error) {
 	out := make([]*View, len(ids))
+	var found []string
 	for i, cid := range ids {
 		v, err := s.o.Store.GetConversation(ctx, ownerID, cid)
 		if errors.Is(err, ErrNotFound) {
@@ -221,6 +230,16 @@ func (s *Service) GetMany(ctx context.Context, ownerID string, ids []string) ([]
 			return nil, err
 		}
 		out[i] = &v
+		found = append(found, cid)
+	}
+	subs, err := s.o.Store.SubConversationIDs(ctx, ownerID, found)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range out {
+		if v != nil {
+			v.SubConversationIDs = subs[v.ID]
+		}
 	}
 	return out, nil
 }

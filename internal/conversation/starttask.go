@@ -48,9 +48,13 @@ func (s *Service) runTask(ctx context.Context, t StartTask, specID string) {
 	}
 }
 
-// taskDetail is the error text clients see: the domain's words, not internal ones.
+// taskDetail is the error text clients see: the domain's words, never internal ones (those
+// go to the log).
 func taskDetail(err error) string {
+	var cm interface{ ClientMessage() string }
 	switch {
+	case errors.As(err, &cm):
+		return cm.ClientMessage()
 	case errors.Is(err, sandbox.ErrLimit):
 		return "too many running sandboxes: pause or delete one first"
 	case errors.Is(err, sandbox.ErrSpecNotFound):
@@ -60,7 +64,7 @@ func taskDetail(err error) string {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "sandbox did not start in time"
 	}
-	return err.Error()
+	return "the conversation could not start; the server log has the cause"
 }
 
 func (s *Service) saveTask(ctx context.Context, t *StartTask) error {
@@ -79,7 +83,10 @@ func (s *Service) walk(ctx context.Context, t *StartTask, specID string) error {
 			return fmt.Errorf("start sandbox: %w", err)
 		}
 		t.SandboxID = sb.ID
-		if err := s.saveTask(ctx, t); err != nil {
+		// The sandbox exists now: record it even if ctx ended meanwhile (Close during the
+		// start), so that the task resumed by the next process uses it instead of starting
+		// another one and leaving this one running for nobody.
+		if err := s.saveTask(context.WithoutCancel(ctx), t); err != nil {
 			return err
 		}
 	}
@@ -96,11 +103,7 @@ func (s *Service) walk(ctx context.Context, t *StartTask, specID string) error {
 			return fmt.Errorf("resume sandbox: %w", err)
 		}
 	case sandbox.StatusError, sandbox.StatusMissing:
-		detail := "sandbox is " + string(sb.Status)
-		if sb.Detail != "" {
-			detail += ": " + sb.Detail
-		}
-		return errors.New(detail)
+		return &sandbox.NotRunningError{ID: sb.ID, Status: sb.Status, Detail: sb.Detail}
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, s.o.StartTimeout)
 	defer cancel()

@@ -17,6 +17,9 @@ type Store interface {
 	// ListConversations pages through the owner's conversations, newest first (created_at, id).
 	ListConversations(ctx context.Context, ownerID string, f Filter, q paging.Query) (vs []View, next string, err error)
 	CountConversations(ctx context.Context, ownerID string, f Filter) (int, error)
+	// SubConversationIDs returns, for each of the parents, the ids of the owner's
+	// conversations that name it as parent, oldest first. Parents without any are absent.
+	SubConversationIDs(ctx context.Context, ownerID string, parentIDs []string) (map[string][]string, error)
 	// UpdateConversation writes SandboxID, Title, Metrics, LLMModel and UpdatedAt.
 	UpdateConversation(ctx context.Context, c Conversation) error
 	// DeleteConversation removes the conversation with its start tasks and events.

@@ -24,6 +24,11 @@ func (a *API) createConversationV0(w http.ResponseWriter, r *http.Request) error
 	}
 	if req.ConversationID != nil {
 		cr.ID = *req.ConversationID
+		// Ids are stored in the 32-hex form: a UUID in another spelling names the same
+		// conversation, and path lookups normalise the same way.
+		if n, err := normalizeUUID(cr.ID); err == nil {
+			cr.ID = n
+		}
 	}
 	if req.InitialUserMsg != nil {
 		cr.InitialText = *req.InitialUserMsg
@@ -96,8 +101,8 @@ func conversationIDFromPath(r *http.Request) (string, error) {
 			return "", errStatus(http.StatusBadRequest, "Conversation ID contains control characters")
 		}
 	}
-	// V1 ids may arrive dashed; stored ids are the 32-hex form.
-	if n, err := normalizeUUID(id); err == nil && len(id) == 36 {
+	// UUIDs may arrive in any spelling (dashed, upper case); stored ids are the 32-hex form.
+	if n, err := normalizeUUID(id); err == nil {
 		return n, nil
 	}
 	return id, nil

@@ -146,7 +146,7 @@ func (a *API) countAppConversations(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	f := conversationFilter(q.TitleContains, q.CreatedAtGTE, q.CreatedAtLT, q.UpdatedAtGTE, q.UpdatedAtLT)
-	f.IncludeSub = true
+	f.IncludeSub = q.IncludeSubConversations
 	n, err := a.d.Conversations.Count(r.Context(), caller(r).ID, f)
 	if err != nil {
 		return err

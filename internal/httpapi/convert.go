@@ -77,7 +77,7 @@ func (a *API) appConversation(v conversation.View) apitypes.AppConversation {
 		SelectedRepository: c.SelectedRepository, SelectedBranch: c.SelectedBranch,
 		GitProvider: providerPtr(c.GitProvider), Title: optString(c.Title), Trigger: triggerPtr(c.Trigger),
 		PRNumber: c.PRNumbers, LLMModel: c.LLMModel, ParentConversationID: c.ParentID,
-		SubConversationIDs: []string{}, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		SubConversationIDs: orEmpty(v.SubConversationIDs), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 		SandboxStatus:       apitypes.SandboxStatus(v.SandboxStatus),
 		SessionAPIKey:       a.sessionKey(v.SandboxStatus, v.SandboxKeySealed),
 		ConversationStatus:  apitypes.ConversationStatus(conversation.StatusOf(v)),
@@ -104,7 +104,7 @@ func (a *API) conversationInfo(v conversation.View) apitypes.ConversationInfo {
 		SelectedBranch: c.SelectedBranch, GitProvider: providerPtr(c.GitProvider),
 		Trigger: triggerPtr(c.Trigger), SessionAPIKey: a.sessionKey(v.SandboxStatus, v.SandboxKeySealed),
 		CreatedAt: c.CreatedAt, PRNumber: c.PRNumbers, ConversationVersion: c.Version,
-		SubConversationIDs: []string{},
+		SubConversationIDs: orEmpty(v.SubConversationIDs),
 	}
 	if info.PRNumber == nil {
 		info.PRNumber = []int{}
@@ -132,4 +132,12 @@ func startTask(t conversation.StartTask) apitypes.AppConversationStartTask {
 		out.Request.PRNumber = []int{}
 	}
 	return out
+}
+
+// orEmpty keeps lists serialising as [] rather than null.
+func orEmpty(ids []string) []string {
+	if ids == nil {
+		return []string{}
+	}
+	return ids
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/agentd/agentd/internal/auth"
 	"github.com/agentd/agentd/internal/wire"
@@ -48,6 +49,11 @@ func decodeBody(r *http.Request, dst any) ([]byte, error) {
 	data, err := readBody(r)
 	if err != nil {
 		return nil, err
+	}
+	// JSON text is UTF-8 (RFC 8259). encoding/json would turn invalid bytes inside strings
+	// into U+FFFD and accept the body; FastAPI refuses it with this 400.
+	if !utf8.Valid(data) {
+		return nil, errStatus(http.StatusBadRequest, "There was an error parsing the body")
 	}
 	if err := wire.DecodeJSON(data, dst); err != nil {
 		return nil, err

@@ -41,7 +41,7 @@ func (a *API) routes() []route {
 		{wire.Operation{Method: "POST", Path: "/api/v1/users", Tag: "users", Summary: "Create a user (admins only)", Body: apitypes.UserCreateRequest{}, Response: apitypes.UserInfo{}, Status: 201,
 			Errors: errs(map[int]string{403: "The caller is not an admin.", 409: "The name is taken."})}, a.createUser},
 		{wire.Operation{Method: "POST", Path: "/api/keys", Tag: "users", Summary: "Create an API key; the key is shown only in this answer", Body: apitypes.APIKeyCreateRequest{}, Response: apitypes.APIKeyCreated{}, Status: 201,
-			Errors: errs(map[int]string{403: "Only admins may create keys for other users.", 404: "No such user."})}, a.createKey},
+			Errors: errs(map[int]string{403: "Only admins may create keys for other users."})}, a.createKey},
 		{wire.Operation{Method: "GET", Path: "/api/keys", Tag: "users", Summary: "List API keys (never the keys themselves)", Query: apitypes.APIKeyListQuery{}, Response: []apitypes.APIKeyInfo{},
 			Errors: errs(map[int]string{403: "Only admins may list other users' keys."})}, a.listKeys},
 		{wire.Operation{Method: "DELETE", Path: "/api/keys/{key_id}", Tag: "users", Summary: "Delete an API key", Query: apitypes.APIKeyListQuery{}, Response: apitypes.Success{},

@@ -24,14 +24,17 @@ const shutdownGrace = 5 * time.Second
 // getenv reads the environment (main passes os.Getenv). It serves until ctx is cancelled (the
 // caller cancels it on SIGTERM or SIGINT), then shuts down gracefully.
 //
-// The session key comes from KeyEnv; Main refuses to start without it and removes it from the
-// process environment, so no command the runtime starts ever inherits it.
+// The session key is read from the file descriptor named by --key-fd (a pipe the backend
+// filled), or else from KeyEnv. A pipe leaves no trace a command could read: a variable stays
+// readable in /proc/<pid>/environ even after Unsetenv. Main refuses to start without a key,
+// and removes KeyEnv from the environment so no command inherits it.
 func Main(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("agentd runtime", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listenAddr := fs.String("listen", "", "where to serve: unix:/abs/path.sock or tcp:127.0.0.1:PORT")
 	workspace := fs.String("workspace", "", "workspace directory (created if missing)")
 	sandboxID := fs.String("sandbox-id", "", "id of the sandbox this runtime serves")
+	keyFD := fs.Int("key-fd", -1, "read the session key from this file descriptor (until EOF)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -42,8 +45,20 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 		return errors.New("runtime: --listen and --workspace are required")
 	}
 	key := getenv(KeyEnv)
+	if *keyFD >= 0 {
+		f := os.NewFile(uintptr(*keyFD), "session-key")
+		if f == nil {
+			return fmt.Errorf("runtime: --key-fd %d is not an open file", *keyFD)
+		}
+		b, err := io.ReadAll(io.LimitReader(f, 4096))
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("runtime: read session key from fd %d: %w", *keyFD, err)
+		}
+		key = strings.TrimSpace(string(b))
+	}
 	if key == "" {
-		return fmt.Errorf("runtime: no session key: set %s", KeyEnv)
+		return fmt.Errorf("runtime: no session key: pass --key-fd or set %s", KeyEnv)
 	}
 	if err := os.Unsetenv(KeyEnv); err != nil {
 		return fmt.Errorf("runtime: unset %s: %w", KeyEnv, err)

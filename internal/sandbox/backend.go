@@ -107,3 +107,24 @@ func joinWords(ws []string) string {
 	}
 	return out
 }
+
+// Warner is implemented by backends with a standing warning about every sandbox they run
+// (the process backend isolates nothing).
+type Warner interface {
+	Warning() string
+}
+
+// SpecWarnings lists, for the spec listing, what backend b cannot do for spec: its standing
+// warning, and what it cannot honour in the spec.
+func SpecWarnings(b Backend, spec Spec) []string {
+	var out []string
+	if w, ok := b.(Warner); ok {
+		out = append(out, w.Warning())
+	}
+	if c, ok := b.(SpecChecker); ok {
+		if err := c.CheckSpec(spec); err != nil {
+			out = append(out, err.Error()+": sandboxes of this spec cannot start")
+		}
+	}
+	return out
+}

@@ -26,7 +26,7 @@ func (s *Service) waitHealthy(ctx context.Context, sb Sandbox, key string) error
 		if time.Since(lastInspect) >= inspectInterval {
 			lastInspect = time.Now()
 			if st, ierr := s.backend.Inspect(ctx, sb.Instance); ierr == nil && st == StateGone {
-				return fmt.Errorf("sandbox processes exited before the runtime answered (last error: %v)", err)
+				return fmt.Errorf("%w (last error: %v)", errRuntimeExited, err)
 			}
 		}
 		select {

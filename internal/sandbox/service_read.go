@@ -63,7 +63,7 @@ func (s *Service) WaitRunning(ctx context.Context, ownerID, id string) (Sandbox,
 		case StatusRunning:
 			return sb, nil
 		case StatusError, StatusMissing:
-			return sb, fmt.Errorf("wait for sandbox %s: it is %s (%s) and will not run: %w", id, sb.Status, sb.Detail, ErrState)
+			return sb, fmt.Errorf("wait for sandbox %s: %w", id, &NotRunningError{ID: id, Status: sb.Status, Detail: sb.Detail})
 		}
 		select {
 		case <-changed:

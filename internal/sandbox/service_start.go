@@ -7,8 +7,11 @@ import (
 	"time"
 )
 
-// errStartTimeout is the cause of a readiness wait that ran out of time.
-var errStartTimeout = errors.New("runtime did not answer in time")
+// Causes of a failed readiness wait.
+var (
+	errStartTimeout  = errors.New("runtime did not answer in time")
+	errRuntimeExited = errors.New("sandbox processes exited before the runtime answered")
+)
 
 // Start starts a sandbox from spec specID (empty means the default spec) for ownerID. It
 // returns the record as stored, normally STARTING: the runtime is still coming up, and the
@@ -98,9 +101,16 @@ func (s *Service) checkLimit(ctx context.Context, ownerID string) error {
 	return nil
 }
 
-// failStart records a failed start as ERROR and returns the record and the error.
+// failStart records a failed start as ERROR and returns the record and the error. The
+// record's detail is for the owner; the cause, which may name host paths, goes to the log.
 func (s *Service) failStart(ctx context.Context, sb Sandbox, cause error) (Sandbox, error) {
-	failed, err := s.setStatus(ctx, sb, StatusError, "start failed: "+cause.Error())
+	s.log.Error("sandbox start failed", "sandbox_id", sb.ID, "err", cause)
+	detail := "the " + s.backend.Name() + " backend could not start the sandbox; the server log has the cause"
+	var cm interface{ ClientMessage() string }
+	if errors.As(cause, &cm) {
+		detail = cm.ClientMessage()
+	}
+	failed, err := s.setStatus(ctx, sb, StatusError, detail)
 	if err != nil {
 		s.log.Error("record failed start", "sandbox_id", sb.ID, "err", err)
 	}
@@ -168,7 +178,7 @@ func (s *Service) finishStart(ctx context.Context, sb Sandbox, key string) {
 	if err := s.backend.Destroy(cctx, cur.Instance); err != nil {
 		s.log.Error("destroy sandbox that did not start", "sandbox_id", sb.ID, "err", err)
 	}
-	if _, err := s.setStatus(cctx, cur, StatusError, healthErr.Error()); err != nil {
+	if _, err := s.setStatus(cctx, cur, StatusError, readinessDetail(healthErr, s.startTimeout)); err != nil {
 		s.log.Error("record failed start", "sandbox_id", sb.ID, "err", err)
 	}
 }
@@ -185,3 +195,14 @@ const (
 	probeTimeout    = 2 * time.Second
 	inspectInterval = 100 * time.Millisecond
 )
+
+// readinessDetail words a failed readiness wait for the sandbox's owner.
+func readinessDetail(err error, timeout time.Duration) string {
+	switch {
+	case errors.Is(err, errRuntimeExited):
+		return "the sandbox's runtime exited before it answered; the server log has the cause"
+	case errors.Is(err, errStartTimeout):
+		return fmt.Sprintf("the sandbox's runtime did not answer within %v", timeout)
+	}
+	return "the sandbox's runtime did not answer; the server log has the cause"
+}

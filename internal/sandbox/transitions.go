@@ -46,3 +46,24 @@ func needStatus(sb Sandbox, need Status, op string) error {
 	}
 	return &StateError{ID: sb.ID, Status: sb.Status, Op: op, Need: need}
 }
+
+// NotRunningError says a sandbox waited on ended in ERROR or MISSING instead of running. It
+// matches ErrState, and its text (with the sandbox's client-facing detail) is safe to show.
+type NotRunningError struct {
+	ID     string
+	Status Status
+	Detail string
+}
+
+func (e *NotRunningError) Error() string {
+	if e.Detail == "" {
+		return fmt.Sprintf("sandbox is %s", e.Status)
+	}
+	return fmt.Sprintf("sandbox is %s: %s", e.Status, e.Detail)
+}
+
+// ClientMessage is the text to show the sandbox's owner.
+func (e *NotRunningError) ClientMessage() string { return e.Error() }
+
+// Is makes errors.Is(err, ErrState) hold.
+func (e *NotRunningError) Is(target error) bool { return target == ErrState }

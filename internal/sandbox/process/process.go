@@ -66,6 +66,11 @@ func New(opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new process backend: %w", err)
 	}
+	// Sandbox ids are 32 characters; refuse at start-up a root whose sockets could not bind,
+	// rather than failing every sandbox start later.
+	if n := len(socketPath(filepath.Join(root, strings.Repeat("0", 32)))); n > maxSocketPath {
+		return nil, fmt.Errorf("new process backend: the sandbox socket paths under %s would be %d bytes, more than the %d a unix socket allows: choose a shorter data directory", root, n, maxSocketPath)
+	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("new process backend: create root: %w", err)
 	}

@@ -179,12 +179,13 @@ func TestStartNeedsKey(t *testing.T) {
 	}
 }
 
-// TestRuntimeEnvironment: the runtime gets a fixed environment, never the server's.
+// TestRuntimeEnvironment: the runtime gets a fixed environment, never the server's, and not
+// its session key either (that comes through a pipe).
 func TestRuntimeEnvironment(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-must-not-leak")
 	b := newTestBackend(t, shortRoot(t))
 	env := b.env("/ws", sandbox.StartRequest{SessionKey: "key", Spec: sandbox.Spec{InitialEnv: map[string]string{"B": "2", "A": "1"}}})
-	want := []string{"PATH=" + DefaultPath, "HOME=/ws", "LANG=C.UTF-8", "TERM=xterm-256color", "A=1", "B=2", "AGENTD_RUNTIME_KEY=key"}
+	want := []string{"PATH=" + DefaultPath, "HOME=/ws", "LANG=C.UTF-8", "TERM=xterm-256color", "A=1", "B=2"}
 	if strings.Join(env, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("env %q, want %q", env, want)
 	}

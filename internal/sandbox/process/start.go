@@ -9,7 +9,6 @@ import (
 	"slices"
 	"syscall"
 
-	"github.com/agentd/agentd/internal/runtime"
 	"github.com/agentd/agentd/internal/sandbox"
 )
 
@@ -68,7 +67,19 @@ func (b *Backend) start(dir string, req sandbox.StartRequest) (sandbox.Instance,
 	if argv[0] == "agentd" {
 		argv[0] = b.binary
 	}
-	argv = append(argv, "--listen", listenArg(dir), "--workspace", ws, "--sandbox-id", req.ID)
+	// The key travels through a pipe (fd 3 in the child), not the environment, so no command
+	// in the sandbox can read it from /proc/<runtime pid>/environ.
+	keyR, keyW, err := os.Pipe()
+	if err != nil {
+		return sandbox.Instance{}, fmt.Errorf("key pipe: %w", err)
+	}
+	defer keyR.Close()
+	_, err = keyW.WriteString(req.SessionKey)
+	keyW.Close()
+	if err != nil {
+		return sandbox.Instance{}, fmt.Errorf("key pipe: %w", err)
+	}
+	argv = append(argv, "--listen", listenArg(dir), "--workspace", ws, "--sandbox-id", req.ID, "--key-fd", "3")
 
 	// Not CommandContext: the sandbox must outlive the request that started it.
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -76,6 +87,7 @@ func (b *Backend) start(dir string, req sandbox.StartRequest) (sandbox.Instance,
 	cmd.Env = b.env(ws, req)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
+	cmd.ExtraFiles = []*os.File{keyR}
 	// Its own session: Pause finds the sandbox's processes by session id, and the runtime
 	// survives agentd serve.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -111,8 +123,14 @@ func (b *Backend) env(ws string, req sandbox.StartRequest) []string {
 	for _, k := range slices.Sorted(maps.Keys(req.Spec.InitialEnv)) {
 		env = append(env, k+"="+req.Spec.InitialEnv[k])
 	}
-	return append(env, runtime.KeyEnv+"="+req.SessionKey)
+	return env
 }
+
+// Warning implements sandbox.Warner.
+func (b *Backend) Warning() string { return Warning }
+
+// Warning is the process backend's standing warning, shown in the log and the spec listing.
+const Warning = "the process backend does not isolate sandboxes: their commands run as the agentd user with full access to the host"
 
 // CheckSpec implements sandbox.SpecChecker.
 func (b *Backend) CheckSpec(spec sandbox.Spec) error { return checkSpec(spec) }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/paging"
@@ -65,4 +66,36 @@ func (s *Store) CountConversations(ctx context.Context, ownerID string, f conver
 		return 0, fmt.Errorf("count conversations: %w", err)
 	}
 	return n, nil
+}
+
+func (s *Store) SubConversationIDs(ctx context.Context, ownerID string, parentIDs []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	if len(parentIDs) == 0 {
+		return out, nil
+	}
+	args := make([]any, 0, len(parentIDs)+1)
+	args = append(args, ownerID)
+	marks := make([]string, len(parentIDs))
+	for i, id := range parentIDs {
+		marks[i] = "?"
+		args = append(args, id)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT id, parent_id FROM conversations
+		WHERE owner_id = ? AND parent_id IN (`+strings.Join(marks, ",")+`)
+		ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sub-conversations: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, parent string
+		if err := rows.Scan(&id, &parent); err != nil {
+			return nil, fmt.Errorf("sub-conversations: %w", err)
+		}
+		out[parent] = append(out[parent], id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sub-conversations: %w", err)
+	}
+	return out, nil
 }

@@ -49,6 +49,7 @@ func Run(t *testing.T, f Factory) {
 		{"ConversationView", testConversationView},
 		{"CreateConversationAtomic", testCreateConversationAtomic},
 		{"DeleteConversation", testDeleteConversation},
+		{"SubConversations", testSubConversations},
 		{"ConversationFilters", testConversationFilters},
 		{"ConversationPaging", testConversationPaging},
 		{"ConversationPagingWithInserts", testConversationPagingWithInserts},
