@@ -1,0 +1,145 @@
+// Command agentd-bench measures agentd's performance figures, each beside the raw primitive it
+// is built on, measured in the same run, and prints them as one markdown table. It asserts
+// nothing: it measures and prints. `make bench` runs it after `make build`.
+//
+// Everything runs on loopback in a temporary directory: a whole `agentd serve` built by
+// app.New with the process backend (its sandboxes run the agentd binary), served by a real
+// net/http server, and the clients that load it. Whatever the run started is stopped and
+// removed before it exits, also when it fails or is interrupted.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"syscall"
+	"time"
+)
+
+// options are the command-line flags; smaller values give a shorter run.
+type options struct {
+	starts        int
+	cycles        int
+	conversations int
+	clients       int
+	duration      time.Duration
+	binary        string
+	cpuProfile    string
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.starts, "starts", 100, "sandbox starts to time")
+	flag.IntVar(&o.cycles, "cycles", 100, "pause/resume cycles to time")
+	flag.IntVar(&o.conversations, "conversations", 1000, "conversations stored before the search load")
+	flag.IntVar(&o.clients, "clients", 8, "concurrent HTTP clients of each load")
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "how long each HTTP load runs")
+	flag.StringVar(&o.binary, "agentd", "", "agentd binary the sandboxes run (default: bin/agentd of the module, built if missing)")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (server and clients) to this file")
+	flag.Parse()
+	if o.starts < 1 || o.cycles < 1 || o.conversations < 1 || o.clients < 1 || o.duration <= 0 {
+		fmt.Fprintln(os.Stderr, "agentd-bench: -starts, -cycles, -conversations, -clients and -duration must be positive")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, o, os.Stdout, os.Stderr)
+	if err != nil && ctx.Err() != nil {
+		err = errors.New("interrupted; everything it started is stopped and removed")
+	}
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agentd-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// run measures every figure and prints the report to out; progress goes to logw.
+func run(ctx context.Context, o options, out, logw io.Writer) error {
+	progress := func(format string, args ...any) {
+		fmt.Fprintf(logw, "agentd-bench: "+format+"\n", args...)
+	}
+	m := describeMachine()
+	rssBare, err := readRSS()
+	if err != nil {
+		return err
+	}
+	if o.cpuProfile != "" {
+		stop, err := startCPUProfile(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	tmp, err := os.MkdirTemp("", "agentd-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+
+	bin, err := agentdBinary(ctx, o.binary, tmp, progress)
+	if err != nil {
+		return err
+	}
+	srv, err := startServer(ctx, bin, filepath.Join(tmp, "data"), o.clients, logw)
+	if err != nil {
+		return err
+	}
+	defer srv.close()
+
+	rep := report{machine: m, options: o, binary: bin}
+	progress("timing %d sandbox starts", o.starts)
+	rows, err := benchStarts(ctx, srv, bin, o.starts)
+	if err != nil {
+		return err
+	}
+	rep.rows = append(rep.rows, rows...)
+
+	progress("timing %d pause/resume cycles", o.cycles)
+	rows, notes, err := benchPause(ctx, srv, o.cycles)
+	if err != nil {
+		return err
+	}
+	rep.rows = append(rep.rows, rows...)
+	rep.notes = append(rep.notes, notes...)
+
+	rows, notes, err = benchSearch(ctx, srv, o, progress)
+	if err != nil {
+		return err
+	}
+	rep.rows = append(rep.rows, rows...)
+	rep.notes = append(rep.notes, notes...)
+
+	rss, err := readRSS()
+	if err != nil {
+		return err
+	}
+	rep.rows = append(rep.rows, row{
+		figure: fmt.Sprintf("RSS of the process after loading %d conversations", o.conversations),
+		agentd: float64(rss), primitive: float64(rssBare), unit: unitSize,
+		baseline: "the same process before app.New",
+	})
+	rep.print(out)
+	return nil
+}
+
+// startCPUProfile profiles the process into path until the returned function is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/agentd/agentd/internal/app"
+	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/sandbox/process"
+)
+
+// server is the agentd under test: `agentd serve` as app.New builds it, with the process
+// backend, behind a net/http server on a loopback port, and a client that reuses connections.
+type server struct {
+	app     *app.App
+	backend *process.Backend
+	http    *http.Server
+	served  chan struct{}
+	client  *http.Client
+	url     string
+	key     string // the admin's API key
+	ownerID string // the admin's user id
+	log     *slog.Logger
+}
+
+// startServer builds the server on dataDir. Its logs (warnings and worse) go to logw.
+func startServer(ctx context.Context, binary, dataDir string, clients int, logw io.Writer) (_ *server, err error) {
+	key := "bench-" + rand.Text()
+	cfg, err := config.Load([]string{"--data-dir", dataDir, "--admin-key", key,
+		"--sandbox-backend", "process", "--addr", "127.0.0.1:0"}, func(string) string { return "" })
+	if err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	b, err := process.New(process.Options{Root: filepath.Join(cfg.DataDir, "sandboxes", "process"), Binary: binary, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	s := &server{backend: b, key: key, log: log}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if s.app, err = app.New(ctx, app.Options{Config: cfg, Backend: b, Logger: log, Version: "bench"}); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	s.url = "http://" + ln.Addr().String()
+	s.http = &http.Server{
+		Handler:           s.app.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	s.served = make(chan struct{})
+	go func() {
+		defer close(s.served)
+		if err := s.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			log.Error("serve", "err", err)
+		}
+	}()
+	// No proxy (a new Transport reads no environment) and an idle connection per client, so
+	// the loads measure requests, not connection set-up.
+	s.client = &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * clients, MaxIdleConnsPerHost: 2 * clients}}
+
+	var me struct {
+		ID string `json:"id"`
+	}
+	if err := s.call(ctx, "GET", "/api/v1/users/me", nil, &me); err != nil {
+		return nil, err
+	}
+	s.ownerID = me.ID
+	return s, nil
+}
+
+// close stops the HTTP server and the app, then destroys every sandbox left on the backend
+// (sandboxes outlive the app by design) and closes the backend.
+func (s *server) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if s.http != nil {
+		if err := s.http.Shutdown(ctx); err != nil {
+			s.http.Close()
+		}
+		<-s.served
+		s.client.CloseIdleConnections()
+	}
+	if s.app != nil {
+		s.app.Close()
+	}
+	insts, err := s.backend.List(ctx)
+	if err != nil {
+		s.log.Error("cleanup: list sandboxes", "err", err)
+	}
+	for _, inst := range insts {
+		if err := s.backend.Destroy(ctx, inst); err != nil {
+			s.log.Error("cleanup: destroy sandbox", "sandbox_id", inst.ID, "err", err)
+		}
+	}
+	s.backend.Close()
+}

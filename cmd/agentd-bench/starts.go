@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"time"
+)
+
+// warmups are untimed rounds before each timed series, so page cache and first-use costs
+// do not land in the figures.
+const warmups = 3
+
+// benchStarts times n sandbox starts, from Service.Start until WaitRunning returns (the
+// runtime answered with its key), beside a fork/exec/wait of `true` and, to show what the
+// runtime's own binary costs to start, of `agentd version`. Each round runs them back to
+// back, so all see the same machine. Sandboxes are deleted after each round, outside the
+// timed part.
+func benchStarts(ctx context.Context, s *server, binary string, n int) ([]row, error) {
+	var starts, trues, versions []time.Duration
+	for i := range warmups + n {
+		tru, err := timeRun(exec.CommandContext(ctx, "true"))
+		if err != nil {
+			return nil, err
+		}
+		version, err := timeRun(exec.CommandContext(ctx, binary, "version"))
+		if err != nil {
+			return nil, err
+		}
+		start, err := s.timeStart(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if i >= warmups {
+			trues = append(trues, tru)
+			versions = append(versions, version)
+			starts = append(starts, start)
+		}
+	}
+	const what, base = "sandbox start to RUNNING (process backend)", "fork/exec `true`"
+	p50 := seconds(percentile(starts, 50))
+	return []row{
+		{figure: what + ", p50", agentd: p50, primitive: seconds(percentile(trues, 50)), unit: unitTime, baseline: base},
+		{figure: what + ", p99", agentd: seconds(percentile(starts, 99)), primitive: seconds(percentile(trues, 99)), unit: unitTime, baseline: base},
+		{figure: what + ", p50", agentd: p50, primitive: seconds(percentile(versions, 50)), unit: unitTime, baseline: "fork/exec `agentd version`, the runtime's binary"},
+	}, nil
+}
+
+// timeRun runs cmd to its end and returns how long that took.
+func timeRun(cmd *exec.Cmd) (time.Duration, error) {
+	t0 := time.Now()
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("run %s: %w", cmd, err)
+	}
+	return time.Since(t0), nil
+}
+
+// timeStart starts a sandbox, waits until it runs, and deletes it; it returns the time from
+// the start until it ran.
+func (s *server) timeStart(ctx context.Context) (time.Duration, error) {
+	svc := s.app.Sandboxes
+	t0 := time.Now()
+	sb, err := svc.Start(ctx, s.ownerID, "")
+	if err == nil {
+		_, err = svc.WaitRunning(ctx, s.ownerID, sb.ID)
+	}
+	d := time.Since(t0)
+	if sb.ID != "" {
+		if derr := svc.Delete(context.WithoutCancel(ctx), s.ownerID, sb.ID); derr != nil && err == nil {
+			err = derr
+		}
+	}
+	return d, err
+}
