@@ -138,6 +138,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		GitProviders: gitprovider.NewService(st, keyring, nil),
 		Open:         keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: o.Version,
 		SpecWarnings: func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },
+		CORSOrigins:  cfg.CORSOrigins,
 	})
 	if err != nil {
 		return nil, err

@@ -36,6 +36,9 @@ type Config struct {
 	MaxRunningSandboxes int
 	// SandboxStartTimeout bounds the wait for a new sandbox's runtime to answer.
 	SandboxStartTimeout time.Duration
+	// CORSOrigins are the browser origins allowed to call the API; empty allows any
+	// localhost origin, "*" allows every origin.
+	CORSOrigins []string
 	// LogLevel is debug, info, warn or error; LogFormat is text or json.
 	LogLevel  string
 	LogFormat string
@@ -105,6 +108,9 @@ func Options() []Option {
 		{Flag: "sandbox-start-timeout", Env: []string{"AGENTD_SANDBOX_START_TIMEOUT"}, File: "sandbox_start_timeout", Default: "30s",
 			Doc: "How long a new sandbox's runtime may take to answer before the sandbox is ERROR.",
 			set: func(c *Config, v string) error { return setDuration(&c.SandboxStartTimeout, v) }},
+		{Flag: "cors-origins", Env: []string{"AGENTD_CORS_ORIGINS", "PERMITTED_CORS_ORIGINS"}, File: "cors_origins", Default: "",
+			Doc: "Comma-separated browser origins allowed to call the API (e.g. https://app.example.com); empty allows any localhost origin, * allows all.",
+			set: func(c *Config, v string) error { c.CORSOrigins = splitList(v); return nil }},
 		{Flag: "log-level", Env: []string{"AGENTD_LOG_LEVEL"}, File: "log_level", Default: "info",
 			Doc: "Log level: debug, info, warn or error.",
 			set: func(c *Config, v string) error { c.LogLevel = v; return nil }},
@@ -112,6 +118,16 @@ func Options() []Option {
 			Doc: "Log format: text or json.",
 			set: func(c *Config, v string) error { c.LogFormat = v; return nil }},
 	}
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimRight(strings.TrimSpace(p), "/"); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func setInt(dst *int, v string) error {

@@ -31,6 +31,8 @@ type Deps struct {
 	Version   string
 	// SpecWarnings says what the active sandbox backend cannot honour for a spec.
 	SpecWarnings func(sandbox.Spec) []string
+	// CORSOrigins are the browser origins allowed to call the API (see config).
+	CORSOrigins []string
 }
 
 // API serves every HTTP endpoint of agentd serve.
@@ -63,7 +65,7 @@ func New(d Deps) (*API, error) {
 	mux.Handle("/", a.wrap(route{h: func(w http.ResponseWriter, r *http.Request) error {
 		return errNotFoundRoute
 	}, op: wire.Operation{Public: true}}))
-	a.handler = a.recoverer(a.logRequests(mux))
+	a.handler = a.recoverer(a.logRequests(a.cors(mux)))
 	return a, nil
 }
 
