@@ -1,0 +1,82 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/agentd/agentd/internal/apitypes"
+)
+
+func TestMetrics(t *testing.T) {
+	var m Metrics
+	m.SetMaxBudget(5)
+	m.Add("gpt-4o", Usage{PromptTokens: 1000, CompletionTokens: 100, CacheReadTokens: 200}, "r1")
+	m.Add("gpt-4o", Usage{PromptTokens: 3000, CompletionTokens: 50, ReasoningTokens: 10, CacheWriteTokens: 5}, "r2")
+	s := m.Snapshot()
+	wantCost := Cost("gpt-4o", Usage{PromptTokens: 1000, CompletionTokens: 100, CacheReadTokens: 200}) +
+		Cost("gpt-4o", Usage{PromptTokens: 3000, CompletionTokens: 50, ReasoningTokens: 10, CacheWriteTokens: 5})
+	if s.ModelName != "gpt-4o" || math.Abs(s.AccumulatedCost-wantCost) > 1e-12 || s.MaxBudgetPerTask == nil || *s.MaxBudgetPerTask != 5 {
+		t.Errorf("snapshot = %+v, want cost %v and budget 5", s, wantCost)
+	}
+	want := TokenUsage{
+		Model: "gpt-4o", PromptTokens: 4000, CompletionTokens: 150, CacheReadTokens: 200,
+		CacheWriteTokens: 5, ReasoningTokens: 10, ContextWindow: 128_000, PerTurnToken: 3050, ResponseID: "r2",
+	}
+	if *s.AccumulatedTokenUsage != want {
+		t.Errorf("token usage = %+v, want %+v", *s.AccumulatedTokenUsage, want)
+	}
+
+	restored := NewMetricsFrom(s).Snapshot()
+	if !reflect.DeepEqual(restored, s) {
+		t.Errorf("restored snapshot = %+v, want %+v", restored, s)
+	}
+}
+
+func TestMetricsEmptySnapshotJSON(t *testing.T) {
+	got, err := json.Marshal(new(Metrics).Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"model_name":"","accumulated_cost":0,"max_budget_per_task":null,"accumulated_token_usage":{"model":"","prompt_tokens":0,"completion_tokens":0,"cache_read_tokens":0,"cache_write_tokens":0,"reasoning_tokens":0,"context_window":0,"per_turn_token":0,"response_id":""}}`
+	if string(got) != want {
+		t.Errorf("JSON = %s\nwant   %s", got, want)
+	}
+}
+
+// TestSnapshotMatchesWireType keeps MetricsSnapshot and the API's type in step: the same
+// JSON must survive a trip through apitypes.MetricsSnapshot unchanged.
+func TestSnapshotMatchesWireType(t *testing.T) {
+	var m Metrics
+	m.SetMaxBudget(2.5)
+	m.Add("claude-sonnet-4-5", Usage{PromptTokens: 1, CompletionTokens: 2, CacheReadTokens: 3, CacheWriteTokens: 4, ReasoningTokens: 5}, "msg_1")
+	ours, _ := json.Marshal(m.Snapshot())
+	var wire apitypes.MetricsSnapshot
+	dec := json.NewDecoder(bytes.NewReader(ours))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&wire); err != nil {
+		t.Fatalf("apitypes.MetricsSnapshot does not take our JSON: %v", err)
+	}
+	theirs, _ := json.Marshal(wire)
+	if string(theirs) != string(ours) {
+		t.Errorf("through apitypes: %s\nours:             %s", theirs, ours)
+	}
+}
+
+func TestMetricsConcurrent(t *testing.T) {
+	var m Metrics
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			m.Add("gpt-4o", Usage{PromptTokens: 10, CompletionTokens: 1}, "r")
+			_ = m.Snapshot()
+		})
+	}
+	wg.Wait()
+	if got := m.Snapshot().AccumulatedTokenUsage.PromptTokens; got != 200 {
+		t.Errorf("prompt tokens %d, want 200", got)
+	}
+}
