@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/anthropics/anthropic-sdk-go v1.84.0
+	github.com/creack/pty v1.1.24
 	github.com/openai/openai-go/v3 v3.96.0
 	golang.org/x/sys v0.49.0
 	modernc.org/sqlite v1.61.1

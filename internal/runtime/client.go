@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/agentd/agentd/internal/tool"
 )
 
 // dialTimeout is short: the runtime is on the same machine, and a sandbox that does not accept
@@ -122,6 +124,34 @@ func (c *Client) Run(ctx context.Context, req CommandRequest) (CommandResult, er
 		return CommandResult{}, fmt.Errorf("runtime command: %w", err)
 	}
 	return res, nil
+}
+
+// Tool runs a sandbox tool (terminal, file_editor, glob, grep) for a conversation, with the
+// model's arguments as they came. Arguments that do not fit the tool give a Result with
+// IsError set, not an error; an unknown tool, or one that runs in the control plane, is a
+// *StatusError with code 404. ctx bounds the call: when it ends, the runtime stops waiting but
+// a terminal command keeps running, as after a timeout.
+func (c *Client) Tool(ctx context.Context, name, conversationID string, args json.RawMessage) (tool.Result, error) {
+	if len(bytes.TrimSpace(args)) > 0 && !json.Valid(args) {
+		// Not JSON at all: the model's mistake, which cannot even be sent on.
+		return (&tool.ArgsError{Tool: name, Malformed: true}).Result(), nil
+	}
+	var res tool.Result
+	req := ToolRequest{ConversationID: conversationID, Arguments: args}
+	if err := c.call(ctx, http.MethodPost, "/api/tools/"+url.PathEscape(name), req, &res); err != nil {
+		return tool.Result{}, fmt.Errorf("runtime tool %s: %w", name, err)
+	}
+	return res, nil
+}
+
+// CloseToolSession ends a conversation's tool session: it kills its terminal and everything
+// running there and forgets its edit history. It reports whether there was a session.
+func (c *Client) CloseToolSession(ctx context.Context, conversationID string) (bool, error) {
+	var res CloseToolSessionResult
+	if err := c.call(ctx, http.MethodDelete, "/api/tools/sessions/"+url.PathEscape(conversationID), nil, &res); err != nil {
+		return false, fmt.Errorf("runtime close tool session: %w", err)
+	}
+	return res.Closed, nil
 }
 
 // call sends in (if not nil) as JSON and decodes a 200 answer into out (if not nil).

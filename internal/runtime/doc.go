@@ -5,4 +5,10 @@
 // probes (/alive, /health) needs the sandbox's session key, sent as X-Session-API-Key or as
 // Authorization: Bearer. The runtime holds no secret but that key, and it removes the key from
 // its own environment before it starts any command.
+//
+// Routes: GET /alive and /health (probes), GET /api/identity, POST /api/command (one command,
+// out of band, not seen by the agent), POST /api/tools/{name} (a sandbox tool call for a
+// conversation: terminal, file_editor, glob, grep; see package tool), and
+// DELETE /api/tools/sessions/{conversation_id} (end a conversation's terminal and edit
+// history, when the conversation is deleted).
 package runtime

@@ -25,9 +25,11 @@ const shutdownGrace = 5 * time.Second
 // caller cancels it on SIGTERM or SIGINT), then shuts down gracefully.
 //
 // The session key is read from the file descriptor named by --key-fd (a pipe the backend
-// filled), or else from KeyEnv. A pipe leaves no trace a command could read: a variable stays
-// readable in /proc/<pid>/environ even after Unsetenv. Main refuses to start without a key,
-// and removes KeyEnv from the environment so no command inherits it.
+// filled), or from the file named by --key-file (for backends that cannot pass a descriptor,
+// such as docker; Main deletes the file once read), or else from KeyEnv. A pipe leaves no
+// trace a command could read: a variable stays readable in /proc/<pid>/environ even after
+// Unsetenv. Main refuses to start without a key, and removes KeyEnv from the environment so
+// no command inherits it.
 func Main(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("agentd runtime", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -35,6 +37,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 	workspace := fs.String("workspace", "", "workspace directory (created if missing)")
 	sandboxID := fs.String("sandbox-id", "", "id of the sandbox this runtime serves")
 	keyFD := fs.Int("key-fd", -1, "read the session key from this file descriptor (until EOF)")
+	keyFile := fs.String("key-file", "", "read the session key from this file, then delete it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,8 +60,15 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 		}
 		key = strings.TrimSpace(string(b))
 	}
+	if *keyFile != "" {
+		k, err := readKeyFile(*keyFile)
+		if err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
+		key = k
+	}
 	if key == "" {
-		return fmt.Errorf("runtime: no session key: pass --key-fd or set %s", KeyEnv)
+		return fmt.Errorf("runtime: no session key: pass --key-fd or --key-file, or set %s", KeyEnv)
 	}
 	if err := os.Unsetenv(KeyEnv); err != nil {
 		return fmt.Errorf("runtime: unset %s: %w", KeyEnv, err)
@@ -87,16 +97,35 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
-	return serve(ctx, log, ln, handler)
+	// Tool sessions end when shutdown begins, so that calls waiting on a terminal return
+	// within the grace period instead of being cut off.
+	err = serve(ctx, log, ln, handler, func() { handler.Close() })
+	handler.Close()
+	return err
+}
+
+// readKeyFile reads the session key from path and deletes the file, so that no command the
+// runtime runs later can read it.
+func readKeyFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read session key: %w", err)
+	}
+	if err := os.Remove(path); err != nil {
+		return "", fmt.Errorf("delete session key file: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 // serve runs an HTTP server on ln until ctx is done, then shuts it down and waits for it.
-func serve(ctx context.Context, log *slog.Logger, ln net.Listener, h http.Handler) error {
+// onShutdown runs when the shutdown begins.
+func serve(ctx context.Context, log *slog.Logger, ln net.Listener, h http.Handler, onShutdown func()) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(onShutdown)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("runtime listening", "addr", ln.Addr().Network()+":"+ln.Addr().String(), "pid", os.Getpid())

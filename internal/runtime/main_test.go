@@ -138,3 +138,49 @@ func makeStaleSocket(path string) error {
 	defer syscall.Close(fd)
 	return syscall.Bind(fd, &syscall.SockaddrUnix{Name: path})
 }
+
+// TestMainKeyFile: the key is read from --key-file, which is gone once the runtime serves;
+// a missing key file stops Main before it listens.
+func TestMainKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "rt.sock")
+	keyFile := filepath.Join(dir, "key")
+	if err := os.WriteFile(keyFile, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	noEnv := func(string) string { return "" }
+	args := []string{"--listen", "unix:" + sock, "--workspace", filepath.Join(dir, "ws"), "--key-file", keyFile}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- Main(ctx, args, noEnv, &syncBuffer{}) }()
+	c, err := NewClient("unix:"+sock, "from-file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdleConnections()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := c.Identity(ctx); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("runtime never answered with the key from the file: %v", err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if _, err := os.Stat(keyFile); !os.IsNotExist(err) {
+		t.Fatalf("key file left behind: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	if err := Main(context.Background(), args, noEnv, &syncBuffer{}); err == nil {
+		t.Fatal("Main started without its key file")
+	}
+	if _, err := os.Stat(sock); !os.IsNotExist(err) {
+		t.Fatalf("Main listened without a key: %v", err)
+	}
+}

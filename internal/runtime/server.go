@@ -28,10 +28,18 @@ type ServerConfig struct {
 	Env []string
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// ToolOutputDir receives the full text of clipped terminal outputs, where the agent can
+	// read it. Empty means .agentd/outputs in the workspace, which the runtime hides from git
+	// with a .gitignore.
+	ToolOutputDir string
+	// TerminalNoChangeTimeout is how long a terminal command may print nothing before its
+	// call returns; 0 means terminal.DefaultNoChangeTimeout.
+	TerminalNoChangeTimeout time.Duration
 }
 
 // Server is the runtime's HTTP handler. It is safe for concurrent use; commands run in
-// parallel, each in its own process group inside the runtime's session.
+// parallel, each in its own process group inside the runtime's session. Close ends the tool
+// sessions (and the processes of their terminals); call it once the HTTP server has stopped.
 type Server struct {
 	cfg       ServerConfig
 	log       *slog.Logger
@@ -40,6 +48,7 @@ type Server struct {
 	env       []string
 	startedAt time.Time
 	mux       *http.ServeMux
+	tools     *toolSessions
 }
 
 // NewServer checks cfg and builds the handler.
@@ -60,6 +69,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if env == nil {
 		env = os.Environ()
 	}
+	if cfg.ToolOutputDir == "" {
+		cfg.ToolOutputDir = filepath.Join(cfg.Workspace, defaultOutputDir)
+	}
+	if !filepath.IsAbs(cfg.ToolOutputDir) {
+		return nil, fmt.Errorf("new runtime server: tool output directory %q is not an absolute path", cfg.ToolOutputDir)
+	}
 	s := &Server{
 		cfg:       cfg,
 		log:       cfg.Logger,
@@ -69,6 +84,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		startedAt: cfg.Now().UTC(),
 		mux:       http.NewServeMux(),
 	}
+	s.tools = newToolSessions(s)
 	s.routes()
 	return s, nil
 }
@@ -80,9 +96,18 @@ func (s *Server) routes() {
 	s.mux.Handle("/health", only(http.MethodGet, s.handleHealth))
 	s.mux.Handle("/api/identity", only(http.MethodGet, s.handleIdentity))
 	s.mux.Handle("/api/command", only(http.MethodPost, s.handleCommand))
+	s.mux.Handle("/api/tools/{name}", only(http.MethodPost, s.handleTool))
+	s.mux.Handle("/api/tools/sessions/{conversation_id}", only(http.MethodDelete, s.handleCloseToolSession))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeDetail(w, http.StatusNotFound, "Not Found")
 	})
+}
+
+// Close ends every tool session, killing the processes their terminals run. Tool calls after
+// Close are answered 503. It is safe to call more than once.
+func (s *Server) Close() error {
+	s.tools.closeAll()
+	return nil
 }
 
 // ServeHTTP checks the session key, except on the liveness probes, then routes the request.

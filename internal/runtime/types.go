@@ -1,6 +1,9 @@
 package runtime
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // KeyEnv names the environment variable that hands the session key to `agentd runtime`.
 // Main removes it from the process environment before serving, so commands never see it.
@@ -49,4 +52,20 @@ type Identity struct {
 	PID       int       `json:"pid"`
 	Version   string    `json:"version"`
 	StartedAt time.Time `json:"started_at"`
+}
+
+// ToolRequest is the body of POST /api/tools/{name}.
+type ToolRequest struct {
+	// ConversationID selects the conversation's tool session: its terminal and its edit
+	// history. Calls for one conversation run one at a time; conversations run in parallel.
+	ConversationID string `json:"conversation_id" wire:"required,minlen=1,maxlen=256"`
+	// Arguments are the model's arguments, passed on unchanged. Arguments that do not fit the
+	// tool are not an HTTP error: the answer is a result with is_error set, for the model.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// CloseToolSessionResult is the answer to DELETE /api/tools/sessions/{conversation_id}.
+type CloseToolSessionResult struct {
+	// Closed is false when the conversation had no session.
+	Closed bool `json:"closed"`
 }

@@ -29,6 +29,16 @@ func (r *CommandRequest) ValidateWire(c *wire.Checker) {
 	}
 }
 
+// WireStrict rejects fields the runtime does not know.
+func (ToolRequest) WireStrict() {}
+
+// ValidateWire rejects a conversation id that could not be a key in logs.
+func (r *ToolRequest) ValidateWire(c *wire.Checker) {
+	if strings.ContainsFunc(r.ConversationID, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
+		c.ValueError("conversation_id must not contain control characters", "conversation_id")
+	}
+}
+
 // decodeCommandRequest parses and validates a POST /api/command body, reporting every problem
 // at once in FastAPI's shape.
 func decodeCommandRequest(data []byte) (CommandRequest, error) {

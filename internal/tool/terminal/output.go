@@ -1,0 +1,202 @@
+package terminal
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// capBuffer holds a command's raw output between two observations. It keeps the first and the
+// last capHalf bytes and counts what it dropped in between, so a command printing gigabytes
+// costs bounded memory.
+type capBuffer struct {
+	head    []byte
+	tail    []byte
+	dropped int64
+}
+
+const capHalf = 4 << 20
+
+func (b *capBuffer) Write(p []byte) {
+	if room := capHalf - len(b.head); room > 0 {
+		n := min(room, len(p))
+		b.head = append(b.head, p[:n]...)
+		p = p[n:]
+	}
+	if len(p) == 0 {
+		return
+	}
+	b.tail = append(b.tail, p...)
+	if over := len(b.tail) - capHalf; over > capHalf/4 {
+		b.dropped += int64(over)
+		b.tail = append(b.tail[:0], b.tail[over:]...)
+	}
+}
+
+// Take returns the output held and empties the buffer.
+func (b *capBuffer) Take() []byte {
+	var out []byte
+	switch {
+	case len(b.tail) > capHalf:
+		over := len(b.tail) - capHalf
+		b.dropped += int64(over)
+		b.tail = b.tail[over:]
+	}
+	out = append(out, b.head...)
+	if b.dropped > 0 {
+		out = fmt.Appendf(out, "\n[... %d bytes of output were not kept ...]\n", b.dropped)
+	}
+	out = append(out, b.tail...)
+	b.Reset()
+	return out
+}
+
+// Reset drops the output held.
+func (b *capBuffer) Reset() {
+	b.head, b.tail, b.dropped = nil, nil, 0
+}
+
+// ansi matches terminal control sequences: CSI (colours, cursor movement), OSC (titles,
+// hyperlinks), DCS/PM/APC strings, and two-byte escapes.
+var ansi = regexp.MustCompile(`\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[PX^_][^\x1b]*\x1b\\|\x1b[()*+][0-9A-Za-z]|\x1b[@-Z\\-_=>]`)
+
+// cleanOutput turns raw terminal output into the text a person would read on the screen:
+// valid UTF-8, no control sequences, line ends as \n, and a line redrawn with \r (progress
+// bars) shown as its last state. Trailing newlines are dropped; the caller adds its own.
+func cleanOutput(raw []byte) string {
+	s := strings.ToValidUTF8(string(raw), "\uFFFD")
+	s = ansi.ReplaceAllString(s, "")
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	if strings.ContainsAny(s, "\r\b\x07") || hasControl(s) {
+		var b strings.Builder
+		for line := range strings.Lines(s) {
+			nl := strings.HasSuffix(line, "\n")
+			line = strings.TrimSuffix(line, "\n")
+			if i := strings.LastIndexByte(strings.TrimRight(line, "\r"), '\r'); i >= 0 {
+				line = line[i+1:]
+			}
+			b.WriteString(applyControls(line))
+			if nl {
+				b.WriteByte('\n')
+			}
+		}
+		s = b.String()
+	}
+	return strings.TrimRight(s, "\n")
+}
+
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\n' && c != '\t' {
+			return true
+		}
+	}
+	return false
+}
+
+// applyControls applies backspaces and removes the other control characters of one line.
+func applyControls(line string) string {
+	if !hasControl(line) {
+		return line
+	}
+	var out []rune
+	for _, r := range line {
+		switch {
+		case r == '\b':
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+		case r < 0x20 && r != '\t':
+		default:
+			out = append(out, r)
+		}
+	}
+	return string(out)
+}
+
+// stripEcho removes the command line from the start of out, for when a program turned the
+// terminal's echo back on and left it so.
+func stripEcho(out, command string) string {
+	cmd := strings.TrimRight(strings.ReplaceAll(command, "\r\n", "\n"), "\n")
+	if cmd == "" || !strings.HasPrefix(out, cmd) {
+		return out
+	}
+	rest := out[len(cmd):]
+	if rest == "" || rest[0] == '\n' {
+		return strings.TrimPrefix(rest, "\n")
+	}
+	return out
+}
+
+// clip bounds out to max characters, keeping its head and tail. When it cuts, it saves the
+// whole output under dir and names the file in the note, so the model can read the rest.
+func clip(out string, maxChars int, dir string) string {
+	n := utf8.RuneCountInString(out)
+	if n <= maxChars {
+		return out
+	}
+	sum := sha256.Sum256([]byte(out))
+	name := filepath.Join(dir, hex.EncodeToString(sum[:4])+".txt")
+	where := "It could not be saved"
+	if err := saveOutput(dir, name, out); err == nil {
+		where = fmt.Sprintf("The full output (%d lines) is in %s: read parts of it with sed -n 'START,ENDp' or search it with grep", strings.Count(out, "\n")+1, name)
+	} else {
+		where += ": " + err.Error()
+	}
+	note := "\n\n<response clipped: %d characters in the middle of the output were left out. " + where + ".>\n\n"
+	keep := maxChars - len(note) - 20
+	headN := keep / 2
+	tailN := keep - headN
+	head := firstRunes(out, headN)
+	tail := lastRunes(out, tailN)
+	left := n - utf8.RuneCountInString(head) - utf8.RuneCountInString(tail)
+	return head + fmt.Sprintf(note, left) + tail
+}
+
+func saveOutput(dir, name, out string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.WriteString(out)
+	cerr := tmp.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp.Name(), 0o644)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), name)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+	}
+	return werr
+}
+
+func firstRunes(s string, n int) string {
+	i := 0
+	for k := 0; k < n && i < len(s); k++ {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s[:i]
+}
+
+func lastRunes(s string, n int) string {
+	i := len(s)
+	for k := 0; k < n && i > 0; k++ {
+		_, size := utf8.DecodeLastRuneInString(s[:i])
+		i -= size
+	}
+	return s[i:]
+}

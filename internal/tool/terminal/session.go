@@ -1,0 +1,513 @@
+// Package terminal is the terminal tool: a persistent bash session on a pseudo-terminal, one
+// per conversation, in which the model runs one command per call.
+//
+// The session keeps the working directory, variables and running processes between calls. A
+// call returns when the command's prompt comes back, or earlier, with exit code -1, when the
+// command printed nothing new for a while (the no-change timeout) or ran past the call's hard
+// timeout; the command keeps running and later calls wait for more, type into it, or
+// interrupt it.
+package terminal
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentd/agentd/internal/tool"
+)
+
+// Defaults.
+const (
+	DefaultNoChangeTimeout = 30 * time.Second
+	DefaultMaxOutputChars  = 30_000
+	DefaultStartTimeout    = 10 * time.Second
+)
+
+// maxLineBytes is the longest command line written to the terminal as it is. The terminal
+// driver keeps at most 4095 characters of one line; a command with a longer line is run from a
+// script file instead.
+const maxLineBytes = 4000
+
+// Options configure a Session.
+type Options struct {
+	// Dir is the directory the shell starts in, and starts in again after a reset. Required.
+	Dir string
+	// Env is the shell's environment. A few variables are set on top of it: TERM, and PAGER and
+	// GIT_PAGER as cat, so that no pager waits for a key.
+	Env []string
+	// Bash is the path of bash; empty means the bash found on PATH.
+	Bash string
+	// OutputDir receives the full text of clipped outputs, and scripts for very long command
+	// lines. It should be readable from the shell. Required.
+	OutputDir string
+	// NoChangeTimeout is how long a command may print nothing before the call returns;
+	// 0 means DefaultNoChangeTimeout.
+	NoChangeTimeout time.Duration
+	// MaxOutputChars bounds the output in one observation; 0 means DefaultMaxOutputChars.
+	MaxOutputChars int
+	// StartTimeout bounds the wait for a new shell's first prompt; 0 means DefaultStartTimeout.
+	StartTimeout time.Duration
+}
+
+// Session is one persistent shell. Calls to Run are serialised; Close may be called at any
+// time, from any goroutine, and more than once: it ends a Run that is waiting.
+type Session struct {
+	opts Options
+	lock chan struct{} // held by the Run in progress
+
+	mu      sync.Mutex // guards the fields below, so Close need not wait for Run
+	sh      *shell
+	closed  bool
+	command string // the command line last started
+	script  string // the script file of that command, removed when it ends
+}
+
+// ErrClosed is what Run reports after Close.
+var ErrClosed = errors.New("terminal session closed")
+
+// New checks opts and returns a session whose shell starts on the first Run.
+func New(opts Options) (*Session, error) {
+	if !filepath.IsAbs(opts.Dir) {
+		return nil, fmt.Errorf("new terminal: directory %q is not absolute", opts.Dir)
+	}
+	if !filepath.IsAbs(opts.OutputDir) {
+		return nil, fmt.Errorf("new terminal: output directory %q is not absolute", opts.OutputDir)
+	}
+	if opts.Bash == "" {
+		p, err := exec.LookPath("bash")
+		if err != nil {
+			return nil, fmt.Errorf("new terminal: %w", err)
+		}
+		opts.Bash = p
+	}
+	if opts.NoChangeTimeout <= 0 {
+		opts.NoChangeTimeout = DefaultNoChangeTimeout
+	}
+	if opts.MaxOutputChars <= 0 {
+		opts.MaxOutputChars = DefaultMaxOutputChars
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = DefaultStartTimeout
+	}
+	env := append([]string(nil), opts.Env...)
+	opts.Env = append(env, "TERM=xterm-256color", "PAGER=cat", "GIT_PAGER=cat")
+	return &Session{opts: opts, lock: make(chan struct{}, 1)}, nil
+}
+
+// Cwd returns the shell's working directory at its last prompt, or "" before the first.
+func (s *Session) Cwd() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sh == nil {
+		return ""
+	}
+	return s.sh.lastPrompt().cwd
+}
+
+// Close kills the shell and every process of its group, and stops the session for good.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	sh := s.sh
+	s.sh = nil
+	s.closed = true
+	s.removeScriptLocked()
+	s.mu.Unlock()
+	if sh != nil {
+		sh.kill()
+	}
+	return nil
+}
+
+// Run runs one terminal call. ctx bounds the wait: when it ends, Run returns what the command
+// printed so far, and the command keeps running. Failures are reported in the Result, for
+// the model; Run has no other error.
+func (s *Session) Run(ctx context.Context, a tool.TerminalArgs) tool.Result {
+	select {
+	case s.lock <- struct{}{}:
+		defer func() { <-s.lock }()
+	case <-ctx.Done():
+		return s.errorResult(a.Command, "The call was cancelled while it waited for the previous call on this terminal to end.")
+	}
+
+	var notes []string
+	if a.Reset {
+		if err := s.restart(ctx); errors.Is(err, ErrClosed) {
+			return s.errorResult(a.Command, "This terminal session was closed.")
+		} else if err != nil {
+			return s.errorResult(a.Command, "The terminal could not be reset: "+err.Error())
+		}
+		text := fmt.Sprintf("The terminal session was reset: a new shell started in %s. Variables, the working directory and processes of the old session are gone.", s.opts.Dir)
+		if strings.TrimSpace(a.Command) == "" {
+			return s.plainResult(a.Command, text)
+		}
+		notes = append(notes, text)
+	}
+	sh, note, err := s.shell(ctx)
+	if errors.Is(err, ErrClosed) {
+		return s.errorResult(a.Command, "This terminal session was closed.")
+	}
+	if err != nil {
+		return s.errorResult(a.Command, err.Error())
+	}
+	if note != "" {
+		notes = append(notes, note)
+	}
+
+	busy, unreported := sh.state()
+	empty := strings.TrimSpace(a.Command) == ""
+	switch {
+	case busy && a.IsInput:
+		return s.sendInput(ctx, sh, a, notes)
+	case (busy || unreported) && empty:
+		return s.wait(ctx, sh, a, notes, true)
+	case unreported && a.IsInput:
+		notes = append(notes, "The command had already finished, so the input was not sent.")
+		return s.wait(ctx, sh, a, notes, true)
+	case busy:
+		prev := s.currentCommand()
+		prefix := fmt.Sprintf("The previous command %q is still running, so %q was not run. Wait for it with an empty command, or interrupt it by sending C-c with is_input=true, then send the new command.", prev, a.Command)
+		out := cleanOutput(sh.takeOutput())
+		if out != "" {
+			prefix += "\n\n[New output of the running command:]\n"
+		}
+		return s.observe(sh, a.Command, out, -1, false, prefix, "", true, notes)
+	case a.IsInput:
+		return s.errorResult(a.Command, "No command is running, so there is nothing to send input to. Run a command without is_input.")
+	case empty:
+		return s.errorResult(a.Command, "No command is running, so there is no output to wait for. Send a command to run.")
+	}
+
+	cmds := splitCommands(a.Command)
+	if len(cmds) > 1 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "Only one command can run per call, but this input holds %d:", len(cmds))
+		for i, c := range cmds {
+			fmt.Fprintf(&b, "\n(%d) %s", i+1, c)
+		}
+		b.WriteString("\nJoin them into one command with && or ;, or send them in separate calls.")
+		return s.errorResult(a.Command, b.String())
+	}
+	if looksLikeData(a.Command) {
+		return s.errorResult(a.Command, "This is JSON data, not a shell command. To write it to a file, use the file_editor tool or a heredoc: cat > file.json <<'EOF' ... EOF.")
+	}
+	if fin := sh.takeFinal(); fin != nil {
+		// The previous command ended after the call that last reported on it.
+		note := fmt.Sprintf("The previous command finished after the last call, with exit code %d.", fin.prompt.exitCode)
+		if out := cleanOutput(fin.out); out != "" {
+			note += " Its last output was:\n" + clip(out, s.opts.MaxOutputChars/2, s.opts.OutputDir)
+		}
+		notes = append(notes, note)
+	}
+	// Bash prompts after every line at the top level, blank and comment lines too, so only
+	// the command itself is sent.
+	line := a.Command
+	if len(cmds) == 1 {
+		line = cmds[0]
+	}
+	return s.start(ctx, sh, a, line, notes)
+}
+
+// shell returns the running shell, starting one if there is none or the last one exited.
+func (s *Session) shell(ctx context.Context) (*shell, string, error) {
+	s.mu.Lock()
+	sh, closed := s.sh, s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, "", ErrClosed
+	}
+	note := ""
+	if sh != nil && sh.hasExited() {
+		note = fmt.Sprintf("The previous shell had exited (status %d); this is a new session in %s.", sh.status, s.opts.Dir)
+		sh = nil
+	}
+	if sh != nil {
+		return sh, "", nil
+	}
+	if err := s.restart(ctx); err != nil {
+		return nil, "", fmt.Errorf("the terminal could not start: %w", err)
+	}
+	s.mu.Lock()
+	sh = s.sh
+	s.mu.Unlock()
+	if sh == nil {
+		return nil, "", ErrClosed
+	}
+	return sh, note, nil
+}
+
+// restart kills the current shell, if any, and starts a new one.
+func (s *Session) restart(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	old := s.sh
+	s.sh = nil
+	s.removeScriptLocked()
+	s.mu.Unlock()
+	if old != nil {
+		old.kill()
+	}
+	sh, err := startShell(ctx, s.opts.Bash, s.opts.Dir, s.opts.Env, s.opts.StartTimeout)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		go sh.kill()
+		return ErrClosed
+	}
+	s.sh = sh
+	return nil
+}
+
+// start sends a new command line and waits for it.
+func (s *Session) start(ctx context.Context, sh *shell, a tool.TerminalArgs, line string, notes []string) tool.Result {
+	line = strings.TrimRight(strings.ReplaceAll(line, "\r\n", "\n"), "\n")
+	script := ""
+	if longestLine(line) > maxLineBytes {
+		sum := sha256.Sum256([]byte(line))
+		script = filepath.Join(s.opts.OutputDir, "command-"+hex.EncodeToString(sum[:4])+".sh")
+		if err := os.MkdirAll(s.opts.OutputDir, 0o755); err != nil {
+			return s.errorResult(a.Command, "The command has a line too long for the terminal, and it could not be saved to a script: "+err.Error())
+		}
+		if err := os.WriteFile(script, []byte(line+"\n"), 0o644); err != nil {
+			return s.errorResult(a.Command, "The command has a line too long for the terminal, and it could not be saved to a script: "+err.Error())
+		}
+		line = ". " + shellQuote(script)
+	}
+	s.mu.Lock()
+	s.command = a.Command
+	s.removeScriptLocked()
+	s.script = script
+	s.mu.Unlock()
+	sh.begin()
+	if err := sh.write([]byte(line + "\n")); err != nil {
+		return s.errorResult(a.Command, "The command could not be sent to the terminal: "+err.Error())
+	}
+	return s.wait(ctx, sh, a, notes, false)
+}
+
+// sendInput types text, or a key, into the running command and waits for what follows.
+func (s *Session) sendInput(ctx context.Context, sh *shell, a tool.TerminalArgs, notes []string) tool.Result {
+	input, isKey := keyBytes(a.Command)
+	if !isKey {
+		input = a.Command
+		if !strings.HasSuffix(input, "\n") {
+			input += "\n"
+		}
+	}
+	if isKey && len(input) == 1 {
+		switch sig := sh.signalKey(input[0]); sig {
+		case syscall.SIGTSTP:
+			return s.errorResult(a.Command, "C-z cannot suspend the command: this terminal has no job control. Interrupt it with C-c, and start long-running programs in the background with & and their output redirected to a file.")
+		case 0:
+		default:
+			sh.touch()
+			if err := sh.signal(sig); err != nil {
+				return s.errorResult(a.Command, "The key could not be delivered: "+err.Error())
+			}
+			return s.wait(ctx, sh, a, notes, true)
+		}
+	}
+	sh.touch()
+	if err := sh.write([]byte(input)); err != nil {
+		return s.errorResult(a.Command, "The input could not be sent: the program is not reading it ("+err.Error()+"). Interrupt it with C-c if it is stuck.")
+	}
+	return s.wait(ctx, sh, a, notes, true)
+}
+
+// wait waits for the running command's prompt, the no-change timeout, the hard timeout, the
+// end of ctx or the end of the shell, whichever comes first, and reports.
+func (s *Session) wait(ctx context.Context, sh *shell, a tool.TerminalArgs, notes []string, continued bool) tool.Result {
+	var hard, softC <-chan time.Time
+	useHard := a.Timeout != nil && *a.Timeout > 0
+	if useHard {
+		t := time.NewTimer(time.Duration(*a.Timeout * float64(time.Second)))
+		defer t.Stop()
+		hard = t.C
+	}
+	soft := time.NewTimer(s.opts.NoChangeTimeout)
+	defer soft.Stop()
+	if !useHard {
+		softC = soft.C
+	}
+	prefix := ""
+	if continued {
+		prefix = "[Continued output of the running command:]\n"
+	}
+	for {
+		busy, fin, changed, lastOut := sh.snapshot()
+		if !busy && fin != nil {
+			fin = sh.takeFinal()
+			s.commandEnded()
+			pr := fin.prompt
+			out := stripEcho(cleanOutput(fin.out), s.currentCommand())
+			return s.observeWith(pr, a.Command, out, pr.exitCode, false, prefix, "", false, notes)
+		}
+		if !useHard {
+			idle := time.Since(lastOut)
+			if idle >= s.opts.NoChangeTimeout {
+				suffix := fmt.Sprintf("\n[The command is still running: it printed nothing new for %s. Send an empty command to wait for more output, send input or a key such as C-c with is_input=true, or set timeout to wait longer in one call.]", seconds(s.opts.NoChangeTimeout))
+				return s.observe(sh, a.Command, cleanOutput(sh.takeOutput()), -1, true, prefix, suffix, false, notes)
+			}
+			soft.Reset(s.opts.NoChangeTimeout - idle)
+		}
+		select {
+		case <-changed:
+		case <-softC:
+		case <-hard:
+			suffix := fmt.Sprintf("\n[The command is still running after its timeout of %s. Send an empty command to wait for more output, or send input or a key such as C-c with is_input=true.]", seconds(time.Duration(*a.Timeout*float64(time.Second))))
+			return s.observe(sh, a.Command, cleanOutput(sh.takeOutput()), -1, true, prefix, suffix, false, notes)
+		case <-sh.exited:
+			if busy, fin, _, _ := sh.snapshot(); !busy && fin != nil {
+				continue // the prompt came just before the end
+			}
+			s.commandEnded()
+			suffix := fmt.Sprintf("\n[The shell exited with status %d. The next command starts a new session in %s.]", sh.status, s.opts.Dir)
+			out := cleanOutput(sh.takeOutput())
+			return s.observe(sh, a.Command, out, sh.status, false, prefix, suffix, false, notes)
+		case <-ctx.Done():
+			suffix := "\n[The call was cancelled; the command is still running.]"
+			return s.observe(sh, a.Command, cleanOutput(sh.takeOutput()), -1, true, prefix, suffix, true, notes)
+		}
+	}
+}
+
+// commandEnded forgets the finished command's script.
+func (s *Session) commandEnded() {
+	s.mu.Lock()
+	s.removeScriptLocked()
+	s.mu.Unlock()
+}
+
+func (s *Session) removeScriptLocked() {
+	if s.script != "" {
+		os.Remove(s.script)
+		s.script = ""
+	}
+}
+
+func (s *Session) currentCommand() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.command
+}
+
+// observe reports with the facts of the shell's latest prompt.
+func (s *Session) observe(sh *shell, command, out string, exitCode int, timedOut bool, prefix, suffix string, isError bool, notes []string) tool.Result {
+	r := s.observeWith(sh.lastPrompt(), command, out, exitCode, timedOut, prefix, suffix, isError, notes)
+	return r
+}
+
+// observeWith builds the observation and the model's text: notes, prefix, clipped output,
+// suffix, then the working directory, the Python interpreter and the exit code when known.
+func (s *Session) observeWith(pr prompt, command, out string, exitCode int, timedOut bool, prefix, suffix string, isError bool, notes []string) tool.Result {
+	out = clip(out, s.opts.MaxOutputChars, s.opts.OutputDir)
+	if len(notes) > 0 {
+		prefix = "[" + strings.Join(notes, "]\n[") + "]\n" + prefix
+	}
+	var b strings.Builder
+	b.WriteString(prefix)
+	b.WriteString(out)
+	b.WriteString(suffix)
+	body := strings.Trim(b.String(), "\n")
+	var lines []string
+	if body != "" {
+		lines = append(lines, body)
+	}
+	if pr.cwd != "" {
+		lines = append(lines, "[Current working directory: "+pr.cwd+"]")
+	}
+	if pr.python != "" {
+		lines = append(lines, "[Python interpreter: "+pr.python+"]")
+	}
+	if exitCode != -1 {
+		lines = append(lines, "[Command finished with exit code "+strconv.Itoa(exitCode)+"]")
+	}
+	obs := tool.TerminalObservation{
+		Kind:     tool.KindTerminal,
+		Command:  command,
+		ExitCode: exitCode,
+		Timeout:  timedOut,
+		Metadata: tool.TerminalMetadata{
+			ExitCode:          exitCode,
+			PID:               pr.pid,
+			Username:          pr.user,
+			Hostname:          pr.host,
+			WorkingDir:        pr.cwd,
+			PyInterpreterPath: pr.python,
+			Prefix:            prefix,
+			Suffix:            suffix,
+		},
+		FullOutputSaveDir: s.opts.OutputDir,
+		Content:           tool.Content(out),
+		IsError:           isError,
+	}
+	return tool.NewResult(strings.Join(lines, "\n"), isError, obs)
+}
+
+// errorResult is a call that did not reach the shell.
+func (s *Session) errorResult(command, text string) tool.Result {
+	return s.message(command, text, true)
+}
+
+func (s *Session) plainResult(command, text string) tool.Result {
+	return s.message(command, text, false)
+}
+
+func (s *Session) message(command, text string, isError bool) tool.Result {
+	var pr prompt
+	s.mu.Lock()
+	if s.sh != nil {
+		pr = s.sh.lastPrompt()
+	}
+	s.mu.Unlock()
+	obs := tool.TerminalObservation{
+		Kind:     tool.KindTerminal,
+		Command:  command,
+		ExitCode: -1,
+		Metadata: tool.TerminalMetadata{
+			ExitCode: -1, PID: pr.pid, Username: pr.user, Hostname: pr.host,
+			WorkingDir: pr.cwd, PyInterpreterPath: pr.python,
+		},
+		FullOutputSaveDir: s.opts.OutputDir,
+		Content:           tool.Content(text),
+		IsError:           isError,
+	}
+	return tool.NewResult(text, isError, obs)
+}
+
+func longestLine(s string) int {
+	n := 0
+	for line := range strings.Lines(s) {
+		n = max(n, len(line))
+	}
+	return n
+}
+
+// shellQuote quotes s for bash as one word.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// seconds formats d for the model: "30 seconds", "1.5 seconds".
+func seconds(d time.Duration) string {
+	v := strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+	if v == "1" {
+		return "1 second"
+	}
+	return v + " seconds"
+}
