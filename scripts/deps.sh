@@ -8,6 +8,8 @@ set -euo pipefail
 declare -A need=(
   [git]=git
   [bash]=bash
+  [bwrap]=bubblewrap # the bwrap backend, the default sandbox backend where it works
+  [dockerd]=docker.io # the docker backend's tests start a private engine
 )
 
 missing=()

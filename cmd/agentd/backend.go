@@ -1,17 +1,28 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"time"
 
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/sandbox/bwrap"
+	"github.com/agentd/agentd/internal/sandbox/docker"
 	"github.com/agentd/agentd/internal/sandbox/process"
 )
 
+// probeTimeout bounds the check that bubblewrap works here.
+const probeTimeout = 10 * time.Second
+
 // openBackend picks the sandbox backend. It is the only place that names concrete backends.
+// auto is bwrap where bubblewrap and cgroups work, else process with a warning in the log and
+// in every spec's warnings.
 func openBackend(cfg config.Config, log *slog.Logger) (sandbox.Backend, error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -19,10 +30,66 @@ func openBackend(cfg config.Config, log *slog.Logger) (sandbox.Backend, error) {
 	}
 	name := cfg.SandboxBackend
 	switch name {
-	case "auto", "process":
+	case "docker":
+		log.Info("sandbox backend: docker", "docker_host", cfg.DockerHost)
+		return docker.New(docker.Options{Host: cfg.DockerHost, Root: filepath.Join(cfg.DataDir, "sandboxes", "docker"), Binary: exe, Logger: log})
+	case "bwrap":
+		b, err := openBwrap(cfg, exe, log)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox backend bwrap: %w", err)
+		}
+		return b, nil
+	case "auto":
+		b, err := openBwrap(cfg, exe, log)
+		if err == nil {
+			return b, nil
+		}
+		why := "bubblewrap does not work on this machine; the server log says why"
+		if errors.Is(err, exec.ErrNotFound) {
+			why = "bubblewrap is not installed"
+		}
+		log.Warn("sandbox backend: process, because the bwrap backend cannot run here", "err", err)
 		log.Warn("sandbox backend: process; " + process.Warning)
+		p, err := openProcess(cfg, exe, log)
+		if err != nil {
+			return nil, err
+		}
+		return fallback{Backend: p, why: why}, nil
+	case "process":
+		log.Warn("sandbox backend: process; " + process.Warning)
+		return openProcess(cfg, exe, log)
 	default:
-		return nil, fmt.Errorf("sandbox backend %q is not available in this build; use process", name)
+		return nil, fmt.Errorf("sandbox backend %q is not available in this build; use auto, process, bwrap or docker", name)
 	}
+}
+
+func openProcess(cfg config.Config, exe string, log *slog.Logger) (*process.Backend, error) {
 	return process.New(process.Options{Root: filepath.Join(cfg.DataDir, "sandboxes", "process"), Binary: exe, Logger: log})
 }
+
+// openBwrap opens the bwrap backend and checks, by starting a throwaway sandbox, that it
+// works here.
+func openBwrap(cfg config.Config, exe string, log *slog.Logger) (*bwrap.Backend, error) {
+	b, err := bwrap.New(bwrap.Options{Root: filepath.Join(cfg.DataDir, "sandboxes", "bwrap"), Binary: exe, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	if err := b.Probe(ctx); err != nil {
+		b.Close()
+		return nil, err
+	}
+	log.Info("sandbox backend: bwrap", "cgroups", b.Cgroups().String(), "cgroup_parent", b.CgroupParent())
+	return b, nil
+}
+
+// fallback is the process backend standing in for bwrap under auto; its standing warning,
+// shown with every spec, says why.
+type fallback struct {
+	*process.Backend
+	why string
+}
+
+// Warning implements sandbox.Warner.
+func (f fallback) Warning() string { return process.Warning + " (" + f.why + ")" }

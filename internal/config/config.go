@@ -28,6 +28,9 @@ type Config struct {
 	// SandboxBackend is "auto", "process", "bwrap" or "docker". auto picks the best the
 	// machine offers.
 	SandboxBackend string
+	// DockerHost is the Docker engine address of the docker backend, in the DOCKER_HOST
+	// form (unix:///var/run/docker.sock). The engine must run on this machine.
+	DockerHost string
 	// AdminKey, when set, becomes the admin's API key at the first start.
 	AdminKey string
 	// DefaultSpec is the sandbox spec used when a request names none.
@@ -39,6 +42,13 @@ type Config struct {
 	// CORSOrigins are the browser origins allowed to call the API; empty allows any
 	// localhost origin, "*" allows every origin.
 	CORSOrigins []string
+	// LLMModel, LLMBaseURL, LLMAPIKey and LLMProvider are the server-wide LLM, used for
+	// users who set none in their settings. LLMProvider is "", "openai" or "anthropic"; empty
+	// infers it from the model name.
+	LLMModel    string
+	LLMBaseURL  string
+	LLMAPIKey   string
+	LLMProvider string
 	// LogLevel is debug, info, warn or error; LogFormat is text or json.
 	LogLevel  string
 	LogFormat string
@@ -96,6 +106,9 @@ func Options() []Option {
 		{Flag: "sandbox-backend", Env: []string{"AGENTD_SANDBOX_BACKEND"}, File: "sandbox_backend", Default: "auto",
 			Doc: "Sandbox backend: auto, process, bwrap or docker. auto uses the best one the machine offers.",
 			set: func(c *Config, v string) error { c.SandboxBackend = v; return nil }},
+		{Flag: "docker-host", Env: []string{"AGENTD_DOCKER_HOST", "DOCKER_HOST"}, File: "docker_host", Default: "unix:///var/run/docker.sock",
+			Doc: "Docker engine address for the docker backend, as in DOCKER_HOST. The engine must run on this machine: sandboxes bind-mount directories of the data directory.",
+			set: func(c *Config, v string) error { c.DockerHost = v; return nil }},
 		{Flag: "admin-key", Env: []string{"AGENTD_ADMIN_KEY", "SESSION_API_KEY"}, File: "admin_key", Default: "", Secret: true,
 			Doc: "API key for the admin created at the first start (instead of a generated one).",
 			set: func(c *Config, v string) error { c.AdminKey = v; return nil }},
@@ -111,6 +124,21 @@ func Options() []Option {
 		{Flag: "cors-origins", Env: []string{"AGENTD_CORS_ORIGINS", "PERMITTED_CORS_ORIGINS"}, File: "cors_origins", Default: "",
 			Doc: "Comma-separated browser origins allowed to call the API (e.g. https://app.example.com); empty allows any localhost origin, * allows all.",
 			set: func(c *Config, v string) error { c.CORSOrigins = splitList(v); return nil }},
+		{Flag: "llm-model", Env: []string{"AGENTD_LLM_MODEL"}, File: "llm_model", Default: "",
+			Doc: "Model for users whose settings name none, e.g. gpt-4o, claude-sonnet-4-5, or anthropic/claude-sonnet-4-5.",
+			set: func(c *Config, v string) error { c.LLMModel = strings.TrimSpace(v); return nil }},
+		{Flag: "llm-base-url", Env: []string{"AGENTD_LLM_BASE_URL"}, File: "llm_base_url", Default: "",
+			Doc: "API address for that model: an OpenAI-compatible server (http://localhost:11434/v1 for Ollama) or a proxy; empty means the provider's public API.",
+			set: func(c *Config, v string) error {
+				c.LLMBaseURL = strings.TrimRight(strings.TrimSpace(v), "/")
+				return nil
+			}},
+		{Flag: "llm-api-key", Env: []string{"AGENTD_LLM_API_KEY"}, File: "llm_api_key", Default: "", Secret: true,
+			Doc: "API key for that model. Users' own keys (llm_api_key in their settings) take precedence; this key is never sent to a base URL a user chose.",
+			set: func(c *Config, v string) error { c.LLMAPIKey = strings.TrimSpace(v); return nil }},
+		{Flag: "llm-provider", Env: []string{"AGENTD_LLM_PROVIDER"}, File: "llm_provider", Default: "",
+			Doc: "Wire protocol of that API: openai (chat completions, also every compatible server) or anthropic (messages). Empty infers it from the model name (claude-* and anthropic/* are anthropic).",
+			set: func(c *Config, v string) error { c.LLMProvider = strings.ToLower(strings.TrimSpace(v)); return nil }},
 		{Flag: "log-level", Env: []string{"AGENTD_LOG_LEVEL"}, File: "log_level", Default: "info",
 			Doc: "Log level: debug, info, warn or error.",
 			set: func(c *Config, v string) error { c.LogLevel = v; return nil }},
@@ -257,6 +285,14 @@ func (c *Config) validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("log level %q: want debug, info, warn or error", c.LogLevel))
+	}
+	switch c.LLMProvider {
+	case "", "openai", "anthropic":
+	default:
+		errs = append(errs, fmt.Errorf("llm provider %q: want openai or anthropic", c.LLMProvider))
+	}
+	if c.LLMBaseURL != "" && !strings.HasPrefix(c.LLMBaseURL, "http://") && !strings.HasPrefix(c.LLMBaseURL, "https://") {
+		errs = append(errs, fmt.Errorf("llm base url %q: want an http(s) URL", c.LLMBaseURL))
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("log format %q: want text or json", c.LogFormat))

@@ -76,9 +76,17 @@ that says what, and ` + "`GET /api/v1/sandbox-specs/search`" + ` lists those war
 | Backend | What it is |
 |---|---|
 | ` + "`process`" + ` | Each sandbox is a directory under the data directory and an ` + "`agentd runtime`" + ` process in its own session, reached on a unix socket. No isolation: for development. |
+| ` + "`bwrap`" + ` | Each sandbox runs ` + "`agentd runtime`" + ` under bubblewrap with its own user (no capabilities), PID, mount, IPC, UTS and cgroup namespaces, and with network ` + "`none`" + ` its own empty network namespace. It sees the host's system directories (or the spec's ` + "`rootfs`" + `) read-only; its workspace and a private ` + "`/tmp`" + ` are the only writable places. Memory, CPU and process limits are cgroup limits (v1 or v2); pause freezes the sandbox's cgroup. Needs bubblewrap and root (to create cgroups). |
 
-` + "`auto`" + ` picks the best backend the machine offers; in this version that is ` + "`process`" + `, with a warning
-in the log and in the spec listing.
+` + "`auto`" + ` picks ` + "`bwrap`" + ` when bubblewrap is installed and a throwaway sandbox starts (bwrap and cgroups
+work), and otherwise ` + "`process`" + `, with a warning that says why in the log and in the spec listing.
+An explicit ` + "`bwrap`" + ` that cannot work here stops the server with the reason.
+
+The ` + "`bwrap`" + ` backend cannot honour an ` + "`image`" + ` or a disk limit. A ` + "`rootfs`" + ` must be a directory with
+` + "`/bin/sh`" + ` (the agentd binary mounted into it must then be statically linked, as ` + "`make build`" + `
+builds it). Its sandboxes' cgroups are ` + "`agentd/<12 hex digits>/<sandbox id>`" + ` in each hierarchy
+(the digits name the data directory, so two servers on one machine keep apart); ` + "`pids`" + ` counts
+threads as well as processes.
 
 ## Files in the data directory
 
@@ -88,6 +96,7 @@ in the log and in the spec listing.
 | ` + "`keyring.json`" + ` | the server keys that seal secrets (mode 0600); ` + "`agentd rotate-key`" + ` replaces them |
 | ` + "`agentd.lock`" + ` | held while a server runs, so two servers never share a data directory |
 | ` + "`sandboxes/process/<id>/`" + ` | a sandbox of the process backend: ` + "`workspace/`" + `, ` + "`runtime.sock`" + `, ` + "`runtime.log`" + ` |
+| ` + "`sandboxes/bwrap/<id>/`" + ` | a sandbox of the bwrap backend: ` + "`workspace/`" + `, ` + "`run/runtime.sock`" + `, ` + "`runtime.log`" + ` |
 
 ## Key rotation
 

@@ -1,39 +1,57 @@
 package sandboxtest
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/internal/sandbox"
 )
 
-// testIsolation runs the checks of the isolation the backend promises in Options.
-func (s *suite) testIsolation(t *testing.T) {
-	t.Run("Filesystem", func(t *testing.T) {
-		if !s.opts.IsolatesFilesystem {
-			t.Skip("the backend does not isolate the filesystem")
-		}
-		s.checkFilesystem(t)
-	})
-	t.Run("Network", func(t *testing.T) {
-		if !s.opts.IsolatesNetwork {
-			t.Skip("the backend does not cut the network")
-		}
-		s.checkNetwork(t)
-	})
-	t.Run("PIDs", func(t *testing.T) {
-		if !s.opts.LimitsPIDs {
-			t.Skip("the backend does not limit processes")
-		}
-		s.checkPIDs(t)
-	})
+// Unavailable skips t because the machine lacks what it needs (bubblewrap, cgroups, Docker),
+// or fails it when the environment variable CI is set: a CI machine must have everything, and
+// a skip there would hide a backend that no longer runs.
+func Unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s (CI is set, so this fails instead of skipping)", msg)
+	}
+	t.Skip(msg)
 }
 
-// checkFilesystem: a file on the host outside the workspace is invisible to commands.
+// testIsolation runs the checks of the isolation the backend promises in Options.
+func (s *suite) testIsolation(t *testing.T) {
+	checks := []struct {
+		name    string
+		promise bool
+		skip    string
+		check   func(*testing.T)
+	}{
+		{"Filesystem", s.opts.IsolatesFilesystem, "the backend does not isolate the filesystem", s.checkFilesystem},
+		{"OtherSandboxes", s.opts.IsolatesSandboxes, "the backend does not isolate sandboxes from each other", s.checkOtherSandboxes},
+		{"Network", s.opts.IsolatesNetwork, "the backend does not cut the network", s.checkNetwork},
+		{"Memory", s.opts.LimitsMemory, "the backend does not limit memory", s.checkMemory},
+		{"PIDs", s.opts.LimitsPIDs, "the backend does not limit processes", s.checkPIDs},
+	}
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			if !c.promise {
+				t.Skip(c.skip)
+			}
+			c.check(t)
+		})
+	}
+}
+
+// checkFilesystem: a file on the host outside the workspace can be neither read nor written,
+// and nothing can be created on the host outside the workspace, not even next to it.
 func (s *suite) checkFilesystem(t *testing.T) {
 	secret := "agentd-isolation-" + NewKey()
 	f, err := os.CreateTemp("", "agentd-secret-*")
@@ -45,14 +63,68 @@ func (s *suite) checkFilesystem(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
+	outside, err := os.MkdirTemp("", "agentd-outside-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(outside) })
+
 	bx := s.start(t, s.newBackend(t), s.spec())
-	res := run(t, bx.client, "cat "+f.Name()+" 2>/dev/null; true")
-	if strings.Contains(res.Output, secret) {
+	if res := run(t, bx.client, "cat "+f.Name()+" 2>/dev/null; true"); strings.Contains(res.Output, secret) {
 		t.Fatalf("the sandbox read %s on the host", f.Name())
+	}
+	targets := []string{f.Name(), filepath.Join(outside, "escaped")}
+	if bx.inst.HostWorkspace != "" {
+		targets = append(targets, filepath.Join(filepath.Dir(bx.inst.HostWorkspace), "escaped"))
+	}
+	var script strings.Builder
+	for _, p := range targets {
+		fmt.Fprintf(&script, "echo pwned > %s 2>/dev/null; ", p)
+	}
+	script.WriteString("true")
+	run(t, bx.client, script.String())
+	if got, err := os.ReadFile(f.Name()); err != nil || string(got) != secret {
+		t.Fatalf("the sandbox changed %s on the host: %q, %v", f.Name(), got, err)
+	}
+	for _, p := range targets[1:] {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the sandbox created %s on the host (%v)", p, err)
+		}
 	}
 }
 
-// checkNetwork: with Network "none", a command cannot connect to a port on the host.
+// checkOtherSandboxes: a sandbox sees neither the processes nor the files of another.
+func (s *suite) checkOtherSandboxes(t *testing.T) {
+	b := s.newBackend(t)
+	mine, other := s.start(t, b, s.spec()), s.start(t, b, s.spec())
+	theirs, own := "sleep "+markerSeconds(), "sleep "+markerSeconds()
+	run(t, other.client, "("+theirs+"; true) > /dev/null 2>&1 &")
+	run(t, mine.client, "("+own+"; true) > /dev/null 2>&1 &")
+	waitProcess(t, theirs)
+	waitProcess(t, own)
+	secret := "agentd-other-" + NewKey()
+	run(t, other.client, "printf "+secret+" > other-secret")
+
+	// Every command line the sandbox can see; its own marker proves the listing works.
+	res := run(t, mine.client, `for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < "$f" 2>/dev/null; echo; done`)
+	if !strings.Contains(res.Output, own) {
+		t.Fatalf("the sandbox does not see its own process %q in /proc: %q", own, res.Output)
+	}
+	if strings.Contains(res.Output, theirs) {
+		t.Fatalf("the sandbox sees another sandbox's process %q", theirs)
+	}
+	paths := []string{"/proc/*/root" + other.inst.Workspace + "/other-secret"}
+	if other.inst.HostWorkspace != "" {
+		paths = append(paths, other.inst.HostWorkspace+"/other-secret")
+	}
+	res = run(t, mine.client, "cat "+strings.Join(paths, " ")+" 2>/dev/null; true")
+	if strings.Contains(res.Output, secret) {
+		t.Fatalf("the sandbox read another sandbox's file through %v", paths)
+	}
+}
+
+// checkNetwork: with Network "none", a command cannot connect to a loopback server on the
+// host. It needs bash, whose /dev/tcp is the client.
 func (s *suite) checkNetwork(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -63,25 +135,75 @@ func (s *suite) checkNetwork(t *testing.T) {
 	spec := s.spec()
 	spec.Network = sandbox.NetworkNone
 	bx := s.start(t, s.newBackend(t), spec)
-	res := run(t, bx.client, "(exec 3<>/dev/tcp/127.0.0.1/"+port+") 2>/dev/null && echo connected || echo refused")
-	if strings.TrimSpace(res.Output) != "refused" {
-		t.Fatalf("a sandbox without network reached the host: %+v", res)
+	res := run(t, bx.client, `[ -n "$BASH_VERSION" ] || { echo "no bash"; exit; }; `+
+		"(exec 3<>/dev/tcp/127.0.0.1/"+port+") 2>/dev/null && echo connected || echo refused")
+	if got := strings.TrimSpace(res.Output); got != "refused" {
+		t.Fatalf("connect to the host's 127.0.0.1:%s from a sandbox without network: %q, want refused", port, got)
 	}
 }
 
-// checkPIDs: with Limits.PIDs set, forking more processes than that fails.
-func (s *suite) checkPIDs(t *testing.T) {
-	const limit, tries = 32, 100
+// memoryLimit is the limit of the memory check: room for the runtime (a test binary built
+// with -race is large) but far below what the hog asks for.
+const memoryLimit = 256 << 20
+
+// checkMemory: a command that allocates without bound is killed inside its sandbox; the
+// sandbox's runtime, another sandbox and the host carry on.
+func (s *suite) checkMemory(t *testing.T) {
+	b := s.newBackend(t)
 	spec := s.spec()
-	spec.Limits.PIDs = limit
+	spec.Limits.MemoryBytes = memoryLimit
+	hog, other := s.start(t, b, spec), s.start(t, b, s.spec())
+	// tail keeps the whole of a line in memory, and /dev/zero has no newline.
+	res := run(t, hog.client, fmt.Sprintf("head -c %d /dev/zero | tail > /dev/null; echo status=$?", 8*memoryLimit))
+	if !strings.Contains(res.Output, "status=137") {
+		t.Fatalf("a memory hog in a sandbox limited to %d MiB was not killed (SIGKILL, status 137): %+v", memoryLimit>>20, res)
+	}
+	if res := run(t, hog.client, "echo alive"); res.Output != "alive\n" {
+		t.Fatalf("the runtime of the hog's sandbox after the hog was killed: %+v", res)
+	}
+	if res := run(t, other.client, "echo alive"); res.Output != "alive\n" {
+		t.Fatalf("another sandbox after the hog was killed: %+v", res)
+	}
+	inspect(t, b, hog.inst, sandbox.StateRunning)
+}
+
+// pidLimit is the limit of the fork-bomb check. It counts threads too (the runtime's among
+// them), so it is kept well above what the runtime needs.
+const pidLimit = 96
+
+// checkPIDs: a fork bomb is held by Limits.PIDs: the number of its processes stops below the
+// limit, and destroying the sandbox ends them all.
+func (s *suite) checkPIDs(t *testing.T) {
+	spec := s.spec()
+	spec.Limits.PIDs = pidLimit
 	bx := s.start(t, s.newBackend(t), spec)
-	script := fmt.Sprintf("for i in $(seq %d); do sleep 30 & done 2>/dev/null; n=$(jobs -p | wc -l); kill $(jobs -p) 2>/dev/null; echo $n", tries)
-	res := run(t, bx.client, script)
-	n, err := strconv.Atoi(strings.TrimSpace(res.Output))
-	if err != nil {
-		t.Fatalf("count processes: %+v", res)
+	// Every process of the bomb is a bash fork of this command, so its command line carries
+	// the marker. Each one forks two more and waits for them; forks beyond the limit fail.
+	marker := "agentd-fork-bomb-" + markerSeconds()
+	run(t, bx.client, ": "+marker+"; bomb() { bomb & bomb & wait; }; (bomb) > /dev/null 2>&1 < /dev/null &")
+
+	deadline := time.Now().Add(changeTimeout)
+	most, last, steady := 0, -1, 0
+	for steady < 20 { // a second without change
+		n := len(processesWith(marker))
+		most = max(most, n)
+		if n >= pidLimit {
+			t.Fatalf("the fork bomb runs %d processes with a limit of %d", n, pidLimit)
+		}
+		if n == last && n > 0 {
+			steady++
+		} else {
+			steady = 0
+		}
+		last = n
+		if time.Now().After(deadline) {
+			t.Fatalf("the fork bomb did not settle within %v (last %d processes)", changeTimeout, n)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	if n >= limit {
-		t.Fatalf("started %d processes with a limit of %d", n, limit)
+	t.Logf("the fork bomb settled at %d processes, with a limit of %d", last, pidLimit)
+	if most < pidLimit/4 {
+		t.Fatalf("the fork bomb ran at most %d processes; the check needs it to reach the limit of %d", most, pidLimit)
 	}
+	s.destroyAndCheck(t, bx, marker)
 }

@@ -28,11 +28,21 @@ type Options struct {
 
 	// Isolation the backend promises. The process backend promises none.
 
-	// IsolatesFilesystem: a command cannot read a host file outside its workspace.
+	// IsolatesFilesystem: a command can neither read nor write a host file outside its
+	// workspace.
 	IsolatesFilesystem bool
-	// IsolatesNetwork: with Network "none", a command cannot reach a port on the host.
+	// IsolatesSandboxes: a command sees neither the processes nor the files of another
+	// sandbox.
+	IsolatesSandboxes bool
+	// IsolatesNetwork: with Network "none", a command cannot reach a loopback port on the
+	// host.
 	IsolatesNetwork bool
-	// LimitsPIDs: with Limits.PIDs set, a sandbox cannot run more processes than that.
+	// LimitsMemory: with Limits.MemoryBytes set, a command that allocates without bound is
+	// killed inside its sandbox, while the sandbox's runtime, other sandboxes and the host
+	// carry on.
+	LimitsMemory bool
+	// LimitsPIDs: with Limits.PIDs set, a fork bomb is held below that many processes, and
+	// destroying its sandbox ends it.
 	LimitsPIDs bool
 }
 

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/sandbox/process"
+)
+
+func backendConfig(t *testing.T, backend string) config.Config {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "agd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cfg, err := config.Load([]string{"--data-dir", dir, "--sandbox-backend", backend}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestAutoBackend: auto is bwrap where it works, else process with a warning, in the log and
+// in the spec listing, that says why.
+func TestAutoBackend(t *testing.T) {
+	var logs bytes.Buffer
+	b, err := openBackend(backendConfig(t, "auto"), slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	switch b.Name() {
+	case "bwrap":
+		if w := sandbox.SpecWarnings(b, sandbox.Spec{}); len(w) > 0 {
+			t.Fatalf("bwrap has spec warnings %q", w)
+		}
+	case "process":
+		if !strings.Contains(logs.String(), "the bwrap backend cannot run here") {
+			t.Fatalf("auto chose process without saying why:\n%s", logs.String())
+		}
+	default:
+		t.Fatalf("auto chose %s", b.Name())
+	}
+}
+
+// TestAutoBackendWithoutBwrap: without bubblewrap, auto falls back to process and says so;
+// an explicit bwrap is an error.
+func TestAutoBackendWithoutBwrap(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	var logs bytes.Buffer
+	b, err := openBackend(backendConfig(t, "auto"), slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	w := sandbox.SpecWarnings(b, sandbox.Spec{})
+	if b.Name() != "process" || len(w) != 1 || !strings.Contains(w[0], process.Warning) || !strings.Contains(w[0], "bubblewrap is not installed") {
+		t.Fatalf("backend %s, spec warnings %q", b.Name(), w)
+	}
+	if !strings.Contains(logs.String(), process.Warning) {
+		t.Fatalf("no warning in the log:\n%s", logs.String())
+	}
+
+	if _, err := openBackend(backendConfig(t, "bwrap"), slog.New(slog.DiscardHandler)); err == nil ||
+		!strings.Contains(err.Error(), "sandbox backend bwrap") || !strings.Contains(err.Error(), "not installed") {
+		t.Fatalf("explicit bwrap without bubblewrap: %v", err)
+	}
+}

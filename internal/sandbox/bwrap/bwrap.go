@@ -1,0 +1,270 @@
+// Package bwrap is the sandbox backend that isolates with Linux namespaces through
+// bubblewrap, and bounds, freezes and kills with cgroups.
+//
+// Each sandbox runs `agentd runtime` under bwrap with its own user (root mapped to the agentd
+// user, every capability dropped, no further user namespaces), PID, mount, IPC, UTS and cgroup
+// namespaces, and with network "none" its own empty network namespace. Its root is a tmpfs,
+// read-only once set up, holding either the host's system directories (/usr, the /bin and
+// /lib links, the parts of /etc programs need) or the top level of a rootfs directory, all
+// read-only; a fresh /proc (its /proc/sys read-only), a minimal /dev, a private /tmp, the
+// workspace at the spec's working directory (default /workspace), the runtime binary at
+// /.agentd/agentd and the runtime's socket directory at /.agentd/run. The workspace and /tmp
+// are the only writable places.
+//
+// On the host a sandbox lives in <Root>/<id>/: workspace/, run/runtime.sock (agentd reaches
+// the runtime there, so it works with the network cut) and runtime.log. Its processes live in
+// the cgroup <parent>/<id> of every hierarchy in use (see package cgroup), where parent is
+// agentd/<12 hex digits naming Root>: the cgroup path is the label that tells this backend's
+// sandboxes from anything else, including another agentd's. The first process of a sandbox
+// is a small shell that moves itself into that cgroup and then execs bwrap, so every process
+// of the sandbox is born inside it; pause and resume freeze and thaw the cgroup, destroy
+// kills everything in it.
+//
+// Sandboxes do not depend on agentd serve: they keep running when it stops, and a new Backend
+// finds them again from the Instance or by List.
+package bwrap
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/sandbox/cgroup"
+)
+
+// Name is the configuration name of this backend.
+const Name = "bwrap"
+
+// DefaultPath is the PATH given to sandboxes when Options.Path is empty.
+const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// Paths inside a sandbox.
+const (
+	// DefaultWorkspace is where the workspace is when the spec names no working directory.
+	DefaultWorkspace = "/workspace"
+	agentdDir        = "/.agentd"
+	runtimeBinary    = agentdDir + "/agentd"
+	runDir           = agentdDir + "/run"
+	socketName       = "runtime.sock"
+	hostname         = "sandbox"
+)
+
+// shell runs the few lines that move a sandbox's first process into its cgroup.
+const shell = "/bin/sh"
+
+// maxSocketPath is the longest path a unix socket address can hold (sun_path less its NUL).
+const maxSocketPath = 107
+
+// Options configures a Backend.
+type Options struct {
+	// Root holds one directory per sandbox, e.g. <data>/sandboxes/bwrap. Created if missing.
+	Root string
+	// Binary is the agentd executable, mounted read-only into every sandbox; it replaces a
+	// spec command's first element "agentd". It should be statically linked (CGO_ENABLED=0)
+	// so that it runs on any rootfs.
+	Binary string
+	// Bwrap is the bubblewrap executable; empty means "bwrap" on PATH.
+	Bwrap string
+	// Path is the PATH sandboxes get; empty means DefaultPath. The server's own environment
+	// is never passed on: it may hold LLM keys.
+	Path string
+	// CgroupParent is the cgroup path, relative to each hierarchy's root, that holds this
+	// backend's sandboxes; empty means agentd/<12 hex digits of the SHA-256 of Root>, so that
+	// two agentd servers on one machine never take each other's sandboxes for orphans.
+	CgroupParent string
+	// Cgroups is where the machine mounts its cgroup controllers; nil means cgroup.Detect.
+	Cgroups *cgroup.Layout
+	Logger  *slog.Logger
+}
+
+// Backend runs sandboxes under bubblewrap. It is safe for concurrent use.
+type Backend struct {
+	root     string
+	binary   string
+	bwrap    string
+	path     string
+	cgParent string
+	cg       *cgroup.Layout
+	features features
+	// system is the bwrap arguments that mount the host's system directories.
+	system []string
+	log    *slog.Logger
+	reaper *reaper
+	// background runs the slow closes Start leaves behind; Close waits for them.
+	background sync.WaitGroup
+}
+
+var _ sandbox.Backend = (*Backend)(nil)
+var _ sandbox.SpecChecker = (*Backend)(nil)
+
+// New checks opts, finds bwrap and the cgroup hierarchies, and creates Root. It starts
+// nothing; Probe checks that sandboxes can start here.
+func New(opts Options) (*Backend, error) {
+	if opts.Root == "" {
+		return nil, errors.New("new bwrap backend: no root directory")
+	}
+	if opts.Binary == "" {
+		return nil, errors.New("new bwrap backend: no agentd binary")
+	}
+	root, err := filepath.Abs(opts.Root)
+	if err != nil {
+		return nil, fmt.Errorf("new bwrap backend: %w", err)
+	}
+	// Sandbox ids are 32 characters; refuse at start-up a root whose sockets could not bind.
+	if n := len(hostSocket(filepath.Join(root, strings.Repeat("0", 32)))); n > maxSocketPath {
+		return nil, fmt.Errorf("new bwrap backend: the sandbox socket paths under %s would be %d bytes, more than the %d a unix socket allows: choose a shorter data directory", root, n, maxSocketPath)
+	}
+	binary, err := filepath.Abs(opts.Binary)
+	if err != nil {
+		return nil, fmt.Errorf("new bwrap backend: %w", err)
+	}
+	if fi, err := os.Stat(binary); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("new bwrap backend: agentd binary %s is not a regular file", binary)
+	}
+	bw := opts.Bwrap
+	if bw == "" {
+		bw = "bwrap"
+	}
+	if bw, err = exec.LookPath(bw); err != nil {
+		return nil, fmt.Errorf("new bwrap backend: bubblewrap is not installed: %w", err)
+	}
+	if _, err := os.Stat(shell); err != nil {
+		return nil, fmt.Errorf("new bwrap backend: %w", err)
+	}
+	feats, err := detectFeatures(bw)
+	if err != nil {
+		return nil, fmt.Errorf("new bwrap backend: %w", err)
+	}
+	cg := opts.Cgroups
+	if cg == nil {
+		if cg, err = cgroup.Detect(); err != nil {
+			return nil, fmt.Errorf("new bwrap backend: %w", err)
+		}
+	}
+	parent := opts.CgroupParent
+	if parent == "" {
+		parent = defaultCgroupParent(root)
+	}
+	if _, err := cg.Group(parent); err != nil {
+		return nil, fmt.Errorf("new bwrap backend: %w", err)
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, fmt.Errorf("new bwrap backend: create root: %w", err)
+	}
+	if opts.Path == "" {
+		opts.Path = DefaultPath
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	log := opts.Logger.With("backend", Name)
+	if !feats.disableUserns {
+		log.Warn("this bubblewrap has no --disable-userns: commands in sandboxes can create user namespaces of their own", "bwrap", bw)
+	}
+	return &Backend{
+		root: root, binary: binary, bwrap: bw, path: opts.Path, cgParent: parent, cg: cg,
+		features: feats, system: systemArgs(), log: log, reaper: newReaper(log),
+	}, nil
+}
+
+// defaultCgroupParent names the cgroups of the backend with root: agentd/<12 hex digits>.
+func defaultCgroupParent(root string) string {
+	sum := sha256.Sum256([]byte(root))
+	return "agentd/" + hex.EncodeToString(sum[:6])
+}
+
+// Name returns "bwrap".
+func (b *Backend) Name() string { return Name }
+
+// Close stops reaping the bwrap processes this value started; the sandboxes keep running,
+// and whoever inherits their processes reaps them. Where no sandbox is left, it removes the
+// backend's cgroup parent, so that a data directory that is removed leaves no cgroup behind.
+// Safe to call twice.
+func (b *Backend) Close() error {
+	b.reaper.close()
+	b.background.Wait()
+	b.cg.Prune(b.cgParent)
+	return nil
+}
+
+// CgroupParent is the cgroup path (relative to each hierarchy's root) of this backend's
+// sandboxes.
+func (b *Backend) CgroupParent() string { return b.cgParent }
+
+// Cgroups is the cgroup layout the backend uses.
+func (b *Backend) Cgroups() *cgroup.Layout { return b.cg }
+
+// Group returns the cgroup of sandbox inst.
+func (b *Backend) Group(inst sandbox.Instance) (*cgroup.Group, error) {
+	st, _, err := decodeState(inst)
+	if err != nil {
+		return nil, err
+	}
+	return b.group(inst.ID, st)
+}
+
+// group returns the cgroup of sandbox id: the one recorded in st, or else the one this
+// backend would give it. A recorded path must be an agentd sandbox's (below agentd/ or the
+// backend's parent) and end in the id, so a damaged record cannot point Destroy at someone
+// else's processes.
+func (b *Backend) group(id string, st instanceState) (*cgroup.Group, error) {
+	if _, err := b.dir(id); err != nil {
+		return nil, err
+	}
+	rel := b.cgParent + "/" + id
+	if st.Cgroup != "" {
+		ours := strings.HasPrefix(st.Cgroup, "agentd/") || filepath.Dir(st.Cgroup) == b.cgParent
+		if !ours || filepath.Base(st.Cgroup) != id {
+			return nil, fmt.Errorf("recorded cgroup %q is not sandbox %s's", st.Cgroup, id)
+		}
+		rel = st.Cgroup
+	}
+	return b.cg.Group(rel)
+}
+
+// dir is the directory of sandbox id. The id is checked first: it ends up in RemoveAll.
+func (b *Backend) dir(id string) (string, error) {
+	if id == "" || id == "." || id == ".." || strings.ContainsAny(id, "/\x00") {
+		return "", fmt.Errorf("sandbox id %q is not a valid path element", id)
+	}
+	return filepath.Join(b.root, id), nil
+}
+
+func hostWorkspace(dir string) string { return filepath.Join(dir, "workspace") }
+func hostRunDir(dir string) string    { return filepath.Join(dir, "run") }
+func hostSocket(dir string) string    { return filepath.Join(hostRunDir(dir), socketName) }
+func logPath(dir string) string       { return filepath.Join(dir, "runtime.log") }
+
+// Probe starts a throwaway sandbox of the default spec that runs `true` in a cgroup of its
+// own, and reports why that failed, if it did: the check that bwrap and cgroups work here.
+func (b *Backend) Probe(ctx context.Context) error {
+	g, err := b.cg.Group(b.cgParent + "/probe-" + sandboxNonce())
+	if err != nil {
+		return fmt.Errorf("probe bwrap: %w", err)
+	}
+	if err := g.Create(cgroup.Limits{}); err != nil {
+		return fmt.Errorf("probe bwrap: %w", err)
+	}
+	defer func() {
+		if err := g.Destroy(context.WithoutCancel(ctx)); err != nil {
+			b.log.Error("remove probe cgroup", "cgroup", g.Path(), "err", err)
+		}
+	}()
+	cmd := b.BareCommand(g, "true")
+	stop := context.AfterFunc(ctx, func() { _ = g.Destroy(context.WithoutCancel(ctx)) })
+	defer stop()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("probe bwrap: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

@@ -1,0 +1,467 @@
+package bwrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/sandbox/cgroup"
+	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
+)
+
+// TestMain lets the test binary serve as the sandboxes' runtime (see sandboxtest). The test
+// binary is mounted at /.agentd/agentd like agentd itself; built with -race it is linked
+// against the C library, which sandboxes find in the host's /usr.
+func TestMain(m *testing.M) { sandboxtest.RuntimeMain(m) }
+
+// testRoot returns a fresh root directory short enough for unix socket paths. Its cleanup,
+// which runs after that of every sandbox and backend of the test, removes the directory and
+// the backend's cgroup parent, and fails the test if a cgroup was left in it.
+func testRoot(t testing.TB) string {
+	t.Helper()
+	root, err := os.MkdirTemp("", "agentd-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(root); err != nil {
+			t.Errorf("remove root: %v", err)
+		}
+		cg, err := cgroup.Detect()
+		if err != nil {
+			return
+		}
+		if kids, err := cg.Children(cgroupParentOf(root)); err != nil || len(kids) > 0 {
+			t.Errorf("cgroups left under %s: %q (%v)", cgroupParentOf(root), kids, err)
+		}
+		g, err := cg.Group(cgroupParentOf(root))
+		if err == nil {
+			err = g.Destroy(context.Background())
+		}
+		if err != nil {
+			t.Errorf("remove cgroup parent: %v", err)
+		}
+		// The shared top level goes too, unless another agentd (or test) still uses it.
+		if top, err := cg.Group("agentd"); err == nil {
+			if kids, err := cg.Children("agentd"); err == nil && len(kids) == 0 {
+				_ = top.Destroy(context.Background())
+			}
+		}
+	})
+	return root
+}
+
+// cgroupParentOf is the default cgroup parent of a backend with root (see New).
+func cgroupParentOf(root string) string { return defaultCgroupParent(root) }
+
+var (
+	probeOnce sync.Once
+	probeErr  error
+)
+
+// newTestBackend returns a backend on root, or skips the test (fails it under CI) when
+// bubblewrap or cgroups do not work on this machine.
+func newTestBackend(t testing.TB, root string) *Backend {
+	t.Helper()
+	b, err := New(Options{
+		Root:   root,
+		Binary: sandboxtest.Binary(t),
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		sandboxtest.Unavailable(t, "the bwrap backend is not available: %v", err)
+	}
+	t.Cleanup(func() { b.Close() })
+	probeOnce.Do(func() { probeErr = b.Probe(context.Background()) })
+	if probeErr != nil {
+		sandboxtest.Unavailable(t, "bubblewrap does not work here: %v", probeErr)
+	}
+	return b
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func TestConformance(t *testing.T) {
+	root := testRoot(t)
+	newTestBackend(t, root) // skip early, once, when bwrap does not work here
+	sandboxtest.Run(t, func(t *testing.T) sandbox.Backend { return newTestBackend(t, root) }, sandboxtest.Options{
+		Spec: sandboxtest.RuntimeSpec("test"),
+		Unsupported: []sandboxtest.SpecChange{
+			{Name: "Image", Apply: func(s *sandbox.Spec) { s.Image = "ubuntu:24.04" }},
+			{Name: "Disk", Apply: func(s *sandbox.Spec) { s.Limits.DiskBytes = 1 << 30 }},
+			{Name: "MissingRootfs", Apply: func(s *sandbox.Spec) { s.Rootfs = "/nonexistent/rootfs" }},
+			{Name: "WorkspaceInProc", Apply: func(s *sandbox.Spec) { s.WorkingDir = "/proc/ws" }},
+		},
+		Leftovers:          leftovers,
+		IsolatesFilesystem: true,
+		IsolatesSandboxes:  true,
+		IsolatesNetwork:    true,
+		LimitsMemory:       true,
+		LimitsPIDs:         true,
+	})
+	sandboxtest.CheckNoChildren(t)
+}
+
+// leftovers lists what is left of a sandbox: its cgroup in any hierarchy, processes in it,
+// its directory.
+func leftovers(inst sandbox.Instance) []string {
+	var left []string
+	cg, err := cgroup.Detect()
+	if err != nil {
+		return []string{err.Error()}
+	}
+	st, _, err := decodeState(inst)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	g, err := cg.Group(st.Cgroup)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	if g.Exists() {
+		left = append(left, "cgroup "+st.Cgroup)
+	}
+	if pids, _ := g.PIDs(); len(pids) > 0 {
+		left = append(left, fmt.Sprintf("processes %v", pids))
+	}
+	if _, err := os.Stat(filepath.Dir(inst.HostWorkspace)); !errors.Is(err, os.ErrNotExist) {
+		left = append(left, "directory "+filepath.Dir(inst.HostWorkspace))
+	}
+	return left
+}
+
+func TestNewNeedsRootAndBinary(t *testing.T) {
+	if _, err := New(Options{Binary: "/bin/true"}); err == nil {
+		t.Fatal("New without a root succeeded")
+	}
+	if _, err := New(Options{Root: t.TempDir()}); err == nil {
+		t.Fatal("New without a binary succeeded")
+	}
+	if _, err := New(Options{Root: t.TempDir(), Binary: "/bin/true", Bwrap: "/nonexistent/bwrap"}); err == nil ||
+		!strings.Contains(err.Error(), "not installed") {
+		t.Fatalf("New with a missing bwrap: %v", err)
+	}
+}
+
+func TestCheckSpec(t *testing.T) {
+	rootfs := t.TempDir()
+	for _, d := range []string{"bin", "home"} {
+		if err := os.Mkdir(filepath.Join(rootfs, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(rootfs, "bin", "sh"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	noShell := t.TempDir()
+	full := &Backend{cg: detectOr(t)}
+	bare := &Backend{cg: &cgroup.Layout{}} // a machine without controllers
+	tests := []struct {
+		name    string
+		b       *Backend
+		spec    sandbox.Spec
+		wantErr error
+		text    string
+	}{
+		{"plain", full, sandbox.Spec{}, nil, ""},
+		{"no network", full, sandbox.Spec{Network: sandbox.NetworkNone}, nil, ""},
+		{"limits", full, sandbox.Spec{Limits: sandbox.Limits{MemoryBytes: 1 << 30, CPUs: 1.5, PIDs: 100}}, nil, ""},
+		{"rootfs", full, sandbox.Spec{Rootfs: rootfs}, nil, ""},
+		{"rootfs workspace on the tmpfs root", full, sandbox.Spec{Rootfs: rootfs, WorkingDir: "/src/app"}, nil, ""},
+		{"workspace below /tmp", full, sandbox.Spec{WorkingDir: "/tmp/ws"}, nil, ""},
+		{"image", full, sandbox.Spec{Image: "ubuntu"}, sandbox.ErrUnsupported, "an image"},
+		{"disk", full, sandbox.Spec{Limits: sandbox.Limits{DiskBytes: 1}}, sandbox.ErrUnsupported, "a disk limit"},
+		{"no controllers", bare, sandbox.Spec{Limits: sandbox.Limits{MemoryBytes: 1, PIDs: 1}}, sandbox.ErrUnsupported, "a memory limit (this machine mounts no memory cgroup controller) and a pids limit"},
+		{"missing rootfs", full, sandbox.Spec{Rootfs: "/nonexistent"}, sandbox.ErrUnsupported, "not a directory"},
+		{"relative rootfs", full, sandbox.Spec{Rootfs: "rootfs"}, sandbox.ErrUnsupported, "not an absolute path"},
+		{"rootfs without a shell", full, sandbox.Spec{Rootfs: noShell}, sandbox.ErrUnsupported, "no /bin/sh"},
+		{"rootfs workspace in a missing directory", full, sandbox.Spec{Rootfs: rootfs, WorkingDir: "/home/user"}, sandbox.ErrUnsupported, "does not exist there"},
+		{"workspace in /usr", full, sandbox.Spec{WorkingDir: "/usr/nonexistent-ws"}, sandbox.ErrUnsupported, "does not exist there"},
+		{"workspace /", full, sandbox.Spec{WorkingDir: "/"}, sandbox.ErrUnsupported, "clean absolute path"},
+		{"relative workspace", full, sandbox.Spec{WorkingDir: "ws"}, sandbox.ErrUnsupported, "clean absolute path"},
+		{"workspace in /.agentd", full, sandbox.Spec{WorkingDir: "/.agentd/ws"}, sandbox.ErrUnsupported, "own mounts"},
+		{"several", full, sandbox.Spec{Image: "x", Limits: sandbox.Limits{DiskBytes: 1}}, sandbox.ErrUnsupported, "a disk limit (the workspace is a host directory without a quota) and an image"},
+		{"unknown network", full, sandbox.Spec{Network: "bridge"}, nil, "unknown network"},
+		{"negative limit", full, sandbox.Spec{Limits: sandbox.Limits{PIDs: -1}}, nil, "negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.b.CheckSpec(tt.spec)
+			if tt.text == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.text) || (tt.wantErr != nil && !errors.Is(err, tt.wantErr)) {
+				t.Fatalf("CheckSpec: %v; want %v containing %q", err, tt.wantErr, tt.text)
+			}
+		})
+	}
+}
+
+// detectOr returns the machine's cgroup layout, or skips (fails under CI) where it lacks a
+// controller.
+func detectOr(t *testing.T) *cgroup.Layout {
+	if cg, err := cgroup.Detect(); err == nil && cg.Has(cgroup.Memory) && cg.Has(cgroup.PIDs) && cg.Has(cgroup.CPU) {
+		return cg
+	}
+	sandboxtest.Unavailable(t, "this machine lacks a memory, pids or cpu cgroup controller")
+	return nil
+}
+
+// TestSandboxArgs: the namespaces and mounts every sandbox gets, and what it must not get.
+func TestSandboxArgs(t *testing.T) {
+	b := &Backend{binary: "/opt/agentd", features: features{disableUserns: true, size: true}, system: systemArgs()}
+	args, err := b.sandboxArgs("/data/sb/x", "/workspace", sandbox.Spec{Network: sandbox.NetworkNone, Limits: sandbox.Limits{MemoryBytes: 1 << 30}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := " " + strings.Join(args, " ") + " "
+	for _, want := range []string{
+		" --unshare-user --disable-userns --cap-drop ALL --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup ",
+		" --unshare-net ",
+		" --ro-bind /usr /usr ",
+		" --proc /proc --ro-bind /proc/sys /proc/sys --dev /dev --size 536870912 --tmpfs /tmp ",
+		" --bind /data/sb/x/workspace /workspace --ro-bind /opt/agentd /.agentd/agentd --bind /data/sb/x/run /.agentd/run --remount-ro / --chdir /workspace ",
+	} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("arguments lack %q:\n%s", want, joined)
+		}
+	}
+	for _, bad := range []string{"--die-with-parent", "/etc/shadow", "--ro-bind /etc /etc", "--bind / "} {
+		if strings.Contains(joined, bad) {
+			t.Errorf("arguments hold %q:\n%s", bad, joined)
+		}
+	}
+	args, err = b.sandboxArgs("/d", "/w", sandbox.Spec{Network: sandbox.NetworkHost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(args, "--unshare-net") || slices.Contains(args, "--size") {
+		t.Errorf("a sandbox with network and no memory limit got %q", args)
+	}
+}
+
+func TestRootfsArgs(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"usr", "etc", "proc", "dev", "tmp", ".agentd"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("usr/bin", filepath.Join(root, "bin")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args, err := rootfsArgs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"--symlink", "usr/bin", "/bin",
+		"--ro-bind", root + "/etc", "/etc",
+		"--ro-bind", root + "/file", "/file",
+		"--ro-bind", root + "/usr", "/usr",
+	}
+	if !slices.Equal(args, want) {
+		t.Fatalf("rootfsArgs:\n got %q\nwant %q", args, want)
+	}
+}
+
+// TestRuntimeEnvironment: the runtime gets a fixed environment, never the server's, and not
+// its session key either (that comes through a pipe).
+func TestRuntimeEnvironment(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-must-not-leak")
+	b := &Backend{path: DefaultPath}
+	env := b.env("/workspace", sandbox.Spec{InitialEnv: map[string]string{"B": "2", "A": "1"}})
+	want := []string{"PATH=" + DefaultPath, "HOME=/workspace", "LANG=C.UTF-8", "TERM=xterm-256color", "A=1", "B=2"}
+	if !slices.Equal(env, want) {
+		t.Fatalf("env %q, want %q", env, want)
+	}
+}
+
+// startTest starts a sandbox of spec on b and destroys it at cleanup.
+func startTest(t *testing.T, b *Backend, spec sandbox.Spec) (sandbox.Instance, string) {
+	t.Helper()
+	key := sandboxtest.NewKey()
+	inst, err := b.Start(context.Background(), sandbox.StartRequest{ID: sandboxtest.NewID(), Spec: spec, SessionKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Destroy(context.Background(), inst); err != nil {
+			t.Errorf("destroy: %v", err)
+		}
+	})
+	return inst, key
+}
+
+func TestBadIDs(t *testing.T) {
+	b := newTestBackend(t, testRoot(t))
+	ctx := context.Background()
+	for _, id := range []string{"", ".", "..", "a/b", "../x"} {
+		if _, err := b.Start(ctx, sandbox.StartRequest{ID: id, SessionKey: "k", Spec: sandboxtest.RuntimeSpec("s")}); err == nil {
+			t.Errorf("start with id %q succeeded", id)
+		}
+		if err := b.Destroy(ctx, sandbox.Instance{ID: id}); err == nil {
+			t.Errorf("destroy with id %q succeeded", id)
+		}
+	}
+	// A recorded cgroup that is not the sandbox's own is refused, not destroyed.
+	for _, cg := range []string{"agentd/x/someone-else", "system.slice/mine"} {
+		st := instanceState{Cgroup: cg}
+		if err := b.Destroy(ctx, sandbox.Instance{ID: "mine", State: st.encode()}); err == nil {
+			t.Errorf("destroy of sandbox mine with cgroup %s succeeded", cg)
+		}
+	}
+}
+
+// TestStartKeepsExistingDirectory: a start never takes over, or removes, a directory it did
+// not create.
+func TestStartKeepsExistingDirectory(t *testing.T) {
+	root := testRoot(t)
+	b := newTestBackend(t, root)
+	keep := filepath.Join(root, "taken", "keep")
+	if err := os.MkdirAll(keep, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Join(root, "taken")) })
+	if _, err := b.Start(context.Background(), sandbox.StartRequest{ID: "taken", SessionKey: "k", Spec: sandboxtest.RuntimeSpec("s")}); err == nil {
+		t.Fatal("start over an existing directory succeeded")
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Fatalf("existing directory damaged: %v", err)
+	}
+}
+
+// TestStartFailureLeavesNothing: a command that cannot run fails Start with the cause from
+// the sandbox's log, and leaves neither directory nor cgroup.
+func TestStartFailureLeavesNothing(t *testing.T) {
+	root := testRoot(t)
+	b := newTestBackend(t, root)
+	spec := sandbox.Spec{Command: []string{"/no-such-binary"}}
+	_, err := b.Start(context.Background(), sandbox.StartRequest{ID: "x", SessionKey: "k", Spec: spec})
+	if err == nil || !strings.Contains(err.Error(), "no-such-binary") {
+		t.Fatalf("start of a missing binary: %v; want an error quoting bwrap's", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "x")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("directory left after a failed start: %v", err)
+	}
+	if kids, err := b.cg.Children(b.cgParent); err != nil || len(kids) > 0 {
+		t.Fatalf("cgroups left after a failed start: %q, %v", kids, err)
+	}
+	sandboxtest.CheckNoChildren(t)
+}
+
+func TestStartNeedsKey(t *testing.T) {
+	b := newTestBackend(t, testRoot(t))
+	if _, err := b.Start(context.Background(), sandbox.StartRequest{ID: "x", Spec: sandboxtest.RuntimeSpec("s")}); err == nil {
+		t.Fatal("start without a session key succeeded")
+	}
+}
+
+// TestListFindsOrphanCgroup: a cgroup under the backend's parent without a directory (a start
+// cut short) is listed, so reconciliation removes it, and Destroy does.
+func TestListFindsOrphanCgroup(t *testing.T) {
+	b := newTestBackend(t, testRoot(t))
+	ctx := context.Background()
+	g, err := b.cg.Group(b.cgParent + "/orphan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Create(cgroup.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Destroy(ctx) })
+	insts, err := b.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(insts, func(inst sandbox.Instance) bool { return inst.ID == "orphan" })
+	if i < 0 {
+		t.Fatalf("List does not find the orphan cgroup: %+v", insts)
+	}
+	if got, err := b.Inspect(ctx, insts[i]); err != nil || got != sandbox.StateGone {
+		t.Fatalf("inspect an empty cgroup: %s, %v", got, err)
+	}
+	if err := b.Destroy(ctx, insts[i]); err != nil {
+		t.Fatal(err)
+	}
+	if g.Exists() {
+		t.Fatal("the orphan cgroup is still there")
+	}
+}
+
+// TestHardening: inside a sandbox the root user has no capabilities, cannot create user
+// namespaces, cannot write /proc/sys, the root or system directories, does not see the
+// server's environment or bwrap's arguments, and /tmp is private and writable.
+func TestHardening(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-must-not-leak")
+	b := newTestBackend(t, testRoot(t))
+	inst, key := startTest(t, b, sandboxtest.RuntimeSpec("s"))
+	c := client(t, inst, key)
+	tests := []struct{ command, want string }{
+		{"id -u", "0"},
+		{"grep CapEff /proc/self/status", "CapEff:\t0000000000000000"},
+		{"{ cat /proc/sys/kernel/printk_ratelimit > /proc/sys/kernel/printk_ratelimit; } 2>/dev/null && echo writable || echo read-only", "read-only"},
+		{"touch /x 2>/dev/null && echo writable || echo read-only", "read-only"},
+		{"touch /usr/x 2>/dev/null && echo writable || echo read-only", "read-only"},
+		{"touch /etc/x 2>/dev/null && echo writable || echo read-only", "read-only"},
+		{"touch /.agentd/agentd 2>/dev/null && echo writable || echo read-only", "read-only"},
+		{"touch /tmp/x && echo writable", "writable"},
+		{"test -e /etc/shadow && echo visible || echo hidden", "hidden"},
+		{"env | grep -c OPENAI_API_KEY", "0"},
+		{"test -r /etc/os-release && test -r /etc/passwd && date > /dev/null && echo ok", "ok"},
+		{"tr '\\0' ' ' < /proc/1/cmdline", b.bwrap + " --args 4 -- " + runtimeBinary + " runtime --listen unix:/.agentd/run/runtime.sock --workspace /workspace --sandbox-id " + inst.ID + " --key-fd 3"},
+		{"hostname", hostname},
+	}
+	if b.features.disableUserns {
+		tests = append(tests, struct{ command, want string }{"unshare -U true 2>/dev/null && echo allowed || echo refused", "refused"})
+	}
+	for _, tt := range tests {
+		res := runIn(t, c, tt.command)
+		if tt.want != "" && strings.TrimSpace(res.Output) != tt.want {
+			t.Errorf("%s: %q, want %q", tt.command, res.Output, tt.want)
+		}
+	}
+}
+
+// TestRootfs: a sandbox on a rootfs directory sees that directory's top level (here the
+// host's own root, the one rootfs every machine has), read-only, with its own /proc, /dev
+// and /tmp and the workspace on top.
+func TestRootfs(t *testing.T) {
+	b := newTestBackend(t, testRoot(t))
+	spec := sandboxtest.RuntimeSpec("rootfs")
+	spec.Rootfs = "/"
+	spec.WorkingDir = "/srv/agentd-test-workspace"
+	if _, err := os.Stat("/srv"); err == nil {
+		spec.WorkingDir = "/agentd-test-workspace" // /srv would be read-only without it
+	}
+	inst, key := startTest(t, b, spec)
+	c := client(t, inst, key)
+	if res := runIn(t, c, "pwd; touch ws-file && echo ok"); res.Output != spec.WorkingDir+"\nok\n" {
+		t.Fatalf("workspace: %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(inst.HostWorkspace, "ws-file")); err != nil {
+		t.Fatalf("the file written in the workspace is not on the host: %v", err)
+	}
+	if res := runIn(t, c, "test -d /var && test -d /etc && touch /var/x 2>/dev/null || echo read-only"); res.Output != "read-only\n" {
+		t.Fatalf("rootfs: %+v", res)
+	}
+}

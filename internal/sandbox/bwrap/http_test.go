@@ -1,0 +1,177 @@
+package bwrap
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/internal/app"
+	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
+)
+
+const httpAdminKey = "bwrap-test-admin-key-0123456789"
+
+// TestHTTP drives a whole agentd serve on the bwrap backend through its HTTP API: the spec
+// listing says what bwrap cannot honour, and a sandbox with limits and no network starts,
+// runs a command, pauses, resumes, is adopted by a restarted server and is deleted, leaving
+// nothing behind.
+func TestHTTP(t *testing.T) {
+	dir, err := os.MkdirTemp("", "agd-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	root := filepath.Join(dir, "sandboxes", "bwrap")
+	newTestBackend(t, testRoot(t)) // skip early when bwrap does not work here
+	cfg, err := config.Load([]string{"--data-dir", dir, "--admin-key", httpAdminKey, "--sandbox-backend", Name}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Specs = []config.SpecConfig{
+		{ID: "default", InitialEnv: map[string]string{sandboxtest.EnvRuntime: "1"}, Network: sandbox.NetworkNone,
+			Limits: config.LimitsConfig{MemoryMB: 512, CPUs: 1, PIDs: 512}},
+		{ID: "image", Image: "ubuntu:24.04"},
+	}
+
+	var handler atomic.Pointer[http.Handler]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }))
+	defer srv.Close()
+	var a *app.App
+	var b *Backend
+	open := func() {
+		b = newTestBackend(t, root)
+		if a, err = app.New(context.Background(), app.Options{Config: cfg, Backend: b, Version: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		h := a.Handler()
+		handler.Store(&h)
+	}
+	closeApp := func() {
+		a.Close()
+		b.Close()
+	}
+	open()
+	t.Cleanup(func() {
+		closeApp()
+		if kids, _ := b.cg.Children(b.cgParent); len(kids) > 0 {
+			t.Errorf("cgroups left: %q", kids)
+		}
+	})
+
+	call := func(method, path string, out any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, nil)
+		req.Header.Set("X-Session-API-Key", httpAdminKey)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, body)
+		}
+		if out != nil {
+			if err := json.NewDecoder(bytes.NewReader(body)).Decode(out); err != nil {
+				t.Fatalf("%s %s: %v: %s", method, path, err, body)
+			}
+		}
+	}
+
+	var specs struct {
+		Items []struct {
+			ID       string   `json:"id"`
+			Warnings []string `json:"warnings"`
+		} `json:"items"`
+	}
+	call("GET", "/api/v1/sandbox-specs/search", &specs)
+	for _, s := range specs.Items {
+		switch s.ID {
+		case "default":
+			if len(s.Warnings) > 0 {
+				t.Errorf("spec default has warnings %q", s.Warnings)
+			}
+		case "image":
+			if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "cannot honour an image") {
+				t.Errorf("spec image: warnings %q", s.Warnings)
+			}
+		}
+	}
+
+	type info struct {
+		ID      string `json:"id"`
+		Status  string `json:"status"`
+		Backend string `json:"backend"`
+	}
+	var sb info
+	call("POST", "/api/v1/sandboxes", &sb)
+	status := func() string {
+		var got []*info
+		call("GET", "/api/v1/sandboxes?id="+sb.ID, &got)
+		if len(got) != 1 || got[0] == nil {
+			t.Fatalf("sandbox %s not found: %v", sb.ID, got)
+		}
+		return got[0].Status
+	}
+	waitStatus := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for st := status(); st != want; st = status() {
+			if time.Now().After(deadline) {
+				t.Fatalf("sandbox %s is %s, want %s", sb.ID, st, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitStatus("RUNNING")
+	if sb.Backend != Name {
+		t.Fatalf("backend %q", sb.Backend)
+	}
+	var me struct {
+		ID string `json:"id"`
+	}
+	call("GET", "/api/v1/users/me", &me)
+	rec, err := a.Sandboxes.Get(context.Background(), me.ID, sb.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := a.Sandboxes.SessionKey(context.Background(), me.ID, sb.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client(t, rec.Instance, key)
+	if res := runIn(t, c, "echo ok > f && cat f"); res.Output != "ok\n" {
+		t.Fatalf("command: %+v", res)
+	}
+
+	call("POST", "/api/v1/sandboxes/"+sb.ID+"/pause", nil)
+	waitStatus("PAUSED")
+	if got, err := b.Inspect(context.Background(), rec.Instance); err != nil || got != sandbox.StatePaused {
+		t.Fatalf("inspect a paused sandbox: %s, %v", got, err)
+	}
+	call("POST", "/api/v1/sandboxes/"+sb.ID+"/resume", nil)
+	waitStatus("RUNNING")
+
+	closeApp()
+	open()
+	waitStatus("RUNNING")
+	if res := runIn(t, c, "echo adopted"); res.Output != "adopted\n" {
+		t.Fatalf("command after the restart: %+v", res)
+	}
+
+	call("DELETE", "/api/v1/sandboxes/"+sb.ID, nil)
+	if left := leftovers(rec.Instance); len(left) > 0 {
+		t.Fatalf("left after delete: %q", left)
+	}
+}

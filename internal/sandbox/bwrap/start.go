@@ -1,0 +1,270 @@
+package bwrap
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/sandbox/cgroup"
+)
+
+// defaultCommand starts the runtime when a spec names no command.
+var defaultCommand = []string{"agentd", "runtime"}
+
+// listenTimeout bounds Start's wait for the runtime's socket when ctx has no deadline.
+const listenTimeout = 30 * time.Second
+
+// Start creates <Root>/<id>/ and the sandbox's cgroup, and starts bwrap with the runtime in
+// it. It returns once the runtime listens on its socket, so that a sandbox that cannot start
+// (a bad mount, a runtime that exits) fails here, with the cause from its log, rather than
+// later as a runtime that never answers.
+func (b *Backend) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.Instance, error) {
+	if err := b.checkSpec(req.Spec); err != nil {
+		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
+	}
+	if req.SessionKey == "" {
+		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: no session key", req.ID)
+	}
+	if err := ctx.Err(); err != nil {
+		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
+	}
+	dir, err := b.dir(req.ID)
+	if err != nil {
+		return sandbox.Instance{}, fmt.Errorf("start sandbox: %w", err)
+	}
+	if n := len(hostSocket(dir)); n > maxSocketPath {
+		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: socket path is %d bytes, more than %d; use a shorter root", req.ID, n, maxSocketPath)
+	}
+	g, err := b.group(req.ID, instanceState{})
+	if err != nil {
+		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		// An existing directory is never taken over (or removed): this start did not make it.
+		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: create directory: %w", req.ID, err)
+	}
+	inst, err := b.start(ctx, dir, g, req)
+	if err != nil {
+		if rmErr := removeAll(dir); rmErr != nil {
+			b.log.Error("remove sandbox directory after failed start", "sandbox_id", req.ID, "err", rmErr)
+		}
+		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
+	}
+	return inst, nil
+}
+
+// start makes the rest of the sandbox in dir, creates its cgroup g and starts it.
+func (b *Backend) start(ctx context.Context, dir string, g *cgroup.Group, req sandbox.StartRequest) (_ sandbox.Instance, err error) {
+	ws := workspaceOf(req.Spec)
+	for _, d := range []string{hostWorkspace(dir), hostRunDir(dir)} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return sandbox.Instance{}, fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	logFile, err := os.OpenFile(logPath(dir), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return sandbox.Instance{}, fmt.Errorf("create runtime log: %w", err)
+	}
+	defer logFile.Close() // the child has its own copy
+
+	args, err := b.sandboxArgs(dir, ws, req.Spec)
+	if err != nil {
+		return sandbox.Instance{}, err
+	}
+	// bwrap reads its options from a file (fd 4) rather than its command line, which every
+	// process in the sandbox could read from /proc/1/cmdline: they name host paths.
+	argsFile, err := argsMemfd(args)
+	if err != nil {
+		return sandbox.Instance{}, err
+	}
+	defer argsFile.Close()
+	// The key travels through a pipe (fd 3), not the environment or the arguments, so no
+	// command in the sandbox can read it from /proc.
+	keyR, keyW, err := os.Pipe()
+	if err != nil {
+		return sandbox.Instance{}, fmt.Errorf("key pipe: %w", err)
+	}
+	defer keyR.Close()
+	_, err = keyW.WriteString(req.SessionKey)
+	keyW.Close()
+	if err != nil {
+		return sandbox.Instance{}, fmt.Errorf("key pipe: %w", err)
+	}
+
+	if err := g.Create(cgroupLimits(req.Spec.Limits)); err != nil {
+		return sandbox.Instance{}, err
+	}
+	var st instanceState
+	defer func() {
+		if err != nil {
+			if derr := g.Destroy(context.WithoutCancel(ctx)); derr != nil {
+				b.log.Error("remove cgroup after failed start", "sandbox_id", req.ID, "err", derr)
+			}
+			reapFirst(st)
+		}
+	}()
+
+	// Not CommandContext: the sandbox must outlive the request that started it.
+	bwrapArgv := append([]string{b.bwrap, "--args", "4", "--"}, runtimeCommand(req, ws)...)
+	cmd := exec.Command(shell, joinArgs(g, bwrapArgv)...)
+	cmd.Dir = "/"
+	cmd.Env = b.env(ws, req.Spec)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.ExtraFiles = []*os.File{keyR, argsFile}
+	// Its own session, so that signals to agentd's terminal or process group do not reach it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return sandbox.Instance{}, fmt.Errorf("exec %s: %w", shell, err)
+	}
+	st = instanceState{PID: cmd.Process.Pid, Cgroup: g.Path()}
+	p, err := readStat(st.PID)
+	if err != nil {
+		_ = g.Destroy(context.WithoutCancel(ctx))
+		_ = cmd.Wait()
+		return sandbox.Instance{}, fmt.Errorf("read sandbox process: %w", err)
+	}
+	st.StartTime = p.StartTime
+	b.reaper.watch(cmd)
+	if err := b.waitListening(ctx, dir, st); err != nil {
+		return sandbox.Instance{}, err
+	}
+	b.log.Info("sandbox started", "sandbox_id", req.ID, "pid", st.PID, "cgroup", g.Path())
+	return sandbox.Instance{
+		ID:            req.ID,
+		Endpoint:      "unix:" + hostSocket(dir),
+		Workspace:     ws,
+		HostWorkspace: hostWorkspace(dir),
+		State:         st.encode(),
+	}, nil
+}
+
+// runtimeCommand is the spec's command, with "agentd" mounted from the host and the flags
+// that tell the runtime where it listens, its workspace, its id and where its key is.
+func runtimeCommand(req sandbox.StartRequest, ws string) []string {
+	argv := slices.Clone(req.Spec.Command)
+	if len(argv) == 0 {
+		argv = slices.Clone(defaultCommand)
+	}
+	if argv[0] == "agentd" {
+		argv[0] = runtimeBinary
+	}
+	return append(argv, "--listen", "unix:"+runDir+"/"+socketName, "--workspace", ws,
+		"--sandbox-id", req.ID, "--key-fd", "3")
+}
+
+// argsMemfd returns an anonymous file holding args, each ended by a NUL, as bwrap's --args
+// reads them. Options only: bwrap takes the command from its command line.
+func argsMemfd(args []string) (*os.File, error) {
+	fd, err := unix.MemfdCreate("bwrap-args", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("bwrap arguments: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "bwrap-args")
+	var sb strings.Builder
+	for _, a := range args {
+		if strings.ContainsRune(a, 0) {
+			f.Close()
+			return nil, fmt.Errorf("bwrap argument %q holds a NUL byte", a)
+		}
+		sb.WriteString(a)
+		sb.WriteByte(0)
+	}
+	if _, err := io.WriteString(f, sb.String()); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bwrap arguments: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bwrap arguments: %w", err)
+	}
+	return f, nil
+}
+
+// livenessInterval is how often waitListening checks, between events, that the sandbox's
+// first process still runs.
+const livenessInterval = 20 * time.Millisecond
+
+// waitListening waits until the runtime's socket exists, or the sandbox's first process has
+// exited (then the error quotes the end of its log). It watches the socket directory with
+// inotify, so it learns of the socket at once without polling; where inotify fails, the
+// liveness checks poll for it instead. Closing an inotify instance waits for an SRCU grace
+// period (some 10 ms), which is why the watch is closed in the background.
+func (b *Backend) waitListening(ctx context.Context, dir string, st instanceState) error {
+	w, err := watchDir(hostRunDir(dir))
+	if err == nil {
+		defer b.background.Go(func() { w.Close() })
+	}
+	deadline := time.Now().Add(listenTimeout)
+	for delay := 50 * time.Microsecond; ; delay = min(2*delay, livenessInterval) {
+		if _, err := os.Stat(hostSocket(dir)); err == nil {
+			return nil
+		}
+		if p, err := readStat(st.PID); err != nil || p.StartTime != st.StartTime || p.dead() {
+			return fmt.Errorf("the sandbox exited while starting: %s", logTail(dir))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the runtime did not listen within %v: %s", listenTimeout, logTail(dir))
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("wait for the runtime to listen: %w", err)
+		}
+		if w != nil {
+			w.wait(livenessInterval)
+		} else {
+			time.Sleep(delay)
+		}
+	}
+}
+
+// dirWatch reports changes in one directory, through inotify.
+type dirWatch struct{ f *os.File }
+
+// watchDir watches dir for files created or changed in it.
+func watchDir(dir string) (*dirWatch, error) {
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_CREATE|unix.IN_ATTRIB|unix.IN_MOVED_TO); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	// A non-blocking fd goes to the runtime's poller: a read waits without holding a thread.
+	return &dirWatch{f: os.NewFile(uintptr(fd), "inotify")}, nil
+}
+
+// wait returns after an event, or after d without one.
+func (w *dirWatch) wait(d time.Duration) {
+	var buf [4096]byte
+	_ = w.f.SetReadDeadline(time.Now().Add(d))
+	_, _ = w.f.Read(buf[:])
+}
+
+func (w *dirWatch) Close() error { return w.f.Close() }
+
+// logTail returns the last lines of the sandbox's log, for an error message.
+func logTail(dir string) string {
+	const max = 1024
+	b, err := os.ReadFile(logPath(dir))
+	if err != nil {
+		return "no log: " + err.Error()
+	}
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "its log is empty"
+	}
+	return strings.ReplaceAll(s, "\n", " | ")
+}

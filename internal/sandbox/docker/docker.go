@@ -1,0 +1,203 @@
+// Package docker is the sandbox backend on the Docker Engine API: each sandbox is a container
+// of the spec's image running `agentd runtime`, with a named volume as its workspace.
+//
+// It talks to the engine through the official Go client only. The engine must run on this
+// machine: a sandbox also has a directory on the host, <Root>/<id>/, bind-mounted into its
+// container at /.agentd/run. The runtime listens on a unix socket there, so the control plane
+// reaches it with no published port and with the network cut off, and it reads its session key
+// from a file there, which it deletes before it serves (Docker cannot hand a container a file
+// descriptor, and an environment variable would show in `docker inspect`). The agentd binary,
+// statically linked, is bind-mounted read-only at /.agentd/agentd, so it runs in any image.
+//
+// A container runs as root (user 0 inside the container, with Docker's default capabilities and
+// seccomp profile), whatever user its image names, so that the runtime can always read its key
+// and create its socket; Docker's init is its PID 1, so that orphaned commands are reaped.
+// Containers and volumes carry labels that say they are agentd's, which sandbox and owner they
+// belong to, and which agentd (by its Root) manages them, so that two servers sharing an engine
+// never take each other's sandboxes for orphans. The container id is the Instance's state;
+// List finds the rest by label after a restart of agentd.
+//
+// The image must be on the engine already: Start does not pull, since a pull can outlast any
+// start timeout and reach registries nobody chose. Pause and resume are Docker's (the cgroup
+// freezer); Destroy removes the container, its volume and its directory.
+package docker
+
+import (
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/moby/moby/client"
+
+	"github.com/agentd/agentd/internal/sandbox"
+)
+
+// Name is the configuration name of this backend.
+const Name = "docker"
+
+// DefaultHost is the engine address used when Options.Host is empty, as in the DOCKER_HOST
+// convention.
+const DefaultHost = "unix:///var/run/docker.sock"
+
+// Paths inside a sandbox's container.
+const (
+	binaryInContainer = "/.agentd/agentd"
+	runInContainer    = "/.agentd/run"
+	defaultWorkingDir = "/workspace"
+)
+
+// Labels on every container and volume the backend creates.
+const (
+	labelManaged  = "agentd.managed"  // "true"
+	labelInstance = "agentd.instance" // which agentd manages it: a hash of Root
+	labelSandbox  = "agentd.sandbox"  // the sandbox id
+	labelOwner    = "agentd.owner"    // the sandbox owner's user id
+)
+
+// maxSocketPath is the longest path a unix socket address can hold (sun_path less its NUL).
+const maxSocketPath = 107
+
+// Options configures a Backend.
+type Options struct {
+	// Host is the engine's address in the DOCKER_HOST form ("unix:///var/run/docker.sock");
+	// empty means DefaultHost. The engine must run on this machine (see the package comment).
+	Host string
+	// Root holds one directory per sandbox, e.g. <data>/sandboxes/docker. Created if missing.
+	Root string
+	// Binary is the agentd executable, statically linked; it replaces a spec command's first
+	// element "agentd".
+	Binary string
+	Logger *slog.Logger
+}
+
+// Backend runs sandboxes as Docker containers. It is safe for concurrent use.
+type Backend struct {
+	cli      *client.Client
+	root     string
+	binary   string
+	instance string // the labelInstance value of this backend's sandboxes
+	log      *slog.Logger
+}
+
+var _ sandbox.Backend = (*Backend)(nil)
+
+// New checks opts, creates Root and makes a client for the engine. It does not contact the
+// engine: a server may start while its engine is still coming up.
+func New(opts Options) (*Backend, error) {
+	if opts.Root == "" {
+		return nil, errors.New("new docker backend: no root directory")
+	}
+	if opts.Binary == "" {
+		return nil, errors.New("new docker backend: no agentd binary")
+	}
+	root, err := filepath.Abs(opts.Root)
+	if err != nil {
+		return nil, fmt.Errorf("new docker backend: %w", err)
+	}
+	if n := len(socketPath(filepath.Join(root, strings.Repeat("0", 32)))); n > maxSocketPath {
+		return nil, fmt.Errorf("new docker backend: the sandbox socket paths under %s would be %d bytes, more than the %d a unix socket allows: choose a shorter data directory", root, n, maxSocketPath)
+	}
+	binary, err := filepath.Abs(opts.Binary)
+	if err != nil {
+		return nil, fmt.Errorf("new docker backend: %w", err)
+	}
+	if err := checkStatic(binary); err != nil {
+		return nil, fmt.Errorf("new docker backend: %w", err)
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, fmt.Errorf("new docker backend: create root: %w", err)
+	}
+	host := opts.Host
+	if host == "" {
+		host = DefaultHost
+	}
+	cli, err := client.New(client.WithHost(host))
+	if err != nil {
+		return nil, fmt.Errorf("new docker backend: engine address %q: %w", host, err)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	sum := sha256.Sum256([]byte(root))
+	return &Backend{
+		cli:      cli,
+		root:     root,
+		binary:   binary,
+		instance: hex.EncodeToString(sum[:8]),
+		log:      opts.Logger.With("backend", Name),
+	}, nil
+}
+
+// checkStatic refuses a dynamically linked binary: it would not run in an image that lacks
+// its libraries.
+func checkStatic(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("agentd binary %s: %w", path, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("agentd binary %s is dynamically linked; the docker backend mounts it into images that may lack its libraries: build it with CGO_ENABLED=0", path)
+		}
+	}
+	return nil
+}
+
+// Name returns "docker".
+func (b *Backend) Name() string { return Name }
+
+// Close closes the engine client's connections; sandboxes keep running. Safe to call twice.
+func (b *Backend) Close() error { return b.cli.Close() }
+
+// dir is the host directory of sandbox id. The id is checked first: it ends up in RemoveAll
+// and in container and volume names.
+func (b *Backend) dir(id string) (string, error) {
+	if !validID(id) {
+		return "", fmt.Errorf("sandbox id %q is not a valid path element and container name", id)
+	}
+	return filepath.Join(b.root, id), nil
+}
+
+// validID accepts what is both a path element and part of a container name: letters, digits,
+// '_', '.', '-', starting with a letter or digit.
+func validID(id string) bool {
+	if id == "" {
+		return false
+	}
+	for i, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case i > 0 && (r == '_' || r == '.' || r == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// labels are the labels of sandbox id's container and volume.
+func (b *Backend) labels(id, owner string) map[string]string {
+	return map[string]string{labelManaged: "true", labelInstance: b.instance, labelSandbox: id, labelOwner: owner}
+}
+
+// filters select this backend's objects; with an id, only that sandbox's.
+func (b *Backend) filters(id string) client.Filters {
+	f := client.Filters{}.Add("label", labelManaged+"=true", labelInstance+"="+b.instance)
+	if id != "" {
+		f.Add("label", labelSandbox+"="+id)
+	}
+	return f
+}
+
+func containerName(id string) string { return "agentd-" + id }
+func volumeName(id string) string    { return "agentd-" + id + "-workspace" }
+func socketPath(dir string) string   { return filepath.Join(dir, "runtime.sock") }
+func keyPath(dir string) string      { return filepath.Join(dir, "key") }
+func endpoint(dir string) string     { return "unix:" + socketPath(dir) }

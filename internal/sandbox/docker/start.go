@@ -1,0 +1,217 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+
+	"github.com/agentd/agentd/internal/sandbox"
+)
+
+// defaultCommand starts the runtime when a spec names no command.
+var defaultCommand = []string{"agentd", "runtime"}
+
+// cleanupTimeout bounds the removal of what a failed start left, which runs even when the
+// start's own context is done.
+const cleanupTimeout = time.Minute
+
+// minMemory is the smallest memory limit Docker accepts.
+const minMemory = 6 << 20
+
+// Start creates <Root>/<id>/ with the session key in it, the workspace volume and the
+// container, and starts the container. It returns once the container runs; the runtime
+// answers a moment later. The image must already be on the engine: Start does not pull.
+func (b *Backend) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.Instance, error) {
+	if err := checkSpec(req.Spec); err != nil {
+		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
+	}
+	if req.SessionKey == "" {
+		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: no session key", req.ID)
+	}
+	if err := ctx.Err(); err != nil {
+		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
+	}
+	dir, err := b.dir(req.ID)
+	if err != nil {
+		return sandbox.Instance{}, fmt.Errorf("start sandbox: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		// An existing directory is never taken over (or removed): this start did not make it.
+		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: create directory: %w", req.ID, err)
+	}
+	inst, err := b.start(ctx, dir, req)
+	if err != nil {
+		// What the engine created may not have reached this side (a cancelled request can
+		// still create the container), so remove by label, under a context of its own.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if rmErr := b.remove(cctx, req.ID); rmErr != nil {
+			b.log.Error("remove sandbox after failed start", "sandbox_id", req.ID, "err", rmErr)
+		}
+		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
+	}
+	return inst, nil
+}
+
+// start makes the rest of the sandbox and starts its container.
+func (b *Backend) start(ctx context.Context, dir string, req sandbox.StartRequest) (sandbox.Instance, error) {
+	// Readable by root only; the runtime deletes it once read.
+	if err := os.WriteFile(keyPath(dir), []byte(req.SessionKey), 0o600); err != nil {
+		return sandbox.Instance{}, fmt.Errorf("write session key: %w", err)
+	}
+	labels := b.labels(req.ID, req.OwnerID)
+	vol := volumeName(req.ID)
+	if _, err := b.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: vol, Labels: labels}); err != nil {
+		return sandbox.Instance{}, fmt.Errorf("create workspace volume: %w", err)
+	}
+	workdir := workingDir(req.Spec)
+	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name:       containerName(req.ID),
+		Config:     b.containerConfig(req, workdir, labels),
+		HostConfig: b.hostConfig(dir, vol, workdir, req.Spec),
+	})
+	if cerrdefs.IsNotFound(err) {
+		return sandbox.Instance{}, fmt.Errorf("image %q is not on the engine (the docker backend does not pull images): %w", req.Spec.Image, err)
+	}
+	if err != nil {
+		return sandbox.Instance{}, fmt.Errorf("create container: %w", err)
+	}
+	for _, w := range created.Warnings {
+		b.log.Warn("docker create: "+w, "sandbox_id", req.ID)
+	}
+	if _, err := b.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		return sandbox.Instance{}, fmt.Errorf("start container: %w", err)
+	}
+	b.log.Info("sandbox started", "sandbox_id", req.ID, "container_id", created.ID, "image", req.Spec.Image)
+	return sandbox.Instance{
+		ID:        req.ID,
+		Endpoint:  endpoint(dir),
+		Workspace: workdir,
+		State:     instanceState{ContainerID: created.ID}.encode(),
+	}, nil
+}
+
+// containerConfig runs the spec's command, the runtime, with the flags that point it at the
+// run directory and the workspace. The image's entrypoint is replaced, not prefixed.
+func (b *Backend) containerConfig(req sandbox.StartRequest, workdir string, labels map[string]string) *container.Config {
+	argv := slices.Clone(req.Spec.Command)
+	if len(argv) == 0 {
+		argv = slices.Clone(defaultCommand)
+	}
+	if argv[0] == "agentd" {
+		argv[0] = binaryInContainer
+	}
+	argv = append(argv,
+		"--listen", "unix:"+path.Join(runInContainer, "runtime.sock"),
+		"--workspace", workdir,
+		"--sandbox-id", req.ID,
+		"--key-file", path.Join(runInContainer, "key"))
+	// The image's environment (its PATH above all) stays; the spec's is laid over it. The
+	// server's own environment is never passed on: it may hold LLM keys.
+	env := []string{"TERM=xterm-256color"}
+	for _, k := range slices.Sorted(maps.Keys(req.Spec.InitialEnv)) {
+		env = append(env, k+"="+req.Spec.InitialEnv[k])
+	}
+	return &container.Config{
+		Image:      req.Spec.Image,
+		Entrypoint: argv,
+		Env:        env,
+		WorkingDir: workdir,
+		User:       "0:0",
+		Labels:     labels,
+	}
+}
+
+// hostConfig mounts the binary, the run directory and the workspace volume, and applies the
+// spec's network policy and limits. No port is published.
+func (b *Backend) hostConfig(dir, vol, workdir string, spec sandbox.Spec) *container.HostConfig {
+	init := true
+	hc := &container.HostConfig{
+		Mounts: []mount.Mount{
+			{Type: mount.TypeBind, Source: b.binary, Target: binaryInContainer, ReadOnly: true},
+			{Type: mount.TypeBind, Source: dir, Target: runInContainer},
+			{Type: mount.TypeVolume, Source: vol, Target: workdir},
+		},
+		Init:      &init,
+		Resources: resources(spec.Limits),
+	}
+	// "host" means network access, which a container gets through the engine's default
+	// network (a bridge), not by sharing the host's network namespace and its loopback.
+	if spec.Network == sandbox.NetworkNone {
+		hc.NetworkMode = network.NetworkNone
+	}
+	return hc
+}
+
+// resources maps the spec's limits. Swap is not allowed beyond the memory limit, so a memory
+// hog is killed rather than swapping the machine.
+func resources(l sandbox.Limits) container.Resources {
+	var r container.Resources
+	if l.MemoryBytes > 0 {
+		r.Memory = l.MemoryBytes
+		r.MemorySwap = l.MemoryBytes
+	}
+	if l.CPUs > 0 {
+		r.NanoCPUs = int64(l.CPUs * 1e9)
+	}
+	if l.PIDs > 0 {
+		pids := l.PIDs
+		r.PidsLimit = &pids
+	}
+	return r
+}
+
+func workingDir(spec sandbox.Spec) string {
+	if spec.WorkingDir == "" {
+		return defaultWorkingDir
+	}
+	return path.Clean(spec.WorkingDir)
+}
+
+// CheckSpec implements sandbox.SpecChecker.
+func (b *Backend) CheckSpec(spec sandbox.Spec) error { return checkSpec(spec) }
+
+// checkSpec rejects what this backend cannot do, naming all of it at once.
+func checkSpec(spec sandbox.Spec) error {
+	switch spec.Network {
+	case "", sandbox.NetworkHost, sandbox.NetworkNone:
+	default:
+		return fmt.Errorf("unknown network policy %q", spec.Network)
+	}
+	if wd := spec.WorkingDir; wd != "" {
+		if !path.IsAbs(wd) {
+			return fmt.Errorf("working directory %q is not an absolute path", wd)
+		}
+		if c := path.Clean(wd); c == "/" || c == "/.agentd" || strings.HasPrefix(c, "/.agentd/") {
+			return fmt.Errorf("working directory %q cannot hold the workspace volume", wd)
+		}
+	}
+	var missing []string
+	if spec.Image == "" {
+		missing = append(missing, "a spec without an image")
+	}
+	if spec.Rootfs != "" {
+		missing = append(missing, "rootfs (it runs images)")
+	}
+	if spec.Limits.DiskBytes > 0 {
+		missing = append(missing, "a disk limit")
+	}
+	if m := spec.Limits.MemoryBytes; m > 0 && m < minMemory {
+		missing = append(missing, "a memory limit below 6 MiB")
+	}
+	if len(missing) > 0 {
+		return &sandbox.UnsupportedError{Backend: Name, What: missing}
+	}
+	return nil
+}
