@@ -4,7 +4,8 @@
 //
 // Everything runs on loopback in a temporary directory: a whole `agentd serve` built by
 // app.New with the process backend (its sandboxes run the agentd binary), served by a real
-// net/http server, and the clients that load it. Whatever the run started is stopped and
+// net/http server, and the clients that load it; where bubblewrap works, a second one with the
+// bwrap backend for the bwrap figures. Whatever the run started is stopped and
 // removed before it exits, also when it fails or is interrupted.
 package main
 
@@ -26,25 +27,34 @@ import (
 type options struct {
 	starts        int
 	cycles        int
+	many          int
 	conversations int
 	clients       int
 	duration      time.Duration
 	binary        string
 	cpuProfile    string
+	steps         int
+	logs          int
+	events        int
 }
 
 func main() {
 	var o options
 	flag.IntVar(&o.starts, "starts", 100, "sandbox starts to time")
 	flag.IntVar(&o.cycles, "cycles", 100, "pause/resume cycles to time")
+	flag.IntVar(&o.many, "many", 200, "bwrap sandboxes to start at once")
 	flag.IntVar(&o.conversations, "conversations", 1000, "conversations stored before the search load")
 	flag.IntVar(&o.clients, "clients", 8, "concurrent HTTP clients of each load")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "how long each HTTP load runs")
 	flag.StringVar(&o.binary, "agentd", "", "agentd binary the sandboxes run (default: bin/agentd of the module, built if missing)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (server and clients) to this file")
+	flag.IntVar(&o.steps, "steps", 300, "agent steps to time per tool")
+	flag.IntVar(&o.logs, "logs", 200, "conversations whose event logs the memory figure stores")
+	flag.IntVar(&o.events, "events", 500, "events per conversation of the memory figure")
 	flag.Parse()
-	if o.starts < 1 || o.cycles < 1 || o.conversations < 1 || o.clients < 1 || o.duration <= 0 {
-		fmt.Fprintln(os.Stderr, "agentd-bench: -starts, -cycles, -conversations, -clients and -duration must be positive")
+	if o.starts < 1 || o.cycles < 1 || o.many < 1 || o.conversations < 1 || o.clients < 1 || o.duration <= 0 ||
+		o.steps < 2 || o.logs < 1 || o.events < 1 {
+		fmt.Fprintln(os.Stderr, "agentd-bench: -starts, -cycles, -many, -conversations, -clients, -duration, -steps, -logs and -events must be positive")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -108,6 +118,20 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 	rep.rows = append(rep.rows, rows...)
 	rep.notes = append(rep.notes, notes...)
 
+	rows, notes, err = benchDocker(ctx, bin, tmp, logw, progress)
+	if err != nil {
+		return err
+	}
+	rep.rows = append(rep.rows, rows...)
+	rep.notes = append(rep.notes, notes...)
+
+	rows, notes, err = benchBwrap(ctx, o, bin, filepath.Join(tmp, "bwrap-data"), logw, progress)
+	if err != nil {
+		return err
+	}
+	rep.rows = append(rep.rows, rows...)
+	rep.notes = append(rep.notes, notes...)
+
 	rows, notes, err = benchSearch(ctx, srv, o, progress)
 	if err != nil {
 		return err
@@ -124,6 +148,19 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 		agentd: float64(rss), primitive: float64(rssBare), unit: unitSize,
 		baseline: "the same process before app.New",
 	})
+
+	rows, notes, err = benchAgent(ctx, srv, o.steps, progress)
+	if err != nil {
+		return err
+	}
+	rep.rows = append(rep.rows, rows...)
+	rep.notes = append(rep.notes, notes...)
+	rows, notes, err = benchEventMemory(ctx, srv, filepath.Join(tmp, "data"), o.logs, o.events, progress)
+	if err != nil {
+		return err
+	}
+	rep.rows = append(rep.rows, rows...)
+	rep.notes = append(rep.notes, notes...)
 	rep.print(out)
 	return nil
 }

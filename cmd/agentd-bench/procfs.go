@@ -4,18 +4,29 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 )
 
 // readRSS returns the resident set size of this process (VmRSS), in bytes.
-func readRSS() (int64, error) {
-	data, err := os.ReadFile("/proc/self/status")
+func readRSS() (int64, error) { return rssOf("self") }
+
+// rssOf returns the resident set size (VmRSS) of process pid ("self" for this one), in bytes.
+func rssOf(pid string) (int64, error) { return procKB(pid, "status", "VmRSS:") }
+
+// pssOf returns the proportional set size of process pid, in bytes: its resident pages, each
+// page shared with other processes counted as that share.
+func pssOf(pid string) (int64, error) { return procKB(pid, "smaps_rollup", "Pss:") }
+
+// procKB reads the field key, in kB, of /proc/<pid>/<file>, in bytes.
+func procKB(pid, file, key string) (int64, error) {
+	data, err := os.ReadFile("/proc/" + pid + "/" + file)
 	if err != nil {
 		return 0, fmt.Errorf("read RSS: %w", err)
 	}
 	for line := range strings.Lines(string(data)) {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, key); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			if err != nil {
 				return 0, fmt.Errorf("read RSS: %q: %w", line, err)
@@ -23,7 +34,7 @@ func readRSS() (int64, error) {
 			return kb << 10, nil
 		}
 	}
-	return 0, fmt.Errorf("read RSS: no VmRSS in /proc/self/status")
+	return 0, fmt.Errorf("read RSS: no %s in /proc/%s/%s", key, pid, file)
 }
 
 // processState returns the state letter of pid from /proc/<pid>/stat: R, S, T (stopped), ...
@@ -54,3 +65,6 @@ func countProcesses() int {
 	}
 	return n
 }
+
+// countCPUs is the number of CPUs this process may use.
+func countCPUs() int { return runtime.NumCPU() }

@@ -14,14 +14,15 @@ import (
 
 	"github.com/agentd/agentd/internal/app"
 	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/process"
 )
 
-// server is the agentd under test: `agentd serve` as app.New builds it, with the process
+// server is the agentd under test: `agentd serve` as app.New builds it, with a sandbox
 // backend, behind a net/http server on a loopback port, and a client that reuses connections.
 type server struct {
 	app     *app.App
-	backend *process.Backend
+	backend sandbox.Backend
 	http    *http.Server
 	served  chan struct{}
 	client  *http.Client
@@ -31,17 +32,29 @@ type server struct {
 	log     *slog.Logger
 }
 
-// startServer builds the server on dataDir. Its logs (warnings and worse) go to logw.
-func startServer(ctx context.Context, binary, dataDir string, clients int, logw io.Writer) (_ *server, err error) {
-	key := "bench-" + rand.Text()
-	cfg, err := config.Load([]string{"--data-dir", dataDir, "--admin-key", key,
-		"--sandbox-backend", "process", "--addr", "127.0.0.1:0"}, func(string) string { return "" })
+// startServer builds the server on dataDir with the process backend. Its logs (warnings and
+// worse) go to logw.
+func startServer(ctx context.Context, binary, dataDir string, clients int, logw io.Writer) (*server, error) {
+	log := benchLogger(logw)
+	b, err := process.New(process.Options{Root: filepath.Join(dataDir, "sandboxes", "process"), Binary: binary, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	b, err := process.New(process.Options{Root: filepath.Join(cfg.DataDir, "sandboxes", "process"), Binary: binary, Logger: log})
+	return startServerWith(ctx, b, dataDir, clients, log)
+}
+
+func benchLogger(logw io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// startServerWith builds the server on dataDir with backend b, which it closes with itself
+// (also when it fails).
+func startServerWith(ctx context.Context, b sandbox.Backend, dataDir string, clients int, log *slog.Logger) (_ *server, err error) {
+	key := "bench-" + rand.Text()
+	cfg, err := config.Load(append([]string{"--data-dir", dataDir, "--admin-key", key,
+		"--sandbox-backend", b.Name(), "--addr", "127.0.0.1:0"}, llmFlags()...), func(string) string { return "" })
 	if err != nil {
+		b.Close()
 		return nil, err
 	}
 	s := &server{backend: b, key: key, log: log}

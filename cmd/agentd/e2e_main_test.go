@@ -252,9 +252,9 @@ func (b *syncBuffer) String() string {
 }
 
 // testEnv is the environment children run with: the test's own, less every setting of agentd,
-// plus extra.
+// plus a server-wide model (see defaultLLMEnv), plus extra.
 func testEnv(extra ...string) []string {
-	var env []string
+	env := defaultLLMEnv()
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(k, "AGENTD_") || k == "SESSION_API_KEY" {

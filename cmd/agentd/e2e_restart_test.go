@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -123,9 +124,11 @@ func checkWorld(t *testing.T, s *server, w world) {
 func snapshot(t *testing.T, s *server, w world) map[string]string {
 	t.Helper()
 	admin, bob := s.client(restartAdminKey), s.client(w.userKey)
+	// URLs handed to clients start with the server's address, which a restart changes.
 	get := func(c *client, path string) []byte {
-		return c.do("GET", path, nil, http.StatusOK, nil)
+		return bytes.ReplaceAll(c.do("GET", path, nil, http.StatusOK, nil), []byte(s.url), []byte("http://agentd"))
 	}
+	settleAgents(t, admin)
 	ids := func(key string, vals []string) string {
 		q := url.Values{key: vals}
 		return q.Encode()

@@ -17,8 +17,12 @@ import (
 	"github.com/agentd/agentd/internal/auth"
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/gitprovider"
 	"github.com/agentd/agentd/internal/httpapi"
+	"github.com/agentd/agentd/internal/llm"
+	"github.com/agentd/agentd/internal/llm/anthropic"
+	"github.com/agentd/agentd/internal/llm/openai"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/secret"
 	"github.com/agentd/agentd/internal/settings"
@@ -31,6 +35,22 @@ type Options struct {
 	Backend sandbox.Backend
 	Logger  *slog.Logger
 	Version string
+	// NewLLM makes model clients; nil means NewLLM, the official adapters.
+	NewLLM func(llm.Config) (llm.Client, error)
+	// LLMRetry is the retry policy of model calls; the zero value is llm's default.
+	LLMRetry llm.RetryPolicy
+	// Agent tunes the agent loop; the zero value is the defaults.
+	Agent conversation.AgentOptions
+}
+
+// NewLLM makes a model client for cfg with the adapter of its provider: Anthropic messages,
+// or OpenAI chat completions for everything else.
+func NewLLM(cfg llm.Config) (llm.Client, error) {
+	cfg = cfg.Resolve()
+	if cfg.Provider == llm.ProviderAnthropic {
+		return anthropic.New(cfg)
+	}
+	return openai.New(cfg)
 }
 
 // App is a running control plane without its listener.
@@ -123,9 +143,21 @@ func New(ctx context.Context, o Options) (*App, error) {
 		return nil, err
 	}
 
+	userSettings := settings.NewService(st, keyring, nil)
+	newLLM := o.NewLLM
+	if newLLM == nil {
+		newLLM = NewLLM
+	}
 	a.Conversations = conversation.NewService(conversation.Options{
 		Store: st, Sandboxes: a.Sandboxes, Sealer: keyring, Logger: log,
 		StartTimeout: cfg.SandboxStartTimeout,
+		Events:       st, Bus: &event.Bus{}, Settings: userSettings,
+		LLM: conversation.LLMDefaults{Provider: cfg.LLMProvider, Model: cfg.LLMModel,
+			BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey},
+		NewLLM: newLLM, Retry: o.LLMRetry, Agent: o.Agent,
+		Runtimes: func(ctx context.Context, ownerID, sandboxID string) (conversation.Runtime, error) {
+			return a.Sandboxes.Client(ctx, ownerID, sandboxID)
+		},
 	})
 	a.closers = append(a.closers, func() error { a.Conversations.Close(); return nil })
 	if err := a.Conversations.Resume(ctx); err != nil {
@@ -134,7 +166,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 
 	api, err := httpapi.New(httpapi.Deps{
 		Auth: users, Conversations: a.Conversations, Sandboxes: a.Sandboxes,
-		Settings:     settings.NewService(st, keyring, nil),
+		Settings:     userSettings,
 		GitProviders: gitprovider.NewService(st, keyring, nil),
 		Open:         keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: o.Version,
 		SpecWarnings: func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },

@@ -38,8 +38,11 @@ type Conversation struct {
 	PRNumbers          []int
 	LLMModel           *string
 	// Metrics is a MetricsSnapshot JSON object, or nil.
-	Metrics  json.RawMessage
-	ParentID *string
+	Metrics json.RawMessage
+	// ExecutionStatus is the agent's state (agent.Status), empty until the start task is
+	// READY. It copies the last execution_status update of the event log.
+	ExecutionStatus string
+	ParentID        *string
 	// RequestSealed is the creation request exactly as received, sealed because it may hold
 	// secrets (MCP server keys). Nothing a client sent is lost.
 	RequestSealed []byte

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/agentd/agentd/internal/agent"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/id"
+	"github.com/agentd/agentd/internal/llm"
 	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/sandbox"
 )
@@ -24,9 +27,10 @@ type Sandboxes interface {
 	Delete(ctx context.Context, ownerID, id string) error
 }
 
-// Sealer seals requests at rest.
+// Sealer seals requests at rest, and opens them for the agent.
 type Sealer interface {
 	Seal(plaintext []byte) ([]byte, error)
+	Open(sealed []byte) ([]byte, error)
 }
 
 // Options configure a Service.
@@ -39,6 +43,22 @@ type Options struct {
 	NewID     func() string
 	// StartTimeout bounds a start task's wait for its sandbox.
 	StartTimeout time.Duration
+
+	// Events reads the event logs; Bus tells live readers about appends.
+	Events event.Store
+	Bus    *event.Bus
+	// Settings are the users' settings (their LLM); LLM the server's defaults.
+	Settings UserSettings
+	LLM      LLMDefaults
+	// NewLLM makes a model client for a configuration: the caller picks the adapters. Retry
+	// is the retry policy wrapped around every client.
+	NewLLM func(llm.Config) (llm.Client, error)
+	Retry  llm.RetryPolicy
+	// Runtimes returns the runtime of a RUNNING sandbox.
+	Runtimes func(ctx context.Context, ownerID, sandboxID string) (Runtime, error)
+	Agent    AgentOptions
+	// NewEventID returns event ids; nil means dashed random UUIDs.
+	NewEventID func() string
 }
 
 // Service creates conversations and runs their start tasks in the background. Start tasks are
@@ -52,8 +72,9 @@ type Service struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex
-	running map[string]context.CancelFunc // conversation id → its start task's cancel
+	mu    sync.Mutex
+	tasks map[string]context.CancelFunc // conversation id → its start task's cancel
+	loops map[string]*loop              // conversation id → its agent loop
 }
 
 // NewService returns a Service.
@@ -70,12 +91,22 @@ func NewService(o Options) *Service {
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 2 * time.Minute
 	}
+	if o.NewEventID == nil {
+		o.NewEventID = id.Dashed
+	}
+	if o.Bus == nil {
+		o.Bus = &event.Bus{}
+	}
+	if o.NewLLM == nil {
+		o.NewLLM = func(llm.Config) (llm.Client, error) { return nil, errors.New("no LLM adapters configured") }
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Service{o: o, log: o.Logger, ctx: ctx, cancel: cancel, running: map[string]context.CancelFunc{}}
+	return &Service{o: o, log: o.Logger, ctx: ctx, cancel: cancel,
+		tasks: map[string]context.CancelFunc{}, loops: map[string]*loop{}}
 }
 
-// Close cancels running start tasks and waits for them. Their state stays stored, so Resume
-// in the next process continues them. Safe to call twice.
+// Close cancels running start tasks and agent loops and waits for them. Their state stays
+// stored, so Resume in the next process continues them. Safe to call twice.
 func (s *Service) Close() {
 	s.cancel()
 	s.wg.Wait()
@@ -100,6 +131,10 @@ type CreateRequest struct {
 	PRNumbers          []int
 	LLMModel           *string
 	ParentID           *string
+
+	// ReplayJSON is a recorded trajectory to replay (V0); its first message becomes the
+	// initial message, and the conversation needs no LLM settings.
+	ReplayJSON *string
 
 	// Raw is the request body as received; it is stored sealed.
 	Raw []byte
@@ -139,6 +174,15 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 		r.SelectedBranch = orPtr(r.SelectedBranch, parent.SelectedBranch)
 		r.GitProvider = orPtr(r.GitProvider, parent.GitProvider)
 		r.LLMModel = orPtr(r.LLMModel, parent.LLMModel)
+	}
+	if r.ReplayJSON != nil {
+		rp, err := agent.ParseReplay(*r.ReplayJSON)
+		if err != nil {
+			return View{}, StartTask{}, &FieldError{Field: "replay_json", Msg: strings.TrimPrefix(err.Error(), agent.ErrBadReplay.Error()+": ")}
+		}
+		r.InitialText, r.ImageURLs = rp.Text, rp.ImageURLs
+	} else if _, _, err := s.resolveLLM(ctx, ownerID, r.LLMModel); err != nil {
+		return View{}, StartTask{}, err
 	}
 	if r.SandboxID != "" {
 		if _, err := s.o.Sandboxes.Get(ctx, ownerID, r.SandboxID); errors.Is(err, sandbox.ErrNotFound) {
@@ -191,7 +235,8 @@ func orPtr(a, b *string) *string {
 	return b
 }
 
-// Resume restarts the start tasks that a previous process left unfinished.
+// Resume restarts the start tasks that a previous process left unfinished, and the agent
+// loops it left running.
 func (s *Service) Resume(ctx context.Context) error {
 	tasks, err := s.o.Store.PendingStartTasks(ctx)
 	if err != nil {
@@ -201,7 +246,7 @@ func (s *Service) Resume(ctx context.Context) error {
 		s.log.Info("resuming start task", "task_id", t.ID, "conversation_id", t.ConversationID, "status", string(t.Status))
 		s.launch(t, "")
 	}
-	return nil
+	return s.resumeAgents(ctx)
 }
 
 // Get returns one of the owner's conversations with its sub-conversations.
@@ -276,10 +321,11 @@ func (s *Service) Delete(ctx context.Context, ownerID, id string) error {
 		return err
 	}
 	s.mu.Lock()
-	if cancel, ok := s.running[id]; ok {
+	if cancel, ok := s.tasks[id]; ok {
 		cancel()
 	}
 	s.mu.Unlock()
+	s.stopLoop(id)
 	// Read the sandbox id again: a start task cancelled just now may have set it.
 	if cur, err := s.o.Store.GetConversation(ctx, ownerID, id); err == nil {
 		v = cur

@@ -12,14 +12,14 @@ import (
 func (s *Service) launch(t StartTask, specID string) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	s.mu.Lock()
-	s.running[t.ConversationID] = cancel
+	s.tasks[t.ConversationID] = cancel
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer func() {
 			s.mu.Lock()
-			delete(s.running, t.ConversationID)
+			delete(s.tasks, t.ConversationID)
 			s.mu.Unlock()
 			cancel()
 		}()
@@ -32,6 +32,10 @@ func (s *Service) launch(t StartTask, specID string) {
 func (s *Service) runTask(ctx context.Context, t StartTask, specID string) {
 	err := s.walk(ctx, &t, specID)
 	if err == nil {
+		// The agent answers the first message now, unless the user paused it meanwhile.
+		if v, err := s.o.Store.GetConversation(ctx, t.OwnerID, t.ConversationID); err == nil && v.ExecutionStatus != "paused" {
+			s.startLoop(t.OwnerID, t.ConversationID)
+		}
 		return
 	}
 	if errors.Is(err, context.Canceled) && s.ctx.Err() != nil {

@@ -2,6 +2,8 @@ package conversation
 
 import (
 	"context"
+	"encoding/json"
+	"time"
 
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/paging"
@@ -22,6 +24,13 @@ type Store interface {
 	SubConversationIDs(ctx context.Context, ownerID string, parentIDs []string) (map[string][]string, error)
 	// UpdateConversation writes SandboxID, Title, Metrics, LLMModel and UpdatedAt.
 	UpdateConversation(ctx context.Context, c Conversation) error
+	// RecordEvents appends evs to the conversation's log, as event.Store's AppendEvents does,
+	// and applies u to the conversation in the same transaction. ErrNotFound when the
+	// conversation does not exist.
+	RecordEvents(ctx context.Context, conversationID string, evs []event.Event, u StateUpdate) error
+	// ConversationsByExecutionStatus returns the conversations of every owner whose execution
+	// status is status, oldest first.
+	ConversationsByExecutionStatus(ctx context.Context, status string) ([]Conversation, error)
 	// DeleteConversation removes the conversation with its start tasks and events.
 	DeleteConversation(ctx context.Context, ownerID, id string) error
 
@@ -32,4 +41,11 @@ type Store interface {
 	UpdateStartTask(ctx context.Context, t StartTask) error
 	// PendingStartTasks returns every unfinished task of every owner, to resume after a restart.
 	PendingStartTasks(ctx context.Context) ([]StartTask, error)
+}
+
+// StateUpdate is what RecordEvents changes on the conversation; zero fields stay as they are.
+type StateUpdate struct {
+	ExecutionStatus string
+	Metrics         json.RawMessage
+	UpdatedAt       time.Time
 }

@@ -1,4 +1,6 @@
-// Package event holds conversation events: their types, the append-only log and its readers.
+// Package event holds conversation events: their kinds and JSON shapes (those of OpenHands
+// agent servers, so that OpenHands clients read them), the store interface of the append-only
+// log, and the in-process bus that tells live readers about appends once they are stored.
 package event
 
 import (
@@ -31,14 +33,20 @@ type Event struct {
 	Source    string
 	Timestamp time.Time
 	Body      json.RawMessage
+	// LLMText is the text the model was shown for an observation, kept beside the body because
+	// an OpenHands observation object does not carry it exactly; empty for other kinds. It is
+	// never sent to clients.
+	LLMText string
 }
 
 // Filter narrows a search. Zero fields do not filter.
 type Filter struct {
 	ConversationID string
-	Kind           string
-	TimestampGTE   *time.Time
-	TimestampLT    *time.Time
+	// Kind is the short kind ("MessageEvent").
+	Kind         string
+	Source       string
+	TimestampGTE *time.Time
+	TimestampLT  *time.Time
 }
 
 // Store persists events. Appends to one conversation are ordered; safe for concurrent use.
@@ -51,4 +59,7 @@ type Store interface {
 	CountEvents(ctx context.Context, ownerID string, f Filter) (int, error)
 	// GetEvents returns the events with those ids, in the order asked; nil for missing ones.
 	GetEvents(ctx context.Context, ownerID string, ids []string) ([]*Event, error)
+	// ConversationEvents returns the conversation's events with Seq greater than afterSeq, in
+	// Seq order, whoever owns it: the agent loop reads its log through it.
+	ConversationEvents(ctx context.Context, conversationID string, afterSeq int64) ([]Event, error)
 }

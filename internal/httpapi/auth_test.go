@@ -11,7 +11,7 @@ import (
 )
 
 // publicRoutes are the only routes docs/api.md lets through without a key.
-var publicRoutes = []string{"GET /alive", "GET /health", "GET /openapi.json"}
+var publicRoutes = []string{"GET /agent-server/{sandbox_id}/alive", "GET /alive", "GET /health", "GET /openapi.json"}
 
 // servedRoutes lists "METHOD /path" of every operation in the served OpenAPI document, with
 // whether it declares a security requirement. The document is generated from the route table,
@@ -39,7 +39,8 @@ func servedRoutes(t *testing.T, e *env) map[string]bool {
 // concrete fills the path parameters of a route pattern.
 func concrete(path string) string {
 	r := strings.NewReplacer("{sandbox_id}", "0123456789abcdef0123456789abcdef",
-		"{conversation_id}", "0123456789abcdef0123456789abcdef", "{key_id}", "some-key")
+		"{conversation_id}", "0123456789abcdef0123456789abcdef", "{key_id}", "some-key",
+		"{event_id}", "01234567-89ab-cdef-0123-456789abcdef")
 	return r.Replace(path)
 }
 

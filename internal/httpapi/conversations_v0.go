@@ -58,6 +58,7 @@ func (a *API) createConversationV0(w http.ResponseWriter, r *http.Request) error
 	if req.ReplayJSON != nil && cr.InitialText != "" {
 		return problem("value_error", "Value error, a replay brings its own first message: send replay_json without initial_user_msg or suggested_task", "body", "replay_json")
 	}
+	cr.ReplayJSON = req.ReplayJSON
 	// The start task echoes the request in the current generation's shape.
 	v1 := apitypes.AppConversationStartRequest{
 		SelectedRepository: cr.SelectedRepository, SelectedBranch: cr.SelectedBranch,

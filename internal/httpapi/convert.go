@@ -31,7 +31,7 @@ func (a *API) sandboxInfo(sb sandbox.Sandbox) apitypes.SandboxInfo {
 	}
 	if sb.Status == sandbox.StatusRunning {
 		info.SessionAPIKey = a.sessionKey(sb.Status, sb.SessionKeySealed)
-		info.ExposedURLs = []apitypes.ExposedURL{}
+		info.ExposedURLs = []apitypes.ExposedURL{{Name: "AGENT_SERVER", URL: a.agentServerURL(sb.ID)}}
 	}
 	return info
 }
@@ -86,13 +86,30 @@ func (a *API) appConversation(v conversation.View) apitypes.AppConversation {
 	if out.PRNumber == nil {
 		out.PRNumber = []int{}
 	}
-	if len(c.Metrics) > 0 {
-		var m apitypes.MetricsSnapshot
-		if json.Unmarshal(c.Metrics, &m) == nil {
-			out.Metrics = &m
+	out.Metrics = metricsOf(c.Metrics)
+	// As in OpenHands, the agent's status and the conversation API are there while the
+	// sandbox runs.
+	if v.SandboxStatus == sandbox.StatusRunning && c.SandboxID != "" {
+		status := apitypes.ExecutionStatus(c.ExecutionStatus)
+		if status == "" {
+			status = "idle"
 		}
+		out.ExecutionStatus = &status
+		out.ConversationURL = ptr(a.conversationURL(c.SandboxID, c.ID))
 	}
 	return out
+}
+
+// metricsOf decodes stored metrics; nil when there are none.
+func metricsOf(raw json.RawMessage) *apitypes.MetricsSnapshot {
+	if len(raw) == 0 {
+		return nil
+	}
+	var m apitypes.MetricsSnapshot
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return &m
 }
 
 func (a *API) conversationInfo(v conversation.View) apitypes.ConversationInfo {
@@ -110,7 +127,14 @@ func (a *API) conversationInfo(v conversation.View) apitypes.ConversationInfo {
 		info.PRNumber = []int{}
 	}
 	if status == conversation.StatusRunning {
+		// As OpenHands derives it from the agent's execution status.
 		info.RuntimeStatus = ptr("STATUS$READY")
+		if c.ExecutionStatus == "error" || c.ExecutionStatus == "stuck" {
+			info.RuntimeStatus = ptr("STATUS$ERROR")
+		}
+		if c.SandboxID != "" {
+			info.URL = ptr(a.conversationURL(c.SandboxID, c.ID))
+		}
 	}
 	return info
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentd/agentd/internal/app"
 	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/sandbox/process"
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
 )
@@ -33,6 +34,8 @@ type env struct {
 	handler atomic.Pointer[http.Handler]
 	app     *app.App
 	backend *process.Backend
+	// agent tunes the agent loop of the app (iteration limit, condensation).
+	agent conversation.AgentOptions
 }
 
 type envOption func(*config.Config)
@@ -51,6 +54,9 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	}
 	// The default spec runs the test binary as the runtime.
 	cfg.Specs = []config.SpecConfig{{ID: "default", InitialEnv: map[string]string{sandboxtest.EnvRuntime: "1"}}}
+	// A server-wide model that answers every request with a short text, so that conversations
+	// can be created; tests of the agent point users' settings at scripted servers instead.
+	cfg.LLMModel, cfg.LLMBaseURL, cfg.LLMAPIKey = "gpt-4o", defaultLLM(t), "sk-default-llm"
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -86,7 +92,8 @@ func (e *env) newBackend() *process.Backend {
 func (e *env) start() {
 	e.t.Helper()
 	e.backend = e.newBackend()
-	a, err := app.New(context.Background(), app.Options{Config: e.cfg, Backend: e.backend, Version: "test"})
+	a, err := app.New(context.Background(), app.Options{Config: e.cfg, Backend: e.backend, Version: "test",
+		LLMRetry: fastRetry, Agent: e.agent})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/agentd/agentd/internal/auth"
 	"github.com/agentd/agentd/internal/conversation"
@@ -53,6 +54,14 @@ func mapError(err error) (status int, body any, internal bool) {
 		return http.StatusForbidden, detail("Admin rights required"), false
 	case errors.Is(err, auth.ErrConflict):
 		return http.StatusConflict, detail("A user with that name already exists"), false
+	case errors.Is(err, conversation.ErrNoLLM):
+		return http.StatusBadRequest, detail(clientMessage(err, "No usable LLM settings")), false
+	case errors.Is(err, conversation.ErrAlreadyRunning):
+		return http.StatusConflict, detail("The conversation's agent is already running"), false
+	case errors.Is(err, conversation.ErrNotReady):
+		return http.StatusConflict, detail("The conversation is still starting (or failed to start): see its start task"), false
+	case conversation.IsTransition(err):
+		return http.StatusConflict, detail(capitalize(err.Error())), false
 	case errors.Is(err, conversation.ErrExists):
 		return http.StatusConflict, detail("A conversation with that id already exists"), false
 	case errors.Is(err, sandbox.ErrLimit):
@@ -88,3 +97,19 @@ func stateMessage(err error) string {
 }
 
 func detail(s string) map[string]string { return map[string]string{"detail": s} }
+
+// clientMessage is the client-facing message of err, or fallback.
+func clientMessage(err error, fallback string) string {
+	var m interface{ ClientMessage() string }
+	if errors.As(err, &m) {
+		return m.ClientMessage()
+	}
+	return fallback
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

@@ -19,7 +19,14 @@ type handler func(w http.ResponseWriter, r *http.Request) error
 func (a *API) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !rt.op.Public {
-			u, err := a.d.Auth.Authenticate(r.Context(), requestKey(r))
+			var u auth.User
+			var err error
+			if strings.HasPrefix(rt.op.Path, agentServerPrefix) {
+				// The conversation API also takes the session key of its sandbox.
+				u, err = a.authenticateAgentServer(r)
+			} else {
+				u, err = a.d.Auth.Authenticate(r.Context(), requestKey(r))
+			}
 			if err != nil {
 				a.writeError(w, r, err)
 				return

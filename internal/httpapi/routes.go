@@ -27,6 +27,23 @@ func errs(more map[int]string) map[int]string {
 	return out
 }
 
+// agentConv is the path of a conversation in the conversation API.
+const agentConv = "/agent-server/{sandbox_id}/api/conversations/{conversation_id}"
+
+// agentNotFound is the 404 of the conversation API.
+var agentNotFound = map[int]string{404: "No such conversation in this sandbox, or no such sandbox of the caller's."}
+
+func merge(a, b map[int]string) map[int]string {
+	out := map[int]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
 // routes is the whole route table.
 func (a *API) routes() []route {
 	notFound := map[int]string{404: "No such resource belongs to the caller."}
@@ -80,6 +97,32 @@ func (a *API) routes() []route {
 			Query: apitypes.PageQuery{}, Response: apitypes.SandboxSpecInfoPage{}, Errors: errs(nil)}, a.searchSpecs},
 		{wire.Operation{Method: "GET", Path: "/api/v1/sandbox-specs", Tag: "sandbox-specs", Summary: "Get sandbox specs by id (null for unknown ids)",
 			Query: apitypes.IDsQuery{}, Response: []*apitypes.SandboxSpecInfo{}, Errors: errs(nil)}, a.batchGetSpecs},
+
+		// Events of all the caller's conversations.
+		{wire.Operation{Method: "GET", Path: "/api/v1/events/search", Tag: "events", Summary: "Search the events of the caller's conversations, in log order",
+			Query: apitypes.EventSearchQuery{}, Response: apitypes.EventPage{}, Errors: errs(nil)}, a.searchEvents},
+		{wire.Operation{Method: "GET", Path: "/api/v1/events/count", Tag: "events", Summary: "Count the events of the caller's conversations",
+			Query: apitypes.EventCountQuery{}, Response: 0, Errors: errs(nil)}, a.countEvents},
+		{wire.Operation{Method: "GET", Path: "/api/v1/events", Tag: "events", Summary: "Get events by id (null for unknown ids)",
+			Query: apitypes.IDsQuery{}, Response: []*apitypes.Event{}, Errors: errs(nil)}, a.batchGetEvents},
+
+		// The conversation API, at each conversation's conversation_url.
+		{wire.Operation{Method: "GET", Path: "/agent-server/{sandbox_id}/alive", Tag: "conversation-api", Summary: "Liveness of a sandbox's conversation API",
+			Public: true, Response: apitypes.AliveResponse{}}, a.agentServerAlive},
+		{wire.Operation{Method: "GET", Path: agentConv, Tag: "conversation-api", Summary: "Get a conversation with its agent's status",
+			Response: apitypes.AgentConversationInfo{}, Errors: errs(agentNotFound)}, a.getAgentConversation},
+		{wire.Operation{Method: "POST", Path: agentConv + "/events", Tag: "conversation-api", Summary: "Send a user message; with run, the agent answers it",
+			Body: apitypes.SendMessageRequest{}, Response: apitypes.Success{}, Errors: errs(agentNotFound)}, a.sendAgentMessage},
+		{wire.Operation{Method: "GET", Path: agentConv + "/events/search", Tag: "conversation-api", Summary: "Search the conversation's events, in log order",
+			Query: apitypes.ConversationEventSearchQuery{}, Response: apitypes.EventPage{}, Errors: errs(agentNotFound)}, a.searchAgentEvents},
+		{wire.Operation{Method: "GET", Path: agentConv + "/events/count", Tag: "conversation-api", Summary: "Count the conversation's events",
+			Query: apitypes.ConversationEventCountQuery{}, Response: 0, Errors: errs(agentNotFound)}, a.countAgentEvents},
+		{wire.Operation{Method: "GET", Path: agentConv + "/events/{event_id}", Tag: "conversation-api", Summary: "Get one event",
+			Response: apitypes.Event{}, Errors: errs(agentNotFound)}, a.getAgentEvent},
+		{wire.Operation{Method: "POST", Path: agentConv + "/run", Tag: "conversation-api", Summary: "Run the agent",
+			Response: apitypes.Success{}, Errors: errs(merge(agentNotFound, map[int]string{409: "The agent is already running, or the conversation is still starting."}))}, a.runAgent},
+		{wire.Operation{Method: "POST", Path: agentConv + "/pause", Tag: "conversation-api", Summary: "Pause the agent between steps",
+			Response: apitypes.Success{}, Errors: errs(merge(agentNotFound, map[int]string{409: "The agent has finished, failed or is stuck: there is nothing to pause."}))}, a.pauseAgent},
 
 		// Legacy V0.
 		{wire.Operation{Method: "POST", Path: "/api/conversations", Tag: "v0", Summary: "Create and start a conversation",

@@ -126,11 +126,22 @@ func (e *env) newConversation(key string, body map[string]any) (v1Task, v1Conv) 
 	e.t.Helper()
 	task := e.startConversation(key, body)
 	cid := e.waitTaskReady(key, task.ID)
+	e.settleAgent(key, cid)
 	c := e.getConversation(key, cid)
 	if c == nil {
 		e.t.Fatalf("READY conversation %s is not there", cid)
 	}
 	return *e.getTask(key, task.ID), *c
+}
+
+// settleAgent waits until the conversation's agent has stopped: the agent that starts when a
+// conversation is READY changes its record (execution status, metrics, updated_at).
+func (e *env) settleAgent(key, convID string) {
+	e.t.Helper()
+	e.eventually("the agent of "+convID+" to stop", func() bool {
+		c := e.getConversation(key, convID)
+		return c != nil && c.ExecutionStatus != nil && *c.ExecutionStatus != "running" && !e.app.Conversations.AgentRunning(convID)
+	})
 }
 
 func strOrNil(s *string) any {
@@ -208,6 +219,7 @@ func TestV1Start(t *testing.T) {
 
 	ready := e.waitTask(key, task.ID, "READY")
 	convID := *ready.AppConversationID
+	e.settleAgent(key, convID)
 	if ready.SandboxID == nil || *ready.SandboxID == "" || ready.Detail != nil || ready.ID != task.ID {
 		t.Fatalf("READY task %+v: want its sandbox and no detail", ready)
 	}
@@ -223,6 +235,9 @@ func TestV1Start(t *testing.T) {
 			Title: ptrTo("Fix the build"), Trigger: ptrTo("gui"), PRNumber: []int{7, 9}, LLMModel: ptrTo("test-model"),
 			CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, SandboxStatus: "RUNNING", SessionAPIKey: c.SessionAPIKey,
 			ConversationStatus: "RUNNING", ConversationVersion: "V1",
+			// The agent answered the initial message (the test server's model says "OK.").
+			ExecutionStatus: ptrTo("finished"),
+			ConversationURL: ptrTo(e.cfg.PublicURL + "/agent-server/" + *ready.SandboxID + "/api/conversations/" + convID),
 		}
 		if !reflect.DeepEqual(*c, want) {
 			t.Fatalf("conversation\n got %+v\nwant %+v", *c, want)

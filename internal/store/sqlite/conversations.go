@@ -79,11 +79,11 @@ func insertConversation(ctx context.Context, tx *sql.Tx, c conversation.Conversa
 	_, err = tx.ExecContext(ctx,
 		`INSERT INTO conversations (id, owner_id, sandbox_id, version, title, title_fold, selected_repository,
 			selected_branch, git_provider, trigger_name, pr_numbers, llm_model, metrics, parent_id, request_sealed,
-			created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			created_at, updated_at, execution_status)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.ID, c.OwnerID, c.SandboxID, c.Version, c.Title, fold(c.Title), c.SelectedRepository,
 		c.SelectedBranch, c.GitProvider, c.Trigger, prs, c.LLMModel, rawArg(c.Metrics), c.ParentID,
-		blobArg(c.RequestSealed), nanos(c.CreatedAt), nanos(c.UpdatedAt))
+		blobArg(c.RequestSealed), nanos(c.CreatedAt), nanos(c.UpdatedAt), c.ExecutionStatus)
 	if isUnique(err) {
 		return conversation.ErrExists
 	}
@@ -98,7 +98,7 @@ func fold(s string) string { return strings.ToLower(s) }
 // and of its most recent start task.
 const viewSelect = `SELECT c.id, c.owner_id, c.sandbox_id, c.version, c.title, c.selected_repository,
 	c.selected_branch, c.git_provider, c.trigger_name, c.pr_numbers, c.llm_model, c.metrics, c.parent_id,
-	c.request_sealed, c.created_at, c.updated_at, s.status, s.session_key_sealed, t.status, t.detail
+	c.request_sealed, c.created_at, c.updated_at, c.execution_status, s.status, s.session_key_sealed, t.status, t.detail
 FROM conversations c
 LEFT JOIN sandboxes s ON c.sandbox_id <> '' AND s.id = c.sandbox_id AND s.owner_id = c.owner_id
 LEFT JOIN start_tasks t ON t.id = (
@@ -114,7 +114,7 @@ func scanView(sc scanner) (conversation.View, error) {
 	var created, updated int64
 	err := sc.Scan(&c.ID, &c.OwnerID, &c.SandboxID, &c.Version, &c.Title, &c.SelectedRepository,
 		&c.SelectedBranch, &c.GitProvider, &c.Trigger, &prs, &c.LLMModel, &metrics, &c.ParentID,
-		&c.RequestSealed, &created, &updated, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail)
+		&c.RequestSealed, &created, &updated, &c.ExecutionStatus, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail)
 	if err != nil {
 		return conversation.View{}, err
 	}
@@ -190,4 +190,62 @@ func (s *Store) DeleteConversation(ctx context.Context, ownerID, id string) erro
 		return fmt.Errorf("delete conversation %s: %w", id, err)
 	}
 	return nil
+}
+
+// RecordEvents appends and updates in one transaction; Seq is set on evs once it committed.
+func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []event.Event, u conversation.StateUpdate) error {
+	if err := checkTimes(u.UpdatedAt); err != nil {
+		return fmt.Errorf("record events of conversation %s: %w", conversationID, err)
+	}
+	var seqs []int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		for i := range evs {
+			if err := adopt(&evs[i].ConversationID, conversationID, "event conversation"); err != nil {
+				return err
+			}
+		}
+		var sets []string
+		var args []any
+		if u.ExecutionStatus != "" {
+			sets, args = append(sets, "execution_status = ?"), append(args, u.ExecutionStatus)
+		}
+		if len(u.Metrics) > 0 {
+			sets, args = append(sets, "metrics = ?"), append(args, string(u.Metrics))
+		}
+		if !u.UpdatedAt.IsZero() {
+			sets, args = append(sets, "updated_at = ?"), append(args, nanos(u.UpdatedAt))
+		}
+		if len(sets) > 0 {
+			res, err := tx.ExecContext(ctx, `UPDATE conversations SET `+strings.Join(sets, ", ")+` WHERE id = ?`,
+				append(args, conversationID)...)
+			if err != nil {
+				return err
+			}
+			if err := mustAffect(res, conversation.ErrNotFound); err != nil {
+				return err
+			}
+		}
+		var err error
+		seqs, err = insertEvents(ctx, tx, evs)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record events of conversation %s: %w", conversationID, err)
+	}
+	for i := range evs {
+		evs[i].Seq = seqs[i]
+	}
+	return nil
+}
+
+func (s *Store) ConversationsByExecutionStatus(ctx context.Context, status string) ([]conversation.Conversation, error) {
+	vs, err := collect(ctx, s.r, scanView, viewSelect+` WHERE c.execution_status = ? ORDER BY c.created_at, c.id`, status)
+	if err != nil {
+		return nil, fmt.Errorf("conversations with execution status %s: %w", status, err)
+	}
+	out := make([]conversation.Conversation, len(vs))
+	for i, v := range vs {
+		out[i] = v.Conversation
+	}
+	return out, nil
 }

@@ -42,7 +42,7 @@ func insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event) ([]int64, 
 		return nil, nil
 	}
 	stmt, err := tx.PrepareContext(ctx,
-		`INSERT INTO events (id, conversation_id, kind, source, ts, body) VALUES (?, ?, ?, ?, ?, ?)`)
+		`INSERT INTO events (id, conversation_id, kind, source, ts, body, llm_text) VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event) ([]int64, 
 		if err := checkTimes(e.Timestamp); err != nil {
 			return nil, fmt.Errorf("event %s: %w", e.ID, err)
 		}
-		res, err := stmt.ExecContext(ctx, e.ID, e.ConversationID, e.Kind, e.Source, nanos(e.Timestamp), rawArg(e.Body))
+		res, err := stmt.ExecContext(ctx, e.ID, e.ConversationID, e.Kind, e.Source, nanos(e.Timestamp), rawArg(e.Body), nullString(e.LLMText))
 		switch {
 		case isForeignKey(err):
 			return nil, fmt.Errorf("event %s: conversation %s: %w", e.ID, e.ConversationID, conversation.ErrNotFound)
@@ -68,19 +68,28 @@ func insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event) ([]int64, 
 	return seqs, nil
 }
 
-const eventSelect = `SELECT e.seq, e.id, e.conversation_id, e.kind, e.source, e.ts, e.body
+const eventSelect = `SELECT e.seq, e.id, e.conversation_id, e.kind, e.source, e.ts, e.body, e.llm_text
 FROM events e JOIN conversations c ON c.id = e.conversation_id`
 
 func scanEvent(sc scanner) (event.Event, error) {
 	var e event.Event
 	var ts int64
-	var body sql.NullString
-	if err := sc.Scan(&e.Seq, &e.ID, &e.ConversationID, &e.Kind, &e.Source, &ts, &body); err != nil {
+	var body, text sql.NullString
+	if err := sc.Scan(&e.Seq, &e.ID, &e.ConversationID, &e.Kind, &e.Source, &ts, &body, &text); err != nil {
 		return event.Event{}, err
 	}
 	e.Timestamp = fromNanos(ts)
 	e.Body = fromRaw(body)
+	e.LLMText = text.String
 	return e, nil
+}
+
+// nullString stores "" as NULL.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 func eventWhere(ownerID string, f event.Filter) where {
@@ -91,6 +100,9 @@ func eventWhere(ownerID string, f event.Filter) where {
 	}
 	if f.Kind != "" {
 		w.add("e.kind = ?", f.Kind)
+	}
+	if f.Source != "" {
+		w.add("e.source = ?", f.Source)
 	}
 	if f.TimestampGTE != nil {
 		w.add("e.ts >= ?", nanos(*f.TimestampGTE))
@@ -171,4 +183,14 @@ func (s *Store) GetEvents(ctx context.Context, ownerID string, ids []string) ([]
 		}
 	}
 	return out, nil
+}
+
+// ConversationEvents reads the log of one conversation after a position, for its agent loop.
+func (s *Store) ConversationEvents(ctx context.Context, conversationID string, afterSeq int64) ([]event.Event, error) {
+	evs, err := collect(ctx, s.r, scanEvent,
+		eventSelect+` WHERE e.conversation_id = ? AND e.seq > ? ORDER BY e.seq`, conversationID, afterSeq)
+	if err != nil {
+		return nil, fmt.Errorf("conversation %s events: %w", conversationID, err)
+	}
+	return evs, nil
 }

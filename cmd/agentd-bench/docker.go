@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/sandbox/docker"
+	"github.com/agentd/agentd/internal/sandbox/docker/dockertest"
+)
+
+// Docker runs are slower than process ones; they have their own counts.
+var (
+	dockerStarts = flag.Int("docker-starts", 20, "docker sandbox starts to time")
+	dockerCycles = flag.Int("docker-cycles", 50, "docker pause/resume cycles to time")
+)
+
+// benchImage is the image the docker rows run, imported by dockertest from the host's tools.
+const benchImage = "agentd-bench/sandbox:latest"
+
+// benchDocker measures the docker backend beside the same engine calls made directly through
+// the same client: start to RUNNING beside a bare ContainerCreate+ContainerStart of the same
+// image, and pause and resume beside ContainerPause and ContainerUnpause of a bare container.
+// The engine is DOCKER_HOST's if that is set (it must run on this machine), else a private
+// dockerd started for the run. Without either, it returns no rows and a note that says why.
+func benchDocker(ctx context.Context, binary, tmp string, logw io.Writer, progress func(string, ...any)) ([]row, []string, error) {
+	if *dockerStarts < 1 || *dockerCycles < 1 {
+		return nil, nil, errors.New("-docker-starts and -docker-cycles must be positive")
+	}
+	cli, where, stop, err := openEngine(ctx)
+	if errors.Is(err, dockertest.ErrUnavailable) {
+		return nil, []string{"docker rows skipped: " + err.Error() + "; set DOCKER_HOST to use a running engine."}, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	defer stop()
+	progress("docker: importing %s into %s", benchImage, where)
+	if err := dockertest.BuildImage(ctx, cli, benchImage); err != nil {
+		return nil, nil, err
+	}
+	defer cli.ImageRemove(context.WithoutCancel(ctx), benchImage, client.ImageRemoveOptions{Force: true})
+
+	dataDir := filepath.Join(tmp, "docker-data")
+	log := benchLogger(logw)
+	b, err := docker.New(docker.Options{Host: cli.DaemonHost(), Root: filepath.Join(dataDir, "sandboxes", "docker"), Binary: binary, Logger: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := startServerWith(ctx, withImage{b, benchImage}, dataDir, 1, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer srv.close()
+
+	progress("docker: timing %d sandbox starts", *dockerStarts)
+	var starts, bares []time.Duration
+	for i := range warmups + *dockerStarts {
+		bare, err := timeBareStart(ctx, cli)
+		if err != nil {
+			return nil, nil, err
+		}
+		start, err := srv.timeStart(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if i >= warmups {
+			starts, bares = append(starts, start), append(bares, bare)
+		}
+	}
+	progress("docker: timing %d pause/resume cycles", *dockerCycles)
+	pauseRows, err := benchDockerPause(ctx, srv, cli, *dockerCycles)
+	if err != nil {
+		return nil, nil, err
+	}
+	const what, base = "sandbox start to RUNNING (docker backend)", "ContainerCreate+ContainerStart of the same image"
+	rows := []row{
+		{figure: what + ", p50", agentd: seconds(percentile(starts, 50)), primitive: seconds(percentile(bares, 50)), unit: unitTime, baseline: base},
+		{figure: what + ", p99", agentd: seconds(percentile(starts, 99)), primitive: seconds(percentile(bares, 99)), unit: unitTime, baseline: base},
+	}
+	return append(rows, pauseRows...), []string{fmt.Sprintf(
+		"docker rows: %d starts and %d pause/resume cycles on %s; a docker start also creates the workspace volume and waits for the runtime to answer.",
+		*dockerStarts, *dockerCycles, where)}, nil
+}
+
+// openEngine returns a client of DOCKER_HOST's engine, or of a private dockerd it starts, with
+// a description of it and the function that releases it.
+func openEngine(ctx context.Context) (*client.Client, string, func(), error) {
+	if host := os.Getenv("DOCKER_HOST"); host != "" {
+		cli, err := client.New(client.WithHost(host))
+		if err != nil {
+			return nil, "", nil, err
+		}
+		if _, err := cli.Ping(ctx, client.PingOptions{}); err != nil {
+			cli.Close()
+			return nil, "", nil, fmt.Errorf("DOCKER_HOST %s: %w", host, err)
+		}
+		return cli, "the engine at DOCKER_HOST " + host, func() { cli.Close() }, nil
+	}
+	d, err := dockertest.Start(ctx)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return d.Client, "a private dockerd (Debian docker.io)", func() { d.Stop() }, nil
+}
+
+// timeBareStart creates and starts a container of benchImage that sleeps, and returns the time
+// that took; it removes the container afterwards, untimed.
+func timeBareStart(ctx context.Context, cli *client.Client) (time.Duration, error) {
+	t0 := time.Now()
+	id, err := startBare(ctx, cli)
+	d := time.Since(t0)
+	if id != "" {
+		if _, rerr := cli.ContainerRemove(context.WithoutCancel(ctx), id, client.ContainerRemoveOptions{Force: true}); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	return d, err
+}
+
+// startBare creates and starts a container of benchImage running sleep; the id is set once
+// created, even when the start fails.
+func startBare(ctx context.Context, cli *client.Client) (string, error) {
+	c, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config: &container.Config{Image: benchImage, Cmd: []string{"sleep", "600"}},
+	})
+	if err != nil {
+		return "", fmt.Errorf("bare container create: %w", err)
+	}
+	if _, err := cli.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
+		return c.ID, fmt.Errorf("bare container start: %w", err)
+	}
+	return c.ID, nil
+}
+
+// benchDockerPause times n pause/resume cycles of one docker sandbox through the service
+// (resume returns once the runtime answers again) beside ContainerPause and ContainerUnpause
+// of a bare container. Rounds interleave the two.
+func benchDockerPause(ctx context.Context, s *server, cli *client.Client, n int) ([]row, error) {
+	svc := s.app.Sandboxes
+	sb, err := svc.Start(ctx, s.ownerID, "")
+	if err == nil {
+		_, err = svc.WaitRunning(ctx, s.ownerID, sb.ID)
+	}
+	if sb.ID != "" {
+		defer svc.Delete(context.WithoutCancel(ctx), s.ownerID, sb.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	bare, err := startBare(ctx, cli)
+	if bare != "" {
+		defer cli.ContainerRemove(context.WithoutCancel(ctx), bare, client.ContainerRemoveOptions{Force: true})
+	}
+	if err != nil {
+		return nil, err
+	}
+	timed := func(f func() error) (time.Duration, error) {
+		t0 := time.Now()
+		err := f()
+		return time.Since(t0), err
+	}
+	var pauses, resumes, rawPauses, rawResumes []time.Duration
+	for i := range warmups + n {
+		pause, err := timed(func() error { return svc.Pause(ctx, s.ownerID, sb.ID) })
+		if err != nil {
+			return nil, err
+		}
+		resume, err := timed(func() error { return svc.Resume(ctx, s.ownerID, sb.ID) })
+		if err != nil {
+			return nil, err
+		}
+		rawPause, err := timed(func() error { _, err := cli.ContainerPause(ctx, bare, client.ContainerPauseOptions{}); return err })
+		if err != nil {
+			return nil, err
+		}
+		rawResume, err := timed(func() error { _, err := cli.ContainerUnpause(ctx, bare, client.ContainerUnpauseOptions{}); return err })
+		if err != nil {
+			return nil, err
+		}
+		if i >= warmups {
+			pauses, resumes = append(pauses, pause), append(resumes, resume)
+			rawPauses, rawResumes = append(rawPauses, rawPause), append(rawResumes, rawResume)
+		}
+	}
+	const pauseBase, resumeBase = "ContainerPause of a bare container", "ContainerUnpause of a bare container"
+	return []row{
+		{figure: "pause (docker backend), p50", agentd: seconds(percentile(pauses, 50)), primitive: seconds(percentile(rawPauses, 50)), unit: unitTime, baseline: pauseBase},
+		{figure: "resume, runtime answers again (docker backend), p50", agentd: seconds(percentile(resumes, 50)), primitive: seconds(percentile(rawResumes, 50)), unit: unitTime, baseline: resumeBase},
+	}, nil
+}
+
+// withImage gives the server's specs that name no image (the built-in default spec) the
+// bench's image, so the bench's server runs its docker sandboxes without a config file.
+type withImage struct {
+	*docker.Backend
+	image string
+}
+
+func (w withImage) spec(spec sandbox.Spec) sandbox.Spec {
+	if spec.Image == "" {
+		spec.Image = w.image
+	}
+	return spec
+}
+
+// Start implements sandbox.Backend.
+func (w withImage) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.Instance, error) {
+	req.Spec = w.spec(req.Spec)
+	return w.Backend.Start(ctx, req)
+}
+
+// CheckSpec implements sandbox.SpecChecker.
+func (w withImage) CheckSpec(spec sandbox.Spec) error { return w.Backend.CheckSpec(w.spec(spec)) }

@@ -1,0 +1,172 @@
+package main_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/internal/llm"
+	"github.com/agentd/agentd/internal/llm/llmtest"
+)
+
+const agentAdminKey = "e2e-agent-admin-key-0123456789"
+
+// logEvent is what these tests read of an event.
+type logEvent struct {
+	Kind     string `json:"kind"`
+	ID       string `json:"id"`
+	Source   string `json:"source"`
+	ToolName string `json:"tool_name"`
+	Key      string `json:"key"`
+	Value    any    `json:"value"`
+	Error    string `json:"error"`
+}
+
+func (ev logEvent) label() string {
+	switch ev.Kind {
+	case "ActionEvent", "ObservationEvent":
+		return ev.Kind + ":" + ev.ToolName
+	case "MessageEvent":
+		return ev.Kind + ":" + ev.Source
+	case "ConversationStateUpdateEvent":
+		if s, ok := ev.Value.(string); ok {
+			return ev.Key + "=" + s
+		}
+		return ev.Key
+	}
+	return ev.Kind
+}
+
+// conversationLog reads a conversation's whole log through /api/v1/events.
+func conversationLog(c *client, convID string) []logEvent {
+	c.t.Helper()
+	var all []logEvent
+	page := ""
+	for {
+		var p struct {
+			Items      []logEvent `json:"items"`
+			NextPageID *string    `json:"next_page_id"`
+		}
+		c.do("GET", "/api/v1/events/search?conversation_id__eq="+convID+"&page_id="+url.QueryEscape(page), nil, http.StatusOK, &p)
+		all = append(all, p.Items...)
+		if p.NextPageID == nil {
+			return all
+		}
+		page = *p.NextPageID
+	}
+}
+
+func logLabels(evs []logEvent) []string {
+	var out []string
+	for _, ev := range evs {
+		if ev.Key != "stats" {
+			out = append(out, ev.label())
+		}
+	}
+	return out
+}
+
+var workspaceRE = regexp.MustCompile(`a workspace directory at (\S+)\. `)
+
+// TestAgentSurvivesKill9: kill -9 of agentd serve in the middle of a tool call and in the
+// middle of a model call loses no recorded event; each restarted server picks the
+// conversation up again, answering the interrupted tool call with an error the model sees.
+func TestAgentSurvivesKill9(t *testing.T) {
+	t.Parallel()
+	dir := newDataDir(t)
+	env := []string{"AGENTD_ADMIN_KEY=" + agentAdminKey}
+	var workspace atomic.Value // the sandbox's workspace, read from the system prompt
+	workspace.Store("")
+	model := llmtest.NewOpenAI(t,
+		llmtest.Step{Func: func(req llmtest.RecordedRequest) llmtest.Step {
+			if m := workspaceRE.FindStringSubmatch(req.System); m != nil {
+				workspace.Store(m[1])
+			}
+			return llmtest.Calls(llmtest.Call("terminal", `{"command":"sleep 3; echo first"}`))
+		}},
+		llmtest.Step{Func: func(req llmtest.RecordedRequest) llmtest.Step {
+			if last := req.Last(); last.Role != llm.RoleTool || !strings.Contains(last.Text(), "restart") {
+				t.Errorf("after the restart the model was sent %+v, want the interrupted call's error", last)
+			}
+			args, _ := json.Marshal(map[string]string{"command": "create", "path": filepath.Join(workspace.Load().(string), "after.txt"), "file_text": "ok\n"})
+			return llmtest.Calls(llm.ToolCall{Name: "file_editor", Arguments: string(args)})
+		}},
+		// The server is killed while it waits for this answer.
+		llmtest.Step{HTTP: func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }},
+		llmtest.Text("All done."),
+	)
+
+	s := startServer(t, dir, env)
+	admin := s.client(agentAdminKey)
+	admin.do("POST", "/api/settings", map[string]any{"llm_model": "gpt-4o", "llm_base_url": model.URL(), "llm_api_key": llmtest.APIKey}, http.StatusOK, nil)
+	task := admin.startConversationV1("Run the slow command, then write after.txt.")
+	conv := *admin.waitTaskReady(task.ID).AppConversationID
+
+	// Kill 1: while the command runs in the sandbox.
+	waitFor(t, 20*time.Second, "the command to start", func() (bool, string) {
+		got := logLabels(conversationLog(admin, conv))
+		return slices.Contains(got, "ActionEvent:terminal"), strings.Join(got, ",")
+	})
+	before := conversationLog(admin, conv)
+	s.kill()
+	waitDataDirFree(t, dir)
+
+	// Kill 2: while the model is asked for the step after the file was written.
+	s = startServer(t, dir, env)
+	admin = s.client(agentAdminKey)
+	waitFor(t, 20*time.Second, "the third model call", func() (bool, string) {
+		return len(model.Requests()) >= 3, strings.Join(logLabels(conversationLog(admin, conv)), ",")
+	})
+	middle := conversationLog(admin, conv)
+	s.kill()
+	waitDataDirFree(t, dir)
+
+	s = startServer(t, dir, env)
+	admin = s.client(agentAdminKey)
+	waitFor(t, 20*time.Second, "the agent to finish", func() (bool, string) {
+		evs := conversationLog(admin, conv)
+		got := logLabels(evs)
+		return got[len(got)-1] == "execution_status=finished", strings.Join(got, ",")
+	})
+	after := conversationLog(admin, conv)
+
+	for _, prefix := range [][]logEvent{before, middle} {
+		if len(after) < len(prefix) {
+			t.Fatalf("the log shrank from %d to %d events", len(prefix), len(after))
+		}
+		for i, ev := range prefix {
+			if after[i].ID != ev.ID {
+				t.Fatalf("event %d was %s (%s), is %s (%s) after the restarts", i, ev.ID, ev.label(), after[i].ID, after[i].label())
+			}
+		}
+	}
+	want := []string{"MessageEvent:user", "SystemPromptEvent", "execution_status=running",
+		"ActionEvent:terminal", "AgentErrorEvent",
+		"ActionEvent:file_editor", "ObservationEvent:file_editor",
+		"MessageEvent:agent", "execution_status=finished"}
+	if got := logLabels(after); !slices.Equal(got, want) {
+		t.Fatalf("log after the restarts:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	for _, ev := range after {
+		if ev.Kind == "AgentErrorEvent" && !strings.Contains(ev.Error, "restart") {
+			t.Errorf("interrupted call answered with %q", ev.Error)
+		}
+	}
+	if n := len(model.Requests()); n != 4 {
+		t.Errorf("%d model calls, want 4 (the interrupted one made again)", n)
+	}
+	if b, err := os.ReadFile(filepath.Join(workspace.Load().(string), "after.txt")); err != nil || string(b) != "ok\n" {
+		t.Errorf("after.txt: %q, %v", b, err)
+	}
+	if code, _ := s.stop(); code != 0 {
+		t.Errorf("server exited %d", code)
+	}
+}

@@ -1,0 +1,528 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/id"
+	"github.com/agentd/agentd/internal/llm"
+	"github.com/agentd/agentd/internal/tool"
+)
+
+// Agent runs one conversation's loop. It is not safe for concurrent use: the runner keeps at
+// most one Run per conversation.
+type Agent struct {
+	o      Options
+	cfg    Config
+	log    *slog.Logger
+	system string
+	specs  []llm.ToolSpec
+
+	entries []entry
+	lastSeq int64
+	status  Status
+}
+
+// New returns an Agent; Run starts it.
+func New(o Options) *Agent {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.NewID == nil {
+		o.NewID = id.Dashed
+	}
+	if o.Metrics == nil {
+		o.Metrics = &llm.Metrics{}
+	}
+	if o.PauseRequested == nil {
+		o.PauseRequested = func() bool { return false }
+	}
+	cfg := o.Config.withDefaults()
+	return &Agent{
+		o: o, cfg: cfg, log: o.Logger,
+		system: buildSystemPrompt(cfg.Workspace, cfg.Instructions),
+		specs:  toolSpecs(),
+	}
+}
+
+// Run brings the conversation forward until the agent has nothing left to do: it finished
+// or waits for the user, hit its iteration limit, is stuck, failed, or was paused. It
+// returns the execution status it left, which is also recorded in the log.
+//
+// A conversation with nothing to do (its last word is the agent's) keeps its status. Run
+// returns an error only when ctx ended or the log could not be read or written; the status
+// stays as recorded then (running, for a loop cut short by a shutdown), so that the next Run
+// continues.
+func (a *Agent) Run(ctx context.Context) (Status, error) {
+	if err := a.refresh(ctx); err != nil {
+		return a.status, err
+	}
+	if err := a.prepare(ctx); err != nil {
+		return a.status, err
+	}
+	for iteration := 0; ; {
+		if err := a.refresh(ctx); err != nil {
+			return a.status, err
+		}
+		if a.o.PauseRequested() {
+			return a.pause(ctx)
+		}
+		if next, ok := a.nextReplay(); ok {
+			if err := a.setStatus(ctx, StatusRunning); err != nil {
+				return a.status, err
+			}
+			if err := a.replay(ctx, next); err != nil {
+				return a.fail(ctx, err)
+			}
+			continue
+		}
+		if !a.agentsTurn() {
+			if a.status == StatusRunning {
+				return StatusFinished, a.setStatus(ctx, StatusFinished)
+			}
+			if a.status == "" || a.status == StatusPaused {
+				// Nothing to answer: a new conversation, or a paused one resumed.
+				return StatusIdle, a.setStatus(ctx, StatusIdle)
+			}
+			return a.status, nil
+		}
+		if err := a.setStatus(ctx, StatusRunning); err != nil {
+			return a.status, err
+		}
+		if iteration >= a.cfg.MaxIterations {
+			return a.stop(ctx, StatusError, "MaxIterationsReached",
+				fmt.Sprintf("The agent reached its limit of %d iterations without finishing. Send a message to let it continue.", a.cfg.MaxIterations))
+		}
+		if !a.cfg.DisableStuckDetection {
+			switch v := detectStuck(a.entries); {
+			case v.nudge:
+				if err := a.appendNew(ctx, func(id string, at time.Time) (event.Event, error) {
+					return event.NewEnvironmentMessage(id, at, nudgeRepeatedError)
+				}); err != nil {
+					return a.status, err
+				}
+			case v.reason != "":
+				return a.stop(ctx, StatusStuck, "AgentStuckInLoop", v.reason)
+			}
+		}
+		iteration++
+		if err := a.step(ctx); err != nil {
+			return a.fail(ctx, err)
+		}
+	}
+}
+
+// prepare records the system prompt the first time, and answers the tool calls a previous
+// process left without a result: they were cut short by a restart.
+func (a *Agent) prepare(ctx context.Context) error {
+	var evs []event.Event
+	if !a.has(func(e entry) bool { return e.ev.Kind == event.KindSystemPrompt }) {
+		ev, err := event.New(a.o.NewID(), a.o.Now(), event.SourceAgent, &event.SystemPromptEvent{
+			SystemPrompt: event.Text(a.system), Tools: toolDefinitions(),
+		})
+		if err != nil {
+			return err
+		}
+		evs = append(evs, ev)
+	}
+	for _, act := range a.orphans() {
+		ev, err := event.New(a.o.NewID(), a.o.Now(), event.SourceAgent, &event.AgentErrorEvent{
+			ToolName: act.ToolName, ToolCallID: act.ToolCallID, Error: restartInterrupted,
+		})
+		if err != nil {
+			return err
+		}
+		evs = append(evs, ev)
+	}
+	return a.append(ctx, evs...)
+}
+
+// orphans are the actions without a result.
+func (a *Agent) orphans() []*event.ActionEvent {
+	answered := map[string]bool{}
+	for _, e := range a.entries {
+		switch b := e.body.(type) {
+		case *event.ObservationEvent:
+			answered[b.ToolCallID] = true
+		case *event.AgentErrorEvent:
+			answered[b.ToolCallID] = true
+		}
+	}
+	var out []*event.ActionEvent
+	for _, e := range a.entries {
+		if act, ok := e.body.(*event.ActionEvent); ok && !answered[act.ToolCallID] {
+			out = append(out, act)
+		}
+	}
+	return out
+}
+
+// agentsTurn reports whether the agent should act: the last word in the log is not the
+// agent's own answer to the user (an agent message, a finish, the end of a replay).
+func (a *Agent) agentsTurn() bool {
+	for i := len(a.entries) - 1; i >= 0; i-- {
+		switch b := a.entries[i].body.(type) {
+		case *event.MessageEvent:
+			return b.Source != event.SourceAgent
+		case *event.ObservationEvent:
+			return b.ToolName != tool.Finish && !isReplayed(b.ToolCallID)
+		case *event.AgentErrorEvent:
+			return !isReplayed(b.ToolCallID)
+		case *event.ActionEvent:
+			return true
+		}
+	}
+	return false
+}
+
+// step makes one model call and carries out what the model asked for.
+func (a *Agent) step(ctx context.Context) error {
+	if err := a.condenseIfNeeded(ctx, false); err != nil {
+		return err
+	}
+	resp, err := a.complete(ctx)
+	var le *llm.Error
+	if errors.As(err, &le) && le.Kind == llm.KindContextWindow {
+		// The history does not fit: condense half of it away and try once more.
+		a.log.Info("context window exceeded; condensing", "model", a.cfg.Model)
+		if cerr := a.condenseIfNeeded(ctx, true); cerr != nil {
+			return errors.Join(err, cerr)
+		}
+		resp, err = a.complete(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	a.o.Metrics.Add(cmpOr(resp.Model, a.cfg.Model), resp.Usage, resp.ResponseID)
+	stats, err := a.statsEvent()
+	if err != nil {
+		return err
+	}
+	calls := truncateAtFinish(resp.Message.ToolCalls)
+	text := strings.TrimSpace(resp.Message.Text())
+	if len(calls) == 0 {
+		msg, err := event.NewAgentMessage(a.o.NewID(), a.o.Now(), resp.Message.Text(), resp.ResponseID)
+		if err != nil {
+			return err
+		}
+		evs := []event.Event{stats, msg}
+		if text == "" {
+			nudge, err := event.NewEnvironmentMessage(a.o.NewID(), a.o.Now(), nudgeEmptyReply)
+			if err != nil {
+				return err
+			}
+			evs = append(evs, nudge)
+		}
+		return a.append(ctx, evs...)
+	}
+	return a.act(ctx, resp, calls, stats)
+}
+
+// complete calls the model with the current view.
+func (a *Agent) complete(ctx context.Context) (llm.Response, error) {
+	if a.o.LLM == nil {
+		return llm.Response{}, errNoLLM
+	}
+	return a.o.LLM.Complete(ctx, llm.Request{
+		Model:     a.cfg.Model,
+		Messages:  buildMessages(a.system, buildView(a.entries)),
+		Tools:     a.specs,
+		MaxTokens: a.cfg.MaxTokens,
+	})
+}
+
+var errNoLLM = errors.New("no LLM is configured for this conversation")
+
+// act records the model's tool calls as actions, then runs them in order and records each
+// result as soon as it is known.
+func (a *Agent) act(ctx context.Context, resp llm.Response, toolCalls []llm.ToolCall, stats event.Event) error {
+	calls := make([]call, len(toolCalls))
+	actions := make([]event.Event, len(toolCalls))
+	evs := []event.Event{stats}
+	var thought []event.TextPart
+	if t := resp.Message.Text(); strings.TrimSpace(t) != "" {
+		thought = []event.TextPart{event.Text(t)}
+	}
+	for i, tc := range toolCalls {
+		if tc.ID == "" {
+			tc.ID = "call_" + strings.ReplaceAll(a.o.NewID(), "-", "")[:24]
+		}
+		calls[i] = parseCall(tc)
+		body := &event.ActionEvent{
+			Thought: []event.TextPart{}, Action: calls[i].action, ToolName: calls[i].name,
+			ToolCallID: tc.ID, LLMResponseID: resp.ResponseID, SecurityRisk: "UNKNOWN",
+			ToolCall: event.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments, Origin: "completion"},
+			Summary:  calls[i].summary,
+		}
+		if i == 0 && thought != nil {
+			body.Thought = thought // only the first action of a response carries its text
+		}
+		ev, err := event.New(a.o.NewID(), a.o.Now(), event.SourceAgent, body)
+		if err != nil {
+			return err
+		}
+		actions[i] = ev
+		evs = append(evs, ev)
+	}
+	// The errors of invalid calls follow all the actions, so the actions of one response stay
+	// together in the log.
+	for _, c := range calls {
+		if c.problem == "" {
+			continue
+		}
+		ev, err := event.New(a.o.NewID(), a.o.Now(), event.SourceAgent, &event.AgentErrorEvent{
+			ToolName: c.name, ToolCallID: c.llm.ID, Error: c.problem,
+		})
+		if err != nil {
+			return err
+		}
+		evs = append(evs, ev)
+	}
+	if err := a.append(ctx, evs...); err != nil {
+		return err
+	}
+	for i, c := range calls {
+		if c.problem != "" {
+			continue
+		}
+		if err := a.execute(ctx, c, actions[i].ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// execute runs one valid call and records its observation, or an agent error when the call
+// could not be made.
+func (a *Agent) execute(ctx context.Context, c call, actionID string) error {
+	var res tool.Result
+	var err error
+	switch c.name {
+	case tool.Finish:
+		res = tool.FinishResult(*c.args.(*tool.FinishArgs))
+	case tool.Think:
+		res = tool.ThinkResult(*c.args.(*tool.ThinkArgs))
+	case tool.TaskTracker:
+		_, res = tool.ApplyTaskTracker(a.tasks(), *c.args.(*tool.TaskTrackerArgs))
+	default:
+		if a.o.Tools == nil {
+			err = fmt.Errorf("%w: no executor", ErrUnavailable)
+		} else {
+			res, err = a.o.Tools.Run(ctx, c.name, c.argsJSON)
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		msg := fmt.Sprintf("Error executing tool %q: %v", c.name, err)
+		ev, nerr := event.New(a.o.NewID(), a.o.Now(), event.SourceAgent, &event.AgentErrorEvent{
+			ToolName: c.name, ToolCallID: c.llm.ID, Error: msg,
+		})
+		if nerr != nil {
+			return nerr
+		}
+		if aerr := a.append(ctx, ev); aerr != nil {
+			return aerr
+		}
+		if errors.Is(err, ErrUnavailable) {
+			return err
+		}
+		return nil
+	}
+	obs := res.Observation
+	if len(obs) == 0 {
+		obs = tool.ErrorResult(c.name, res.Text).Observation
+		if !res.IsError {
+			obs, _ = json.Marshal(map[string]any{"kind": c.tool.ObservationKind, "content": tool.Content(res.Text), "is_error": false})
+		}
+	}
+	ev, err := event.New(a.o.NewID(), a.o.Now(), event.SourceEnvironment, &event.ObservationEvent{
+		Observation: obs, ActionID: actionID, ToolName: c.name, ToolCallID: c.llm.ID,
+	})
+	if err != nil {
+		return err
+	}
+	ev.LLMText = res.Text
+	return a.append(ctx, ev)
+}
+
+// tasks returns the task list as the last task_tracker observation left it.
+func (a *Agent) tasks() []tool.TaskItem {
+	for i := len(a.entries) - 1; i >= 0; i-- {
+		o, ok := a.entries[i].body.(*event.ObservationEvent)
+		if !ok || o.ToolName != tool.TaskTracker {
+			continue
+		}
+		var obs tool.TaskTrackerObservation
+		if json.Unmarshal(o.Observation, &obs) == nil && !obs.IsError {
+			return obs.TaskList
+		}
+	}
+	return nil
+}
+
+// statsEvent records the usage so far, as OpenHands' stats state update.
+func (a *Agent) statsEvent() (event.Event, error) {
+	return event.NewStateUpdate(a.o.NewID(), a.o.Now(), event.StateStats, map[string]any{
+		"usage_to_metrics": map[string]any{"default": a.o.Metrics.Snapshot()},
+	})
+}
+
+// pause records the user's pause.
+func (a *Agent) pause(ctx context.Context) (Status, error) {
+	ev, err := event.New(a.o.NewID(), a.o.Now(), event.SourceUser, &event.PauseEvent{})
+	if err != nil {
+		return a.status, err
+	}
+	st, err := a.statusEvent(StatusPaused)
+	if err != nil {
+		return a.status, err
+	}
+	if err := a.append(ctx, ev, st); err != nil {
+		return a.status, err
+	}
+	return a.status, nil
+}
+
+// stop ends the run in status with an event that says why.
+func (a *Agent) stop(ctx context.Context, status Status, code, detail string) (Status, error) {
+	a.log.Info("agent stopped", "status", string(status), "code", code)
+	ev, err := event.New(a.o.NewID(), a.o.Now(), event.SourceEnvironment, &event.ConversationErrorEvent{Code: code, Detail: detail})
+	if err != nil {
+		return a.status, err
+	}
+	st, err := a.statusEvent(status)
+	if err != nil {
+		return a.status, err
+	}
+	if err := a.append(ctx, ev, st); err != nil {
+		return a.status, err
+	}
+	return a.status, nil
+}
+
+// fail ends the run after a failed step: a shutdown leaves the status as it is, anything
+// else is recorded as an error the user can read.
+func (a *Agent) fail(ctx context.Context, err error) (Status, error) {
+	if ctx.Err() != nil {
+		return a.status, ctx.Err()
+	}
+	code, detail := describe(err)
+	a.log.Warn("agent run failed", "code", code, "err", err)
+	return a.stop(ctx, StatusError, code, detail)
+}
+
+// describe names an error for a ConversationErrorEvent, in words fit for the user.
+func describe(err error) (code, detail string) {
+	var le *llm.Error
+	var re *llm.RetryError
+	attempts := ""
+	if errors.As(err, &re) {
+		attempts = fmt.Sprintf(" (gave up after %d attempts)", re.Attempts)
+	}
+	switch {
+	case errors.Is(err, errNoLLM):
+		return "LLMNotConfigured", "No LLM is configured for this conversation: set llm_model and llm_api_key in your settings, then send a message."
+	case errors.Is(err, ErrUnavailable):
+		return "SandboxUnavailable", "The conversation's sandbox is no longer available: " + err.Error()
+	case errors.As(err, &le):
+		codes := map[llm.ErrorKind]string{
+			llm.KindAuth: "LLMAuthenticationError", llm.KindRateLimit: "LLMRateLimitError",
+			llm.KindServer: "LLMServiceUnavailableError", llm.KindTimeout: "LLMTimeoutError",
+			llm.KindConnection: "LLMConnectionError", llm.KindBadRequest: "LLMBadRequestError",
+			llm.KindContextWindow: "LLMContextWindowExceedError",
+		}
+		return cmpOr(codes[le.Kind], "LLMError"), "The model call failed" + attempts + ": " + le.Error()
+	}
+	return "AgentError", "The agent stopped because of an internal error; the server log has the details."
+}
+
+// setStatus records a change of the execution status (nothing when it stays the same).
+func (a *Agent) setStatus(ctx context.Context, s Status) error {
+	if a.status == s {
+		return nil
+	}
+	ev, err := a.statusEvent(s)
+	if err != nil {
+		return err
+	}
+	return a.append(ctx, ev)
+}
+
+func (a *Agent) statusEvent(s Status) (event.Event, error) {
+	if !CanTransition(a.status, s) {
+		a.log.Warn("unexpected execution status change", "from", string(a.status), "to", string(s))
+	}
+	return event.NewStateUpdate(a.o.NewID(), a.o.Now(), event.StateExecutionStatus, s)
+}
+
+// appendNew appends one event made by mk.
+func (a *Agent) appendNew(ctx context.Context, mk func(id string, at time.Time) (event.Event, error)) error {
+	ev, err := mk(a.o.NewID(), a.o.Now())
+	if err != nil {
+		return err
+	}
+	return a.append(ctx, ev)
+}
+
+// append stores evs and reads the log back, so that the local copy keeps the log's order
+// even when others appended meanwhile.
+func (a *Agent) append(ctx context.Context, evs ...event.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	// Appends survive a cancelled run: what happened must be recorded.
+	if err := a.o.Log.Append(context.WithoutCancel(ctx), evs); err != nil {
+		return fmt.Errorf("append events: %w", err)
+	}
+	return a.refresh(context.WithoutCancel(ctx))
+}
+
+// refresh reads the events appended since the last read.
+func (a *Agent) refresh(ctx context.Context) error {
+	evs, err := a.o.Log.Load(ctx, a.lastSeq)
+	if err != nil {
+		return fmt.Errorf("load events: %w", err)
+	}
+	for _, ev := range evs {
+		body, err := event.Decode(ev)
+		if err != nil {
+			return err
+		}
+		a.entries = append(a.entries, entry{ev: ev, body: body})
+		a.lastSeq = max(a.lastSeq, ev.Seq)
+		if su, ok := body.(*event.StateUpdateEvent); ok && su.Key == event.StateExecutionStatus {
+			var s Status
+			if json.Unmarshal(su.Value, &s) == nil {
+				a.status = s
+			}
+		}
+	}
+	return nil
+}
+
+func (a *Agent) has(pred func(entry) bool) bool {
+	for _, e := range a.entries {
+		if pred(e) {
+			return true
+		}
+	}
+	return false
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,104 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/llm"
+	"github.com/agentd/agentd/internal/tool"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxIterations      = 500
+	DefaultCondenserMaxEvents = 80
+	DefaultCondenserKeepFirst = 4
+	DefaultMaxTokens          = 8192
+)
+
+// Config is what one conversation's agent is told.
+type Config struct {
+	// Model is the model name sent with every request; empty leaves it to the client.
+	Model string
+	// MaxIterations bounds the model calls of one run; 0 means DefaultMaxIterations.
+	MaxIterations int
+	// DisableStuckDetection turns the stuck detector off.
+	DisableStuckDetection bool
+	// CondenserMaxEvents is the number of events the model may see before older ones are
+	// condensed into a summary; 0 means DefaultCondenserMaxEvents, negative disables
+	// condensation by size (a context-window error still condenses).
+	CondenserMaxEvents int
+	// CondenserKeepFirst is the number of first events a condensation keeps; 0 means
+	// DefaultCondenserKeepFirst.
+	CondenserKeepFirst int
+	// MaxTokens caps each reply; 0 means DefaultMaxTokens.
+	MaxTokens int
+	// Instructions are the conversation_instructions, added to the system prompt.
+	Instructions string
+	// Workspace is the absolute path of the workspace in the sandbox.
+	Workspace string
+	// Replay is a recorded trajectory to execute without the model (see ParseReplay).
+	Replay []ReplayAction
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxIterations <= 0 {
+		c.MaxIterations = DefaultMaxIterations
+	}
+	if c.CondenserMaxEvents == 0 {
+		c.CondenserMaxEvents = DefaultCondenserMaxEvents
+	}
+	if c.CondenserKeepFirst <= 0 {
+		c.CondenserKeepFirst = DefaultCondenserKeepFirst
+	}
+	if c.MaxTokens <= 0 {
+		c.MaxTokens = DefaultMaxTokens
+	}
+	if c.Workspace == "" {
+		c.Workspace = "/workspace"
+	}
+	return c
+}
+
+// Log is a conversation's event log as the loop uses it.
+type Log interface {
+	// Load returns the events with Seq greater than afterSeq, in order, whoever appended
+	// them: messages the user sends during a run arrive this way.
+	Load(ctx context.Context, afterSeq int64) ([]event.Event, error)
+	// Append stores evs durably and in order, in one transaction, before anyone sees them.
+	// State update events (execution_status, stats) are also applied to the conversation.
+	Append(ctx context.Context, evs []event.Event) error
+}
+
+// Executor runs the tools that live in the sandbox. Run blocks until the tool answers,
+// however long the sandbox stays paused meanwhile, or until ctx ends. A tool that failed at
+// its task is a tool.Result with IsError set; an error return means the call could not be
+// made. Errors wrapping ErrUnavailable end the run.
+type Executor interface {
+	Run(ctx context.Context, name string, args json.RawMessage) (tool.Result, error)
+}
+
+// ErrUnavailable: the sandbox is gone or broken; no tool can run any more.
+var ErrUnavailable = errors.New("the sandbox is not available")
+
+// Options are an Agent's collaborators.
+type Options struct {
+	Config Config
+	// LLM is the model client, already wrapped with a retry policy. Nil is allowed for a
+	// conversation that only replays: a step that needs the model then ends the run with an
+	// error event saying that no model is configured.
+	LLM   llm.Client
+	Tools Executor
+	Log   Log
+	// Metrics accumulates usage and cost; nil starts from zero.
+	Metrics *llm.Metrics
+	// PauseRequested is polled between steps; nil never pauses.
+	PauseRequested func() bool
+	Logger         *slog.Logger
+	Now            func() time.Time
+	NewID          func() string
+}

@@ -1,0 +1,155 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/agentd/agentd/internal/event"
+)
+
+// Stuck detection looks at the last events after the user's last message, as OpenHands'
+// StuckDetector does, with its thresholds.
+const (
+	stuckWindow            = 20
+	stuckActionObservation = 4 // the same action with the same observation
+	stuckActionError       = 3 // the same action failing the same way: a nudge, then stuck
+	stuckMonologue         = 3 // agent messages with no user message between
+	stuckAlternation       = 6 // action-result pairs alternating A, B, A, B, A, B
+)
+
+// verdict is what the detector found: nothing, a reason to stop, or a nudge to send.
+type verdict struct {
+	reason string
+	nudge  bool
+}
+
+// pair is one action with its result, compared without ids.
+type pair struct {
+	action string
+	result string
+	error  bool
+}
+
+// detectStuck reads the log and says whether the agent is going round in circles.
+func detectStuck(log []entry) verdict {
+	start := 0
+	for i := len(log) - 1; i >= 0; i-- {
+		if m, ok := log[i].body.(*event.MessageEvent); ok && m.Source == event.SourceUser {
+			start = i + 1
+			break
+		}
+	}
+	// The window: the last stuckWindow events that take part in the conversation.
+	var window []entry
+	nudged := false
+	for _, e := range log[start:] {
+		switch b := e.body.(type) {
+		case *event.MessageEvent:
+			if b.Source == event.SourceEnvironment && len(b.Texts()) > 0 && b.Texts()[0] == nudgeRepeatedError {
+				nudged = true
+				continue
+			}
+			window = append(window, e)
+		case *event.ActionEvent, *event.ObservationEvent, *event.AgentErrorEvent:
+			window = append(window, e)
+		}
+	}
+	if len(window) > stuckWindow {
+		window = window[len(window)-stuckWindow:]
+	}
+
+	if n := trailingAgentMessages(window); n >= stuckMonologue {
+		return verdict{reason: "The agent wrote several messages in a row without any reply from the user."}
+	}
+	pairs := pairs(window)
+	n := len(pairs)
+	if n >= stuckActionObservation && allSame(pairs[n-stuckActionObservation:]) && !pairs[n-1].error {
+		return verdict{reason: "The agent repeated the same action with the same result four times in a row."}
+	}
+	if n >= stuckActionError && allSame(pairs[n-stuckActionError:]) && pairs[n-1].error {
+		if n > stuckActionError && allSame(pairs[n-stuckActionError-1:]) {
+			return verdict{reason: "The agent kept repeating the same failing action after being told to change its approach."}
+		}
+		if !nudged {
+			return verdict{nudge: true}
+		}
+	}
+	if n >= stuckAlternation {
+		last := pairs[n-stuckAlternation:]
+		alternating := last[0] != last[1]
+		for i := 2; i < len(last) && alternating; i++ {
+			alternating = last[i] == last[i-2]
+		}
+		if alternating {
+			return verdict{reason: "The agent alternated between the same two actions and results over and over."}
+		}
+	}
+	return verdict{}
+}
+
+func trailingAgentMessages(window []entry) int {
+	n := 0
+	for i := len(window) - 1; i >= 0; i-- {
+		m, ok := window[i].body.(*event.MessageEvent)
+		if !ok || m.Source != event.SourceAgent {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// pairs matches the window's actions with their results, in the order of the actions; an
+// action without a result in the window is left out.
+func pairs(window []entry) []pair {
+	results := map[string]pair{}
+	for _, e := range window {
+		switch b := e.body.(type) {
+		case *event.ObservationEvent:
+			results[b.ToolCallID] = pair{result: "observation:" + e.ev.LLMText}
+		case *event.AgentErrorEvent:
+			results[b.ToolCallID] = pair{result: "error:" + b.Error, error: true}
+		}
+	}
+	var out []pair
+	for _, e := range window {
+		a, ok := e.body.(*event.ActionEvent)
+		if !ok {
+			continue
+		}
+		r, ok := results[a.ToolCallID]
+		if !ok {
+			continue
+		}
+		r.action = a.ToolName + ":" + canonicalAction(a)
+		out = append(out, r)
+	}
+	return out
+}
+
+// canonicalAction is the action's content without ids: the validated action object, or the
+// raw arguments of an invalid call.
+func canonicalAction(a *event.ActionEvent) string {
+	raw := []byte(a.Action)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		raw = []byte(a.ToolCall.Arguments)
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	if m, ok := v.(map[string]any); ok {
+		delete(m, "summary")
+	}
+	b, _ := json.Marshal(v) // map keys come out sorted
+	return string(b)
+}
+
+func allSame(ps []pair) bool {
+	for _, p := range ps[1:] {
+		if p != ps[0] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,232 @@
+package agent
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/llm"
+)
+
+// entry is one event of the log with its decoded body.
+type entry struct {
+	ev   event.Event
+	body event.Body
+}
+
+// item is one element of the view, the part of the log the model sees: a message, an action,
+// the result of an action (an observation or an agent error), or a condensation summary.
+type item struct {
+	id   string
+	e    *entry // nil for a summary
+	text string // a summary's text
+}
+
+func (it item) action() *event.ActionEvent {
+	if it.e == nil {
+		return nil
+	}
+	a, _ := it.e.body.(*event.ActionEvent)
+	return a
+}
+
+// resultOf returns the tool call id a result answers, or "".
+func (it item) resultOf() string {
+	if it.e == nil {
+		return ""
+	}
+	switch b := it.e.body.(type) {
+	case *event.ObservationEvent:
+		return b.ToolCallID
+	case *event.AgentErrorEvent:
+		return b.ToolCallID
+	}
+	return ""
+}
+
+// buildView applies the condensations of the log, in order, to its model-visible events.
+func buildView(log []entry) []item {
+	var view []item
+	for i := range log {
+		e := &log[i]
+		switch b := e.body.(type) {
+		case *event.MessageEvent, *event.ActionEvent, *event.ObservationEvent:
+			view = append(view, item{id: e.ev.ID, e: e})
+		case *event.AgentErrorEvent:
+			view = append(view, item{id: e.ev.ID, e: e})
+		case *event.Condensation:
+			forgotten := make(map[string]bool, len(b.ForgottenEventIDs))
+			for _, id := range b.ForgottenEventIDs {
+				forgotten[id] = true
+			}
+			view = slices.DeleteFunc(view, func(it item) bool { return forgotten[it.id] })
+			if b.Summary != nil {
+				at := 0
+				if b.SummaryOffset != nil {
+					at = min(max(*b.SummaryOffset, 0), len(view))
+				}
+				view = slices.Insert(view, at, item{id: b.SummaryID(), text: *b.Summary})
+			}
+		}
+	}
+	return view
+}
+
+// pendingAt returns, for every position i of the view (0..len), how many tool calls made
+// before i have no result before i. A position where none is pending is a safe place to cut
+// the view: no tool call is separated from its result.
+func pendingAt(view []item) []int {
+	out := make([]int, len(view)+1)
+	pending := map[string]bool{}
+	for i, it := range view {
+		out[i] = len(pending)
+		if a := it.action(); a != nil {
+			pending[a.ToolCallID] = true
+		} else if id := it.resultOf(); id != "" {
+			delete(pending, id)
+		}
+	}
+	out[len(view)] = len(pending)
+	return out
+}
+
+// buildMessages turns the view into the model's messages: the system message, then one
+// message per event, with the actions of one model response merged into one assistant
+// message and each followed by exactly one tool message per call. Messages that arrived
+// while tool calls were unanswered wait until the calls are answered; calls never answered
+// (the loop was interrupted) get a result saying so, as providers reject unanswered calls.
+func buildMessages(system string, view []item) []llm.Message {
+	b := &messageBuilder{pending: map[string]string{}, assistant: -1}
+	b.msgs = append(b.msgs, llm.Message{Role: llm.RoleSystem, Parts: []llm.Part{llm.TextPart(system)}})
+	for _, it := range view {
+		b.add(it)
+	}
+	b.backfill()
+	return b.msgs
+}
+
+type messageBuilder struct {
+	msgs []llm.Message
+	// pending maps the unanswered calls of the last assistant message to their tool names;
+	// order keeps their order.
+	pending map[string]string
+	order   []string
+	// assistant is the index of the assistant message whose calls are pending (-1 when none)
+	// and lastResponse its response id: later actions of the same response join it.
+	assistant    int
+	lastResponse string
+	deferred     []llm.Message
+}
+
+func (b *messageBuilder) add(it item) {
+	if it.e == nil {
+		b.message(llm.Message{Role: llm.RoleUser, Parts: []llm.Part{llm.TextPart(summaryPrefix + it.text)}})
+		return
+	}
+	switch ev := it.e.body.(type) {
+	case *event.MessageEvent:
+		b.message(messageOf(ev))
+	case *event.ActionEvent:
+		b.action(ev)
+	case *event.ObservationEvent:
+		b.result(ev.ToolCallID, ev.ToolName, it.e.ev.LLMText)
+	case *event.AgentErrorEvent:
+		b.result(ev.ToolCallID, ev.ToolName, ev.Error)
+	}
+}
+
+// summaryPrefix introduces a condensation summary to the model.
+const summaryPrefix = "Summary of the earlier part of this conversation, which is no longer shown in full:\n\n"
+
+func messageOf(ev *event.MessageEvent) llm.Message {
+	role := llm.RoleUser
+	if ev.Source == event.SourceAgent {
+		role = llm.RoleAssistant
+	}
+	m := llm.Message{Role: role}
+	for _, t := range ev.Texts() {
+		m.Parts = append(m.Parts, llm.TextPart(t))
+	}
+	if role == llm.RoleUser {
+		for _, u := range ev.ImageURLs() {
+			m.Parts = append(m.Parts, llm.ImagePart(u))
+		}
+	}
+	return m
+}
+
+// message adds a user or assistant message, after the pending results if any.
+func (b *messageBuilder) message(m llm.Message) {
+	if len(b.pending) > 0 {
+		b.deferred = append(b.deferred, m)
+		return
+	}
+	b.emit(m)
+}
+
+// emit appends m, merging consecutive user messages into one turn.
+func (b *messageBuilder) emit(m llm.Message) {
+	if n := len(b.msgs); n > 0 && m.Role == llm.RoleUser && b.msgs[n-1].Role == llm.RoleUser {
+		b.msgs[n-1].Parts = append(b.msgs[n-1].Parts, m.Parts...)
+		return
+	}
+	b.msgs = append(b.msgs, m)
+}
+
+func (b *messageBuilder) action(a *event.ActionEvent) {
+	tc := llm.ToolCall{ID: a.ToolCallID, Name: a.ToolCall.Name, Arguments: safeArguments(a.ToolCall.Arguments)}
+	if tc.Name == "" {
+		tc.Name = a.ToolName
+	}
+	if b.assistant >= 0 && b.lastResponse == a.LLMResponseID && a.LLMResponseID != "" {
+		b.msgs[b.assistant].ToolCalls = append(b.msgs[b.assistant].ToolCalls, tc)
+	} else {
+		b.backfill()
+		m := llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{tc}}
+		var thought []string
+		for _, t := range a.Thought {
+			if strings.TrimSpace(t.Text) != "" {
+				thought = append(thought, t.Text)
+			}
+		}
+		if len(thought) > 0 {
+			m.Parts = []llm.Part{llm.TextPart(strings.Join(thought, "\n"))}
+		}
+		b.msgs = append(b.msgs, m)
+		b.assistant, b.lastResponse = len(b.msgs)-1, a.LLMResponseID
+	}
+	b.pending[tc.ID] = tc.Name
+	b.order = append(b.order, tc.ID)
+}
+
+func (b *messageBuilder) result(callID, name, text string) {
+	if _, ok := b.pending[callID]; !ok {
+		return // its call is not in the view; the providers would reject it
+	}
+	delete(b.pending, callID)
+	b.msgs = append(b.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: callID, Name: name, Parts: []llm.Part{llm.TextPart(text)}})
+	if len(b.pending) == 0 {
+		b.flush()
+	}
+}
+
+// backfill answers the calls still pending with a note that no result was recorded.
+func (b *messageBuilder) backfill() {
+	for _, id := range b.order {
+		if name, ok := b.pending[id]; ok {
+			b.msgs = append(b.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: id, Name: name, Parts: []llm.Part{llm.TextPart(noResultRecorded)}})
+			delete(b.pending, id)
+		}
+	}
+	b.flush()
+}
+
+func (b *messageBuilder) flush() {
+	b.order = b.order[:0]
+	b.assistant, b.lastResponse = -1, ""
+	deferred := b.deferred
+	b.deferred = nil
+	for _, m := range deferred {
+		b.emit(m)
+	}
+}

@@ -1,0 +1,133 @@
+package apitypes
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Event is one event of a conversation's log in the OpenHands shape: an object with kind,
+// id, timestamp (naive UTC, microseconds) and source, and the fields of its kind.
+type Event json.RawMessage
+
+// MarshalJSON writes the stored event as it is.
+func (e Event) MarshalJSON() ([]byte, error) {
+	if len(e) == 0 {
+		return []byte("null"), nil
+	}
+	return e, nil
+}
+
+// WireSchema documents the envelope; the other fields depend on kind.
+func (Event) WireSchema() map[string]any {
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"kind": map[string]any{"type": "string", "description": "The event's class: MessageEvent, ActionEvent, ObservationEvent, " +
+				"AgentErrorEvent, SystemPromptEvent, ConversationStateUpdateEvent, ConversationErrorEvent, PauseEvent, Condensation."},
+			"id":        map[string]any{"type": "string", "description": "A dashed UUID."},
+			"timestamp": map[string]any{"type": "string", "description": "ISO 8601 in UTC without a zone, with microseconds."},
+			"source":    map[string]any{"type": "string", "enum": []any{"agent", "user", "environment"}},
+		},
+		"required":             []any{"kind", "id", "timestamp", "source"},
+		"additionalProperties": true,
+	}
+}
+
+// EventPage is a page of events.
+type EventPage struct {
+	Items      []Event `json:"items"`
+	NextPageID *string `json:"next_page_id"`
+}
+
+// ConversationEventSearchQuery filters GET .../api/conversations/{id}/events/search.
+type ConversationEventSearchQuery struct {
+	PageID       string          `query:"page_id"`
+	Limit        int             `query:"limit" wire:"min=1,max=100,default=100"`
+	Kind         string          `query:"kind" doc:"Event class, short (MessageEvent) or fully qualified (openhands.sdk.event.llm_convertible.message.MessageEvent)."`
+	Source       string          `query:"source" doc:"agent, user or environment."`
+	SortOrder    *EventSortOrder `query:"sort_order" doc:"Default TIMESTAMP (the log's order)."`
+	TimestampGTE *time.Time      `query:"timestamp__gte"`
+	TimestampLT  *time.Time      `query:"timestamp__lt"`
+}
+
+// ConversationEventCountQuery filters GET .../api/conversations/{id}/events/count.
+type ConversationEventCountQuery struct {
+	Kind         string     `query:"kind"`
+	Source       string     `query:"source"`
+	TimestampGTE *time.Time `query:"timestamp__gte"`
+	TimestampLT  *time.Time `query:"timestamp__lt"`
+}
+
+// EventSearchQuery filters GET /api/v1/events/search.
+type EventSearchQuery struct {
+	ConversationIDEq *string         `query:"conversation_id__eq"`
+	KindEq           string          `query:"kind__eq" doc:"Event class, short or fully qualified."`
+	TimestampGTE     *time.Time      `query:"timestamp__gte"`
+	TimestampLT      *time.Time      `query:"timestamp__lt"`
+	SortOrder        *EventSortOrder `query:"sort_order" doc:"Default TIMESTAMP (the log's order)."`
+	PageID           string          `query:"page_id"`
+	Limit            int             `query:"limit" wire:"min=1,max=100,default=100"`
+}
+
+// EventCountQuery filters GET /api/v1/events/count.
+type EventCountQuery struct {
+	ConversationIDEq *string         `query:"conversation_id__eq"`
+	KindEq           string          `query:"kind__eq"`
+	TimestampGTE     *time.Time      `query:"timestamp__gte"`
+	TimestampLT      *time.Time      `query:"timestamp__lt"`
+	SortOrder        *EventSortOrder `query:"sort_order" doc:"Accepted and ignored, as in OpenHands."`
+}
+
+// Kinded is a polymorphic object given by its kind alone.
+type Kinded struct {
+	Kind string `json:"kind"`
+}
+
+// AgentLLM is the model a conversation's agent uses. The key is never shown.
+type AgentLLM struct {
+	Model   string `json:"model"`
+	UsageID string `json:"usage_id"`
+}
+
+// AgentTool names one tool of the agent.
+type AgentTool struct {
+	Name string `json:"name"`
+}
+
+// AgentSpec describes a conversation's agent.
+type AgentSpec struct {
+	Kind  string      `json:"kind"`
+	LLM   AgentLLM    `json:"llm"`
+	Tools []AgentTool `json:"tools"`
+}
+
+// AgentWorkspace is where the agent works.
+type AgentWorkspace struct {
+	Kind       string `json:"kind"`
+	WorkingDir string `json:"working_dir"`
+}
+
+// ConversationStats is the usage per LLM of a conversation.
+type ConversationStats struct {
+	UsageToMetrics map[string]MetricsSnapshot `json:"usage_to_metrics"`
+}
+
+// AgentConversationInfo is a conversation as the conversation API (OpenHands' agent server
+// API, served under conversation_url) shows it.
+type AgentConversationInfo struct {
+	ID                   string            `json:"id" doc:"A dashed UUID (ids that are not UUIDs are shown as they are)."`
+	Title                *string           `json:"title"`
+	ExecutionStatus      ExecutionStatus   `json:"execution_status"`
+	Agent                AgentSpec         `json:"agent"`
+	Workspace            AgentWorkspace    `json:"workspace"`
+	MaxIterations        int               `json:"max_iterations"`
+	StuckDetection       bool              `json:"stuck_detection"`
+	ConfirmationPolicy   Kinded            `json:"confirmation_policy"`
+	Stats                ConversationStats `json:"stats"`
+	Metrics              *MetricsSnapshot  `json:"metrics"`
+	Tags                 map[string]string `json:"tags"`
+	ParentConversationID *string           `json:"parent_conversation_id"`
+	SubConversationIDs   []string          `json:"sub_conversation_ids"`
+	CreatedAt            time.Time         `json:"created_at"`
+	UpdatedAt            time.Time         `json:"updated_at"`
+}

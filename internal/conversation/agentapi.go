@@ -1,0 +1,196 @@
+package conversation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentd/agentd/internal/agent"
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/paging"
+)
+
+// What clients do with a conversation's agent: send it messages, run it, pause it, and read
+// its event log.
+
+// Message is a user message sent into a conversation.
+type Message struct {
+	Text      string
+	ImageURLs []string
+}
+
+// ready returns the conversation if its start task is READY (or it has none).
+func (s *Service) ready(ctx context.Context, ownerID, convID string) (View, error) {
+	v, err := s.o.Store.GetConversation(ctx, ownerID, convID)
+	if err != nil {
+		return View{}, err
+	}
+	if v.TaskStatus != "" && v.TaskStatus != TaskReady {
+		return v, fmt.Errorf("conversation %s: start task is %s: %w", convID, v.TaskStatus, ErrNotReady)
+	}
+	return v, nil
+}
+
+// SendMessage appends a user message. An agent that had stopped (finished, stuck, error,
+// paused) becomes idle. With run, the agent runs to answer it (a loop that is running
+// already sees it at its next step); without, it waits for run. A message sent while the
+// conversation still starts is answered once it is ready.
+func (s *Service) SendMessage(ctx context.Context, ownerID, convID string, m Message, run bool) error {
+	v, err := s.o.Store.GetConversation(ctx, ownerID, convID)
+	if err != nil {
+		return err
+	}
+	ev, err := event.NewUserMessage(s.o.NewEventID(), s.o.Now(), m.Text, m.ImageURLs)
+	if err != nil {
+		return err
+	}
+	evs := []event.Event{ev}
+	// A stopped agent (finished, stuck, failed, paused) becomes idle at once: it has a new
+	// message to answer, and a client polling for its status never reads the old one.
+	from := agent.Status(v.ExecutionStatus)
+	if from.Terminal() || from == agent.StatusPaused {
+		st, err := event.NewStateUpdate(s.o.NewEventID(), s.o.Now(), event.StateExecutionStatus, agent.StatusIdle)
+		if err != nil {
+			return err
+		}
+		evs = append(evs, st)
+	}
+	if err := s.record(ctx, convID, evs); err != nil {
+		return fmt.Errorf("send message to conversation %s: %w", convID, err)
+	}
+	if run && (v.TaskStatus == "" || v.TaskStatus == TaskReady) {
+		s.startLoop(ownerID, convID)
+	}
+	return nil
+}
+
+// RunAgent starts the agent. ErrAlreadyRunning when it runs; ErrNotReady while the
+// conversation starts. An agent with nothing to answer stops again at once.
+func (s *Service) RunAgent(ctx context.Context, ownerID, convID string) error {
+	if _, err := s.ready(ctx, ownerID, convID); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	l := s.loops[convID]
+	s.mu.Unlock()
+	if l != nil && !l.pause.Load() {
+		return fmt.Errorf("run conversation %s: %w", convID, ErrAlreadyRunning)
+	}
+	// A loop asked to pause but still finishing its step just carries on.
+	s.startLoop(ownerID, convID)
+	return nil
+}
+
+// PauseAgent pauses the agent: a running loop stops between steps (after the model call or
+// tool call in flight) and records the pause; an idle agent is paused at once. A finished,
+// stuck or failed agent cannot be paused (*agent.TransitionError).
+func (s *Service) PauseAgent(ctx context.Context, ownerID, convID string) error {
+	v, err := s.o.Store.GetConversation(ctx, ownerID, convID)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if l := s.loops[convID]; l != nil {
+		l.pause.Store(true)
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+	from := agent.Status(v.ExecutionStatus)
+	switch from {
+	case agent.StatusPaused:
+		return nil
+	case "", agent.StatusIdle, agent.StatusRunning, agent.StatusWaitingForConfirmation:
+	default:
+		return &agent.TransitionError{From: from, To: agent.StatusPaused}
+	}
+	pause, err := event.New(s.o.NewEventID(), s.o.Now(), event.SourceUser, &event.PauseEvent{})
+	if err != nil {
+		return err
+	}
+	st, err := event.NewStateUpdate(s.o.NewEventID(), s.o.Now(), event.StateExecutionStatus, agent.StatusPaused)
+	if err != nil {
+		return err
+	}
+	if err := s.record(ctx, convID, []event.Event{pause, st}); err != nil {
+		return fmt.Errorf("pause conversation %s: %w", convID, err)
+	}
+	return nil
+}
+
+// AgentRunning reports whether the conversation's agent loop runs in this process.
+func (s *Service) AgentRunning(convID string) bool { return s.running(convID) != nil }
+
+// SearchEvents pages through the owner's events.
+func (s *Service) SearchEvents(ctx context.Context, ownerID string, f event.Filter, desc bool, q paging.Query) ([]event.Event, string, error) {
+	return s.o.Events.SearchEvents(ctx, ownerID, f, desc, q)
+}
+
+// CountEvents counts the owner's events that match f.
+func (s *Service) CountEvents(ctx context.Context, ownerID string, f event.Filter) (int, error) {
+	return s.o.Events.CountEvents(ctx, ownerID, f)
+}
+
+// GetEvents returns the owner's events with those ids, nil for unknown ones.
+func (s *Service) GetEvents(ctx context.Context, ownerID string, ids []string) ([]*event.Event, error) {
+	return s.o.Events.GetEvents(ctx, ownerID, ids)
+}
+
+// Subscribe follows the appends to a conversation's log (see event.Bus).
+func (s *Service) Subscribe(convID string, buffer int) *event.Subscription {
+	return s.o.Bus.Subscribe(convID, buffer)
+}
+
+// resumeAgents starts the loops of the conversations whose agent was running when the last
+// process stopped; each first answers the tool call the stop interrupted.
+func (s *Service) resumeAgents(ctx context.Context) error {
+	cs, err := s.o.Store.ConversationsByExecutionStatus(ctx, string(agent.StatusRunning))
+	if err != nil {
+		return fmt.Errorf("resume agents: %w", err)
+	}
+	for _, c := range cs {
+		s.log.Info("resuming agent", "conversation_id", c.ID)
+		s.startLoop(c.OwnerID, c.ID)
+	}
+	return nil
+}
+
+// IsTransition reports whether err is a refused execution status change.
+func IsTransition(err error) bool {
+	var te *agent.TransitionError
+	return errors.As(err, &te)
+}
+
+// AgentInfo is what clients are shown of a conversation's agent.
+type AgentInfo struct {
+	Model          string
+	MaxIterations  int
+	StuckDetection bool
+	Workspace      string
+}
+
+// Agent describes the conversation's agent as its next run would be set up.
+func (s *Service) Agent(ctx context.Context, ownerID string, v View) AgentInfo {
+	info := AgentInfo{MaxIterations: s.o.Agent.MaxIterations, StuckDetection: !s.o.Agent.DisableStuckDetection}
+	if info.MaxIterations <= 0 {
+		info.MaxIterations = agent.DefaultMaxIterations
+	}
+	cfg, tuning, _ := s.resolveLLM(ctx, ownerID, v.LLMModel)
+	info.Model = cfg.Resolve().Model
+	if tuning.MaxIterations != nil && *tuning.MaxIterations > 0 {
+		info.MaxIterations = *tuning.MaxIterations
+	}
+	if v.SandboxID != "" {
+		if sb, err := s.o.Sandboxes.Get(ctx, ownerID, v.SandboxID); err == nil {
+			info.Workspace = sb.Instance.Workspace
+		}
+	}
+	return info
+}
+
+// Busy reports whether start tasks or agent loops run in the background.
+func (s *Service) Busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.tasks) > 0 || len(s.loops) > 0
+}

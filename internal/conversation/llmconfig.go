@@ -1,0 +1,114 @@
+package conversation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentd/agentd/internal/llm"
+	"github.com/agentd/agentd/internal/settings"
+)
+
+// LLMDefaults are the server-wide LLM settings (AGENTD_LLM_*), used where a user has none.
+type LLMDefaults struct {
+	// Provider is llm.ProviderOpenAI or llm.ProviderAnthropic; empty infers it from the model.
+	// It applies only when the server's base URL is used.
+	Provider string
+	Model    string
+	BaseURL  string
+	APIKey   string
+}
+
+// UserSettings is what the conversation service reads of a user's settings.
+type UserSettings interface {
+	Get(ctx context.Context, userID string) (settings.View, error)
+	Secret(ctx context.Context, userID, name string) (value string, ok bool, err error)
+}
+
+// NoLLMError says why a user has no usable LLM settings. It is ErrNoLLM.
+type NoLLMError struct{ Missing string }
+
+func (e *NoLLMError) Error() string { return ErrNoLLM.Error() + ": " + e.Missing }
+
+// Is makes errors.Is(err, ErrNoLLM) hold.
+func (e *NoLLMError) Is(target error) bool { return target == ErrNoLLM }
+
+// ClientMessage is the answer clients get.
+func (e *NoLLMError) ClientMessage() string {
+	return "No usable LLM settings: " + e.Missing + ". Set llm_model and llm_api_key (and llm_base_url for a " +
+		"self-hosted or proxy endpoint) with POST /api/settings, or ask the administrator to set " +
+		"AGENTD_LLM_MODEL and AGENTD_LLM_API_KEY."
+}
+
+// agentSettings are the user's settings that shape the agent beside the LLM.
+type agentSettings struct {
+	MaxIterations          *int  `json:"max_iterations"`
+	CondenserMaxSize       *int  `json:"condenser_max_size"`
+	EnableDefaultCondenser *bool `json:"enable_default_condenser"`
+}
+
+// resolveLLM picks the LLM for a conversation of ownerID: the model named by the
+// conversation (llm_model of the start request), else the user's, else the server's. A user
+// who set a base URL gets only their own key with it: the server's key is never sent to an
+// endpoint a user chose. Without a model, or without a key for a public API (no base URL),
+// the answer is a *NoLLMError.
+func (s *Service) resolveLLM(ctx context.Context, ownerID string, model *string) (llm.Config, agentSettings, error) {
+	var as agentSettings
+	var userModel, userBase string
+	if s.o.Settings != nil {
+		v, err := s.o.Settings.Get(ctx, ownerID)
+		if err != nil && !errors.Is(err, settings.ErrNotFound) {
+			return llm.Config{}, as, fmt.Errorf("read LLM settings: %w", err)
+		}
+		userModel, userBase = stringValue(v.Values["llm_model"]), stringValue(v.Values["llm_base_url"])
+		if raw, err := json.Marshal(v.Values); err == nil {
+			_ = json.Unmarshal(raw, &as) // optional tuning; a malformed value is ignored
+		}
+	}
+	userKey := ""
+	if s.o.Settings != nil {
+		k, ok, err := s.o.Settings.Secret(ctx, ownerID, settings.LLMAPIKey)
+		if err != nil {
+			return llm.Config{}, as, fmt.Errorf("read LLM settings: %w", err)
+		}
+		if ok {
+			userKey = k
+		}
+	}
+	d := s.o.LLM
+	cfg := llm.Config{Model: firstNonEmpty(userModel, d.Model)}
+	if model != nil && strings.TrimSpace(*model) != "" {
+		cfg.Model = strings.TrimSpace(*model)
+	}
+	if userBase != "" {
+		cfg.BaseURL, cfg.APIKey = userBase, userKey
+	} else {
+		cfg.BaseURL, cfg.APIKey, cfg.Provider = d.BaseURL, firstNonEmpty(userKey, d.APIKey), d.Provider
+	}
+	switch {
+	case cfg.Model == "":
+		return cfg, as, &NoLLMError{Missing: "no model is set"}
+	case cfg.APIKey == "" && cfg.BaseURL == "":
+		return cfg, as, &NoLLMError{Missing: "no API key is set for model " + cfg.Model}
+	}
+	return cfg, as, nil
+}
+
+func stringValue(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return strings.TrimSpace(s)
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}

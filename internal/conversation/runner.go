@@ -1,0 +1,298 @@
+package conversation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentd/agentd/internal/agent"
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/llm"
+	"github.com/agentd/agentd/internal/tool"
+)
+
+// The runner: at most one agent loop per conversation, owned by the Service. A loop starts
+// when a start task reaches READY, when a user message arrives with run, on Run, and for
+// every conversation whose agent was running when the previous process stopped. It ends
+// when the agent has nothing left to do; Close cancels every loop and waits for it, leaving
+// the execution status "running" so that the next process picks the conversation up.
+
+// ErrAlreadyRunning: the conversation's agent is running already.
+var ErrAlreadyRunning = errors.New("the conversation's agent is already running")
+
+// ErrNotReady: the conversation is still starting (or failed to start).
+var ErrNotReady = errors.New("the conversation is not ready")
+
+// Runtime is what the runner needs of a sandbox's runtime: running tools.
+type Runtime interface {
+	Tool(ctx context.Context, name, conversationID string, args json.RawMessage) (tool.Result, error)
+}
+
+// AgentOptions tune the agent loop for every conversation (tests shorten them).
+type AgentOptions struct {
+	// MaxIterations is the default limit of model calls per run (the user's max_iterations
+	// setting wins); 0 means agent.DefaultMaxIterations.
+	MaxIterations         int
+	CondenserMaxEvents    int
+	CondenserKeepFirst    int
+	DisableStuckDetection bool
+}
+
+// loop is one running agent loop.
+type loop struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	pause  atomic.Bool
+	// rearm asks the loop to run the agent once more when it would stop: a message arrived
+	// while it was finishing. Guarded by Service.mu.
+	rearm bool
+}
+
+// startLoop starts the conversation's loop unless one runs; then it asks the running one
+// to look again before it stops (rearm) and withdraws a pause it was asked for. It reports
+// whether a loop was started.
+func (s *Service) startLoop(ownerID, convID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.loops[convID]; ok {
+		// Asked to run again: a pause requested meanwhile is withdrawn.
+		l.rearm = true
+		l.pause.Store(false)
+		return false
+	}
+	if s.ctx.Err() != nil {
+		return false
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	l := &loop{cancel: cancel, done: make(chan struct{})}
+	s.loops[convID] = l
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(l.done)
+		defer cancel()
+		for {
+			s.runAgent(ctx, ownerID, convID, l)
+			s.mu.Lock()
+			again := l.rearm && ctx.Err() == nil && !l.pause.Load()
+			l.rearm = false
+			if !again {
+				delete(s.loops, convID)
+			}
+			s.mu.Unlock()
+			if !again {
+				return
+			}
+		}
+	}()
+	return true
+}
+
+// running returns the conversation's loop, if one runs.
+func (s *Service) running(convID string) *loop {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loops[convID]
+}
+
+// stopLoop cancels the conversation's loop and waits for it to end.
+func (s *Service) stopLoop(convID string) {
+	if l := s.running(convID); l != nil {
+		l.cancel()
+		<-l.done
+	}
+}
+
+// requestOptions are the parts of a stored creation request the agent needs.
+type requestOptions struct {
+	ConversationInstructions *string `json:"conversation_instructions"`
+	ReplayJSON               *string `json:"replay_json"`
+}
+
+// runAgent runs the agent of one conversation once.
+func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop) {
+	log := s.log.With("conversation_id", convID)
+	v, err := s.o.Store.GetConversation(ctx, ownerID, convID)
+	if err != nil {
+		if !errors.Is(err, ErrNotFound) && ctx.Err() == nil {
+			log.Error("agent: read conversation", "err", err)
+		}
+		return
+	}
+	var req requestOptions
+	if len(v.RequestSealed) > 0 {
+		raw, err := s.o.Sealer.Open(v.RequestSealed)
+		if err != nil {
+			log.Error("agent: open stored request", "err", err)
+			return
+		}
+		_ = json.Unmarshal(raw, &req) // validated when stored; V1 requests have neither field
+	}
+	cfg := agent.Config{
+		MaxIterations:         s.o.Agent.MaxIterations,
+		CondenserMaxEvents:    s.o.Agent.CondenserMaxEvents,
+		CondenserKeepFirst:    s.o.Agent.CondenserKeepFirst,
+		DisableStuckDetection: s.o.Agent.DisableStuckDetection,
+	}
+	if req.ConversationInstructions != nil {
+		cfg.Instructions = *req.ConversationInstructions
+	}
+	if req.ReplayJSON != nil {
+		r, err := agent.ParseReplay(*req.ReplayJSON)
+		if err != nil {
+			log.Error("agent: stored replay does not parse", "err", err)
+		}
+		cfg.Replay = r.Actions
+	}
+	if v.SandboxID != "" {
+		if sb, err := s.o.Sandboxes.Get(ctx, ownerID, v.SandboxID); err == nil && sb.Instance.Workspace != "" {
+			cfg.Workspace = sb.Instance.Workspace
+		}
+	}
+
+	var client llm.Client
+	llmCfg, tuning, err := s.resolveLLM(ctx, ownerID, v.LLMModel)
+	switch {
+	case errors.Is(err, ErrNoLLM):
+		// The agent says so in the log when it needs the model; a replay does not.
+	case err != nil:
+		log.Error("agent: resolve LLM", "err", err)
+		return
+	default:
+		cfg.Model = llmCfg.Resolve().Model
+		c, err := s.o.NewLLM(llmCfg)
+		if err != nil {
+			// Settings the adapter refuses (a base URL that is no URL): every call fails with
+			// the adapter's reason, which the user then reads in the error event.
+			log.Warn("agent: LLM client", "err", err)
+			client = unusableLLM{err}
+		} else {
+			policy := s.o.Retry
+			policy.OnRetry = func(attempt int, err error, wait time.Duration) {
+				log.Info("LLM call failed; retrying", "attempt", attempt, "err", err, "wait", wait)
+			}
+			client = llm.WithRetry(c, policy)
+		}
+	}
+	if tuning.MaxIterations != nil && *tuning.MaxIterations > 0 {
+		cfg.MaxIterations = *tuning.MaxIterations
+	}
+	if tuning.CondenserMaxSize != nil && *tuning.CondenserMaxSize > 0 {
+		cfg.CondenserMaxEvents = *tuning.CondenserMaxSize
+	}
+	if tuning.EnableDefaultCondenser != nil && !*tuning.EnableDefaultCondenser {
+		cfg.CondenserMaxEvents = -1
+	}
+
+	metrics := &llm.Metrics{}
+	if len(v.Metrics) > 0 {
+		var snap llm.MetricsSnapshot
+		if json.Unmarshal(v.Metrics, &snap) == nil {
+			metrics = llm.NewMetricsFrom(snap)
+		}
+	}
+	a := agent.New(agent.Options{
+		Config: cfg, LLM: client, Metrics: metrics, Logger: log,
+		Tools:          &sandboxTools{s: s, ownerID: ownerID, sandboxID: v.SandboxID, convID: convID},
+		Log:            &runnerLog{s: s, convID: convID},
+		PauseRequested: l.pause.Load,
+		Now:            s.o.Now, NewID: s.o.NewEventID,
+	})
+	status, err := a.Run(ctx)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrNotFound) {
+		log.Error("agent run", "status", string(status), "err", err)
+	}
+}
+
+// runnerLog is the agent's view of the conversation's event log: appends are stored with
+// the state they carry, then published.
+type runnerLog struct {
+	s      *Service
+	convID string
+}
+
+func (l *runnerLog) Load(ctx context.Context, afterSeq int64) ([]event.Event, error) {
+	return l.s.o.Events.ConversationEvents(ctx, l.convID, afterSeq)
+}
+
+func (l *runnerLog) Append(ctx context.Context, evs []event.Event) error {
+	return l.s.record(ctx, l.convID, evs)
+}
+
+// record stores events, applying the state updates among them to the conversation in the
+// same transaction, then publishes them.
+func (s *Service) record(ctx context.Context, convID string, evs []event.Event) error {
+	u := StateUpdate{UpdatedAt: s.o.Now().UTC()}
+	for _, e := range evs {
+		if e.Kind != event.KindStateUpdate {
+			continue
+		}
+		var su event.StateUpdateEvent
+		if err := json.Unmarshal(e.Body, &su); err != nil {
+			return fmt.Errorf("record events: %w", err)
+		}
+		switch su.Key {
+		case event.StateExecutionStatus:
+			var st string
+			if json.Unmarshal(su.Value, &st) == nil {
+				u.ExecutionStatus = st
+			}
+		case event.StateStats:
+			var stats struct {
+				UsageToMetrics map[string]json.RawMessage `json:"usage_to_metrics"`
+			}
+			if json.Unmarshal(su.Value, &stats) == nil && len(stats.UsageToMetrics["default"]) > 0 {
+				u.Metrics = stats.UsageToMetrics["default"]
+			}
+		}
+	}
+	if err := s.o.Store.RecordEvents(ctx, convID, evs, u); err != nil {
+		return err
+	}
+	s.o.Bus.Publish(evs...)
+	return nil
+}
+
+// sandboxTools runs sandbox tools in the conversation's sandbox. While the sandbox is paused
+// a call waits for it to be resumed; a call in flight when it is paused stays blocked in
+// the frozen runtime and completes after the resume.
+type sandboxTools struct {
+	s                          *Service
+	ownerID, sandboxID, convID string
+}
+
+func (t *sandboxTools) Run(ctx context.Context, name string, args json.RawMessage) (tool.Result, error) {
+	if t.sandboxID == "" || t.s.o.Runtimes == nil {
+		return tool.Result{}, fmt.Errorf("%w: the conversation has no sandbox", agent.ErrUnavailable)
+	}
+	if _, err := t.s.o.Sandboxes.WaitRunning(ctx, t.ownerID, t.sandboxID); err != nil {
+		if ctx.Err() != nil {
+			return tool.Result{}, ctx.Err()
+		}
+		return tool.Result{}, fmt.Errorf("%w: %v", agent.ErrUnavailable, sandboxProblem(err))
+	}
+	rt, err := t.s.o.Runtimes(ctx, t.ownerID, t.sandboxID)
+	if err != nil {
+		return tool.Result{}, fmt.Errorf("reach the sandbox: %w", err)
+	}
+	return rt.Tool(ctx, name, t.convID, args)
+}
+
+// sandboxProblem words a sandbox failure for the user.
+func sandboxProblem(err error) string {
+	var cm interface{ ClientMessage() string }
+	if errors.As(err, &cm) {
+		return cm.ClientMessage()
+	}
+	return "the sandbox is gone"
+}
+
+// unusableLLM answers every call with the reason its settings were refused.
+type unusableLLM struct{ err error }
+
+func (u unusableLLM) Complete(context.Context, llm.Request) (llm.Response, error) {
+	return llm.Response{}, &llm.Error{Kind: llm.KindBadRequest, Msg: "the LLM settings are not usable: " + u.err.Error()}
+}

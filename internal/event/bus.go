@@ -1,0 +1,87 @@
+package event
+
+import "sync"
+
+// Bus tells live readers (the agent loop, streaming clients) about events appended to a
+// conversation. Writers publish only what the store has committed, so a reader that misses
+// a publication can always catch up from the store. Safe for concurrent use; the zero value
+// is ready.
+type Bus struct {
+	mu   sync.Mutex
+	subs map[string]map[*Subscription]struct{}
+}
+
+// Subscription receives the events published for one conversation, in publication order.
+type Subscription struct {
+	// C delivers the events. It is closed by Close, and also when the subscriber fell more
+	// than its buffer behind: then Lagged reports true and the reader should read the store
+	// from the last event it saw.
+	C <-chan Event
+
+	c      chan Event
+	bus    *Bus
+	convID string
+	lagged bool // guarded by bus.mu
+	closed bool // guarded by bus.mu
+}
+
+// Subscribe returns a subscription to the conversation's events with room for buffer events
+// (at least 1).
+func (b *Bus) Subscribe(conversationID string, buffer int) *Subscription {
+	c := make(chan Event, max(buffer, 1))
+	s := &Subscription{C: c, c: c, bus: b, convID: conversationID}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.subs == nil {
+		b.subs = map[string]map[*Subscription]struct{}{}
+	}
+	if b.subs[conversationID] == nil {
+		b.subs[conversationID] = map[*Subscription]struct{}{}
+	}
+	b.subs[conversationID][s] = struct{}{}
+	return s
+}
+
+// Publish delivers evs to the subscribers of their conversations. It never blocks: a
+// subscriber whose buffer is full is dropped (see Subscription.C).
+func (b *Bus) Publish(evs ...Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, e := range evs {
+		for s := range b.subs[e.ConversationID] {
+			select {
+			case s.c <- e:
+			default:
+				s.lagged = true
+				s.closeLocked()
+			}
+		}
+	}
+}
+
+// Lagged reports whether the subscription was dropped for falling behind.
+func (s *Subscription) Lagged() bool {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	return s.lagged
+}
+
+// Close ends the subscription. Safe to call twice.
+func (s *Subscription) Close() {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	s.closeLocked()
+}
+
+func (s *Subscription) closeLocked() {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	close(s.c)
+	m := s.bus.subs[s.convID]
+	delete(m, s)
+	if len(m) == 0 {
+		delete(s.bus.subs, s.convID)
+	}
+}

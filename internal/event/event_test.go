@@ -1,0 +1,122 @@
+package event
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 123456789, time.UTC)
+
+func TestNewWritesTheOpenHandsEnvelope(t *testing.T) {
+	e, err := New("0d6f5c1e-7b3a-4c52-9a1d-2f0e8b7c6a51", t0, SourceAgent, &ActionEvent{
+		Thought:  []TextPart{Text("list the files")},
+		Action:   json.RawMessage(`{"kind":"TerminalAction","command":"ls"}`),
+		ToolName: "terminal", ToolCallID: "call_1",
+		ToolCall:      ToolCall{ID: "call_1", Name: "terminal", Arguments: `{"command":"ls"}`, Origin: "completion"},
+		LLMResponseID: "resp-1", SecurityRisk: "UNKNOWN",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(e.Body, &got); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]any{
+		"kind": "ActionEvent", "id": "0d6f5c1e-7b3a-4c52-9a1d-2f0e8b7c6a51",
+		"timestamp": "2025-03-01T12:00:00.123456", "source": "agent", "tool_name": "terminal",
+		"tool_call_id": "call_1", "llm_response_id": "resp-1", "security_risk": "UNKNOWN", "summary": nil,
+	} {
+		if !reflect.DeepEqual(got[k], want) {
+			t.Errorf("%s = %#v, want %#v", k, got[k], want)
+		}
+	}
+	if e.Kind != KindAction || e.Source != SourceAgent || !e.Timestamp.Equal(t0.Truncate(time.Microsecond)) {
+		t.Errorf("envelope copies: %+v", e)
+	}
+	body, err := Decode(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := body.(*ActionEvent)
+	if !ok || a.ToolCall.Arguments != `{"command":"ls"}` || string(a.Action) != `{"kind":"TerminalAction","command":"ls"}` {
+		t.Fatalf("decoded %#v", body)
+	}
+}
+
+func TestInvalidActionIsNull(t *testing.T) {
+	e, err := New("id", t0, SourceAgent, &ActionEvent{ToolName: "nope"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]json.RawMessage
+	json.Unmarshal(e.Body, &got)
+	if string(got["action"]) != "null" {
+		t.Fatalf("action = %s, want null", got["action"])
+	}
+}
+
+func TestMessageTextsAndImagesRoundTrip(t *testing.T) {
+	e, err := NewUserMessage("id", t0, "look at this", []string{"https://example.com/a.png", "data:image/png;base64,AAAA"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := Decode(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := body.(*MessageEvent)
+	if got := m.Texts(); !reflect.DeepEqual(got, []string{"look at this"}) {
+		t.Errorf("texts %q", got)
+	}
+	if got := m.ImageURLs(); len(got) != 2 || got[1] != "data:image/png;base64,AAAA" {
+		t.Errorf("images %q", got)
+	}
+}
+
+func TestDecodeUnknownKind(t *testing.T) {
+	b, err := Decode(Event{Kind: "HookExecutionEvent", Body: json.RawMessage(`{"kind":"HookExecutionEvent","id":"x","timestamp":"","source":"hook"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.base().ID != "x" || b.eventKind() != "HookExecutionEvent" {
+		t.Fatalf("%#v", b)
+	}
+}
+
+func TestBusDeliversInOrderAndDropsLaggards(t *testing.T) {
+	var b Bus
+	fast := b.Subscribe("c1", 10)
+	slow := b.Subscribe("c1", 1)
+	other := b.Subscribe("c2", 10)
+	b.Publish(Event{ID: "1", ConversationID: "c1"}, Event{ID: "2", ConversationID: "c1"})
+	if e := <-fast.C; e.ID != "1" {
+		t.Fatalf("first %q", e.ID)
+	}
+	if e := <-fast.C; e.ID != "2" {
+		t.Fatalf("second %q", e.ID)
+	}
+	if e, ok := <-slow.C; !ok || e.ID != "1" {
+		t.Fatalf("slow first %q %v", e.ID, ok)
+	}
+	if _, ok := <-slow.C; ok || !slow.Lagged() {
+		t.Fatal("slow subscriber not dropped")
+	}
+	select {
+	case e := <-other.C:
+		t.Fatalf("other conversation got %q", e.ID)
+	default:
+	}
+	fast.Close()
+	fast.Close()
+	if _, ok := <-fast.C; ok {
+		t.Fatal("closed subscription delivers")
+	}
+	b.Publish(Event{ID: "3", ConversationID: "c1"}) // no subscribers left: no panic
+	other.Close()
+	if len(b.subs) != 0 {
+		t.Fatalf("subscriptions left: %v", b.subs)
+	}
+}

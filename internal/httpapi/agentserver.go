@@ -1,0 +1,258 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"net/http"
+	"strings"
+
+	"github.com/agentd/agentd/internal/apitypes"
+	"github.com/agentd/agentd/internal/auth"
+	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/tool"
+)
+
+// The conversation API: what OpenHands clients call at a conversation's conversation_url
+// (an agent server's API), served by agentd itself under /agent-server/{sandbox_id}. The
+// sandbox's session key, or the owner's API key, authenticates.
+
+// agentServerPrefix is the path of a sandbox's AGENT_SERVER URL.
+const agentServerPrefix = "/agent-server/"
+
+// agentServerURL is the AGENT_SERVER exposed URL of a sandbox.
+func (a *API) agentServerURL(sandboxID string) string {
+	return strings.TrimRight(a.d.PublicURL, "/") + agentServerPrefix + sandboxID
+}
+
+// conversationURL is where clients talk to a conversation.
+func (a *API) conversationURL(sandboxID, convID string) string {
+	return a.agentServerURL(sandboxID) + "/api/conversations/" + convID
+}
+
+// authenticateAgentServer accepts the owner's API key or the session key of the sandbox in
+// the path, compared in constant time. Whoever authenticates acts as the sandbox's owner.
+func (a *API) authenticateAgentServer(r *http.Request) (auth.User, error) {
+	ctx := r.Context()
+	key := requestKey(r)
+	if key == "" {
+		return auth.User{}, auth.ErrUnauthorized
+	}
+	sandboxID := r.PathValue("sandbox_id")
+	if u, err := a.d.Auth.Authenticate(ctx, key); err == nil {
+		if _, err := a.d.Sandboxes.Get(ctx, u.ID, sandboxID); err != nil {
+			return auth.User{}, err
+		}
+		return u, nil
+	}
+	sb, err := a.d.Sandboxes.Get(ctx, "", sandboxID)
+	if err != nil || len(sb.SessionKeySealed) == 0 {
+		return auth.User{}, auth.ErrUnauthorized
+	}
+	want, err := a.d.Open(sb.SessionKeySealed)
+	if err != nil {
+		return auth.User{}, err
+	}
+	if subtle.ConstantTimeCompare(want, []byte(key)) != 1 {
+		return auth.User{}, auth.ErrUnauthorized
+	}
+	return auth.User{ID: sb.OwnerID}, nil
+}
+
+// agentConversation reads the conversation in the path; it must live in the sandbox in the
+// path.
+func (a *API) agentConversation(r *http.Request) (conversation.View, error) {
+	id, err := conversationIDFromPath(r)
+	if err != nil {
+		return conversation.View{}, err
+	}
+	v, err := a.d.Conversations.Get(r.Context(), caller(r).ID, id)
+	if err != nil {
+		return conversation.View{}, err
+	}
+	if v.SandboxID != r.PathValue("sandbox_id") {
+		return conversation.View{}, conversation.ErrNotFound
+	}
+	return v, nil
+}
+
+// dashedID shows a 32-hex id as a dashed UUID, as agent servers do; other ids as they are.
+func dashedID(id string) string {
+	if n, err := normalizeUUID(id); err == nil && n == id {
+		return id[0:8] + "-" + id[8:12] + "-" + id[12:16] + "-" + id[16:20] + "-" + id[20:32]
+	}
+	return id
+}
+
+func (a *API) agentServerAlive(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, apitypes.AliveResponse{Status: "ok"})
+	return nil
+}
+
+func (a *API) getAgentConversation(w http.ResponseWriter, r *http.Request) error {
+	v, err := a.agentConversation(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, a.agentConversationInfo(r.Context(), caller(r).ID, v))
+	return nil
+}
+
+func (a *API) agentConversationInfo(ctx context.Context, ownerID string, v conversation.View) apitypes.AgentConversationInfo {
+	c := v.Conversation
+	ag := a.d.Conversations.Agent(ctx, ownerID, v)
+	status := apitypes.ExecutionStatus(c.ExecutionStatus)
+	if status == "" {
+		status = "idle"
+	}
+	info := apitypes.AgentConversationInfo{
+		ID: dashedID(c.ID), Title: optString(c.Title), ExecutionStatus: status,
+		Agent:                apitypes.AgentSpec{Kind: "Agent", LLM: apitypes.AgentLLM{Model: ag.Model, UsageID: "default"}},
+		Workspace:            apitypes.AgentWorkspace{Kind: "LocalWorkspace", WorkingDir: ag.Workspace},
+		MaxIterations:        ag.MaxIterations,
+		StuckDetection:       ag.StuckDetection,
+		ConfirmationPolicy:   apitypes.Kinded{Kind: "NeverConfirm"},
+		Stats:                apitypes.ConversationStats{UsageToMetrics: map[string]apitypes.MetricsSnapshot{}},
+		Metrics:              metricsOf(c.Metrics),
+		Tags:                 map[string]string{},
+		ParentConversationID: c.ParentID, SubConversationIDs: orEmpty(v.SubConversationIDs),
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+	}
+	for _, t := range tool.Builtin() {
+		info.Agent.Tools = append(info.Agent.Tools, apitypes.AgentTool{Name: t.Name})
+	}
+	if info.Metrics != nil {
+		info.Stats.UsageToMetrics["default"] = *info.Metrics
+	}
+	return info
+}
+
+func (a *API) sendAgentMessage(w http.ResponseWriter, r *http.Request) error {
+	v, err := a.agentConversation(r)
+	if err != nil {
+		return err
+	}
+	var req apitypes.SendMessageRequest
+	if _, err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	if req.Role != nil && *req.Role != "user" {
+		return problem("value_error", "Value error, only messages with role user can be sent", "body", "role")
+	}
+	m := conversation.Message{}
+	var texts []string
+	for _, part := range req.Content {
+		switch {
+		case part.Text != nil:
+			texts = append(texts, part.Text.Text)
+		case part.Image != nil:
+			m.ImageURLs = append(m.ImageURLs, part.Image.ImageURLs...)
+		}
+	}
+	m.Text = strings.Join(texts, "\n")
+	if err := a.d.Conversations.SendMessage(r.Context(), caller(r).ID, v.ID, m, req.Run); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, apitypes.Success{Success: true})
+	return nil
+}
+
+func (a *API) runAgent(w http.ResponseWriter, r *http.Request) error {
+	v, err := a.agentConversation(r)
+	if err != nil {
+		return err
+	}
+	if err := a.d.Conversations.RunAgent(r.Context(), caller(r).ID, v.ID); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, apitypes.Success{Success: true})
+	return nil
+}
+
+func (a *API) pauseAgent(w http.ResponseWriter, r *http.Request) error {
+	v, err := a.agentConversation(r)
+	if err != nil {
+		return err
+	}
+	if err := a.d.Conversations.PauseAgent(r.Context(), caller(r).ID, v.ID); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, apitypes.Success{Success: true})
+	return nil
+}
+
+// eventKind accepts the short kind and OpenHands' fully qualified class name.
+func eventKind(k string) string {
+	k = strings.TrimSpace(k)
+	if i := strings.LastIndexByte(k, '.'); i >= 0 {
+		k = k[i+1:]
+	}
+	return k
+}
+
+func sortDesc(o *apitypes.EventSortOrder) bool {
+	return o != nil && *o == "TIMESTAMP_DESC"
+}
+
+func eventPage(evs []event.Event, next string) apitypes.EventPage {
+	page := apitypes.EventPage{Items: make([]apitypes.Event, len(evs)), NextPageID: optString(next)}
+	for i, e := range evs {
+		page.Items[i] = apitypes.Event(e.Body)
+	}
+	return page
+}
+
+func (a *API) searchAgentEvents(w http.ResponseWriter, r *http.Request) error {
+	v, err := a.agentConversation(r)
+	if err != nil {
+		return err
+	}
+	var q apitypes.ConversationEventSearchQuery
+	if err := decodeQuery(r, &q); err != nil {
+		return err
+	}
+	f := event.Filter{ConversationID: v.ID, Kind: eventKind(q.Kind), Source: q.Source,
+		TimestampGTE: q.TimestampGTE, TimestampLT: q.TimestampLT}
+	evs, next, err := a.d.Conversations.SearchEvents(r.Context(), caller(r).ID, f, sortDesc(q.SortOrder), paging.Query{Cursor: q.PageID, Limit: q.Limit})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, eventPage(evs, next))
+	return nil
+}
+
+func (a *API) countAgentEvents(w http.ResponseWriter, r *http.Request) error {
+	v, err := a.agentConversation(r)
+	if err != nil {
+		return err
+	}
+	var q apitypes.ConversationEventCountQuery
+	if err := decodeQuery(r, &q); err != nil {
+		return err
+	}
+	f := event.Filter{ConversationID: v.ID, Kind: eventKind(q.Kind), Source: q.Source,
+		TimestampGTE: q.TimestampGTE, TimestampLT: q.TimestampLT}
+	n, err := a.d.Conversations.CountEvents(r.Context(), caller(r).ID, f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, n)
+	return nil
+}
+
+func (a *API) getAgentEvent(w http.ResponseWriter, r *http.Request) error {
+	v, err := a.agentConversation(r)
+	if err != nil {
+		return err
+	}
+	evs, err := a.d.Conversations.GetEvents(r.Context(), caller(r).ID, []string{r.PathValue("event_id")})
+	if err != nil {
+		return err
+	}
+	if evs[0] == nil || evs[0].ConversationID != v.ID {
+		return event.ErrNotFound
+	}
+	writeJSON(w, http.StatusOK, apitypes.Event(evs[0].Body))
+	return nil
+}

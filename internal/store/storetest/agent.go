@@ -1,0 +1,124 @@
+package storetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/store"
+)
+
+// testRecordEvents: events and the agent's state on the conversation change together.
+func testRecordEvents(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(ownerA, "conv-1", 1)
+	task := createConversation(t, s, c)
+
+	obs := newEvent("", "e1", 1)
+	obs.LLMText = "[Command finished with exit code 0]"
+	evs := []event.Event{obs, newEvent("", "e2", 2)}
+	metrics := json.RawMessage(`{"model_name": "model-a", "accumulated_cost": 1.25}`)
+	ok(t, "record events", s.RecordEvents(ctx, c.ID, evs, conversation.StateUpdate{
+		ExecutionStatus: "running", Metrics: metrics, UpdatedAt: at(5)}))
+	if evs[0].Seq <= 0 || evs[1].Seq <= evs[0].Seq || evs[0].ConversationID != c.ID {
+		t.Fatalf("recorded events not numbered in order or not adopted: %+v", evs)
+	}
+	got, err := s.GetConversation(ctx, ownerA, c.ID)
+	ok(t, "get conversation", err)
+	c.ExecutionStatus, c.Metrics, c.UpdatedAt = "running", metrics, at(5)
+	equal(t, "conversation after record", got, view(c, task))
+
+	// Zero fields leave the conversation as it is.
+	ok(t, "record without update", s.RecordEvents(ctx, c.ID, []event.Event{newEvent("", "e3", 3)}, conversation.StateUpdate{}))
+	got, err = s.GetConversation(ctx, ownerA, c.ID)
+	ok(t, "get conversation", err)
+	equal(t, "conversation after plain record", got, view(c, task))
+
+	read, err := s.ConversationEvents(ctx, c.ID, 0)
+	ok(t, "conversation events", err)
+	equal(t, "conversation events", ids(read, func(e event.Event) string { return e.ID }), []string{"e1", "e2", "e3"})
+	if read[0].LLMText != obs.LLMText || read[1].LLMText != "" {
+		t.Fatalf("llm text not kept: %q, %q", read[0].LLMText, read[1].LLMText)
+	}
+	after, err := s.ConversationEvents(ctx, c.ID, read[0].Seq)
+	ok(t, "conversation events after", err)
+	equal(t, "events after the first", ids(after, func(e event.Event) string { return e.ID }), []string{"e2", "e3"})
+	none, err := s.ConversationEvents(ctx, "conv-missing", 0)
+	ok(t, "events of a missing conversation", err)
+	if len(none) != 0 {
+		t.Fatalf("events of a missing conversation: %v", none)
+	}
+
+	is(t, "record to a missing conversation", s.RecordEvents(ctx, "conv-missing",
+		[]event.Event{newEvent("", "e-lost", 4)}, conversation.StateUpdate{ExecutionStatus: "idle"}), conversation.ErrNotFound)
+	is(t, "update a missing conversation", s.RecordEvents(ctx, "conv-missing", nil,
+		conversation.StateUpdate{ExecutionStatus: "idle"}), conversation.ErrNotFound)
+
+	// A failed append changes nothing: an event id is used twice.
+	err = s.RecordEvents(ctx, c.ID, []event.Event{newEvent("", "e4", 4), newEvent("", "e1", 5)},
+		conversation.StateUpdate{ExecutionStatus: "finished"})
+	if err == nil {
+		t.Fatal("record with a duplicate event id succeeded")
+	}
+	got, err = s.GetConversation(ctx, ownerA, c.ID)
+	ok(t, "get conversation", err)
+	if got.ExecutionStatus != "running" {
+		t.Fatalf("failed record changed the status to %q", got.ExecutionStatus)
+	}
+	read, err = s.ConversationEvents(ctx, c.ID, 0)
+	ok(t, "conversation events", err)
+	if len(read) != 3 {
+		t.Fatalf("failed record appended: %v", ids(read, func(e event.Event) string { return e.ID }))
+	}
+}
+
+// testExecutionStatusQueries: a restarted server finds every owner's running agents.
+func testExecutionStatusQueries(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	for i, status := range []string{"running", "finished", ""} {
+		owner := ownerA
+		if i == 1 {
+			owner = ownerB
+		}
+		c := newConversation(owner, fmt.Sprintf("conv-%d", i), i)
+		createConversation(t, s, c)
+		ok(t, "set status", s.RecordEvents(ctx, c.ID, nil, conversation.StateUpdate{ExecutionStatus: status}))
+	}
+	c := newConversation(ownerB, "conv-created-running", 9)
+	c.ExecutionStatus = "running"
+	createConversation(t, s, c)
+	running, err := s.ConversationsByExecutionStatus(ctx, "running")
+	ok(t, "running conversations", err)
+	equal(t, "running conversations", ids(running, func(c conversation.Conversation) string { return c.ID }),
+		[]string{"conv-0", "conv-created-running"})
+	finished, err := s.ConversationsByExecutionStatus(ctx, "finished")
+	ok(t, "finished conversations", err)
+	if len(finished) != 1 || finished[0].OwnerID != ownerB || finished[0].ExecutionStatus != "finished" {
+		t.Fatalf("finished conversations: %+v", finished)
+	}
+}
+
+// testEventSourceFilter: searches and counts filter by source.
+func testEventSourceFilter(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(ownerA, "conv-1", 1)
+	createConversation(t, s, c)
+	var evs []event.Event
+	for i, src := range []string{event.SourceUser, event.SourceAgent, event.SourceEnvironment, event.SourceAgent} {
+		e := newEvent(c.ID, fmt.Sprintf("e%d", i), i)
+		e.Source = src
+		evs = append(evs, e)
+	}
+	ok(t, "append", s.AppendEvents(ctx, evs))
+	found, _, err := s.SearchEvents(ctx, ownerA, event.Filter{ConversationID: c.ID, Source: event.SourceAgent}, false, paging.Query{Limit: 10})
+	ok(t, "search by source", err)
+	equal(t, "agent events", ids(found, func(e event.Event) string { return e.ID }), []string{"e1", "e3"})
+	n, err := s.CountEvents(ctx, ownerA, event.Filter{Source: event.SourceEnvironment})
+	ok(t, "count by source", err)
+	if n != 1 {
+		t.Fatalf("environment events: %d, want 1", n)
+	}
+}
