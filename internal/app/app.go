@@ -41,6 +41,9 @@ type Options struct {
 	LLMRetry llm.RetryPolicy
 	// Agent tunes the agent loop; the zero value is the defaults.
 	Agent conversation.AgentOptions
+	// SandboxWatchInterval is how often vanished and idle sandboxes are looked for; zero
+	// means the sandbox service's default.
+	SandboxWatchInterval time.Duration
 }
 
 // NewLLM makes a model client for cfg with the adapter of its provider: Anthropic messages,
@@ -122,21 +125,18 @@ func New(ctx context.Context, o Options) (*App, error) {
 	a.Sandboxes = sandbox.NewService(sandbox.ServiceOptions{
 		Store: st, Backend: o.Backend, Sealer: keyring, Logger: log,
 		DefaultSpec: cfg.DefaultSpec, MaxRunningPerUser: cfg.MaxRunningSandboxes,
-		StartTimeout: cfg.SandboxStartTimeout,
+		StartTimeout: cfg.SandboxStartTimeout, IdleTimeout: cfg.SandboxIdleTimeout,
+		WatchInterval: o.SandboxWatchInterval,
+		OnIdlePause: func(ctx context.Context, sb sandbox.Sandbox, idle time.Duration) {
+			if err := a.Conversations.SandboxIdlePaused(ctx, sb.OwnerID, sb.ID, idle); err != nil {
+				log.Error("record idle pause", "sandbox_id", sb.ID, "err", err)
+			}
+		},
 	})
 	a.closers = append(a.closers, a.Sandboxes.Close)
 	if err := a.Sandboxes.Reconcile(ctx); err != nil {
 		return nil, err
 	}
-	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
-	runDone := make(chan struct{})
-	go func() {
-		defer close(runDone)
-		if err := a.Sandboxes.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
-			log.Error("sandbox watcher stopped", "err", err)
-		}
-	}()
-	a.closers = append(a.closers, func() error { stopRun(); <-runDone; return nil })
 
 	users := auth.NewService(st, auth.Options{Logger: log})
 	if a.BootstrapKey, err = users.Bootstrap(ctx, cfg.AdminKey); err != nil {
@@ -163,6 +163,16 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if err := a.Conversations.Resume(ctx); err != nil {
 		return nil, err
 	}
+	// The watcher starts last: it reports idle pauses to the conversation service.
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	runDone := make(chan struct{})
+	go func() {
+		defer close(runDone)
+		if err := a.Sandboxes.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("sandbox watcher stopped", "err", err)
+		}
+	}()
+	a.closers = append(a.closers, func() error { stopRun(); <-runDone; return nil })
 
 	api, err := httpapi.New(httpapi.Deps{
 		Auth: users, Conversations: a.Conversations, Sandboxes: a.Sandboxes,

@@ -39,6 +39,8 @@ type Config struct {
 	MaxRunningSandboxes int
 	// SandboxStartTimeout bounds the wait for a new sandbox's runtime to answer.
 	SandboxStartTimeout time.Duration
+	// SandboxIdleTimeout, when positive, pauses sandboxes nobody used for that long.
+	SandboxIdleTimeout time.Duration
 	// CORSOrigins are the browser origins allowed to call the API; empty allows any
 	// localhost origin, "*" allows every origin.
 	CORSOrigins []string
@@ -139,6 +141,9 @@ func Options() []Option {
 		{Flag: "llm-provider", Env: []string{"AGENTD_LLM_PROVIDER"}, File: "llm_provider", Default: "",
 			Doc: "Wire protocol of that API: openai (chat completions, also every compatible server) or anthropic (messages). Empty infers it from the model name (claude-* and anthropic/* are anthropic).",
 			set: func(c *Config, v string) error { c.LLMProvider = strings.ToLower(strings.TrimSpace(v)); return nil }},
+		{Flag: "sandbox-idle-timeout", Env: []string{"AGENTD_SANDBOX_IDLE_TIMEOUT"}, File: "sandbox_idle_timeout", Default: "0",
+			Doc: "Pause a running sandbox nobody used for this long (no agent working in it, no command or tool call), e.g. 30m; the pause is recorded on its conversations. 0 never pauses.",
+			set: func(c *Config, v string) error { return setDuration(&c.SandboxIdleTimeout, v) }},
 		{Flag: "log-level", Env: []string{"AGENTD_LOG_LEVEL"}, File: "log_level", Default: "info",
 			Doc: "Log level: debug, info, warn or error.",
 			set: func(c *Config, v string) error { c.LogLevel = v; return nil }},
@@ -299,6 +304,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxRunningSandboxes < 0 {
 		errs = append(errs, errors.New("max running sandboxes must not be negative"))
+	}
+	if c.SandboxIdleTimeout < 0 {
+		errs = append(errs, errors.New("sandbox idle timeout must not be negative"))
 	}
 	if c.SandboxStartTimeout <= 0 {
 		errs = append(errs, errors.New("sandbox start timeout must be positive"))

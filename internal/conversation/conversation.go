@@ -76,4 +76,5 @@ type Filter struct {
 	IncludeSub         bool // include conversations that have a parent
 	SelectedRepository string
 	Trigger            string
+	SandboxID          string // conversations that use this sandbox
 }

@@ -148,6 +148,9 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 		cfg.Replay = r.Actions
 	}
 	if v.SandboxID != "" {
+		// A working agent keeps its sandbox awake, model calls included.
+		release := s.o.Sandboxes.Hold(v.SandboxID)
+		defer release()
 		if sb, err := s.o.Sandboxes.Get(ctx, ownerID, v.SandboxID); err == nil && sb.Instance.Workspace != "" {
 			cfg.Workspace = sb.Instance.Workspace
 		}

@@ -25,6 +25,8 @@ type Sandboxes interface {
 	Resume(ctx context.Context, ownerID, id string) error
 	WaitRunning(ctx context.Context, ownerID, id string) (sandbox.Sandbox, error)
 	Delete(ctx context.Context, ownerID, id string) error
+	// Hold marks the sandbox in use (so it is never paused for being idle) until release.
+	Hold(id string) (release func())
 }
 
 // Sealer seals requests at rest, and opens them for the agent.

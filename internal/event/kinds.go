@@ -17,6 +17,7 @@ const (
 	KindConversationError = "ConversationErrorEvent"
 	KindPause             = "PauseEvent"
 	KindCondensation      = "Condensation"
+	KindSandboxPaused     = "SandboxPausedEvent"
 )
 
 // Keys of state update events.
@@ -76,6 +77,8 @@ func Decode(e Event) (Body, error) {
 		b = new(PauseEvent)
 	case KindCondensation:
 		b = new(Condensation)
+	case KindSandboxPaused:
+		b = new(SandboxPausedEvent)
 	default:
 		b = new(unknown)
 	}
@@ -165,6 +168,17 @@ type ConversationErrorEvent struct {
 }
 
 func (*ConversationErrorEvent) eventKind() string { return KindConversationError }
+
+// SandboxPausedEvent records that agentd paused the conversation's sandbox by itself (it was
+// idle for longer than the configured timeout). It is agentd's own kind: OpenHands clients
+// ignore kinds they do not know, and the model never sees it.
+type SandboxPausedEvent struct {
+	Base
+	SandboxID string `json:"sandbox_id"`
+	Reason    string `json:"reason"`
+}
+
+func (*SandboxPausedEvent) eventKind() string { return KindSandboxPaused }
 
 // PauseEvent records that the user paused the agent.
 type PauseEvent struct{ Base }

@@ -93,7 +93,7 @@ func (e *env) start() {
 	e.t.Helper()
 	e.backend = e.newBackend()
 	a, err := app.New(context.Background(), app.Options{Config: e.cfg, Backend: e.backend, Version: "test",
-		LLMRetry: fastRetry, Agent: e.agent})
+		LLMRetry: fastRetry, Agent: e.agent, SandboxWatchInterval: 100 * time.Millisecond})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -145,19 +145,26 @@ func (s *Service) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-			if err := s.checkVanished(ctx); err != nil && ctx.Err() == nil {
+			if err := s.watch(ctx); err != nil && ctx.Err() == nil {
 				s.log.Error("watch sandboxes", "err", err)
 			}
 		}
 	}
 }
 
-// checkVanished marks RUNNING and PAUSED sandboxes whose processes are gone MISSING.
-func (s *Service) checkVanished(ctx context.Context) error {
+// watch is one pass of the watcher: vanished sandboxes become MISSING, idle ones are paused.
+func (s *Service) watch(ctx context.Context) error {
 	sbs, err := s.store.AllSandboxes(ctx)
 	if err != nil {
 		return err
 	}
+	s.checkVanished(ctx, sbs)
+	s.pauseIdle(ctx, sbs)
+	return nil
+}
+
+// checkVanished marks RUNNING and PAUSED sandboxes whose processes are gone MISSING.
+func (s *Service) checkVanished(ctx context.Context, sbs []Sandbox) {
 	for _, sb := range sbs {
 		if (sb.Status != StatusRunning && sb.Status != StatusPaused) || s.ours(sb) != nil {
 			continue
@@ -169,7 +176,6 @@ func (s *Service) checkVanished(ctx context.Context) error {
 			s.log.Error("mark vanished sandbox", "sandbox_id", sb.ID, "err", err)
 		}
 	}
-	return nil
 }
 
 // markGone checks again under the sandbox's lock, then marks it MISSING.

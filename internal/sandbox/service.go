@@ -38,8 +38,13 @@ type ServiceOptions struct {
 	MaxRunningPerUser int
 	// StartTimeout bounds how long a runtime may take to answer after a start or a resume.
 	StartTimeout time.Duration
-	// WatchInterval is how often Run looks for sandboxes whose processes vanished.
+	// WatchInterval is how often Run looks for sandboxes whose processes vanished (and for
+	// idle ones).
 	WatchInterval time.Duration
+	// IdleTimeout, when positive, pauses RUNNING sandboxes nobody used for that long.
+	IdleTimeout time.Duration
+	// OnIdlePause is told of every sandbox paused for being idle (and for how long it was).
+	OnIdlePause func(ctx context.Context, sb Sandbox, idle time.Duration)
 }
 
 // Service owns the lifecycle of sandboxes: it keeps the store's records and the backend's
@@ -64,6 +69,8 @@ type Service struct {
 	maxRunning    int
 	startTimeout  time.Duration
 	watchInterval time.Duration
+	idleTimeout   time.Duration
+	onIdlePause   func(ctx context.Context, sb Sandbox, idle time.Duration)
 
 	locks   keyLock // one per sandbox id, and one per owner ("owner:" + id); always id first
 	changes notifier
@@ -78,6 +85,9 @@ type Service struct {
 	closed   bool
 	starting map[string]*startWait      // readiness waits in flight, by sandbox id
 	clients  map[string]*runtime.Client // clients of RUNNING sandboxes, by sandbox id
+	// lastActive and holds feed the idle auto-pause (idle.go).
+	lastActive map[string]time.Time
+	holds      map[string]int
 }
 
 // startWait lets Delete stop the wait for a sandbox's runtime.
@@ -100,8 +110,12 @@ func NewService(opts ServiceOptions) *Service {
 		maxRunning:    opts.MaxRunningPerUser,
 		startTimeout:  opts.StartTimeout,
 		watchInterval: opts.WatchInterval,
+		idleTimeout:   opts.IdleTimeout,
+		onIdlePause:   opts.OnIdlePause,
 		starting:      map[string]*startWait{},
 		clients:       map[string]*runtime.Client{},
+		lastActive:    map[string]time.Time{},
+		holds:         map[string]int{},
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -18,18 +18,23 @@ func (s *Service) Pause(ctx context.Context, ownerID, id string) error {
 	if err := errors.Join(needStatus(sb, StatusRunning, "paused"), s.ours(sb)); err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", id, err)
 	}
+	if _, err := s.pauseLocked(ctx, sb); err != nil {
+		return fmt.Errorf("pause sandbox %s: %w", id, err)
+	}
+	return nil
+}
+
+// pauseLocked freezes the RUNNING sandbox sb; the caller holds its lock.
+func (s *Service) pauseLocked(ctx context.Context, sb Sandbox) (Sandbox, error) {
 	bctx := context.WithoutCancel(ctx)
 	if err := s.backend.Pause(bctx, sb.Instance); err != nil {
 		// Thaw what did freeze, so the sandbox stays as it was: RUNNING.
 		if rerr := s.backend.Resume(bctx, sb.Instance); rerr != nil {
-			s.log.Error("resume after failed pause", "sandbox_id", id, "err", rerr)
+			s.log.Error("resume after failed pause", "sandbox_id", sb.ID, "err", rerr)
 		}
-		return fmt.Errorf("pause sandbox %s: %w", id, err)
+		return sb, err
 	}
-	if _, err := s.setStatus(bctx, sb, StatusPaused, ""); err != nil {
-		return fmt.Errorf("pause sandbox %s: %w", id, err)
-	}
-	return nil
+	return s.setStatus(bctx, sb, StatusPaused, "")
 }
 
 // Resume thaws a PAUSED sandbox and returns once its runtime answers. It counts toward

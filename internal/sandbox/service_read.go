@@ -95,6 +95,7 @@ func (s *Service) Client(ctx context.Context, ownerID, id string) (*runtime.Clie
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lastActive[id] = s.now()
 	if c := s.clients[id]; c != nil && c.Endpoint() == sb.Instance.Endpoint {
 		return c, nil
 	}
@@ -117,6 +118,7 @@ func (s *Service) dropClient(id string) {
 	s.mu.Lock()
 	c := s.clients[id]
 	delete(s.clients, id)
+	delete(s.lastActive, id)
 	s.mu.Unlock()
 	if c != nil {
 		c.CloseIdleConnections()

@@ -38,6 +38,9 @@ func conversationWhere(ownerID string, f conversation.Filter) where {
 	if f.Trigger != "" {
 		w.add("c.trigger_name = ?", f.Trigger)
 	}
+	if f.SandboxID != "" {
+		w.add("c.sandbox_id = ?", f.SandboxID)
+	}
 	return w
 }
 

@@ -50,6 +50,7 @@ func Run(t *testing.T, f Factory) {
 		{"CreateConversationAtomic", testCreateConversationAtomic},
 		{"DeleteConversation", testDeleteConversation},
 		{"SubConversations", testSubConversations},
+		{"ConversationsOfSandbox", testConversationsOfSandbox},
 		{"ConversationFilters", testConversationFilters},
 		{"ConversationPaging", testConversationPaging},
 		{"ConversationPagingWithInserts", testConversationPagingWithInserts},
