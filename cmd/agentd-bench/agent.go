@@ -202,10 +202,8 @@ func benchAgent(ctx context.Context, s *server, steps int, progress func(string,
 		}
 		base := "one call of the same model through the OpenAI SDK"
 		for _, p := range []float64{50, 99} {
-			rows = append(rows, row{
-				figure: fmt.Sprintf("agent step, control-plane overhead with %s (%d steps), p%.0f", tool, len(overheads), p),
-				agentd: seconds(percentile(overheads, p)), primitive: seconds(percentile(sdk, p)), unit: unitTime, baseline: base,
-			})
+			figure := fmt.Sprintf("agent step, control-plane overhead with %s (%d steps), p%.0f", tool, len(overheads), p)
+			rows = append(rows, timeRow(figure, p, overheads, sdk, base))
 		}
 	}
 	notes = append(notes, "agent step overhead: from one model request to the next, less the model's own time (and the tool's): parsing the answer, building and durably storing the events (SQLite in WAL mode, synchronous=NORMAL), running the tool call round trip, building the next prompt from the log (condensing every 40 steps at the default limit of 80 events), and sending it.")

@@ -100,8 +100,8 @@ func bwrapStarts(ctx context.Context, s *server, b *bwrap.Backend, n int) ([]row
 	note := fmt.Sprintf("bwrap start goal (p50 under %v and within %d× bare bwrap): %s (p50 %v, %.1f× bare).",
 		bwrapGoal, bwrapGoalRatio, verdict, p50.Round(10*time.Microsecond), float64(p50)/float64(bare50))
 	return []row{
-		{figure: what + ", p50", agentd: seconds(p50), primitive: seconds(bare50), unit: unitTime, baseline: base},
-		{figure: what + ", p99", agentd: seconds(percentile(starts, 99)), primitive: seconds(percentile(bares, 99)), unit: unitTime, baseline: base},
+		timeRow(what+", p50", 50, starts, bares, base),
+		timeRow(what+", p99", 99, starts, bares, base),
 	}, note, nil
 }
 
@@ -155,10 +155,10 @@ func bwrapPause(ctx context.Context, s *server, b *bwrap.Backend, n int) ([]row,
 	freezeBase := "freeze a one-process cgroup until the kernel reports it frozen (" + b.Cgroups().String() + ")"
 	const thawBase = "thaw that cgroup"
 	return []row{
-		{figure: "pause (bwrap backend: cgroup frozen), p50", agentd: seconds(percentile(pauses, 50)), primitive: seconds(percentile(freezes, 50)), unit: unitTime, baseline: freezeBase},
-		{figure: "pause (bwrap backend), p99", agentd: seconds(percentile(pauses, 99)), primitive: seconds(percentile(freezes, 99)), unit: unitTime, baseline: freezeBase},
-		{figure: "resume (bwrap backend: runtime answers again), p50", agentd: seconds(percentile(resumes, 50)), primitive: seconds(percentile(thaws, 50)), unit: unitTime, baseline: thawBase},
-		{figure: "resume (bwrap backend), p99", agentd: seconds(percentile(resumes, 99)), primitive: seconds(percentile(thaws, 99)), unit: unitTime, baseline: thawBase},
+		timeRow("pause (bwrap backend: cgroup frozen), p50", 50, pauses, freezes, freezeBase),
+		timeRow("pause (bwrap backend), p99", 99, pauses, freezes, freezeBase),
+		timeRow("resume (bwrap backend: runtime answers again), p50", 50, resumes, thaws, thawBase),
+		timeRow("resume (bwrap backend), p99", 99, resumes, thaws, thawBase),
 	}, nil
 }
 

@@ -84,8 +84,8 @@ func benchDocker(ctx context.Context, binary, tmp string, logw io.Writer, progre
 	}
 	const what, base = "sandbox start to RUNNING (docker backend)", "ContainerCreate+ContainerStart of the same image"
 	rows := []row{
-		{figure: what + ", p50", agentd: seconds(percentile(starts, 50)), primitive: seconds(percentile(bares, 50)), unit: unitTime, baseline: base},
-		{figure: what + ", p99", agentd: seconds(percentile(starts, 99)), primitive: seconds(percentile(bares, 99)), unit: unitTime, baseline: base},
+		timeRow(what+", p50", 50, starts, bares, base),
+		timeRow(what+", p99", 99, starts, bares, base),
 	}
 	return append(rows, pauseRows...), []string{fmt.Sprintf(
 		"docker rows: %d starts and %d pause/resume cycles on %s; a docker start also creates the workspace volume and waits for the runtime to answer.",
@@ -194,8 +194,8 @@ func benchDockerPause(ctx context.Context, s *server, cli *client.Client, n int)
 	}
 	const pauseBase, resumeBase = "ContainerPause of a bare container", "ContainerUnpause of a bare container"
 	return []row{
-		{figure: "pause (docker backend), p50", agentd: seconds(percentile(pauses, 50)), primitive: seconds(percentile(rawPauses, 50)), unit: unitTime, baseline: pauseBase},
-		{figure: "resume, runtime answers again (docker backend), p50", agentd: seconds(percentile(resumes, 50)), primitive: seconds(percentile(rawResumes, 50)), unit: unitTime, baseline: resumeBase},
+		timeRow("pause (docker backend), p50", 50, pauses, rawPauses, pauseBase),
+		timeRow("resume, runtime answers again (docker backend), p50", 50, resumes, rawResumes, resumeBase),
 	}, nil
 }
 

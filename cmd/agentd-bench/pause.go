@@ -65,10 +65,10 @@ func benchPause(ctx context.Context, s *server, n int) ([]row, []string, error) 
 	}
 	const stopBase, contBase = "SIGSTOP one process until /proc shows T", "SIGCONT until /proc no longer shows T"
 	return []row{
-		{figure: "pause (every process stopped), p50", agentd: seconds(percentile(pauses, 50)), primitive: seconds(percentile(stops, 50)), unit: unitTime, baseline: stopBase},
-		{figure: "pause, p99", agentd: seconds(percentile(pauses, 99)), primitive: seconds(percentile(stops, 99)), unit: unitTime, baseline: stopBase},
-		{figure: "resume (runtime answers again), p50", agentd: seconds(percentile(resumes, 50)), primitive: seconds(percentile(conts, 50)), unit: unitTime, baseline: contBase},
-		{figure: "resume, p99", agentd: seconds(percentile(resumes, 99)), primitive: seconds(percentile(conts, 99)), unit: unitTime, baseline: contBase},
+		timeRow("pause (every process stopped), p50", 50, pauses, stops, stopBase),
+		timeRow("pause, p99", 99, pauses, stops, stopBase),
+		timeRow("resume (runtime answers again), p50", 50, resumes, conts, contBase),
+		timeRow("resume, p99", 99, resumes, conts, contBase),
 	}, []string{fmt.Sprintf("pause and resume find a sandbox's processes by scanning every process of the machine (%d now).", countProcesses())}, nil
 }
 

@@ -55,6 +55,11 @@ func (r row) ratio() float64 {
 
 func seconds(d time.Duration) float64 { return d.Seconds() }
 
+// timeRow is the row that sets the p-th percentile of agentd's times beside the primitive's.
+func timeRow(figure string, p float64, agentd, primitive []time.Duration, baseline string) row {
+	return row{figure: figure, agentd: seconds(percentile(agentd, p)), primitive: seconds(percentile(primitive, p)), unit: unitTime, baseline: baseline}
+}
+
 // report is the whole output: where it ran, the table, and notes on the run.
 type report struct {
 	machine machine

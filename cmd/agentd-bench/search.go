@@ -73,7 +73,7 @@ func benchSearch(ctx context.Context, s *server, o options, progress func(string
 	base := fmt.Sprintf("GET %s, same server and load", alivePath)
 	rows := []row{
 		{figure: fmt.Sprintf(what+", %d clients, throughput", len(page.Items), o.conversations, o.clients), agentd: search.rate(), primitive: alive.rate(), unit: unitRate, baseline: base},
-		{figure: fmt.Sprintf(what+", %d clients, p99 latency", len(page.Items), o.conversations, o.clients), agentd: seconds(percentile(search.latencies, 99)), primitive: seconds(percentile(alive.latencies, 99)), unit: unitTime, baseline: base},
+		timeRow(fmt.Sprintf(what+", %d clients, p99 latency", len(page.Items), o.conversations, o.clients), 99, search.latencies, alive.latencies, base),
 	}
 	notes := []string{
 		fmt.Sprintf("seeding: %d conversations created through POST /api/v1/app-conversations in %.2f s (%.0f/s, %d clients); all start tasks READY after %.2f s.",

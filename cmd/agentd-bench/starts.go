@@ -38,11 +38,10 @@ func benchStarts(ctx context.Context, s *server, binary string, n int) ([]row, e
 		}
 	}
 	const what, base = "sandbox start to RUNNING (process backend)", "fork/exec `true`"
-	p50 := seconds(percentile(starts, 50))
 	return []row{
-		{figure: what + ", p50", agentd: p50, primitive: seconds(percentile(trues, 50)), unit: unitTime, baseline: base},
-		{figure: what + ", p99", agentd: seconds(percentile(starts, 99)), primitive: seconds(percentile(trues, 99)), unit: unitTime, baseline: base},
-		{figure: what + ", p50", agentd: p50, primitive: seconds(percentile(versions, 50)), unit: unitTime, baseline: "fork/exec `agentd version`, the runtime's binary"},
+		timeRow(what+", p50", 50, starts, trues, base),
+		timeRow(what+", p99", 99, starts, trues, base),
+		timeRow(what+", p50", 50, starts, versions, "fork/exec `agentd version`, the runtime's binary"),
 	}, nil
 }
 

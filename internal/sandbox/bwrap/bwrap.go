@@ -39,6 +39,7 @@ import (
 
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/cgroup"
+	"github.com/agentd/agentd/internal/sandbox/hostproc"
 )
 
 // Name is the configuration name of this backend.
@@ -98,7 +99,7 @@ type Backend struct {
 	// system is the bwrap arguments that mount the host's system directories.
 	system []string
 	log    *slog.Logger
-	reaper *reaper
+	reaper *hostproc.Reaper
 	// background runs the slow closes Start leaves behind; Close waits for them.
 	background sync.WaitGroup
 }
@@ -172,7 +173,7 @@ func New(opts Options) (*Backend, error) {
 	}
 	return &Backend{
 		root: root, binary: binary, bwrap: bw, path: opts.Path, cgParent: parent, cg: cg,
-		features: feats, system: systemArgs(), log: log, reaper: newReaper(log),
+		features: feats, system: systemArgs(), log: log, reaper: hostproc.NewReaper(log),
 	}, nil
 }
 
@@ -190,7 +191,7 @@ func (b *Backend) Name() string { return Name }
 // backend's cgroup parent, so that a data directory that is removed leaves no cgroup behind.
 // Safe to call twice.
 func (b *Backend) Close() error {
-	b.reaper.close()
+	b.reaper.Close()
 	b.background.Wait()
 	b.cg.Prune(b.cgParent)
 	return nil

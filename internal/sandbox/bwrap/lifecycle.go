@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/cgroup"
+	"github.com/agentd/agentd/internal/sandbox/hostproc"
 )
 
 // errGone: the sandbox's processes no longer exist.
@@ -94,7 +95,7 @@ func (b *Backend) Destroy(ctx context.Context, inst sandbox.Instance) error {
 		return fmt.Errorf("destroy sandbox %s: %w", inst.ID, err)
 	}
 	reapFirst(st)
-	if err := removeAll(dir); err != nil {
+	if err := hostproc.RemoveAll(dir); err != nil {
 		return fmt.Errorf("destroy sandbox %s: remove directory: %w", inst.ID, err)
 	}
 	b.log.Info("sandbox destroyed", "sandbox_id", inst.ID)

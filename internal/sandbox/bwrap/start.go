@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/cgroup"
+	"github.com/agentd/agentd/internal/sandbox/hostproc"
 )
 
 // defaultCommand starts the runtime when a spec names no command.
@@ -54,7 +55,7 @@ func (b *Backend) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.
 	}
 	inst, err := b.start(ctx, dir, g, req)
 	if err != nil {
-		if rmErr := removeAll(dir); rmErr != nil {
+		if rmErr := hostproc.RemoveAll(dir); rmErr != nil {
 			b.log.Error("remove sandbox directory after failed start", "sandbox_id", req.ID, "err", rmErr)
 		}
 		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
@@ -127,14 +128,14 @@ func (b *Backend) start(ctx context.Context, dir string, g *cgroup.Group, req sa
 		return sandbox.Instance{}, fmt.Errorf("exec %s: %w", shell, err)
 	}
 	st = instanceState{PID: cmd.Process.Pid, Cgroup: g.Path()}
-	p, err := readStat(st.PID)
+	p, err := hostproc.ReadStat(st.PID)
 	if err != nil {
 		_ = g.Destroy(context.WithoutCancel(ctx))
 		_ = cmd.Wait()
 		return sandbox.Instance{}, fmt.Errorf("read sandbox process: %w", err)
 	}
 	st.StartTime = p.StartTime
-	b.reaper.watch(cmd)
+	b.reaper.Watch(cmd)
 	if err := b.waitListening(ctx, dir, st); err != nil {
 		return sandbox.Instance{}, err
 	}
@@ -209,7 +210,7 @@ func (b *Backend) waitListening(ctx context.Context, dir string, st instanceStat
 		if _, err := os.Stat(hostSocket(dir)); err == nil {
 			return nil
 		}
-		if p, err := readStat(st.PID); err != nil || p.StartTime != st.StartTime || p.dead() {
+		if p, err := hostproc.ReadStat(st.PID); err != nil || p.StartTime != st.StartTime || p.Dead() {
 			return fmt.Errorf("the sandbox exited while starting: %s", logTail(dir))
 		}
 		if time.Now().After(deadline) {

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/sandbox/hostproc"
 )
 
 // Pause stops every process of the sandbox's session and returns once all are stopped.
@@ -69,7 +70,7 @@ func (b *Backend) Inspect(_ context.Context, inst sandbox.Instance) (sandbox.Sta
 		return "", fmt.Errorf("inspect sandbox %s: %w", inst.ID, err)
 	case !alive:
 		return sandbox.StateGone, nil
-	case p.stopped():
+	case p.Stopped():
 		return sandbox.StatePaused, nil
 	default:
 		return sandbox.StateRunning, nil
@@ -92,7 +93,7 @@ func (b *Backend) Destroy(ctx context.Context, inst sandbox.Instance) error {
 			return fmt.Errorf("destroy sandbox %s: %w", inst.ID, err)
 		}
 	}
-	if err := removeAll(dir); err != nil {
+	if err := hostproc.RemoveAll(dir); err != nil {
 		return fmt.Errorf("destroy sandbox %s: remove directory: %w", inst.ID, err)
 	}
 	b.log.Info("sandbox destroyed", "sandbox_id", inst.ID)
@@ -121,11 +122,11 @@ func destroyProcesses(ctx context.Context, st instanceState) error {
 func waitLeaderGone(ctx context.Context, st instanceState) error {
 	deadline := time.Now().Add(killTimeout)
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
-		p, err := readStat(st.PID)
+		p, err := hostproc.ReadStat(st.PID)
 		if err != nil || p.StartTime != st.StartTime {
 			return nil // gone (or the pid already went to another process)
 		}
-		if p.dead() {
+		if p.Dead() {
 			if p.PPID != os.Getpid() || reaped(st.PID) {
 				return nil
 			}

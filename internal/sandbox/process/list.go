@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/sandbox/hostproc"
 )
 
 // List returns a sandbox for every directory under Root. Where a runtime process listening on
@@ -53,8 +54,8 @@ func (b *Backend) findRuntimes() (map[string]instanceState, error) {
 	}
 	found := map[string]instanceState{}
 	for _, pid := range pids {
-		p, err := readStat(pid)
-		if err != nil || p.Session != pid || p.dead() {
+		p, err := hostproc.ReadStat(pid)
+		if err != nil || p.Session != pid || p.Dead() {
 			continue
 		}
 		args, err := readCmdline(pid)

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/sandbox/hostproc"
 )
 
 // Name is the configuration name of this backend.
@@ -49,7 +50,7 @@ type Backend struct {
 	binary string
 	path   string
 	log    *slog.Logger
-	reaper *reaper
+	reaper *hostproc.Reaper
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -81,7 +82,7 @@ func New(opts Options) (*Backend, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	log := opts.Logger.With("backend", Name)
-	return &Backend{root: root, binary: opts.Binary, path: opts.Path, log: log, reaper: newReaper(log)}, nil
+	return &Backend{root: root, binary: opts.Binary, path: opts.Path, log: log, reaper: hostproc.NewReaper(log)}, nil
 }
 
 // Name returns "process".
@@ -90,7 +91,7 @@ func (b *Backend) Name() string { return Name }
 // Close stops reaping the runtimes this value started; they keep running, and whoever
 // inherits them reaps them. Safe to call twice.
 func (b *Backend) Close() error {
-	b.reaper.close()
+	b.reaper.Close()
 	return nil
 }
 

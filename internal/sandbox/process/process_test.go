@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/sandbox/hostproc"
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
 )
 
@@ -209,19 +210,6 @@ func TestInspectWithoutState(t *testing.T) {
 	}
 }
 
-func TestReadStat(t *testing.T) {
-	st, err := readStat(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.PID != os.Getpid() || st.PPID != os.Getppid() || st.StartTime == 0 || st.dead() {
-		t.Fatalf("stat of self: %+v", st)
-	}
-	if _, err := readStat(1 << 30); !errors.Is(err, errNoProcess) {
-		t.Fatalf("stat of a missing pid: %v", err)
-	}
-}
-
 // TestReaper: a runtime that exits by itself is reaped, not left a zombie; after Close it is
 // left alone.
 func TestReaper(t *testing.T) {
@@ -241,7 +229,7 @@ func TestReaper(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := readStat(st.PID); errors.Is(err, errNoProcess) {
+		if _, err := hostproc.ReadStat(st.PID); errors.Is(err, hostproc.ErrNoProcess) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"syscall"
 	"time"
+
+	"github.com/agentd/agentd/internal/sandbox/hostproc"
 )
 
 // Bounds of the loops over a session. A session whose processes fork faster than they can be
@@ -44,7 +46,7 @@ func stopSession(ctx context.Context, sid int) error {
 			return fmt.Errorf("stop session %d: processes kept appearing after %d passes", sid, maxStopPasses)
 		}
 	}
-	return waitSession(ctx, sid, settleTimeout, func(p procStat) bool { return p.stopped() })
+	return waitSession(ctx, sid, settleTimeout, func(p hostproc.Stat) bool { return p.Stopped() })
 }
 
 // contSession sends SIGCONT to every process of session sid. Stopped processes cannot fork,
@@ -64,14 +66,14 @@ func contSession(sid int) error {
 
 // killSession sends SIGKILL to every process of session sid until none is left alive.
 func killSession(ctx context.Context, sid int) error {
-	return waitSession(ctx, sid, killTimeout, func(p procStat) bool {
+	return waitSession(ctx, sid, killTimeout, func(p hostproc.Stat) bool {
 		_ = syscall.Kill(p.PID, syscall.SIGKILL)
 		return false
 	})
 }
 
 // waitSession polls session sid until done holds for every live member, or timeout passes.
-func waitSession(ctx context.Context, sid int, timeout time.Duration, done func(procStat) bool) error {
+func waitSession(ctx context.Context, sid int, timeout time.Duration, done func(hostproc.Stat) bool) error {
 	deadline := time.Now().Add(timeout)
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
 		members, err := sessionMembers(sid)

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/sandbox/hostproc"
 )
 
 // defaultCommand starts the runtime when a spec names no command.
@@ -40,7 +41,7 @@ func (b *Backend) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.
 	}
 	inst, err := b.start(dir, req)
 	if err != nil {
-		if rmErr := removeAll(dir); rmErr != nil {
+		if rmErr := hostproc.RemoveAll(dir); rmErr != nil {
 			b.log.Error("remove sandbox directory after failed start", "sandbox_id", req.ID, "err", rmErr)
 		}
 		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
@@ -95,13 +96,13 @@ func (b *Backend) start(dir string, req sandbox.StartRequest) (sandbox.Instance,
 		return sandbox.Instance{}, fmt.Errorf("exec runtime: %w", err)
 	}
 	pid := cmd.Process.Pid
-	st, err := readStat(pid)
+	st, err := hostproc.ReadStat(pid)
 	if err != nil {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 		return sandbox.Instance{}, fmt.Errorf("read runtime process: %w", err)
 	}
-	b.reaper.watch(cmd)
+	b.reaper.Watch(cmd)
 	b.log.Info("sandbox started", "sandbox_id", req.ID, "pid", pid)
 	return sandbox.Instance{
 		ID:            req.ID,

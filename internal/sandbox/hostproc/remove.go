@@ -1,4 +1,4 @@
-package bwrap
+package hostproc
 
 import (
 	"errors"
@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 )
 
-// removeAll removes path, also where a command took away the write permission of a directory
+// RemoveAll removes path, also where a command took away the write permission of a directory
 // inside it. A path that does not exist is not an error.
-func removeAll(path string) error {
+func RemoveAll(path string) error {
 	err := os.RemoveAll(path)
 	if err == nil || errors.Is(err, fs.ErrNotExist) {
 		return nil

@@ -1,4 +1,4 @@
-package bwrap
+package hostproc
 
 import (
 	"errors"
@@ -10,10 +10,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// reaper waits for the bwrap processes a Backend started so they do not linger as zombies.
-// It waits on a pidfd through the runtime's poller rather than in a blocking wait(2), so close
-// can stop every waiting goroutine at once while the sandboxes keep running.
-type reaper struct {
+// Reaper waits for the processes a sandbox backend started so they do not linger as zombies.
+// It waits on a pidfd through the runtime's poller rather than in a blocking wait(2), so Close
+// can stop every waiting goroutine at once while the processes themselves keep running.
+//
+// Watch and Close may be called concurrently; Watch after Close does nothing.
+type Reaper struct {
 	log    *slog.Logger
 	mu     sync.Mutex
 	closed bool
@@ -21,13 +23,14 @@ type reaper struct {
 	wg     sync.WaitGroup
 }
 
-func newReaper(log *slog.Logger) *reaper {
-	return &reaper{log: log, fds: map[*os.File]struct{}{}}
+// NewReaper returns a Reaper that logs to log the processes it cannot watch or reap.
+func NewReaper(log *slog.Logger) *Reaper {
+	return &Reaper{log: log, fds: map[*os.File]struct{}{}}
 }
 
-// watch reaps cmd when it exits. Without pidfd support (Linux before 5.3) the process is left
-// to whoever inherits it, or to Destroy.
-func (r *reaper) watch(cmd *exec.Cmd) {
+// Watch reaps cmd, which must have been started, when it exits. Without pidfd support (Linux
+// before 5.3) the process is left to whoever inherits it, or to the backend's Destroy.
+func (r *Reaper) Watch(cmd *exec.Cmd) {
 	pid := cmd.Process.Pid
 	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
 	if err != nil {
@@ -52,7 +55,7 @@ func (r *reaper) watch(cmd *exec.Cmd) {
 	go func() {
 		defer r.wg.Done()
 		// A pidfd becomes readable when its process exits; Read waits for that in the poller.
-		err := rc.Read(func(fd uintptr) bool { return pidfdReady(int(fd)) })
+		err := rc.Read(func(fd uintptr) bool { return exited(int(fd)) })
 		r.mu.Lock()
 		delete(r.fds, f)
 		closing := r.closed
@@ -71,8 +74,8 @@ func (r *reaper) watch(cmd *exec.Cmd) {
 	}()
 }
 
-// pidfdReady reports whether the process behind pidfd fd has exited, without waiting.
-func pidfdReady(fd int) bool {
+// exited reports whether the process behind pidfd fd has exited, without waiting.
+func exited(fd int) bool {
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	n, err := unix.Poll(fds, 0)
 	return err == nil && n > 0
@@ -83,8 +86,9 @@ func isExit(err error) bool {
 	return errors.As(err, &ee)
 }
 
-// close stops all watching and waits for the goroutines. Safe to call twice.
-func (r *reaper) close() {
+// Close stops all watching and waits for the goroutines; the processes still running are left
+// unreaped. Safe to call twice.
+func (r *Reaper) Close() {
 	r.mu.Lock()
 	r.closed = true
 	for f := range r.fds {
