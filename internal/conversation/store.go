@@ -17,6 +17,7 @@ type Store interface {
 	CreateConversation(ctx context.Context, c Conversation, task StartTask, first []event.Event) error
 	GetConversation(ctx context.Context, ownerID, id string) (View, error)
 	// ListConversations pages through the owner's conversations, newest first (created_at, id).
+	// Listed views leave RequestSealed empty: GetConversation reads it.
 	ListConversations(ctx context.Context, ownerID string, f Filter, q paging.Query) (vs []View, next string, err error)
 	CountConversations(ctx context.Context, ownerID string, f Filter) (int, error)
 	// SubConversationIDs returns, for each of the parents, the ids of the owner's

@@ -41,6 +41,7 @@ type API struct {
 	log     *slog.Logger
 	handler http.Handler
 	openapi []byte
+	keys    keyCache
 }
 
 // New builds the API and its OpenAPI document.

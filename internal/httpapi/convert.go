@@ -14,12 +14,16 @@ func (a *API) sessionKey(status sandbox.Status, sealed []byte) *string {
 	if status != sandbox.StatusRunning || len(sealed) == 0 {
 		return nil
 	}
+	if k, ok := a.keys.get(sealed); ok {
+		return &k
+	}
 	plain, err := a.d.Open(sealed)
 	if err != nil {
 		a.log.Error("open sandbox session key", "err", err)
 		return nil
 	}
 	s := string(plain)
+	a.keys.put(sealed, s)
 	return &s
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/internal/runtime"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/hostproc"
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
@@ -242,5 +243,48 @@ func TestReaper(t *testing.T) {
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPauseWhileForking: a session that forks all the time (a loop running short commands)
+// still freezes completely: a child forked in the moment its parent is stopped is caught too.
+func TestPauseWhileForking(t *testing.T) {
+	b := newTestBackend(t, shortRoot(t))
+	ctx := context.Background()
+	inst, err := b.Start(ctx, sandbox.StartRequest{ID: "forky", Spec: sandboxtest.RuntimeSpec("s"), SessionKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Destroy(context.Background(), inst) })
+	c, err := runtime.NewClient(inst.Endpoint, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Alive(ctx) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("runtime never answered")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := c.Run(ctx, runtime.CommandRequest{Command: `nohup sh -c 'while :; do /bin/true; /bin/true & done' >/dev/null 2>&1 &`}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	for i := 0; i < 10; i++ {
+		start := time.Now()
+		if err := b.Pause(ctx, inst); err != nil {
+			t.Fatalf("pause %d of a forking session: %v", i, err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("pause %d took %v", i, d)
+		}
+		if st, err := b.Inspect(ctx, inst); err != nil || st != sandbox.StatePaused {
+			t.Fatalf("after pause %d: %v, %v", i, st, err)
+		}
+		if err := b.Resume(ctx, inst); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -13,40 +13,32 @@ import (
 // Bounds of the loops over a session. A session whose processes fork faster than they can be
 // signalled fails after these rather than looping forever.
 const (
-	maxStopPasses = 50
 	settleTimeout = 5 * time.Second
 	killTimeout   = 10 * time.Second
 )
 
-// stopSession sends SIGSTOP to every process of session sid, scanning again until a pass finds
-// no process it has not stopped yet (a process may fork between the scan and its signal), and
-// then waits until the kernel reports them all stopped.
+// stopSession sends SIGSTOP to every process of session sid and scans again, signalling any
+// process not yet stopped, until the kernel reports them all stopped. Scanning until then
+// (not only until no new pid shows up) catches a child forked by a process in the very
+// moment it was being stopped: the child does not inherit the pending stop.
+//
+// A process in uninterruptible sleep (D) that was signalled counts as stopped: it runs no
+// user code, and the stop takes effect the moment it leaves the kernel. This matters for a
+// vfork parent (dash, and Go's os/exec, spawn that way) whose child was stopped before it
+// could exec: the parent waits in D for an exec that cannot happen until the resume.
 func stopSession(ctx context.Context, sid int) error {
 	signalled := map[int]uint64{} // pid → start time
-	for pass := 0; ; pass++ {
-		members, err := sessionMembers(sid)
-		if err != nil {
-			return err
+	return waitSession(ctx, sid, settleTimeout, func(p hostproc.Stat) bool {
+		if p.Stopped() {
+			return true
 		}
-		fresh := 0
-		for _, p := range members {
-			if start, ok := signalled[p.PID]; ok && start == p.StartTime {
-				continue
-			}
-			if err := syscall.Kill(p.PID, syscall.SIGSTOP); err != nil && !errors.Is(err, syscall.ESRCH) {
-				return fmt.Errorf("stop process %d: %w", p.PID, err)
-			}
-			signalled[p.PID] = p.StartTime
-			fresh++
+		if start, ok := signalled[p.PID]; ok && start == p.StartTime && p.State == 'D' {
+			return true
 		}
-		if fresh == 0 {
-			break
-		}
-		if pass == maxStopPasses {
-			return fmt.Errorf("stop session %d: processes kept appearing after %d passes", sid, maxStopPasses)
-		}
-	}
-	return waitSession(ctx, sid, settleTimeout, func(p hostproc.Stat) bool { return p.Stopped() })
+		_ = syscall.Kill(p.PID, syscall.SIGSTOP) // a process gone meanwhile leaves the scan
+		signalled[p.PID] = p.StartTime
+		return false
+	})
 }
 
 // contSession sends SIGCONT to every process of session sid. Stopped processes cannot fork,
@@ -90,7 +82,11 @@ func waitSession(ctx context.Context, sid int, timeout time.Duration, done func(
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("session %d: %d processes still pending after %v", sid, pending, timeout)
+			var states []string
+			for _, p := range members {
+				states = append(states, fmt.Sprintf("%d:%c", p.PID, p.State))
+			}
+			return fmt.Errorf("session %d: %d processes still pending after %v (%v)", sid, pending, timeout, states)
 		}
 		select {
 		case <-ctx.Done():

@@ -53,7 +53,7 @@ func (s *Store) ListConversations(ctx context.Context, ownerID string, f convers
 	w := conversationWhere(ownerID, f)
 	keyset(&w, "c.created_at", "c.id", true, c)
 	vs, err := collect(ctx, s.r, scanView,
-		viewSelect+w.String()+order("c.created_at", "c.id", true)+` LIMIT ?`,
+		listSelect+w.String()+order("c.created_at", "c.id", true)+` LIMIT ?`,
 		append(w.args, q.Limit+1)...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list conversations: %w", err)

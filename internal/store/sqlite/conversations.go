@@ -95,10 +95,18 @@ func insertConversation(ctx context.Context, tx *sql.Tx, c conversation.Conversa
 func fold(s string) string { return strings.ToLower(s) }
 
 // viewSelect reads a conversation with the status of its sandbox (if the owner still has it)
-// and of its most recent start task.
-const viewSelect = `SELECT c.id, c.owner_id, c.sandbox_id, c.version, c.title, c.selected_repository,
+// and of its most recent start task. listSelect is the same without the sealed request, which
+// listings never use and which may be large (a replay).
+const (
+	viewSelect = `SELECT c.id, c.owner_id, c.sandbox_id, c.version, c.title, c.selected_repository,
 	c.selected_branch, c.git_provider, c.trigger_name, c.pr_numbers, c.llm_model, c.metrics, c.parent_id,
-	c.request_sealed, c.created_at, c.updated_at, c.execution_status, s.status, s.session_key_sealed, t.status, t.detail
+	c.request_sealed, ` + viewRest
+	listSelect = `SELECT c.id, c.owner_id, c.sandbox_id, c.version, c.title, c.selected_repository,
+	c.selected_branch, c.git_provider, c.trigger_name, c.pr_numbers, c.llm_model, c.metrics, c.parent_id,
+	NULL, ` + viewRest
+)
+
+const viewRest = `c.created_at, c.updated_at, c.execution_status, s.status, s.session_key_sealed, t.status, t.detail
 FROM conversations c
 LEFT JOIN sandboxes s ON c.sandbox_id <> '' AND s.id = c.sandbox_id AND s.owner_id = c.owner_id
 LEFT JOIN start_tasks t ON t.id = (
