@@ -152,7 +152,7 @@ func bwrapPause(ctx context.Context, s *server, b *bwrap.Backend, n int) ([]row,
 			freezes, thaws = append(freezes, freeze), append(thaws, thaw)
 		}
 	}
-	freezeBase := "freeze a one-process cgroup until the kernel reports it frozen (" + b.Cgroups().String() + ")"
+	freezeBase := "freeze a one-process cgroup until the kernel reports it frozen (cgroup " + b.Cgroups().FreezerVersion() + " freezer" + ")"
 	const thawBase = "thaw that cgroup"
 	return []row{
 		timeRow("pause (bwrap backend: cgroup frozen), p50", 50, pauses, freezes, freezeBase),

@@ -45,6 +45,7 @@ type ConversationEventSearchQuery struct {
 	Limit        int             `query:"limit" wire:"min=1,max=100,default=100"`
 	Kind         string          `query:"kind" doc:"Event class, short (MessageEvent) or fully qualified (openhands.sdk.event.llm_convertible.message.MessageEvent)."`
 	Source       string          `query:"source" doc:"agent, user or environment."`
+	Body         string          `query:"body" doc:"Text that MessageEvents must contain (in their text, extended content or reasoning), ignoring case; other kinds never match."`
 	SortOrder    *EventSortOrder `query:"sort_order" doc:"Default TIMESTAMP (the log's order)."`
 	TimestampGTE *time.Time      `query:"timestamp__gte"`
 	TimestampLT  *time.Time      `query:"timestamp__lt"`
@@ -54,6 +55,7 @@ type ConversationEventSearchQuery struct {
 type ConversationEventCountQuery struct {
 	Kind         string     `query:"kind"`
 	Source       string     `query:"source"`
+	Body         string     `query:"body" doc:"Text that MessageEvents must contain, ignoring case (see the search)."`
 	TimestampGTE *time.Time `query:"timestamp__gte"`
 	TimestampLT  *time.Time `query:"timestamp__lt"`
 }
@@ -130,4 +132,37 @@ type AgentConversationInfo struct {
 	SubConversationIDs   []string          `json:"sub_conversation_ids"`
 	CreatedAt            time.Time         `json:"created_at"`
 	UpdatedAt            time.Time         `json:"updated_at"`
+}
+
+// AgentFinalResponse is the agent's last answer: the message of its last finish call or the
+// text of its last message, whichever came later; empty when there is none.
+type AgentFinalResponse struct {
+	Response string `json:"response"`
+}
+
+// ResendMode says which past events an event socket replays before the live ones.
+type ResendMode string
+
+// EnumValues lists the accepted values.
+func (ResendMode) EnumValues() []string { return []string{"all", "since"} }
+
+// EventSocketQuery is the query of the event socket (/sockets/events/{conversation_id}).
+type EventSocketQuery struct {
+	SessionAPIKey  string      `query:"session_api_key" wire:"secret" doc:"Deprecated: send the key in the first frame instead."`
+	ResendMode     *ResendMode `query:"resend_mode" doc:"all: replay the whole log first; since: the events from after_timestamp on; absent: live events only."`
+	AfterTimestamp *time.Time  `query:"after_timestamp" doc:"With resend_mode=since: replay the events with timestamp >= this."`
+	ResendAll      bool        `query:"resend_all" doc:"Deprecated: resend_mode=all."`
+}
+
+// SocketAuth is the first frame of an event socket opened without a key.
+type SocketAuth struct {
+	Type          string `json:"type"`
+	SessionAPIKey string `json:"session_api_key"`
+}
+
+// SocketMessage is a message a client sends on an event socket (an SDK Message): it is
+// added to the conversation and the agent runs to answer it.
+type SocketMessage struct {
+	Role    MessageRole `json:"role" wire:"required"`
+	Content []Content   `json:"content"`
 }

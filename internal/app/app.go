@@ -44,6 +44,8 @@ type Options struct {
 	// SandboxWatchInterval is how often vanished and idle sandboxes are looked for; zero
 	// means the sandbox service's default.
 	SandboxWatchInterval time.Duration
+	// Sockets tune the API's WebSockets; the zero value is the defaults.
+	Sockets httpapi.SocketOptions
 }
 
 // NewLLM makes a model client for cfg with the adapter of its provider: Anthropic messages,
@@ -180,11 +182,13 @@ func New(ctx context.Context, o Options) (*App, error) {
 		GitProviders: gitprovider.NewService(st, keyring, nil),
 		Open:         keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: o.Version,
 		SpecWarnings: func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },
-		CORSOrigins:  cfg.CORSOrigins,
+		CORSOrigins:  cfg.CORSOrigins, Sockets: o.Sockets,
 	})
 	if err != nil {
 		return nil, err
 	}
+	// First to close: the WebSockets, which the HTTP server's shutdown leaves open.
+	a.closers = append(a.closers, func() error { api.Close(); return nil })
 	a.handler = api
 	ok = true
 	return a, nil
@@ -193,8 +197,8 @@ func New(ctx context.Context, o Options) (*App, error) {
 // Handler serves the HTTP API.
 func (a *App) Handler() http.Handler { return a.handler }
 
-// Close stops the services (start tasks, the sandbox watcher) and closes the store, in the
-// reverse order of opening. Sandboxes keep running; the next start adopts them. Safe twice.
+// Close ends the API's WebSockets, stops the services (start tasks, the sandbox watcher)
+// and closes the store, in the reverse order of opening. Sandboxes keep running; the next start adopts them. Safe twice.
 func (a *App) Close() {
 	a.closeOnce.Do(func() {
 		for i := len(a.closers) - 1; i >= 0; i-- {

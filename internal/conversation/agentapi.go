@@ -2,12 +2,15 @@ package conversation
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/agentd/agentd/internal/agent"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/tool"
 )
 
 // What clients do with a conversation's agent: send it messages, run it, pause it, and read
@@ -139,6 +142,66 @@ func (s *Service) GetEvents(ctx context.Context, ownerID string, ids []string) (
 // Subscribe follows the appends to a conversation's log (see event.Bus).
 func (s *Service) Subscribe(convID string, buffer int) *event.Subscription {
 	return s.o.Bus.Subscribe(convID, buffer)
+}
+
+// NewEvent builds an event with the service's clock and ids without storing it: what a
+// stream sends beside the log (the full state it opens with, errors about client frames).
+func (s *Service) NewEvent(source string, body event.Body) (event.Event, error) {
+	return event.New(s.o.NewEventID(), s.o.Now(), source, body)
+}
+
+// finalResponsePage is how many events FinalResponse reads at a time, newest first.
+const finalResponsePage = 50
+
+// FinalResponse is the agent's last answer, as OpenHands agent servers give it: the message
+// of its last finish call, or the text of its last message, whichever is later; "" when
+// it has given none, or when its last finish call was invalid.
+func (s *Service) FinalResponse(ctx context.Context, ownerID, convID string) (string, error) {
+	f := event.Filter{ConversationID: convID, Source: event.SourceAgent}
+	q := paging.Query{Limit: finalResponsePage}
+	for {
+		evs, next, err := s.o.Events.SearchEvents(ctx, ownerID, f, true, q)
+		if err != nil {
+			return "", fmt.Errorf("final response of conversation %s: %w", convID, err)
+		}
+		for _, e := range evs {
+			if text, ok := finalResponse(e); ok {
+				return text, nil
+			}
+		}
+		if next == "" {
+			return "", nil
+		}
+		q.Cursor = next
+	}
+}
+
+// finalResponse reports whether e ends the search for the final response, and its text.
+func finalResponse(e event.Event) (string, bool) {
+	if e.Kind != event.KindAction && e.Kind != event.KindMessage {
+		return "", false
+	}
+	b, err := event.Decode(e)
+	if err != nil {
+		return "", false
+	}
+	switch b := b.(type) {
+	case *event.ActionEvent:
+		if b.ToolName != tool.Finish {
+			return "", false
+		}
+		var finish struct {
+			Kind    string `json:"kind"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(b.Action, &finish) != nil || finish.Kind != "FinishAction" {
+			return "", true // an invalid finish call ends the search empty-handed
+		}
+		return finish.Message, true
+	case *event.MessageEvent:
+		return strings.Join(b.Texts(), ""), true
+	}
+	return "", false
 }
 
 // resumeAgents starts the loops of the conversations whose agent was running when the last

@@ -47,6 +47,9 @@ type Filter struct {
 	Source       string
 	TimestampGTE *time.Time
 	TimestampLT  *time.Time
+	// Body keeps the MessageEvents whose BodyText contains it, ignoring case; events of
+	// other kinds never match.
+	Body string
 }
 
 // Store persists events. Appends to one conversation are ordered; safe for concurrent use.

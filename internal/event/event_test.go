@@ -120,3 +120,26 @@ func TestBusDeliversInOrderAndDropsLaggards(t *testing.T) {
 		t.Fatalf("subscriptions left: %v", b.subs)
 	}
 }
+
+func TestBodyText(t *testing.T) {
+	user, err := NewUserMessage("m1", t0, "Fix the build", []string{"https://example.com/a.png"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, kind, body, want string
+	}{
+		{"user message", KindMessage, string(user.Body), "Fix the build"},
+		{"every text part, extended content and reasoning", KindMessage,
+			`{"llm_message": {"role": "assistant", "content": [{"type": "text", "text": "one"}, {"type": "image", "image_urls": ["x"]}, {"type": "text", "text": "two"}],
+			  "reasoning_content": "why"}, "extended_content": [{"type": "text", "text": "skill"}]}`, "one two skill why"},
+		{"another kind", KindAction, `{"llm_message": {"content": [{"type": "text", "text": "no"}]}}`, ""},
+		{"a body that does not decode", KindMessage, `{"llm_message": 3}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := BodyText(tc.kind, []byte(tc.body)); got != tc.want {
+				t.Fatalf("BodyText = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -18,12 +18,16 @@ const (
 	KindPause             = "PauseEvent"
 	KindCondensation      = "Condensation"
 	KindSandboxPaused     = "SandboxPausedEvent"
+	KindServerError       = "ServerErrorEvent"
 )
 
 // Keys of state update events.
 const (
 	StateExecutionStatus = "execution_status"
 	StateStats           = "stats"
+	// StateFull carries the whole state of a conversation. Streams open with it; it is
+	// never stored.
+	StateFull = "full_state"
 )
 
 // Base is what every event body starts with.
@@ -79,6 +83,8 @@ func Decode(e Event) (Body, error) {
 		b = new(Condensation)
 	case KindSandboxPaused:
 		b = new(SandboxPausedEvent)
+	case KindServerError:
+		b = new(ServerErrorEvent)
 	default:
 		b = new(unknown)
 	}
@@ -179,6 +185,16 @@ type SandboxPausedEvent struct {
 }
 
 func (*SandboxPausedEvent) eventKind() string { return KindSandboxPaused }
+
+// ServerErrorEvent tells a streaming client that the server could not handle what it sent
+// (a malformed frame, a message it refused). It is sent on the stream only, never stored.
+type ServerErrorEvent struct {
+	Base
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+}
+
+func (*ServerErrorEvent) eventKind() string { return KindServerError }
 
 // PauseEvent records that the user paused the agent.
 type PauseEvent struct{ Base }

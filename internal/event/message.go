@@ -1,6 +1,8 @@
 package event
 
 import (
+	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -116,4 +118,37 @@ func NewEnvironmentMessage(id string, at time.Time, text string) (Event, error) 
 		LLMMessage:      LLMMessage{Role: "user", Content: []any{Text(text)}},
 		ActivatedSkills: []string{}, ExtendedContent: []any{},
 	})
+}
+
+// BodyText is the text a search by body looks in (see Filter.Body), as OpenHands agent
+// servers search it: a MessageEvent's text parts, its extended content and its reasoning,
+// joined by spaces. Other kinds, and bodies that do not decode, have none.
+func BodyText(kind string, body []byte) string {
+	if kind != KindMessage {
+		return ""
+	}
+	type part struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	var m struct {
+		LLMMessage struct {
+			Content          []part `json:"content"`
+			ReasoningContent string `json:"reasoning_content"`
+		} `json:"llm_message"`
+		ExtendedContent []part `json:"extended_content"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return ""
+	}
+	var texts []string
+	for _, p := range append(m.LLMMessage.Content, m.ExtendedContent...) {
+		if p.Type == "text" {
+			texts = append(texts, p.Text)
+		}
+	}
+	if m.LLMMessage.ReasoningContent != "" {
+		texts = append(texts, m.LLMMessage.ReasoningContent)
+	}
+	return strings.Join(texts, " ")
 }

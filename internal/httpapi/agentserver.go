@@ -34,12 +34,14 @@ func (a *API) conversationURL(sandboxID, convID string) string {
 // authenticateAgentServer accepts the owner's API key or the session key of the sandbox in
 // the path, compared in constant time. Whoever authenticates acts as the sandbox's owner.
 func (a *API) authenticateAgentServer(r *http.Request) (auth.User, error) {
-	ctx := r.Context()
-	key := requestKey(r)
+	return a.authenticateSandboxKey(r.Context(), r.PathValue("sandbox_id"), requestKey(r))
+}
+
+// authenticateSandboxKey checks a key given for the conversation API of a sandbox.
+func (a *API) authenticateSandboxKey(ctx context.Context, sandboxID, key string) (auth.User, error) {
 	if key == "" {
 		return auth.User{}, auth.ErrUnauthorized
 	}
-	sandboxID := r.PathValue("sandbox_id")
 	if u, err := a.d.Auth.Authenticate(ctx, key); err == nil {
 		if _, err := a.d.Sandboxes.Get(ctx, u.ID, sandboxID); err != nil {
 			return auth.User{}, err
@@ -67,11 +69,16 @@ func (a *API) agentConversation(r *http.Request) (conversation.View, error) {
 	if err != nil {
 		return conversation.View{}, err
 	}
-	v, err := a.d.Conversations.Get(r.Context(), caller(r).ID, id)
+	return a.sandboxConversation(r.Context(), caller(r).ID, r.PathValue("sandbox_id"), id)
+}
+
+// sandboxConversation reads the owner's conversation; it must live in the sandbox.
+func (a *API) sandboxConversation(ctx context.Context, ownerID, sandboxID, convID string) (conversation.View, error) {
+	v, err := a.d.Conversations.Get(ctx, ownerID, convID)
 	if err != nil {
 		return conversation.View{}, err
 	}
-	if v.SandboxID != r.PathValue("sandbox_id") {
+	if v.SandboxID != sandboxID {
 		return conversation.View{}, conversation.ErrNotFound
 	}
 	return v, nil
@@ -138,11 +145,24 @@ func (a *API) sendAgentMessage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.Role != nil && *req.Role != "user" {
-		return problem("value_error", "Value error, only messages with role user can be sent", "body", "role")
+		return errNotUserRole
 	}
-	m := conversation.Message{}
+	m := messageOf(req.Content)
+	if err := a.d.Conversations.SendMessage(r.Context(), caller(r).ID, v.ID, m, req.Run); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, apitypes.Success{Success: true})
+	return nil
+}
+
+// errNotUserRole refuses a message from anyone but the user.
+var errNotUserRole = problem("value_error", "Value error, only messages with role user can be sent", "body", "role")
+
+// messageOf reads a message's content parts: its texts, one per line, and its images.
+func messageOf(content []apitypes.Content) conversation.Message {
+	var m conversation.Message
 	var texts []string
-	for _, part := range req.Content {
+	for _, part := range content {
 		switch {
 		case part.Text != nil:
 			texts = append(texts, part.Text.Text)
@@ -151,10 +171,19 @@ func (a *API) sendAgentMessage(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	m.Text = strings.Join(texts, "\n")
-	if err := a.d.Conversations.SendMessage(r.Context(), caller(r).ID, v.ID, m, req.Run); err != nil {
+	return m
+}
+
+func (a *API) agentFinalResponse(w http.ResponseWriter, r *http.Request) error {
+	v, err := a.agentConversation(r)
+	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, apitypes.Success{Success: true})
+	text, err := a.d.Conversations.FinalResponse(r.Context(), caller(r).ID, v.ID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, apitypes.AgentFinalResponse{Response: text})
 	return nil
 }
 
@@ -212,7 +241,7 @@ func (a *API) searchAgentEvents(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeQuery(r, &q); err != nil {
 		return err
 	}
-	f := event.Filter{ConversationID: v.ID, Kind: eventKind(q.Kind), Source: q.Source,
+	f := event.Filter{ConversationID: v.ID, Kind: eventKind(q.Kind), Source: q.Source, Body: q.Body,
 		TimestampGTE: q.TimestampGTE, TimestampLT: q.TimestampLT}
 	evs, next, err := a.d.Conversations.SearchEvents(r.Context(), caller(r).ID, f, sortDesc(q.SortOrder), paging.Query{Cursor: q.PageID, Limit: q.Limit})
 	if err != nil {
@@ -231,7 +260,7 @@ func (a *API) countAgentEvents(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeQuery(r, &q); err != nil {
 		return err
 	}
-	f := event.Filter{ConversationID: v.ID, Kind: eventKind(q.Kind), Source: q.Source,
+	f := event.Filter{ConversationID: v.ID, Kind: eventKind(q.Kind), Source: q.Source, Body: q.Body,
 		TimestampGTE: q.TimestampGTE, TimestampLT: q.TimestampLT}
 	n, err := a.d.Conversations.CountEvents(r.Context(), caller(r).ID, f)
 	if err != nil {

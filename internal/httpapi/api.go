@@ -33,14 +33,17 @@ type Deps struct {
 	SpecWarnings func(sandbox.Spec) []string
 	// CORSOrigins are the browser origins allowed to call the API (see config).
 	CORSOrigins []string
+	// Sockets tune the WebSockets.
+	Sockets SocketOptions
 }
 
-// API serves every HTTP endpoint of agentd serve.
+// API serves every HTTP endpoint of agentd serve. Close ends its WebSockets.
 type API struct {
 	d       Deps
 	log     *slog.Logger
 	handler http.Handler
 	openapi []byte
+	sockets *sockets
 	keys    keyCache
 }
 
@@ -52,7 +55,7 @@ func New(d Deps) (*API, error) {
 	if d.SpecWarnings == nil {
 		d.SpecWarnings = func(sandbox.Spec) []string { return nil }
 	}
-	a := &API{d: d, log: d.Logger}
+	a := &API{d: d, log: d.Logger, sockets: newSockets(d.Sockets)}
 	doc, err := OpenAPI()
 	if err != nil {
 		return nil, fmt.Errorf("build openapi document: %w", err)
@@ -63,6 +66,9 @@ func New(d Deps) (*API, error) {
 		h := a.wrap(rt)
 		mux.Handle(rt.op.Method+" "+rt.op.Path, h)
 	}
+	// The event socket authenticates itself, after the upgrade when the key comes in the
+	// first frame, so it stays out of the route table (see eventsocket.go).
+	mux.HandleFunc("GET "+agentSocket, a.eventSocket)
 	mux.Handle("/", a.wrap(route{h: func(w http.ResponseWriter, r *http.Request) error {
 		return errNotFoundRoute
 	}, op: wire.Operation{Public: true}}))

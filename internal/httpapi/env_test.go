@@ -16,6 +16,7 @@ import (
 	"github.com/agentd/agentd/internal/app"
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/httpapi"
 	"github.com/agentd/agentd/internal/sandbox/process"
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
 )
@@ -36,6 +37,8 @@ type env struct {
 	backend *process.Backend
 	// agent tunes the agent loop of the app (iteration limit, condensation).
 	agent conversation.AgentOptions
+	// sockets tunes the app's WebSockets (timeouts).
+	sockets httpapi.SocketOptions
 }
 
 type envOption func(*config.Config)
@@ -93,7 +96,7 @@ func (e *env) start() {
 	e.t.Helper()
 	e.backend = e.newBackend()
 	a, err := app.New(context.Background(), app.Options{Config: e.cfg, Backend: e.backend, Version: "test",
-		LLMRetry: fastRetry, Agent: e.agent, SandboxWatchInterval: 100 * time.Millisecond})
+		LLMRetry: fastRetry, Agent: e.agent, SandboxWatchInterval: 100 * time.Millisecond, Sockets: e.sockets})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -119,6 +119,8 @@ func (a *API) routes() []route {
 			Query: apitypes.ConversationEventCountQuery{}, Response: 0, Errors: errs(agentNotFound)}, a.countAgentEvents},
 		{wire.Operation{Method: "GET", Path: agentConv + "/events/{event_id}", Tag: "conversation-api", Summary: "Get one event",
 			Response: apitypes.Event{}, Errors: errs(agentNotFound)}, a.getAgentEvent},
+		{wire.Operation{Method: "GET", Path: agentConv + "/agent_final_response", Tag: "conversation-api", Summary: "The agent's last answer: its last finish message or agent message",
+			Response: apitypes.AgentFinalResponse{}, Errors: errs(agentNotFound)}, a.agentFinalResponse},
 		{wire.Operation{Method: "POST", Path: agentConv + "/run", Tag: "conversation-api", Summary: "Run the agent",
 			Response: apitypes.Success{}, Errors: errs(merge(agentNotFound, map[int]string{409: "The agent is already running, or the conversation is still starting."}))}, a.runAgent},
 		{wire.Operation{Method: "POST", Path: agentConv + "/pause", Tag: "conversation-api", Summary: "Pause the agent between steps",

@@ -177,6 +177,14 @@ func readV2Controllers(mount string) []string {
 func (l *Layout) Has(c string) bool { return l.byCtrl[c] != nil }
 
 // String says which hierarchies hold which controllers, for logs.
+// FreezerVersion says which hierarchy freezes sandboxes: "v1" or "v2".
+func (l *Layout) FreezerVersion() string {
+	if h := l.byCtrl[Freezer]; h != nil && h.v2 {
+		return "v2"
+	}
+	return "v1"
+}
+
 func (l *Layout) String() string {
 	var parts []string
 	for _, h := range l.hierarchies() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/event"
@@ -109,6 +110,9 @@ func eventWhere(ownerID string, f event.Filter) where {
 	}
 	if f.TimestampLT != nil {
 		w.add("e.ts < ?", nanos(*f.TimestampLT))
+	}
+	if f.Body != "" {
+		w.add("e.kind = ? AND instr("+bodyTextFunc+"(e.kind, e.body), ?) > 0", event.KindMessage, strings.ToLower(f.Body))
 	}
 	return w
 }

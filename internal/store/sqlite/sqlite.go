@@ -48,6 +48,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
+	if err := registerFunctions(); err != nil {
+		return nil, fmt.Errorf("open sqlite store %s: register functions: %w", path, err)
+	}
 	w, err := openWriter(ctx, abs)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)

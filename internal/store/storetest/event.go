@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -257,3 +258,49 @@ func testConcurrentAppends(t *testing.T, s store.Store) {
 }
 
 func eventID(e event.Event) string { return e.ID }
+
+// testEventBodySearch: the body filter matches the text of messages (content, extended
+// content, reasoning) without regard to case, never other kinds, and pages like any filter.
+func testEventBodySearch(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(ownerA, "conv-1", 1)
+	createConversation(t, s, c)
+	message := func(id string, n int, body string) event.Event {
+		e := newEvent(c.ID, id, n)
+		e.Kind, e.Body = event.KindMessage, json.RawMessage(body)
+		return e
+	}
+	evs := []event.Event{
+		message("m1", 1, `{"llm_message": {"role": "user", "content": [{"type": "text", "text": "Please FIX the Build"}]}}`),
+		message("m2", 2, `{"llm_message": {"role": "assistant", "content": [{"type": "text", "text": "Done."}]}, "extended_content": [{"type": "text", "text": "fix notes"}]}`),
+		message("m3", 3, `{"llm_message": {"role": "assistant", "content": [], "reasoning_content": "how to fix it"}}`),
+		message("m4", 4, `{"llm_message": {"role": "user", "content": [{"type": "text", "text": "Straße ÉTÉ"}]}}`),
+		{ID: "a5", ConversationID: c.ID, Kind: "ActionEvent", Source: event.SourceAgent, Timestamp: at(5),
+			Body: json.RawMessage(`{"llm_message": {"content": [{"type": "text", "text": "fix"}]}, "thought": [{"type": "text", "text": "fix"}]}`)},
+		message("m6", 6, `{"llm_message": {"role": "user", "content": [{"type": "image", "image_urls": ["https://fix.example/a.png"]}]}}`),
+	}
+	ok(t, "append", s.AppendEvents(ctx, evs))
+	for _, tc := range []struct {
+		body string
+		want []string
+	}{
+		{"fix", []string{"m1", "m2", "m3"}},
+		{"FIX THE", []string{"m1"}},
+		{"été", []string{"m4"}},
+		{"done. fix", []string{"m2"}},
+		{"absent", nil},
+	} {
+		f := event.Filter{ConversationID: c.ID, Body: tc.body}
+		got, _ := allPages(t, 1, func(q paging.Query) ([]event.Event, string, error) {
+			return s.SearchEvents(ctx, ownerA, f, false, q)
+		})
+		if got := ids(got, eventID); !slices.Equal(got, tc.want) {
+			t.Fatalf("events with body %q: %v, want %v", tc.body, got, tc.want)
+		}
+		n, err := s.CountEvents(ctx, ownerA, f)
+		ok(t, "count", err)
+		if n != len(tc.want) {
+			t.Fatalf("count with body %q: %d, want %d", tc.body, n, len(tc.want))
+		}
+	}
+}

@@ -60,6 +60,7 @@ func Run(t *testing.T, f Factory) {
 		{"PendingStartTasks", testPendingStartTasks},
 		{"Events", testEvents},
 		{"EventSearch", testEventSearch},
+		{"EventBodySearch", testEventBodySearch},
 		{"EventOwnership", testEventOwnership},
 		{"AppendEventsAtomic", testAppendEventsAtomic},
 		{"ConcurrentAppends", testConcurrentAppends},

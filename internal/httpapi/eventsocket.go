@@ -1,0 +1,439 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/coder/websocket"
+
+	"github.com/agentd/agentd/internal/apitypes"
+	"github.com/agentd/agentd/internal/auth"
+	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/wire"
+)
+
+// The event socket of a conversation, served as OpenHands agent servers serve
+// /sockets/events/{conversation_id}, under the sandbox's AGENT_SERVER URL. After
+// authentication it sends the conversation's full state, then the past events asked for,
+// then each event as it is stored; a client sends user messages, which the agent answers.
+// It stays out of the route table (and so out of the OpenAPI document, which cannot
+// describe a WebSocket) because it authenticates itself, possibly after the upgrade.
+
+// agentSocket is the path of a conversation's event socket.
+const agentSocket = "/agent-server/{sandbox_id}/sockets/events/{conversation_id}"
+
+// Close codes of the event socket beside the standard ones: OpenHands'.
+const (
+	closeAuthFailed websocket.StatusCode = 4001
+	closeNotFound   websocket.StatusCode = 4004
+)
+
+const reasonShutdown = "Server shutting down"
+
+const (
+	// socketEventBuffer is how many live events may wait to be sent; the bus drops a
+	// socket further behind, which is then closed (1013) for its client to reconnect.
+	socketEventBuffer = 512
+	// socketFrameBuffer is how many client frames may wait to be handled.
+	socketFrameBuffer = 16
+	// replayPage is how many past events are read from the store at a time.
+	replayPage = 100
+)
+
+// frame is a data frame a client sent.
+type frame struct {
+	typ  websocket.MessageType
+	data []byte
+}
+
+// eventSocket is one open event socket.
+type eventSocket struct {
+	a   *API
+	o   SocketOptions
+	c   *websocket.Conn
+	tap *hijackTap
+	log *slog.Logger
+	// frames are the client's data frames, from the reader; closed when the peer leaves or
+	// the connection ends.
+	frames chan frame
+	// stopped is closed when the socket's handler is done: the reader and pinger stop.
+	stopped chan struct{}
+}
+
+// socketKey is the key a client gave when opening the socket, in OpenHands' order: the
+// session_api_key query parameter, then the header. given is false when it gave none: the
+// first frame must then authenticate.
+func socketKey(r *http.Request, q apitypes.EventSocketQuery) (key string, given bool) {
+	if r.URL.Query().Has("session_api_key") {
+		return q.SessionAPIKey, true
+	}
+	key = requestKey(r)
+	return key, key != ""
+}
+
+func (a *API) eventSocket(w http.ResponseWriter, r *http.Request) {
+	var q apitypes.EventSocketQuery
+	if err := decodeQuery(r, &q); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	sandboxID := r.PathValue("sandbox_id")
+	// An id no conversation can have is refused as an unknown one, once authenticated.
+	convID, idErr := conversationIDFromPath(r)
+	key, keyGiven := socketKey(r, q)
+	if !a.sockets.open() {
+		a.writeError(w, r, errStatus(http.StatusServiceUnavailable, reasonShutdown))
+		return
+	}
+	defer a.sockets.done()
+
+	tap := &hijackTap{ResponseWriter: w}
+	origin := r.Header.Get("Origin")
+	c, err := websocket.Accept(tap, r, &websocket.AcceptOptions{
+		// Pages of the same host always may connect; others when CORS allows their origin.
+		InsecureSkipVerify: origin != "" && corsAllowed(a.d.CORSOrigins, origin),
+	})
+	if err != nil {
+		a.log.Debug("event socket: upgrade refused", "err", err)
+		return // Accept has answered
+	}
+	c.SetReadLimit(maxBodyBytes)
+	s := &eventSocket{a: a, o: a.sockets.o, c: c, tap: tap,
+		log:    a.log.With("sandbox_id", sandboxID, "conversation_id", convID),
+		frames: make(chan frame, socketFrameBuffer), stopped: make(chan struct{})}
+	readDone, pingDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(readDone); s.read() }()
+	go func() { defer close(pingDone); s.keepAlive() }()
+	defer func() {
+		c.CloseNow()
+		close(s.stopped)
+		<-readDone
+		<-pingDone
+	}()
+
+	u, ok := s.authenticate(sandboxID, key, keyGiven)
+	if !ok {
+		return
+	}
+	if idErr != nil {
+		s.fail(conversation.ErrNotFound)
+		return
+	}
+	s.serve(u.ID, sandboxID, convID, q)
+}
+
+// read hands the client's data frames to the handler until the connection ends. Reading
+// also answers the peer's pings and close frame.
+func (s *eventSocket) read() {
+	defer close(s.frames)
+	for {
+		typ, data, err := s.c.Read(context.Background())
+		if err != nil {
+			return
+		}
+		select {
+		case s.frames <- frame{typ, data}:
+		case <-s.stopped:
+			return
+		}
+	}
+}
+
+// keepAlive pings the peer; one that has not answered by the next ping is cut off, which
+// ends the socket.
+func (s *eventSocket) keepAlive() {
+	t := time.NewTicker(s.o.PingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopped:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.o.PingInterval)
+		err := s.c.Ping(ctx)
+		cancel()
+		if err != nil {
+			s.tap.cut()
+			return
+		}
+	}
+}
+
+// authenticate checks the key the client opened the socket with or, without one, the key
+// of its first frame ({"type": "auth", "session_api_key": "..."}), awaited for
+// AuthTimeout. A failure closes the socket.
+func (s *eventSocket) authenticate(sandboxID, key string, given bool) (auth.User, bool) {
+	if !given {
+		var ok bool
+		if key, ok = s.awaitAuthFrame(); !ok {
+			return auth.User{}, false
+		}
+	}
+	u, err := s.a.authenticateSandboxKey(s.a.sockets.ctx, sandboxID, key)
+	if err != nil {
+		s.fail(err)
+		return auth.User{}, false
+	}
+	return u, true
+}
+
+func (s *eventSocket) awaitAuthFrame() (string, bool) {
+	t := time.NewTimer(s.o.AuthTimeout)
+	defer t.Stop()
+	select {
+	case <-s.a.sockets.ctx.Done():
+		s.close(websocket.StatusGoingAway, reasonShutdown)
+		return "", false
+	case <-t.C:
+	case f, ok := <-s.frames:
+		if !ok {
+			return "", false // the client left
+		}
+		var m apitypes.SocketAuth
+		if f.typ == websocket.MessageText && json.Unmarshal(f.data, &m) == nil && m.Type == "auth" && m.SessionAPIKey != "" {
+			return m.SessionAPIKey, true
+		}
+	}
+	s.close(closeAuthFailed, "Authentication failed")
+	return "", false
+}
+
+// serve streams the conversation to an authenticated client and takes its messages. The
+// subscription comes first, so that nothing stored while the past is read is missed;
+// events both read and published are sent once.
+func (s *eventSocket) serve(ownerID, sandboxID, convID string, q apitypes.EventSocketQuery) {
+	ctx := s.a.sockets.ctx
+	if _, err := s.a.sandboxConversation(ctx, ownerID, sandboxID, convID); err != nil {
+		s.fail(err)
+		return
+	}
+	if !s.a.sockets.join(convID) {
+		s.close(websocket.StatusTryAgainLater, "Too many connections for this conversation")
+		return
+	}
+	defer s.a.sockets.leave(convID)
+	sub := s.a.d.Conversations.Subscribe(convID, socketEventBuffer)
+	defer sub.Close()
+
+	v, err := s.a.sandboxConversation(ctx, ownerID, sandboxID, convID)
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	if !s.sendFullState(ownerID, v) {
+		return
+	}
+	replayed, ok := s.replay(ownerID, convID, q)
+	if !ok {
+		return
+	}
+	s.stream(ownerID, convID, sub, replayed)
+}
+
+// sendFullState sends the ConversationStateUpdateEvent with key full_state that clients
+// wait for: the conversation as GET …/api/conversations/{id} shows it.
+func (s *eventSocket) sendFullState(ownerID string, v conversation.View) bool {
+	value, err := json.Marshal(s.a.agentConversationInfo(s.a.sockets.ctx, ownerID, v))
+	if err != nil {
+		s.fail(fmt.Errorf("encode full state: %w", err))
+		return false
+	}
+	ev, err := s.a.d.Conversations.NewEvent(event.SourceEnvironment, &event.StateUpdateEvent{Key: event.StateFull, Value: value})
+	if err != nil {
+		s.fail(err)
+		return false
+	}
+	return s.send(ev.Body)
+}
+
+// replay sends the past events the query asks for, in log order, and returns their ids.
+// resend_mode=since without after_timestamp replays nothing, as in OpenHands.
+func (s *eventSocket) replay(ownerID, convID string, q apitypes.EventSocketQuery) (map[string]bool, bool) {
+	mode := apitypes.ResendMode("")
+	switch {
+	case q.ResendMode != nil:
+		mode = *q.ResendMode
+	case q.ResendAll:
+		mode = "all"
+	}
+	f := event.Filter{ConversationID: convID}
+	switch {
+	case mode == "all":
+	case mode == "since" && q.AfterTimestamp != nil:
+		f.TimestampGTE = q.AfterTimestamp
+	default:
+		return nil, true
+	}
+	ctx := s.a.sockets.ctx
+	replayed := map[string]bool{}
+	page := paging.Query{Limit: replayPage}
+	for {
+		evs, next, err := s.a.d.Conversations.SearchEvents(ctx, ownerID, f, false, page)
+		if err != nil {
+			s.fail(err)
+			return nil, false
+		}
+		for _, e := range evs {
+			if !s.send(e.Body) {
+				return nil, false
+			}
+			replayed[e.ID] = true
+		}
+		if next == "" {
+			return replayed, true
+		}
+		if ctx.Err() != nil {
+			s.close(websocket.StatusGoingAway, reasonShutdown)
+			return nil, false
+		}
+		page.Cursor = next
+	}
+}
+
+// stream sends live events (but not those replayed already) and handles the client's
+// frames until either side ends the socket.
+func (s *eventSocket) stream(ownerID, convID string, sub *event.Subscription, replayed map[string]bool) {
+	ctx := s.a.sockets.ctx
+	for {
+		select {
+		case <-ctx.Done():
+			s.close(websocket.StatusGoingAway, reasonShutdown)
+			return
+		case f, ok := <-s.frames:
+			if !ok {
+				return // the client left
+			}
+			if !s.handle(ownerID, convID, f) {
+				return
+			}
+		case e, ok := <-sub.C:
+			if !ok {
+				// The bus dropped the subscription: this client fell too far behind. It
+				// reconnects and reads what it missed (resend_mode=since).
+				s.log.Info("event socket: client fell behind the event stream")
+				s.close(websocket.StatusTryAgainLater, "Fell behind the event stream")
+				return
+			}
+			if replayed[e.ID] {
+				delete(replayed, e.ID)
+				continue
+			}
+			if !s.send(e.Body) {
+				return
+			}
+		}
+	}
+}
+
+// handle takes one client frame: an SDK Message from the user is added to the conversation
+// and the agent runs to answer it (as POST …/events with run); a redundant auth frame is
+// ignored; anything else is answered with a ServerErrorEvent. It reports whether the socket
+// stays open.
+func (s *eventSocket) handle(ownerID, convID string, f frame) bool {
+	if f.typ != websocket.MessageText {
+		return s.sendError("ValueError", "Send messages as JSON in text frames.")
+	}
+	if !utf8.Valid(f.data) {
+		return s.sendError("JSONDecodeError", "The frame is not valid UTF-8.")
+	}
+	var obj map[string]any
+	if json.Unmarshal(f.data, &obj) == nil && obj["type"] == "auth" {
+		return true
+	}
+	var m apitypes.SocketMessage
+	if err := wire.DecodeJSON(f.data, &m); err != nil {
+		return s.sendError(frameProblem(err))
+	}
+	if m.Role != "user" {
+		return s.sendError("ValueError", "Only messages with role user can be sent.")
+	}
+	ctx := s.a.sockets.ctx
+	err := s.a.d.Conversations.SendMessage(ctx, ownerID, convID, messageOf(m.Content), true)
+	switch {
+	case err == nil, ctx.Err() != nil:
+		return true
+	case errors.Is(err, conversation.ErrNotFound):
+		s.fail(err)
+		return false
+	}
+	s.log.Error("event socket: send message", "err", err)
+	return s.sendError("InternalServerError", "Internal Server Error")
+}
+
+// frameProblem words a frame's decoding problems as OpenHands does: the error's class and
+// what is wrong where (never the input: it may hold secrets).
+func frameProblem(err error) (code, detail string) {
+	var we *wire.Error
+	if !errors.As(err, &we) {
+		return "ValidationError", "The frame is not a message."
+	}
+	var parts []string
+	for _, p := range we.Problems {
+		if p.Type == "json_invalid" {
+			return "JSONDecodeError", p.Msg
+		}
+		var loc []string
+		for _, l := range p.Loc[min(1, len(p.Loc)):] { // the first is "body"
+			loc = append(loc, fmt.Sprint(l))
+		}
+		if len(loc) == 0 {
+			parts = append(parts, p.Msg)
+		} else {
+			parts = append(parts, strings.Join(loc, ".")+": "+p.Msg)
+		}
+	}
+	return "ValidationError", strings.Join(parts, "; ")
+}
+
+// sendError sends a ServerErrorEvent.
+func (s *eventSocket) sendError(code, detail string) bool {
+	ev, err := s.a.d.Conversations.NewEvent(event.SourceEnvironment, &event.ServerErrorEvent{Code: code, Detail: detail})
+	if err != nil {
+		s.fail(err)
+		return false
+	}
+	return s.send(ev.Body)
+}
+
+// send writes one frame; a peer that does not take it within WriteTimeout is cut off.
+func (s *eventSocket) send(data []byte) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), s.o.WriteTimeout)
+	defer cancel()
+	return s.c.Write(ctx, websocket.MessageText, data) == nil
+}
+
+// close closes the socket with a close handshake; a peer that has not answered within
+// closeGrace is cut off.
+func (s *eventSocket) close(code websocket.StatusCode, reason string) {
+	t := time.AfterFunc(closeGrace, s.tap.cut)
+	defer t.Stop()
+	s.c.Close(code, reason)
+}
+
+// fail closes the socket for err with the code OpenHands clients know, or 1011 for an
+// error of ours (logged, never sent).
+func (s *eventSocket) fail(err error) {
+	switch {
+	case s.a.sockets.ctx.Err() != nil:
+		s.close(websocket.StatusGoingAway, reasonShutdown)
+	case errors.Is(err, auth.ErrUnauthorized):
+		s.close(closeAuthFailed, "Authentication failed")
+	case errors.Is(err, conversation.ErrNotFound), errors.Is(err, sandbox.ErrNotFound):
+		// Also a valid owner's key used for a sandbox of someone else's, as the REST API's 404.
+		s.close(closeNotFound, "Conversation not found")
+	default:
+		s.log.Error("event socket failed", "err", err)
+		s.close(websocket.StatusInternalError, "Internal Server Error")
+	}
+}
