@@ -145,13 +145,8 @@ func benchAgent(ctx context.Context, s *server, steps int, progress func(string,
 	m := benchModel()
 	m.steps = steps
 	svc := s.app.Sandboxes
-	sb, err := svc.Start(ctx, s.ownerID, "")
-	if err == nil {
-		_, err = svc.WaitRunning(ctx, s.ownerID, sb.ID)
-	}
-	if sb.ID != "" {
-		defer svc.Delete(context.WithoutCancel(ctx), s.ownerID, sb.ID)
-	}
+	sb, done, err := s.runningSandbox(ctx)
+	defer done()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -289,14 +284,8 @@ func benchEventMemory(ctx context.Context, s *server, dataDir string, conversati
 	if err != nil {
 		return nil, nil, err
 	}
-	svc := s.app.Sandboxes
-	sb, err := svc.Start(ctx, s.ownerID, "")
-	if err == nil {
-		_, err = svc.WaitRunning(ctx, s.ownerID, sb.ID)
-	}
-	if sb.ID != "" {
-		defer svc.Delete(context.WithoutCancel(ctx), s.ownerID, sb.ID)
-	}
+	sb, done, err := s.runningSandbox(ctx)
+	defer done()
 	if err != nil {
 		return nil, nil, err
 	}

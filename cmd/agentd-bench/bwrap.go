@@ -109,13 +109,8 @@ func bwrapStarts(ctx context.Context, s *server, b *bwrap.Backend, n int) ([]row
 // kernel reports FROZEN) and a thaw of a cgroup holding one sleeping process.
 func bwrapPause(ctx context.Context, s *server, b *bwrap.Backend, n int) ([]row, error) {
 	svc := s.app.Sandboxes
-	sb, err := svc.Start(ctx, s.ownerID, "")
-	if err == nil {
-		_, err = svc.WaitRunning(ctx, s.ownerID, sb.ID)
-	}
-	if sb.ID != "" {
-		defer svc.Delete(context.WithoutCancel(ctx), s.ownerID, sb.ID)
-	}
+	sb, done, err := s.runningSandbox(ctx)
+	defer done()
 	if err != nil {
 		return nil, err
 	}
@@ -165,14 +160,8 @@ func bwrapPause(ctx context.Context, s *server, b *bwrap.Backend, n int) ([]row,
 // bwrapMemory measures the resident memory (the VmRSS of every process in its cgroup) of one
 // idle running sandbox, beside that of a bare bwrap running sleep, which it also returns.
 func bwrapMemory(ctx context.Context, s *server, b *bwrap.Backend) (row, float64, error) {
-	svc := s.app.Sandboxes
-	sb, err := svc.Start(ctx, s.ownerID, "")
-	if err == nil {
-		sb, err = svc.WaitRunning(ctx, s.ownerID, sb.ID)
-	}
-	if sb.ID != "" {
-		defer svc.Delete(context.WithoutCancel(ctx), s.ownerID, sb.ID)
-	}
+	sb, done, err := s.runningSandbox(ctx)
+	defer done()
 	if err != nil {
 		return row{}, 0, err
 	}

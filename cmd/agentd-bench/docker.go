@@ -147,13 +147,8 @@ func startBare(ctx context.Context, cli *client.Client) (string, error) {
 // of a bare container. Rounds interleave the two.
 func benchDockerPause(ctx context.Context, s *server, cli *client.Client, n int) ([]row, error) {
 	svc := s.app.Sandboxes
-	sb, err := svc.Start(ctx, s.ownerID, "")
-	if err == nil {
-		_, err = svc.WaitRunning(ctx, s.ownerID, sb.ID)
-	}
-	if sb.ID != "" {
-		defer svc.Delete(context.WithoutCancel(ctx), s.ownerID, sb.ID)
-	}
+	sb, done, err := s.runningSandbox(ctx)
+	defer done()
 	if err != nil {
 		return nil, err
 	}

@@ -14,13 +14,8 @@ import (
 // until /proc shows the process stopped (T) or no longer stopped. Rounds interleave the two.
 func benchPause(ctx context.Context, s *server, n int) ([]row, []string, error) {
 	svc := s.app.Sandboxes
-	sb, err := svc.Start(ctx, s.ownerID, "")
-	if err == nil {
-		_, err = svc.WaitRunning(ctx, s.ownerID, sb.ID)
-	}
-	if sb.ID != "" {
-		defer svc.Delete(context.WithoutCancel(ctx), s.ownerID, sb.ID)
-	}
+	sb, done, err := s.runningSandbox(ctx)
+	defer done()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,14 +17,8 @@ const (
 // the conversation search (default limit 100) and, as its primitive, the static /alive
 // handler of the same server, with the same clients for the same time.
 func benchSearch(ctx context.Context, s *server, o options, progress func(string, ...any)) ([]row, []string, error) {
-	svc := s.app.Sandboxes
-	sb, err := svc.Start(ctx, s.ownerID, "")
-	if err == nil {
-		_, err = svc.WaitRunning(ctx, s.ownerID, sb.ID)
-	}
-	if sb.ID != "" {
-		defer svc.Delete(context.WithoutCancel(ctx), s.ownerID, sb.ID)
-	}
+	sb, done, err := s.runningSandbox(ctx)
+	defer done()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/agentd/agentd/internal/sandbox"
 	"os/exec"
 	"time"
 )
@@ -56,6 +57,21 @@ func timeRun(cmd *exec.Cmd) (time.Duration, error) {
 
 // timeStart starts a sandbox, waits until it runs, and deletes it; it returns the time from
 // the start until it ran.
+// runningSandbox starts a sandbox from the default spec and waits until it runs. done deletes
+// it again; it is never nil, so callers defer it at once.
+func (s *server) runningSandbox(ctx context.Context) (sb sandbox.Sandbox, done func(), err error) {
+	svc := s.app.Sandboxes
+	sb, err = svc.Start(ctx, s.ownerID, "")
+	if err == nil {
+		sb, err = svc.WaitRunning(ctx, s.ownerID, sb.ID)
+	}
+	done = func() {}
+	if id := sb.ID; id != "" {
+		done = func() { svc.Delete(context.WithoutCancel(ctx), s.ownerID, id) }
+	}
+	return sb, done, err
+}
+
 func (s *server) timeStart(ctx context.Context) (time.Duration, error) {
 	svc := s.app.Sandboxes
 	t0 := time.Now()
