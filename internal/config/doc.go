@@ -96,7 +96,7 @@ threads as well as processes.
 | ` + "`keyring.json`" + ` | the server keys that seal secrets (mode 0600); ` + "`agentd rotate-key`" + ` replaces them |
 | ` + "`agentd.lock`" + ` | held while a server runs, so two servers never share a data directory |
 | ` + "`sandboxes/process/<id>/`" + ` | a sandbox of the process backend: ` + "`workspace/`" + `, ` + "`runtime.sock`" + `, ` + "`runtime.log`" + ` |
-| ` + "`sandboxes/bwrap/<id>/`" + ` | a sandbox of the bwrap backend: ` + "`workspace/`" + `, ` + "`run/runtime.sock`" + `, ` + "`runtime.log`" + ` |
+| ` + "`sandboxes/bwrap/<id>/`" + ` | a sandbox of the bwrap backend: ` + "`workspace/`" + `, ` + "`runtime.sock`" + `, ` + "`runtime.log`" + ` |
 
 ## Key rotation
 

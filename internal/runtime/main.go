@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -33,7 +34,7 @@ const shutdownGrace = 5 * time.Second
 func Main(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("agentd runtime", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	listenAddr := fs.String("listen", "", "where to serve: unix:/abs/path.sock or tcp:127.0.0.1:PORT")
+	listenAddr := fs.String("listen", "", "where to serve: unix:/abs/path.sock, tcp:127.0.0.1:PORT or fd:N (an inherited listening socket)")
 	workspace := fs.String("workspace", "", "workspace directory (created if missing)")
 	sandboxID := fs.String("sandbox-id", "", "id of the sandbox this runtime serves")
 	keyFD := fs.Int("key-fd", -1, "read the session key from this file descriptor (until EOF)")
@@ -151,11 +152,28 @@ func serve(ctx context.Context, log *slog.Logger, ln net.Listener, h http.Handle
 func listen(addr string) (net.Listener, error) {
 	network, where, ok := strings.Cut(addr, ":")
 	if !ok || where == "" {
-		return nil, fmt.Errorf("listen %q: want unix:/path or tcp:host:port", addr)
+		return nil, fmt.Errorf("listen %q: want unix:/path, tcp:host:port or fd:N", addr)
 	}
 	switch network {
 	case "tcp":
 		ln, err := net.Listen("tcp", where)
+		if err != nil {
+			return nil, fmt.Errorf("listen %s: %w", addr, err)
+		}
+		return ln, nil
+	case "fd":
+		// An inherited listening socket: the backend bound it outside the sandbox, so the
+		// sandbox needs no writable directory to hold the socket file.
+		n, err := strconv.Atoi(where)
+		if err != nil || n < 3 {
+			return nil, fmt.Errorf("listen %s: want fd:N with N >= 3", addr)
+		}
+		f := os.NewFile(uintptr(n), "listener")
+		if f == nil {
+			return nil, fmt.Errorf("listen %s: not an open file", addr)
+		}
+		defer f.Close() // FileListener holds its own copy
+		ln, err := net.FileListener(f)
 		if err != nil {
 			return nil, fmt.Errorf("listen %s: %w", addr, err)
 		}

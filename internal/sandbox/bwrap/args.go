@@ -156,7 +156,6 @@ func (b *Backend) sandboxArgs(dir, ws string, spec sandbox.Spec) ([]string, erro
 	args = append(args,
 		"--bind", hostWorkspace(dir), ws,
 		"--ro-bind", b.binary, runtimeBinary,
-		"--bind", hostRunDir(dir), runDir,
 		"--remount-ro", "/",
 		"--chdir", ws)
 	return args, nil

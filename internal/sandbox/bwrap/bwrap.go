@@ -54,7 +54,6 @@ const (
 	DefaultWorkspace = "/workspace"
 	agentdDir        = "/.agentd"
 	runtimeBinary    = agentdDir + "/agentd"
-	runDir           = agentdDir + "/run"
 	socketName       = "runtime.sock"
 	hostname         = "sandbox"
 )
@@ -241,8 +240,7 @@ func (b *Backend) dir(id string) (string, error) {
 }
 
 func hostWorkspace(dir string) string { return filepath.Join(dir, "workspace") }
-func hostRunDir(dir string) string    { return filepath.Join(dir, "run") }
-func hostSocket(dir string) string    { return filepath.Join(hostRunDir(dir), socketName) }
+func hostSocket(dir string) string    { return filepath.Join(dir, socketName) }
 func logPath(dir string) string       { return filepath.Join(dir, "runtime.log") }
 
 // Probe starts a throwaway sandbox of the default spec that runs `true` in a cgroup of its

@@ -236,7 +236,7 @@ func TestSandboxArgs(t *testing.T) {
 		" --unshare-net ",
 		" --ro-bind /usr /usr ",
 		" --proc /proc --ro-bind /proc/sys /proc/sys --dev /dev --size 536870912 --tmpfs /tmp ",
-		" --bind /data/sb/x/workspace /workspace --ro-bind /opt/agentd /.agentd/agentd --bind /data/sb/x/run /.agentd/run --remount-ro / --chdir /workspace ",
+		" --bind /data/sb/x/workspace /workspace --ro-bind /opt/agentd /.agentd/agentd --remount-ro / --chdir /workspace ",
 	} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("arguments lack %q:\n%s", want, joined)
@@ -424,11 +424,15 @@ func TestHardening(t *testing.T) {
 		{"touch /usr/x 2>/dev/null && echo writable || echo read-only", "read-only"},
 		{"touch /etc/x 2>/dev/null && echo writable || echo read-only", "read-only"},
 		{"touch /.agentd/agentd 2>/dev/null && echo writable || echo read-only", "read-only"},
+		{"touch /.agentd/x 2>/dev/null && echo writable || echo read-only", "read-only"},
+		// The workspace is the only writable host directory: the runtime's socket is bound
+		// outside and inherited, so nothing else of the host is mounted writable.
+		{"awk '$4 ~ /^rw/ && $3 !~ /^(tmpfs|proc|devtmpfs|mqueue|devpts|sysfs)$/ {print $2}' /proc/mounts | sort | tr '\\n' ' '", "/workspace"},
 		{"touch /tmp/x && echo writable", "writable"},
 		{"test -e /etc/shadow && echo visible || echo hidden", "hidden"},
 		{"env | grep -c OPENAI_API_KEY", "0"},
 		{"test -r /etc/os-release && test -r /etc/passwd && date > /dev/null && echo ok", "ok"},
-		{"tr '\\0' ' ' < /proc/1/cmdline", b.bwrap + " --args 4 -- " + runtimeBinary + " runtime --listen unix:/.agentd/run/runtime.sock --workspace /workspace --sandbox-id " + inst.ID + " --key-fd 3"},
+		{"tr '\\0' ' ' < /proc/1/cmdline", b.bwrap + " --args 4 -- " + runtimeBinary + " runtime --listen fd:5 --workspace /workspace --sandbox-id " + inst.ID + " --key-fd 3"},
 		{"hostname", hostname},
 	}
 	if b.features.disableUserns {

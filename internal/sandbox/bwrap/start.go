@@ -1,9 +1,12 @@
 package bwrap
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -24,10 +27,10 @@ var defaultCommand = []string{"agentd", "runtime"}
 // listenTimeout bounds Start's wait for the runtime's socket when ctx has no deadline.
 const listenTimeout = 30 * time.Second
 
-// Start creates <Root>/<id>/ and the sandbox's cgroup, and starts bwrap with the runtime in
-// it. It returns once the runtime listens on its socket, so that a sandbox that cannot start
-// (a bad mount, a runtime that exits) fails here, with the cause from its log, rather than
-// later as a runtime that never answers.
+// Start creates <Root>/<id>/ and the sandbox's cgroup, binds the runtime's socket, and starts
+// bwrap with the runtime in it. It returns once the runtime serves on that socket, so that a
+// sandbox that cannot start (a bad mount, a runtime that exits) fails here, with the cause
+// from its log, rather than later as a runtime that never answers.
 func (b *Backend) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.Instance, error) {
 	if err := b.checkSpec(req.Spec); err != nil {
 		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
@@ -66,11 +69,17 @@ func (b *Backend) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.
 // start makes the rest of the sandbox in dir, creates its cgroup g and starts it.
 func (b *Backend) start(ctx context.Context, dir string, g *cgroup.Group, req sandbox.StartRequest) (_ sandbox.Instance, err error) {
 	ws := workspaceOf(req.Spec)
-	for _, d := range []string{hostWorkspace(dir), hostRunDir(dir)} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			return sandbox.Instance{}, fmt.Errorf("create %s: %w", d, err)
-		}
+	if err := os.Mkdir(hostWorkspace(dir), 0o700); err != nil {
+		return sandbox.Instance{}, fmt.Errorf("create workspace: %w", err)
 	}
+	// The runtime's socket is bound here, outside the sandbox, and handed to the runtime as an
+	// inherited listener (fd 5): the sandbox needs no writable host directory for it, and
+	// nothing in the sandbox can replace it.
+	lnFile, err := listenFile(hostSocket(dir))
+	if err != nil {
+		return sandbox.Instance{}, err
+	}
+	defer lnFile.Close() // the child has its own copy
 	logFile, err := os.OpenFile(logPath(dir), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return sandbox.Instance{}, fmt.Errorf("create runtime log: %w", err)
@@ -121,7 +130,7 @@ func (b *Backend) start(ctx context.Context, dir string, g *cgroup.Group, req sa
 	cmd.Env = b.env(ws, req.Spec)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.ExtraFiles = []*os.File{keyR, argsFile}
+	cmd.ExtraFiles = []*os.File{keyR, argsFile, lnFile}
 	// Its own session, so that signals to agentd's terminal or process group do not reach it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -136,7 +145,7 @@ func (b *Backend) start(ctx context.Context, dir string, g *cgroup.Group, req sa
 	}
 	st.StartTime = p.StartTime
 	b.reaper.Watch(cmd)
-	if err := b.waitListening(ctx, dir, st); err != nil {
+	if err := b.waitServing(ctx, dir, st); err != nil {
 		return sandbox.Instance{}, err
 	}
 	b.log.Info("sandbox started", "sandbox_id", req.ID, "pid", st.PID, "cgroup", g.Path())
@@ -159,7 +168,7 @@ func runtimeCommand(req sandbox.StartRequest, ws string) []string {
 	if argv[0] == "agentd" {
 		argv[0] = runtimeBinary
 	}
-	return append(argv, "--listen", "unix:"+runDir+"/"+socketName, "--workspace", ws,
+	return append(argv, "--listen", "fd:5", "--workspace", ws,
 		"--sandbox-id", req.ID, "--key-fd", "3")
 }
 
@@ -191,67 +200,75 @@ func argsMemfd(args []string) (*os.File, error) {
 	return f, nil
 }
 
-// livenessInterval is how often waitListening checks, between events, that the sandbox's
-// first process still runs.
+// livenessInterval bounds the pause between two checks of waitServing.
 const livenessInterval = 20 * time.Millisecond
 
-// waitListening waits until the runtime's socket exists, or the sandbox's first process has
-// exited (then the error quotes the end of its log). It watches the socket directory with
-// inotify, so it learns of the socket at once without polling; where inotify fails, the
-// liveness checks poll for it instead. Closing an inotify instance waits for an SRCU grace
-// period (some 10 ms), which is why the watch is closed in the background.
-func (b *Backend) waitListening(ctx context.Context, dir string, st instanceState) error {
-	w, err := watchDir(hostRunDir(dir))
-	if err == nil {
-		defer b.background.Go(func() { w.Close() })
+// listenFile binds a unix socket at path (mode 0600) and returns it as a file to hand to the
+// runtime. Closing the returned file leaves the socket in place.
+func listenFile(path string) (*os.File, error) {
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("bind the runtime socket: %w", err)
 	}
+	ln.SetUnlinkOnClose(false)
+	defer ln.Close()
+	if err := os.Chmod(path, 0o600); err != nil {
+		return nil, fmt.Errorf("bind the runtime socket: %w", err)
+	}
+	f, err := ln.File()
+	if err != nil {
+		return nil, fmt.Errorf("bind the runtime socket: %w", err)
+	}
+	return f, nil
+}
+
+// waitServing waits until the runtime answers GET /alive on its socket, or the sandbox's
+// first process has exited (then the error quotes the end of its log). The socket exists
+// from the start, and the kernel queues connections until the runtime accepts them, so one
+// request waits exactly as long as the runtime takes to come up.
+func (b *Backend) waitServing(ctx context.Context, dir string, st instanceState) error {
 	deadline := time.Now().Add(listenTimeout)
 	for delay := 50 * time.Microsecond; ; delay = min(2*delay, livenessInterval) {
-		if _, err := os.Stat(hostSocket(dir)); err == nil {
+		if alive(ctx, hostSocket(dir), livenessInterval) {
 			return nil
 		}
 		if p, err := hostproc.ReadStat(st.PID); err != nil || p.StartTime != st.StartTime || p.Dead() {
 			return fmt.Errorf("the sandbox exited while starting: %s", logTail(dir))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the runtime did not listen within %v: %s", listenTimeout, logTail(dir))
+			return fmt.Errorf("the runtime did not answer within %v: %s", listenTimeout, logTail(dir))
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("wait for the runtime to listen: %w", err)
+			return fmt.Errorf("wait for the runtime: %w", err)
 		}
-		if w != nil {
-			w.wait(livenessInterval)
-		} else {
-			time.Sleep(delay)
-		}
+		time.Sleep(delay)
 	}
 }
 
-// dirWatch reports changes in one directory, through inotify.
-type dirWatch struct{ f *os.File }
-
-// watchDir watches dir for files created or changed in it.
-func watchDir(dir string) (*dirWatch, error) {
-	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+// alive sends GET /alive on the unix socket at path and reports whether a 200 came back
+// within wait.
+func alive(ctx context.Context, path string, wait time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
-		return nil, err
+		return false
 	}
-	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_CREATE|unix.IN_ATTRIB|unix.IN_MOVED_TO); err != nil {
-		unix.Close(fd)
-		return nil, err
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
 	}
-	// A non-blocking fd goes to the runtime's poller: a read waits without holding a thread.
-	return &dirWatch{f: os.NewFile(uintptr(fd), "inotify")}, nil
+	if _, err := io.WriteString(conn, "GET /alive HTTP/1.1\r\nHost: runtime\r\nConnection: close\r\n\r\n"); err != nil {
+		return false
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
-
-// wait returns after an event, or after d without one.
-func (w *dirWatch) wait(d time.Duration) {
-	var buf [4096]byte
-	_ = w.f.SetReadDeadline(time.Now().Add(d))
-	_, _ = w.f.Read(buf[:])
-}
-
-func (w *dirWatch) Close() error { return w.f.Close() }
 
 // logTail returns the last lines of the sandbox's log, for an error message.
 func logTail(dir string) string {
