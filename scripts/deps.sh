@@ -14,7 +14,8 @@ declare -A need=(
 
 missing=()
 for cmd in "${!need[@]}"; do
-  command -v "$cmd" >/dev/null 2>&1 || missing+=("${need[$cmd]}")
+  # /usr/sbin too: a non-root PATH may lack it, and dockerd lives there.
+  command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || missing+=("${need[$cmd]}")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
