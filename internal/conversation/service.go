@@ -16,6 +16,7 @@ import (
 	"github.com/agentd/agentd/internal/llm"
 	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/secret"
 )
 
 // Sandboxes is what the conversation service needs of the sandbox service.
@@ -29,17 +30,11 @@ type Sandboxes interface {
 	Hold(id string) (release func())
 }
 
-// Sealer seals requests at rest, and opens them for the agent.
-type Sealer interface {
-	Seal(plaintext []byte) ([]byte, error)
-	Open(sealed []byte) ([]byte, error)
-}
-
 // Options configure a Service.
 type Options struct {
 	Store     Store
 	Sandboxes Sandboxes
-	Sealer    Sealer
+	Sealer    secret.Sealer
 	Logger    *slog.Logger
 	Now       func() time.Time
 	NewID     func() string

@@ -5,23 +5,19 @@ import (
 	"fmt"
 	"sort"
 	"time"
-)
 
-// Sealer seals and opens tokens.
-type Sealer interface {
-	Seal(plaintext []byte) ([]byte, error)
-	Open(sealed []byte) ([]byte, error)
-}
+	"github.com/agentd/agentd/internal/secret"
+)
 
 // Service stores users' provider tokens. Safe for concurrent use.
 type Service struct {
 	store  Store
-	sealer Sealer
+	sealer secret.Sealer
 	now    func() time.Time
 }
 
 // NewService returns a Service. now may be nil.
-func NewService(store Store, sealer Sealer, now func() time.Time) *Service {
+func NewService(store Store, sealer secret.Sealer, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}

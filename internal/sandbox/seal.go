@@ -1,7 +1,6 @@
 package sandbox
 
-// Sealer encrypts secrets at rest (the runtime session keys). secret.Keyring implements it.
-type Sealer interface {
-	Seal(plaintext []byte) ([]byte, error)
-	Open(sealed []byte) ([]byte, error)
-}
+import "github.com/agentd/agentd/internal/secret"
+
+// Sealer encrypts the runtime session keys at rest.
+type Sealer = secret.Sealer

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/agentd/agentd/internal/secret"
 )
 
 // Names of the secret settings. They are sealed at rest and never returned.
@@ -15,21 +17,15 @@ const (
 	SandboxAPIKey = "sandbox_api_key"
 )
 
-// Sealer seals and opens secret values.
-type Sealer interface {
-	Seal(plaintext []byte) ([]byte, error)
-	Open(sealed []byte) ([]byte, error)
-}
-
 // Service reads and merges users' settings. Safe for concurrent use.
 type Service struct {
 	store  Store
-	sealer Sealer
+	sealer secret.Sealer
 	now    func() time.Time
 }
 
 // NewService returns a Service. now may be nil.
-func NewService(store Store, sealer Sealer, now func() time.Time) *Service {
+func NewService(store Store, sealer secret.Sealer, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
