@@ -3,22 +3,18 @@ package main
 import (
 	"bytes"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/process"
+	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
 )
 
 func backendConfig(t *testing.T, backend string) config.Config {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "agd-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := sandboxtest.ShortDir(t)
 	cfg, err := config.Load([]string{"--data-dir", dir, "--sandbox-backend", backend}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)

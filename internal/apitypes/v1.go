@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/agentd/agentd/internal/llm"
 	"github.com/agentd/agentd/internal/wire"
 )
 
@@ -175,26 +176,12 @@ type AppConversationStartRequest struct {
 	AgentType            *AgentType           `json:"agent_type"`
 }
 
-// MetricsSnapshot is the token usage and cost of a conversation.
-type MetricsSnapshot struct {
-	ModelName             string      `json:"model_name"`
-	AccumulatedCost       float64     `json:"accumulated_cost"`
-	MaxBudgetPerTask      *float64    `json:"max_budget_per_task"`
-	AccumulatedTokenUsage *TokenUsage `json:"accumulated_token_usage"`
-}
-
-// TokenUsage counts tokens.
-type TokenUsage struct {
-	Model            string `json:"model"`
-	PromptTokens     int64  `json:"prompt_tokens"`
-	CompletionTokens int64  `json:"completion_tokens"`
-	CacheReadTokens  int64  `json:"cache_read_tokens"`
-	CacheWriteTokens int64  `json:"cache_write_tokens"`
-	ReasoningTokens  int64  `json:"reasoning_tokens"`
-	ContextWindow    int64  `json:"context_window"`
-	PerTurnToken     int64  `json:"per_turn_token"`
-	ResponseID       string `json:"response_id"`
-}
+// MetricsSnapshot is the token usage and cost of a conversation, as the agent loop records
+// it; TokenUsage is its token counts.
+type (
+	MetricsSnapshot = llm.MetricsSnapshot
+	TokenUsage      = llm.TokenUsage
+)
 
 // AppConversation is a V1 conversation with its live status.
 type AppConversation struct {

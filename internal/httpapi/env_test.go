@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -46,11 +45,7 @@ type envOption func(*config.Config)
 func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
 	// A short directory: sandbox socket paths under it must fit a unix socket address.
-	dir, err := os.MkdirTemp("", "agd-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := sandboxtest.ShortDir(t)
 	cfg, err := config.Load([]string{"--data-dir", dir, "--admin-key", adminKey, "--sandbox-backend", "process"}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)

@@ -3,8 +3,7 @@ package llm
 import "sync"
 
 // MetricsSnapshot is a conversation's token usage and cost in OpenHands' MetricsSnapshot JSON
-// shape, the "metrics" of a conversation. It matches apitypes.MetricsSnapshot field for field
-// (a test keeps the two in step).
+// shape, the "metrics" of a conversation; the API serves it as it is (apitypes aliases it).
 type MetricsSnapshot struct {
 	ModelName             string      `json:"model_name"`
 	AccumulatedCost       float64     `json:"accumulated_cost"`

@@ -1,14 +1,11 @@
 package llm
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"reflect"
 	"sync"
 	"testing"
-
-	"github.com/agentd/agentd/internal/apitypes"
 )
 
 func TestMetrics(t *testing.T) {
@@ -44,25 +41,6 @@ func TestMetricsEmptySnapshotJSON(t *testing.T) {
 	const want = `{"model_name":"","accumulated_cost":0,"max_budget_per_task":null,"accumulated_token_usage":{"model":"","prompt_tokens":0,"completion_tokens":0,"cache_read_tokens":0,"cache_write_tokens":0,"reasoning_tokens":0,"context_window":0,"per_turn_token":0,"response_id":""}}`
 	if string(got) != want {
 		t.Errorf("JSON = %s\nwant   %s", got, want)
-	}
-}
-
-// TestSnapshotMatchesWireType keeps MetricsSnapshot and the API's type in step: the same
-// JSON must survive a trip through apitypes.MetricsSnapshot unchanged.
-func TestSnapshotMatchesWireType(t *testing.T) {
-	var m Metrics
-	m.SetMaxBudget(2.5)
-	m.Add("claude-sonnet-4-5", Usage{PromptTokens: 1, CompletionTokens: 2, CacheReadTokens: 3, CacheWriteTokens: 4, ReasoningTokens: 5}, "msg_1")
-	ours, _ := json.Marshal(m.Snapshot())
-	var wire apitypes.MetricsSnapshot
-	dec := json.NewDecoder(bytes.NewReader(ours))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&wire); err != nil {
-		t.Fatalf("apitypes.MetricsSnapshot does not take our JSON: %v", err)
-	}
-	theirs, _ := json.Marshal(wire)
-	if string(theirs) != string(ours) {
-		t.Errorf("through apitypes: %s\nours:             %s", theirs, ours)
 	}
 }
 

@@ -61,9 +61,6 @@ const (
 // shell runs the few lines that move a sandbox's first process into its cgroup.
 const shell = "/bin/sh"
 
-// maxSocketPath is the longest path a unix socket address can hold (sun_path less its NUL).
-const maxSocketPath = 107
-
 // Options configures a Backend.
 type Options struct {
 	// Root holds one directory per sandbox, e.g. <data>/sandboxes/bwrap. Created if missing.
@@ -88,7 +85,7 @@ type Options struct {
 
 // Backend runs sandboxes under bubblewrap. It is safe for concurrent use.
 type Backend struct {
-	root     string
+	root     hostproc.Root
 	binary   string
 	bwrap    string
 	path     string
@@ -115,13 +112,9 @@ func New(opts Options) (*Backend, error) {
 	if opts.Binary == "" {
 		return nil, errors.New("new bwrap backend: no agentd binary")
 	}
-	root, err := filepath.Abs(opts.Root)
+	root, err := hostproc.NewRoot(opts.Root, socketName)
 	if err != nil {
 		return nil, fmt.Errorf("new bwrap backend: %w", err)
-	}
-	// Sandbox ids are 32 characters; refuse at start-up a root whose sockets could not bind.
-	if n := len(hostSocket(filepath.Join(root, strings.Repeat("0", 32)))); n > maxSocketPath {
-		return nil, fmt.Errorf("new bwrap backend: the sandbox socket paths under %s would be %d bytes, more than the %d a unix socket allows: choose a shorter data directory", root, n, maxSocketPath)
 	}
 	binary, err := filepath.Abs(opts.Binary)
 	if err != nil {
@@ -152,12 +145,12 @@ func New(opts Options) (*Backend, error) {
 	}
 	parent := opts.CgroupParent
 	if parent == "" {
-		parent = defaultCgroupParent(root)
+		parent = defaultCgroupParent(root.Path)
 	}
 	if _, err := cg.Group(parent); err != nil {
 		return nil, fmt.Errorf("new bwrap backend: %w", err)
 	}
-	if err := os.MkdirAll(root, 0o700); err != nil {
+	if err := os.MkdirAll(root.Path, 0o700); err != nil {
 		return nil, fmt.Errorf("new bwrap backend: create root: %w", err)
 	}
 	if opts.Path == "" {
@@ -232,12 +225,7 @@ func (b *Backend) group(id string, st instanceState) (*cgroup.Group, error) {
 }
 
 // dir is the directory of sandbox id. The id is checked first: it ends up in RemoveAll.
-func (b *Backend) dir(id string) (string, error) {
-	if id == "" || id == "." || id == ".." || strings.ContainsAny(id, "/\x00") {
-		return "", fmt.Errorf("sandbox id %q is not a valid path element", id)
-	}
-	return filepath.Join(b.root, id), nil
-}
+func (b *Backend) dir(id string) (string, error) { return b.root.Dir(id) }
 
 func hostWorkspace(dir string) string { return filepath.Join(dir, "workspace") }
 func hostSocket(dir string) string    { return filepath.Join(dir, socketName) }

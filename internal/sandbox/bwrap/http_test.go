@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -27,11 +26,7 @@ const httpAdminKey = "bwrap-test-admin-key-0123456789"
 // runs a command, pauses, resumes, is adopted by a restarted server and is deleted, leaving
 // nothing behind.
 func TestHTTP(t *testing.T) {
-	dir, err := os.MkdirTemp("", "agd-b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := sandboxtest.ShortDir(t)
 	root := filepath.Join(dir, "sandboxes", "bwrap")
 	newTestBackend(t, testRoot(t)) // skip early when bwrap does not work here
 	cfg, err := config.Load([]string{"--data-dir", dir, "--admin-key", httpAdminKey, "--sandbox-backend", Name}, func(string) string { return "" })

@@ -13,7 +13,7 @@ import (
 // backend's cgroup parent (one left by a start or probe that was cut short has no
 // directory). Their Workspace is empty: the spec that set it is not known here.
 func (b *Backend) List(_ context.Context) ([]sandbox.Instance, error) {
-	entries, err := os.ReadDir(b.root)
+	entries, err := os.ReadDir(b.root.Path)
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}

@@ -45,9 +45,6 @@ func (b *Backend) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.
 	if err != nil {
 		return sandbox.Instance{}, fmt.Errorf("start sandbox: %w", err)
 	}
-	if n := len(hostSocket(dir)); n > maxSocketPath {
-		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: socket path is %d bytes, more than %d; use a shorter root", req.ID, n, maxSocketPath)
-	}
 	g, err := b.group(req.ID, instanceState{})
 	if err != nil {
 		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)

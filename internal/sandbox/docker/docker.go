@@ -31,11 +31,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/moby/moby/client"
 
 	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/sandbox/hostproc"
 )
 
 // Name is the configuration name of this backend.
@@ -60,8 +60,8 @@ const (
 	labelOwner    = "agentd.owner"    // the sandbox owner's user id
 )
 
-// maxSocketPath is the longest path a unix socket address can hold (sun_path less its NUL).
-const maxSocketPath = 107
+// socketName is the runtime's socket in a sandbox directory.
+const socketName = "runtime.sock"
 
 // Options configures a Backend.
 type Options struct {
@@ -79,7 +79,7 @@ type Options struct {
 // Backend runs sandboxes as Docker containers. It is safe for concurrent use.
 type Backend struct {
 	cli      *client.Client
-	root     string
+	root     hostproc.Root
 	binary   string
 	instance string // the labelInstance value of this backend's sandboxes
 	log      *slog.Logger
@@ -96,12 +96,9 @@ func New(opts Options) (*Backend, error) {
 	if opts.Binary == "" {
 		return nil, errors.New("new docker backend: no agentd binary")
 	}
-	root, err := filepath.Abs(opts.Root)
+	root, err := hostproc.NewRoot(opts.Root, socketName)
 	if err != nil {
 		return nil, fmt.Errorf("new docker backend: %w", err)
-	}
-	if n := len(socketPath(filepath.Join(root, strings.Repeat("0", 32)))); n > maxSocketPath {
-		return nil, fmt.Errorf("new docker backend: the sandbox socket paths under %s would be %d bytes, more than the %d a unix socket allows: choose a shorter data directory", root, n, maxSocketPath)
 	}
 	binary, err := filepath.Abs(opts.Binary)
 	if err != nil {
@@ -110,7 +107,7 @@ func New(opts Options) (*Backend, error) {
 	if err := checkStatic(binary); err != nil {
 		return nil, fmt.Errorf("new docker backend: %w", err)
 	}
-	if err := os.MkdirAll(root, 0o700); err != nil {
+	if err := os.MkdirAll(root.Path, 0o700); err != nil {
 		return nil, fmt.Errorf("new docker backend: create root: %w", err)
 	}
 	host := opts.Host
@@ -124,7 +121,7 @@ func New(opts Options) (*Backend, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	sum := sha256.Sum256([]byte(root))
+	sum := sha256.Sum256([]byte(root.Path))
 	return &Backend{
 		cli:      cli,
 		root:     root,
@@ -162,7 +159,7 @@ func (b *Backend) dir(id string) (string, error) {
 	if !validID(id) {
 		return "", fmt.Errorf("sandbox id %q is not a valid path element and container name", id)
 	}
-	return filepath.Join(b.root, id), nil
+	return b.root.Dir(id)
 }
 
 // validID accepts what is both a path element and part of a container name: letters, digits,
@@ -198,6 +195,6 @@ func (b *Backend) filters(id string) client.Filters {
 
 func containerName(id string) string { return "agentd-" + id }
 func volumeName(id string) string    { return "agentd-" + id + "-workspace" }
-func socketPath(dir string) string   { return filepath.Join(dir, "runtime.sock") }
+func socketPath(dir string) string   { return filepath.Join(dir, socketName) }
 func keyPath(dir string) string      { return filepath.Join(dir, "key") }
 func endpoint(dir string) string     { return "unix:" + socketPath(dir) }

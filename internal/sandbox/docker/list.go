@@ -25,7 +25,7 @@ func (b *Backend) List(ctx context.Context) ([]sandbox.Instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: list volumes: %w", err)
 	}
-	entries, err := os.ReadDir(b.root)
+	entries, err := os.ReadDir(b.root.Path)
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}

@@ -13,7 +13,7 @@ import (
 // that sandbox's socket is found (by its command line), State records it, so an orphan can be
 // destroyed; otherwise State is empty and Destroy only removes the directory.
 func (b *Backend) List(_ context.Context) ([]sandbox.Instance, error) {
-	entries, err := os.ReadDir(b.root)
+	entries, err := os.ReadDir(b.root.Path)
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}

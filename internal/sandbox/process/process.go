@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/hostproc"
@@ -29,8 +28,8 @@ const Name = "process"
 // DefaultPath is the PATH given to sandboxes when Options.Path is empty.
 const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// maxSocketPath is the longest path a unix socket address can hold (sun_path less its NUL).
-const maxSocketPath = 107
+// socketName is the runtime's socket in a sandbox directory.
+const socketName = "runtime.sock"
 
 // Options configures a Backend.
 type Options struct {
@@ -46,7 +45,7 @@ type Options struct {
 
 // Backend runs sandboxes as plain processes. It is safe for concurrent use.
 type Backend struct {
-	root   string
+	root   hostproc.Root
 	binary string
 	path   string
 	log    *slog.Logger
@@ -63,16 +62,11 @@ func New(opts Options) (*Backend, error) {
 	if opts.Binary == "" {
 		return nil, errors.New("new process backend: no agentd binary")
 	}
-	root, err := filepath.Abs(opts.Root)
+	root, err := hostproc.NewRoot(opts.Root, socketName)
 	if err != nil {
 		return nil, fmt.Errorf("new process backend: %w", err)
 	}
-	// Sandbox ids are 32 characters; refuse at start-up a root whose sockets could not bind,
-	// rather than failing every sandbox start later.
-	if n := len(socketPath(filepath.Join(root, strings.Repeat("0", 32)))); n > maxSocketPath {
-		return nil, fmt.Errorf("new process backend: the sandbox socket paths under %s would be %d bytes, more than the %d a unix socket allows: choose a shorter data directory", root, n, maxSocketPath)
-	}
-	if err := os.MkdirAll(root, 0o700); err != nil {
+	if err := os.MkdirAll(root.Path, 0o700); err != nil {
 		return nil, fmt.Errorf("new process backend: create root: %w", err)
 	}
 	if opts.Path == "" {
@@ -96,14 +90,9 @@ func (b *Backend) Close() error {
 }
 
 // dir is the directory of sandbox id. The id is checked first: it ends up in RemoveAll.
-func (b *Backend) dir(id string) (string, error) {
-	if id == "" || id == "." || id == ".." || strings.ContainsAny(id, "/\x00") {
-		return "", fmt.Errorf("sandbox id %q is not a valid path element", id)
-	}
-	return filepath.Join(b.root, id), nil
-}
+func (b *Backend) dir(id string) (string, error) { return b.root.Dir(id) }
 
-func socketPath(dir string) string    { return filepath.Join(dir, "runtime.sock") }
+func socketPath(dir string) string    { return filepath.Join(dir, socketName) }
 func workspacePath(dir string) string { return filepath.Join(dir, "workspace") }
 func logPath(dir string) string       { return filepath.Join(dir, "runtime.log") }
 func listenArg(dir string) string     { return "unix:" + socketPath(dir) }

@@ -23,15 +23,7 @@ func TestMain(m *testing.M) { sandboxtest.RuntimeMain(m) }
 
 // shortRoot returns a fresh root directory short enough for unix socket paths (t.TempDir
 // paths grow with the test name).
-func shortRoot(t testing.TB) string {
-	t.Helper()
-	root, err := os.MkdirTemp("", "agentd-p")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
-	return root
-}
+func shortRoot(t testing.TB) string { return sandboxtest.ShortDir(t) }
 
 func newTestBackend(t testing.TB, root string) *Backend {
 	t.Helper()

@@ -32,9 +32,6 @@ func (b *Backend) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.
 	if err != nil {
 		return sandbox.Instance{}, fmt.Errorf("start sandbox: %w", err)
 	}
-	if n := len(socketPath(dir)); n > maxSocketPath {
-		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: socket path is %d bytes, more than %d; use a shorter root", req.ID, n, maxSocketPath)
-	}
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		// An existing directory is never taken over (or removed): this start did not make it.
 		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: create directory: %w", req.ID, err)

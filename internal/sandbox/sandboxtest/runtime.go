@@ -60,3 +60,15 @@ func Binary(t testing.TB) string {
 	}
 	return exe
 }
+
+// ShortDir returns a fresh directory, removed when the test ends, with a path short enough
+// for the unix sockets of sandboxes under it (t.TempDir paths grow with the test's name).
+func ShortDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "agd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}

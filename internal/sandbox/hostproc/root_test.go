@@ -1,0 +1,27 @@
+package hostproc
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRoot(t *testing.T) {
+	r, err := NewRoot("/data/sb", "runtime.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := r.Dir("abc")
+	if err != nil || dir != "/data/sb/abc" {
+		t.Fatalf("Dir = %q, %v", dir, err)
+	}
+	for _, bad := range []string{"", ".", "..", "a/b", "a\x00b", strings.Repeat("x", 120)} {
+		if _, err := r.Dir(bad); err == nil {
+			t.Errorf("Dir(%q) accepted", bad)
+		}
+	}
+	long := "/" + strings.Repeat("d", 70)
+	if _, err := NewRoot(long, filepath.Join("run", "runtime.sock")); err == nil || !strings.Contains(err.Error(), "choose a shorter data directory") {
+		t.Fatalf("NewRoot of a long path: %v", err)
+	}
+}
