@@ -38,7 +38,7 @@ func (s *Store) Bootstrap(ctx context.Context, admin auth.User, key auth.APIKey)
 }
 
 func (s *Store) CreateUser(ctx context.Context, u auth.User) error {
-	if err := insertUser(ctx, s.w, u); err != nil {
+	if err := insertUser(ctx, s.one, u); err != nil {
 		return fmt.Errorf("create user %s: %w", u.ID, err)
 	}
 	return nil
@@ -99,7 +99,7 @@ func (s *Store) ListUsers(ctx context.Context, q paging.Query) ([]auth.User, str
 }
 
 func (s *Store) CreateAPIKey(ctx context.Context, k auth.APIKey) error {
-	if err := insertAPIKey(ctx, s.w, k); err != nil {
+	if err := insertAPIKey(ctx, s.one, k); err != nil {
 		return fmt.Errorf("create api key %s: %w", k.ID, err)
 	}
 	return nil
@@ -169,7 +169,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, userID string) ([]auth.APIKey, 
 }
 
 func (s *Store) DeleteAPIKey(ctx context.Context, userID, keyID string) error {
-	res, err := s.w.ExecContext(ctx, `DELETE FROM api_keys WHERE id = ? AND user_id = ?`, keyID, userID)
+	res, err := s.one.ExecContext(ctx, `DELETE FROM api_keys WHERE id = ? AND user_id = ?`, keyID, userID)
 	if err == nil {
 		err = mustAffect(res, auth.ErrNotFound)
 	}

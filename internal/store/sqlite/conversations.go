@@ -157,7 +157,7 @@ func (s *Store) UpdateConversation(ctx context.Context, c conversation.Conversat
 	err := checkTimes(c.UpdatedAt)
 	if err == nil {
 		var res sql.Result
-		res, err = s.w.ExecContext(ctx,
+		res, err = s.one.ExecContext(ctx,
 			`UPDATE conversations SET sandbox_id = ?, title = ?, title_fold = ?, metrics = ?, llm_model = ?, updated_at = ?
 			WHERE id = ? AND owner_id = ?`,
 			c.SandboxID, c.Title, fold(c.Title), rawArg(c.Metrics), c.LLMModel, nanos(c.UpdatedAt), c.ID, c.OwnerID)

@@ -21,7 +21,7 @@ func (s *Store) CreateSandbox(ctx context.Context, sb sandbox.Sandbox) error {
 		inst, err = jsonArg(sb.Instance)
 	}
 	if err == nil {
-		_, err = s.w.ExecContext(ctx,
+		_, err = s.one.ExecContext(ctx,
 			`INSERT INTO sandboxes (id, owner_id, spec_id, backend, status, detail, session_key_sealed, instance, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			sb.ID, sb.OwnerID, sb.SpecID, sb.Backend, string(sb.Status), sb.Detail, blobArg(sb.SessionKeySealed),
@@ -145,7 +145,7 @@ func (s *Store) UpdateSandbox(ctx context.Context, sb sandbox.Sandbox, prev sand
 }
 
 func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
-	res, err := s.w.ExecContext(ctx, `DELETE FROM sandboxes WHERE id = ?`, id)
+	res, err := s.one.ExecContext(ctx, `DELETE FROM sandboxes WHERE id = ?`, id)
 	if err == nil {
 		err = mustAffect(res, sandbox.ErrNotFound)
 	}

@@ -41,7 +41,7 @@ func (s *Store) PutSettings(ctx context.Context, r settings.Record) error {
 		secrets, err = jsonArg(r.Secrets)
 	}
 	if err == nil {
-		_, err = s.w.ExecContext(ctx,
+		_, err = s.one.ExecContext(ctx,
 			`INSERT INTO settings (user_id, values_json, secrets, updated_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (user_id) DO UPDATE SET
 				values_json = excluded.values_json,

@@ -36,7 +36,7 @@ func (s *Store) putSpec(ctx context.Context, spec sandbox.Spec) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.w.ExecContext(ctx,
+	_, err = s.one.ExecContext(ctx,
 		`INSERT INTO sandbox_specs (id, description, command, initial_env, working_dir, image, rootfs, network, limits, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET

@@ -32,6 +32,8 @@ const busyTimeoutMillis = 10_000
 type Store struct {
 	w *sql.DB // the only writer: one connection, IMMEDIATE transactions
 	r *sql.DB // readers, query_only
+	// one runs a single write statement outside a transaction (see autocommit).
+	one autocommit
 
 	closeOnce sync.Once
 	closeErr  error
@@ -72,7 +74,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
-	return &Store{w: w, r: r}, nil
+	return &Store{w: w, r: r, one: autocommit{w}}, nil
 }
 
 // openWriter opens the single writing connection and switches the file to WAL.

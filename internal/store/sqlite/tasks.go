@@ -127,7 +127,7 @@ func (s *Store) UpdateStartTask(ctx context.Context, t conversation.StartTask) e
 	err := checkTimes(t.UpdatedAt)
 	if err == nil {
 		var res sql.Result
-		res, err = s.w.ExecContext(ctx,
+		res, err = s.one.ExecContext(ctx,
 			`UPDATE start_tasks SET status = ?, detail = ?, sandbox_id = ?, agent_server_url = ?, updated_at = ?
 			WHERE id = ? AND owner_id = ?`,
 			string(t.Status), t.Detail, t.SandboxID, t.AgentServerURL, nanos(t.UpdatedAt), t.ID, t.OwnerID)

@@ -35,6 +35,20 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return inTx(ctx, s.w, fn)
 }
 
+// autocommit runs single statements on the writer outside a transaction. SQLite commits
+// such a statement as it runs, and the driver reports a context that ended meanwhile as the
+// statement's error even when it took effect. A statement that begins therefore runs to its
+// end whatever ctx does, so that a write reported as failed never took effect (a caller that
+// saw an error, say at shutdown, must not find the row there afterwards).
+type autocommit struct{ db *sql.DB }
+
+func (a autocommit) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return a.db.ExecContext(context.WithoutCancel(ctx), query, args...)
+}
+
 // queryer is what both the pools and a transaction offer, so a read can run in either.
 type queryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)

@@ -69,6 +69,7 @@ func Run(t *testing.T, f Factory) {
 		{"EventSourceFilter", testEventSourceFilter},
 		{"Reseal", testReseal},
 		{"ResealRollback", testResealRollback},
+		{"CanceledWrites", testCanceledWrites},
 		{"CloseTwice", testCloseTwice},
 	}
 	for _, tc := range tests {
