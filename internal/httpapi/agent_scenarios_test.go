@@ -344,6 +344,11 @@ func TestEventsArePublishedOnceStored(t *testing.T) {
 	_, alice := e.newUser("alice")
 	e.scripted(alice, terminal(t, "echo hi"), llmtest.Calls(llmtest.Call("finish", `{"message":"said hi"}`)))
 	c := e.startAgent(alice, map[string]any{})
+	// The conversation reads as idle from the moment it is ready; the agent's first run
+	// records the system prompt soon after. Subscribe once it has.
+	e.eventually("system prompt recorded", func() bool {
+		return slices.Contains(labels(c.events()), "SystemPromptEvent")
+	})
 	c.waitStatus("idle")
 	sub := e.app.Conversations.Subscribe(c.id, 100)
 	defer sub.Close()
