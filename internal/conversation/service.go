@@ -311,7 +311,8 @@ func (s *Service) CountTasks(ctx context.Context, ownerID string, f TaskFilter) 
 	return s.o.Store.CountStartTasks(ctx, ownerID, f)
 }
 
-// Delete removes a conversation, its start tasks and events, and deletes its sandbox.
+// Delete removes a conversation, its start tasks and events, deletes its sandbox, and ends
+// its live event streams.
 func (s *Service) Delete(ctx context.Context, ownerID, id string) error {
 	v, err := s.o.Store.GetConversation(ctx, ownerID, id)
 	if err != nil {
@@ -336,5 +337,6 @@ func (s *Service) Delete(ctx context.Context, ownerID, id string) error {
 	if err := s.o.Store.DeleteConversation(context.WithoutCancel(ctx), ownerID, id); err != nil {
 		return fmt.Errorf("delete conversation %s: %w", id, err)
 	}
+	s.o.Bus.End(id)
 	return nil
 }

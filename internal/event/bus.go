@@ -13,15 +13,17 @@ type Bus struct {
 
 // Subscription receives the events published for one conversation, in publication order.
 type Subscription struct {
-	// C delivers the events. It is closed by Close, and also when the subscriber fell more
-	// than its buffer behind: then Lagged reports true and the reader should read the store
-	// from the last event it saw.
+	// C delivers the events. It is closed by Close; when the subscriber fell more than its
+	// buffer behind (then Lagged reports true and the reader should read the store from the
+	// last event it saw); and when the conversation ended (then Ended reports true: it has
+	// no more events).
 	C <-chan Event
 
 	c      chan Event
 	bus    *Bus
 	convID string
 	lagged bool // guarded by bus.mu
+	ended  bool // guarded by bus.mu
 	closed bool // guarded by bus.mu
 }
 
@@ -57,6 +59,24 @@ func (b *Bus) Publish(evs ...Event) {
 			}
 		}
 	}
+}
+
+// End closes every subscription of the conversation, which is gone: its readers learn that
+// no more events will come (Subscription.Ended).
+func (b *Bus) End(conversationID string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs[conversationID] {
+		s.ended = true
+		s.closeLocked()
+	}
+}
+
+// Ended reports whether the subscription was closed because its conversation ended.
+func (s *Subscription) Ended() bool {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	return s.ended
 }
 
 // Lagged reports whether the subscription was dropped for falling behind.

@@ -121,6 +121,32 @@ func TestBusDeliversInOrderAndDropsLaggards(t *testing.T) {
 	}
 }
 
+func TestBusEndClosesTheConversationsSubscriptions(t *testing.T) {
+	var b Bus
+	a1, a2 := b.Subscribe("a", 10), b.Subscribe("a", 10)
+	other := b.Subscribe("b", 10)
+	b.Publish(Event{ID: "1", ConversationID: "a"})
+	b.End("a")
+	for _, s := range []*Subscription{a1, a2} {
+		if e, ok := <-s.C; !ok || e.ID != "1" {
+			t.Fatalf("event before the end: %q %v", e.ID, ok)
+		}
+		if _, ok := <-s.C; ok || !s.Ended() || s.Lagged() {
+			t.Fatalf("subscription after the end: open %v, ended %v, lagged %v", ok, s.Ended(), s.Lagged())
+		}
+		s.Close() // still safe
+	}
+	b.End("a") // nothing left: no panic
+	b.Publish(Event{ID: "2", ConversationID: "b"})
+	if e := <-other.C; e.ID != "2" || other.Ended() {
+		t.Fatalf("other conversation: %q, ended %v", e.ID, other.Ended())
+	}
+	other.Close()
+	if len(b.subs) != 0 {
+		t.Fatalf("subscriptions left: %v", b.subs)
+	}
+}
+
 func TestBodyText(t *testing.T) {
 	user, err := NewUserMessage("m1", t0, "Fix the build", []string{"https://example.com/a.png"})
 	if err != nil {

@@ -318,6 +318,10 @@ func (s *eventSocket) stream(ownerID, convID string, sub *event.Subscription, re
 				return
 			}
 		case e, ok := <-sub.C:
+			if !ok && sub.Ended() {
+				s.close(closeNotFound, "Conversation deleted")
+				return
+			}
 			if !ok {
 				// The bus dropped the subscription: this client fell too far behind. It
 				// reconnects and reads what it missed (resend_mode=since).

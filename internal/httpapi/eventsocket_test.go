@@ -510,6 +510,22 @@ func TestEventSocketsCloseWithTheApp(t *testing.T) {
 	}
 }
 
+// TestEventSocketClosesWhenTheConversationIsDeleted: a deleted conversation has no more
+// events; its open sockets close with 4004, as a new one to it would.
+func TestEventSocketClosesWhenTheConversationIsDeleted(t *testing.T) {
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	c := e.startAgent(alice, map[string]any{"initial_message": message("Hello", true)})
+	c.waitStatus("finished")
+	streaming := dialSocket(t, c.socketURL("resend_mode=all"), keyHeader(alice))
+	streaming.fullState()
+	streaming.until(isStatus("finished"))
+	e.must("DELETE", "/api/conversations/"+c.id, alice, nil, http.StatusOK, nil)
+	if got := streaming.closeStatus(); got != 4004 {
+		t.Fatalf("socket of a deleted conversation closed with %d, want 4004", got)
+	}
+}
+
 // TestAgentFinalResponse: the last finish message or agent message, whichever is later.
 func TestAgentFinalResponse(t *testing.T) {
 	e := newEnv(t)
