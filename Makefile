@@ -10,8 +10,13 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 
 all: build
 
+# The agentd binary, carrying the runtime-only build that sandboxes run (see
+# docs/architecture.md): built twice from one main package, then packed together.
 build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -tags agentd_runtime_only -o $(BIN)-runtime ./cmd/agentd
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/agentd
+	scripts/pack-runtime.sh $(BIN) $(BIN)-runtime
+	rm -f $(BIN)-runtime
 
 # Serve on the embedded defaults: SQLite in ./.agentd and the best sandbox backend here.
 run: build
@@ -31,9 +36,11 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags agentd_runtime_only ./cmd/agentd
 
 lint:
 	$(GO) tool staticcheck ./...
+	$(GO) tool staticcheck -tags agentd_runtime_only ./cmd/agentd
 
 tidy-check:
 	$(GO) mod tidy -e -diff >/dev/null 2>&1 || { echo "go.mod is not tidy: run go mod tidy -e"; exit 1; }

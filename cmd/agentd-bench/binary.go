@@ -7,12 +7,28 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/agentd/agentd/internal/runtime"
 )
 
-// agentdBinary returns the absolute path of the agentd binary the sandboxes run: the one
-// given, else bin/agentd of the module (as `make build` leaves it), else one built now into
-// tmp the way `make build` builds it.
+// agentdBinary returns the absolute path of the binary the sandboxes run, as `agentd serve`
+// picks it: the runtime-only build packed into the agentd binary, installed into tmp, or the
+// agentd binary itself when it carries none. The agentd binary is the one given, else
+// bin/agentd of the module, built by `make build` when missing.
 func agentdBinary(ctx context.Context, given, tmp string, progress func(string, ...any)) (string, error) {
+	agentd, err := agentdExecutable(ctx, given, progress)
+	if err != nil {
+		return "", err
+	}
+	bin, err := runtime.InstallBinary(agentd, filepath.Join(tmp, "bin"))
+	if errors.Is(err, runtime.ErrNoPackedRuntime) {
+		progress("%s carries no runtime-only build; sandboxes run it whole", agentd)
+		return agentd, nil
+	}
+	return bin, err
+}
+
+func agentdExecutable(ctx context.Context, given string, progress func(string, ...any)) (string, error) {
 	if given != "" {
 		return executable(given)
 	}
@@ -20,19 +36,18 @@ func agentdBinary(ctx context.Context, given, tmp string, progress func(string, 
 	if err != nil {
 		return "", err
 	}
-	if path, err := executable(filepath.Join(root, "bin", "agentd")); err == nil {
+	path := filepath.Join(root, "bin", "agentd")
+	if path, err := executable(path); err == nil {
 		return path, nil
 	}
-	path := filepath.Join(tmp, "agentd")
-	progress("bin/agentd is missing; building it into %s", path)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", path, "./cmd/agentd")
+	progress("bin/agentd is missing; running make build")
+	cmd := exec.CommandContext(ctx, "make", "build")
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build agentd: %w", err)
+		return "", fmt.Errorf("make build: %w", err)
 	}
-	return path, nil
+	return executable(path)
 }
 
 // executable returns path made absolute if it is an executable file.

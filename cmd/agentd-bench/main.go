@@ -3,10 +3,10 @@
 // nothing: it measures and prints. `make bench` runs it after `make build`.
 //
 // Everything runs on loopback in a temporary directory: a whole `agentd serve` built by
-// app.New with the process backend (its sandboxes run the agentd binary), served by a real
-// net/http server, and the clients that load it; where bubblewrap works, a second one with the
-// bwrap backend for the bwrap figures. Whatever the run started is stopped and
-// removed before it exits, also when it fails or is interrupted.
+// app.New with the process backend (its sandboxes run the runtime build that agentd carries),
+// served by a real net/http server, and the clients that load it; where bubblewrap works, a
+// second one with the bwrap backend for the bwrap figures. Whatever the run started is stopped
+// and removed before it exits, also when it fails or is interrupted.
 package main
 
 import (
@@ -46,7 +46,7 @@ func main() {
 	flag.IntVar(&o.conversations, "conversations", 1000, "conversations stored before the search load")
 	flag.IntVar(&o.clients, "clients", 8, "concurrent HTTP clients of each load")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "how long each HTTP load runs")
-	flag.StringVar(&o.binary, "agentd", "", "agentd binary the sandboxes run (default: bin/agentd of the module, built if missing)")
+	flag.StringVar(&o.binary, "agentd", "", "agentd binary whose runtime the sandboxes run (default: bin/agentd of the module, built if missing)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (server and clients) to this file")
 	flag.IntVar(&o.steps, "steps", 300, "agent steps to time per tool")
 	flag.IntVar(&o.logs, "logs", 200, "conversations whose event logs the memory figure stores")

@@ -1,3 +1,5 @@
+//go:build !agentd_runtime_only
+
 package main
 
 import (
@@ -11,23 +13,24 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/runtime"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/bwrap"
 	"github.com/agentd/agentd/internal/sandbox/docker"
 	"github.com/agentd/agentd/internal/sandbox/process"
 )
 
+// runtimeDir is where in the data directory the runtime build is installed.
+const runtimeDir = "bin"
+
 // probeTimeout bounds the check that bubblewrap works here.
 const probeTimeout = 10 * time.Second
 
-// openBackend picks the sandbox backend. It is the only place that names concrete backends.
-// auto is bwrap where bubblewrap and cgroups work, else process with a warning in the log and
-// in every spec's warnings.
-func openBackend(cfg config.Config, log *slog.Logger) (sandbox.Backend, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find the agentd binary: %w", err)
-	}
+// openBackend picks the sandbox backend, whose sandboxes run the executable exe (see
+// runtimeBinary). It is the only place that names concrete backends. auto is bwrap where
+// bubblewrap and cgroups work, else process with a warning in the log and in every spec's
+// warnings.
+func openBackend(cfg config.Config, exe string, log *slog.Logger) (sandbox.Backend, error) {
 	name := cfg.SandboxBackend
 	switch name {
 	case "docker":
@@ -61,6 +64,26 @@ func openBackend(cfg config.Config, log *slog.Logger) (sandbox.Backend, error) {
 	default:
 		return nil, fmt.Errorf("sandbox backend %q is not available in this build; use auto, process, bwrap or docker", name)
 	}
+}
+
+// runtimeBinary is the executable sandboxes run as `agentd runtime`: the runtime-only build
+// packed into this binary, installed into the data directory's runtimeDir, or else this
+// binary itself.
+func runtimeBinary(cfg config.Config, log *slog.Logger) (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the agentd binary: %w", err)
+	}
+	bin, err := runtime.InstallBinary(exe, filepath.Join(cfg.DataDir, runtimeDir))
+	switch {
+	case errors.Is(err, runtime.ErrNoPackedRuntime):
+		log.Info("sandboxes run this agentd binary: it carries no runtime-only build (make build packs one, which starts faster and takes less memory)")
+		return exe, nil
+	case err != nil:
+		return "", err
+	}
+	log.Info("sandboxes run the runtime-only build", "path", bin)
+	return bin, nil
 }
 
 func openProcess(cfg config.Config, exe string, log *slog.Logger) (*process.Backend, error) {

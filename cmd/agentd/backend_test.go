@@ -1,8 +1,12 @@
+//go:build !agentd_runtime_only
+
 package main
 
 import (
 	"bytes"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,11 +26,38 @@ func backendConfig(t *testing.T, backend string) config.Config {
 	return cfg
 }
 
+// testExe is the test binary, which carries no runtime build: it doubles as the runtime.
+func testExe(t *testing.T) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+// TestRuntimeBinaryWithoutPackedBuild: a binary that carries no runtime build (a plain go
+// build) runs itself in its sandboxes, and says so.
+func TestRuntimeBinaryWithoutPackedBuild(t *testing.T) {
+	var logs bytes.Buffer
+	cfg := backendConfig(t, "process")
+	got, err := runtimeBinary(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil || got != testExe(t) {
+		t.Fatalf("runtime binary %q, %v; want the binary itself", got, err)
+	}
+	if !strings.Contains(logs.String(), "carries no runtime-only build") {
+		t.Fatalf("the log does not say why:\n%s", logs.String())
+	}
+	if entries, _ := os.ReadDir(filepath.Join(cfg.DataDir, runtimeDir)); len(entries) != 0 {
+		t.Fatalf("installed %v from a binary that carries nothing", entries)
+	}
+}
+
 // TestAutoBackend: auto is bwrap where it works, else process with a warning, in the log and
 // in the spec listing, that says why.
 func TestAutoBackend(t *testing.T) {
 	var logs bytes.Buffer
-	b, err := openBackend(backendConfig(t, "auto"), slog.New(slog.NewTextHandler(&logs, nil)))
+	b, err := openBackend(backendConfig(t, "auto"), testExe(t), slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +81,7 @@ func TestAutoBackend(t *testing.T) {
 func TestAutoBackendWithoutBwrap(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	var logs bytes.Buffer
-	b, err := openBackend(backendConfig(t, "auto"), slog.New(slog.NewTextHandler(&logs, nil)))
+	b, err := openBackend(backendConfig(t, "auto"), testExe(t), slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +94,7 @@ func TestAutoBackendWithoutBwrap(t *testing.T) {
 		t.Fatalf("no warning in the log:\n%s", logs.String())
 	}
 
-	if _, err := openBackend(backendConfig(t, "bwrap"), slog.New(slog.DiscardHandler)); err == nil ||
+	if _, err := openBackend(backendConfig(t, "bwrap"), testExe(t), slog.New(slog.DiscardHandler)); err == nil ||
 		!strings.Contains(err.Error(), "sandbox backend bwrap") || !strings.Contains(err.Error(), "not installed") {
 		t.Fatalf("explicit bwrap without bubblewrap: %v", err)
 	}

@@ -41,10 +41,8 @@ func testMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	agentdBin = filepath.Join(dir, "agentd")
-	build := exec.Command("go", "build", "-o", agentdBin, "-ldflags", "-X main.version="+agentdVersion, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: build agentd: %v\n%s", err, out)
+	if err := buildAgentd(agentdBin); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
 	// A sandbox's runtime outlives the server that started it. Becoming a subreaper makes such
@@ -57,6 +55,24 @@ func testMain(m *testing.M) int {
 	code := m.Run()
 	reapZombieChildren()
 	return code
+}
+
+// buildAgentd builds the binary as `make build` does: the full build with the runtime-only
+// build packed into it.
+func buildAgentd(out string) error {
+	steps := [][]string{
+		{"go", "build", "-o", out + "-runtime", "-tags", "agentd_runtime_only", "-ldflags", "-X main.version=" + agentdVersion, "."},
+		{"go", "build", "-o", out, "-ldflags", "-X main.version=" + agentdVersion, "."},
+		{"sh", "../../scripts/pack-runtime.sh", out, out + "-runtime"},
+	}
+	for _, argv := range steps {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build agentd: %s: %v\n%s", strings.Join(argv, " "), err, b)
+		}
+	}
+	return os.Remove(out + "-runtime")
 }
 
 // reapZombieChildren reaps every exited child left, once no test waits for its own.

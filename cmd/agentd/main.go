@@ -40,12 +40,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	var err error
 	switch args[0] {
-	case "serve":
-		err = serve(ctx, args[1:], stdout, stderr)
+	case "serve", "rotate-key":
+		cmd := serverCommand(args[0])
+		if cmd == nil {
+			fmt.Fprintf(stderr, "agentd: %s is not in this build, the runtime-only one that sandboxes run; use the agentd binary\n", args[0])
+			return 2
+		}
+		err = cmd(ctx, args[1:], stdout, stderr)
 	case "runtime":
 		err = runtime.Main(ctx, args[1:], os.Getenv, stderr)
-	case "rotate-key":
-		err = rotateKey(ctx, args[1:], stdout)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "agentd", version)
 	case "help", "--help", "-h":

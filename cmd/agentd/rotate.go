@@ -1,3 +1,5 @@
+//go:build !agentd_runtime_only
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+//go:build !agentd_runtime_only
+
 package main
 
 import (
@@ -9,10 +11,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/agentd/agentd/internal/app"
 	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/runtime"
 )
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
@@ -31,7 +35,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := newLogger(cfg, stderr)
-	backend, err := openBackend(cfg, log)
+	rt, err := runtimeBinary(cfg, log)
+	if err != nil {
+		return err
+	}
+	backend, err := openBackend(cfg, rt, log)
 	if err != nil {
 		return err
 	}
@@ -41,6 +49,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer a.Close()
+	// The data directory is this server's now (app.New locked it): the runtime builds of
+	// earlier versions can go.
+	runtime.RemoveOtherBinaries(filepath.Join(cfg.DataDir, runtimeDir), rt)
 	if a.BootstrapKey != "" {
 		fmt.Fprintf(stdout, "\nagentd created the admin user. Its API key is shown this once:\n\n    %s\n\n"+
 			"Send it as the X-Session-API-Key header (or Authorization: Bearer).\n\n", a.BootstrapKey)

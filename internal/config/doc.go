@@ -54,7 +54,7 @@ file adds more (or replaces ` + "`default`" + `) with ` + "`[[sandbox_specs]]`" 
 [[sandbox_specs]]
 id = "offline"
 description = "No network, bounded resources"
-command = ["agentd", "runtime"]      # the tool router; "agentd" is the agentd binary
+command = ["agentd", "runtime"]      # the tool router; "agentd" is agentd's runtime build
 initial_env = { LANG = "C.UTF-8" }
 working_dir = "/workspace"           # the workspace as seen inside the sandbox
 image = ""                           # docker backend: the image
@@ -83,7 +83,7 @@ work), and otherwise ` + "`process`" + `, with a warning that says why in the lo
 An explicit ` + "`bwrap`" + ` that cannot work here stops the server with the reason.
 
 The ` + "`bwrap`" + ` backend cannot honour an ` + "`image`" + ` or a disk limit. A ` + "`rootfs`" + ` must be a directory with
-` + "`/bin/sh`" + ` (the agentd binary mounted into it must then be statically linked, as ` + "`make build`" + `
+` + "`/bin/sh`" + ` (the runtime build mounted into it must then be statically linked, as ` + "`make build`" + `
 builds it). Its sandboxes' cgroups are ` + "`agentd/<12 hex digits>/<sandbox id>`" + ` in each hierarchy
 (the digits name the data directory, so two servers on one machine keep apart); ` + "`pids`" + ` counts
 threads as well as processes.
@@ -95,6 +95,7 @@ threads as well as processes.
 | ` + "`agentd.db`" + ` | the SQLite database (WAL mode) |
 | ` + "`keyring.json`" + ` | the server keys that seal secrets (mode 0600); ` + "`agentd rotate-key`" + ` replaces them |
 | ` + "`agentd.lock`" + ` | held while a server runs, so two servers never share a data directory |
+| ` + "`bin/agentd-runtime-<hash>`" + ` | the runtime build that sandboxes run, installed read-only from the agentd binary at start-up; those of earlier versions are removed |
 | ` + "`sandboxes/process/<id>/`" + ` | a sandbox of the process backend: ` + "`workspace/`" + `, ` + "`runtime.sock`" + `, ` + "`runtime.log`" + ` |
 | ` + "`sandboxes/bwrap/<id>/`" + ` | a sandbox of the bwrap backend: ` + "`workspace/`" + `, ` + "`runtime.sock`" + `, ` + "`runtime.log`" + ` |
 
