@@ -238,7 +238,7 @@ func (s *eventSocket) serve(ownerID, sandboxID, convID string, q apitypes.EventS
 	if !ok {
 		return
 	}
-	s.stream(ownerID, convID, sub, replayed)
+	s.stream(ownerID, sandboxID, convID, sub, replayed)
 }
 
 // sendFullState sends the ConversationStateUpdateEvent with key full_state that clients
@@ -255,6 +255,31 @@ func (s *eventSocket) sendFullState(ownerID string, v conversation.View) bool {
 		return false
 	}
 	return s.send(ev.Body)
+}
+
+// endsRun reports whether e records an execution status other than running: a run ended
+// (finished, idle, error, stuck) or was paused. OpenHands' clients then get the whole state
+// again, with the run's stats.
+func endsRun(e event.Event) bool {
+	if e.Kind != event.KindStateUpdate {
+		return false
+	}
+	var su event.StateUpdateEvent
+	if json.Unmarshal(e.Body, &su) != nil || su.Key != event.StateExecutionStatus {
+		return false
+	}
+	var status string
+	return json.Unmarshal(su.Value, &status) == nil && status != "running"
+}
+
+// refreshState sends the conversation's full state as it is now.
+func (s *eventSocket) refreshState(ownerID, sandboxID, convID string) bool {
+	v, err := s.a.sandboxConversation(s.a.sockets.ctx, ownerID, sandboxID, convID)
+	if err != nil {
+		s.fail(err)
+		return false
+	}
+	return s.sendFullState(ownerID, v)
 }
 
 // replay sends the past events the query asks for, in log order, and returns their ids.
@@ -303,7 +328,7 @@ func (s *eventSocket) replay(ownerID, convID string, q apitypes.EventSocketQuery
 
 // stream sends live events (but not those replayed already) and handles the client's
 // frames until either side ends the socket.
-func (s *eventSocket) stream(ownerID, convID string, sub *event.Subscription, replayed map[string]bool) {
+func (s *eventSocket) stream(ownerID, sandboxID, convID string, sub *event.Subscription, replayed map[string]bool) {
 	ctx := s.a.sockets.ctx
 	for {
 		select {
@@ -334,6 +359,9 @@ func (s *eventSocket) stream(ownerID, convID string, sub *event.Subscription, re
 				continue
 			}
 			if !s.send(e.Body) {
+				return
+			}
+			if endsRun(e) && !s.refreshState(ownerID, sandboxID, convID) {
 				return
 			}
 		}

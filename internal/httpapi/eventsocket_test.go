@@ -35,6 +35,9 @@ func (c *agentConv) socketURL(query string) string {
 type testSocket struct {
 	t *testing.T
 	c *websocket.Conn
+	// states are the full states the server sent after the first, which next sets aside
+	// (they are not in the log): the execution status of each.
+	states []string
 }
 
 // dialSocket opens a socket; the handshake must succeed.
@@ -62,8 +65,27 @@ func (s *testSocket) read() ([]byte, error) {
 	return data, err
 }
 
-// next returns the next frame as an event and its bytes.
+// next returns the next frame that is an event of the log, and its bytes; full states on
+// the way are kept in s.states.
 func (s *testSocket) next() (wireEvent, []byte) {
+	s.t.Helper()
+	for {
+		ev, data := s.frame()
+		if ev.Key != "full_state" {
+			return ev, data
+		}
+		var state struct {
+			ExecutionStatus string `json:"execution_status"`
+		}
+		if err := json.Unmarshal(ev.Value, &state); err != nil || state.ExecutionStatus == "" {
+			s.t.Fatalf("full state %s: %v", ev.Value, err)
+		}
+		s.states = append(s.states, state.ExecutionStatus)
+	}
+}
+
+// frame returns the next frame as an event and its bytes.
+func (s *testSocket) frame() (wireEvent, []byte) {
 	s.t.Helper()
 	data, err := s.read()
 	if err != nil {
@@ -79,7 +101,7 @@ func (s *testSocket) next() (wireEvent, []byte) {
 // fullState reads the first frame, which must be the full state.
 func (s *testSocket) fullState() map[string]any {
 	s.t.Helper()
-	ev, _ := s.next()
+	ev, _ := s.frame()
 	if ev.Kind != "ConversationStateUpdateEvent" || ev.Key != "full_state" || ev.ID == "" || ev.Timestamp == "" {
 		s.t.Fatalf("first frame %+v, want the full state", ev)
 	}
@@ -278,6 +300,15 @@ func TestEventSocketReplaysThenStreams(t *testing.T) {
 		"MessageEvent:user", "execution_status=idle", "execution_status=running",
 		"ActionEvent:terminal", "ObservationEvent:terminal", "ActionEvent:finish", "ObservationEvent:finish",
 		"execution_status=finished")
+	// The whole state again right after each status other than running: idle on the
+	// message, and finished at the end.
+	ev, _ := s.frame()
+	if ev.Key != "full_state" || !strings.Contains(string(ev.Value), `"execution_status":"finished"`) {
+		t.Fatalf("after the run: %+v, want the full state, finished", ev)
+	}
+	if !slices.Equal(s.states, []string{"idle"}) {
+		t.Fatalf("full states during the run: %v, want one, idle", s.states)
+	}
 	for _, ev := range live {
 		if ev.Kind == "ObservationEvent" && ev.ToolName == "terminal" && !strings.Contains(observationText(ev), "live from the sandbox") {
 			t.Fatalf("terminal output %q", observationText(ev))
