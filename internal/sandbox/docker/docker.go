@@ -157,9 +157,13 @@ func (b *Backend) Close() error { return b.cli.Close() }
 // and in container and volume names.
 func (b *Backend) dir(id string) (string, error) {
 	if !validID(id) {
-		return "", fmt.Errorf("sandbox id %q is not a valid path element and container name", id)
+		return "", errInvalidID(id)
 	}
 	return b.root.Dir(id)
+}
+
+func errInvalidID(id string) error {
+	return fmt.Errorf("sandbox id %q is not a valid path element and container name", id)
 }
 
 // validID accepts what is both a path element and part of a container name: letters, digits,

@@ -2,6 +2,7 @@ package hostproc
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -44,6 +45,20 @@ func (r Root) Dir(id string) (string, error) {
 	dir := filepath.Join(r.Path, id)
 	if n := len(r.socketOf(dir)); n > MaxSocketPath {
 		return "", fmt.Errorf("sandbox %s: socket path is %d bytes, more than %d; use a shorter root", id, n, MaxSocketPath)
+	}
+	return dir, nil
+}
+
+// Create makes the directory of sandbox id (mode 0700) and returns it. A directory that
+// exists already is an error, never taken over: this start did not make it, so nothing of
+// this start may remove it.
+func (r Root) Create(id string) (string, error) {
+	dir, err := r.Dir(id)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create directory: %w", err)
 	}
 	return dir, nil
 }

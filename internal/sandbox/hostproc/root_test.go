@@ -1,6 +1,7 @@
 package hostproc
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,5 +24,25 @@ func TestRoot(t *testing.T) {
 	long := "/" + strings.Repeat("d", 70)
 	if _, err := NewRoot(long, filepath.Join("run", "runtime.sock")); err == nil || !strings.Contains(err.Error(), "choose a shorter data directory") {
 		t.Fatalf("NewRoot of a long path: %v", err)
+	}
+}
+
+func TestRootCreate(t *testing.T) {
+	r, err := NewRoot(t.TempDir(), "runtime.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := r.Create("abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("created %s: %v, %v", dir, fi.Mode(), err)
+	}
+	if _, err := r.Create("abc"); err == nil {
+		t.Fatal("Create took over an existing directory")
+	}
+	if _, err := r.Create("../x"); err == nil {
+		t.Fatal("Create accepted an id that is no path element")
 	}
 }

@@ -28,13 +28,9 @@ func (b *Backend) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.
 	if err := ctx.Err(); err != nil {
 		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
 	}
-	dir, err := b.dir(req.ID)
+	dir, err := b.root.Create(req.ID)
 	if err != nil {
-		return sandbox.Instance{}, fmt.Errorf("start sandbox: %w", err)
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		// An existing directory is never taken over (or removed): this start did not make it.
-		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: create directory: %w", req.ID, err)
+		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
 	}
 	inst, err := b.start(dir, req)
 	if err != nil {
