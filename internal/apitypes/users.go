@@ -78,3 +78,14 @@ type Success struct {
 type AliveResponse struct {
 	Status string `json:"status"`
 }
+
+// ReadinessResponse answers GET /ready, and GET /health when something does not work.
+type ReadinessResponse struct {
+	// Status is "ready" or "unavailable".
+	Status string `json:"status"`
+	// Message says what does not work; absent when ready.
+	Message string `json:"message,omitempty"`
+	// Checks maps each dependency checked ("store", "sandbox_backend") to "ok" or to what is
+	// wrong with it.
+	Checks map[string]string `json:"checks"`
+}

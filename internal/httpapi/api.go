@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/agentd/agentd/internal/auth"
 	"github.com/agentd/agentd/internal/conversation"
@@ -35,6 +36,10 @@ type Deps struct {
 	CORSOrigins []string
 	// Sockets tune the WebSockets.
 	Sockets SocketOptions
+	// Checks are what /health and /ready check (the store, the sandbox backend).
+	Checks []Check
+	// Now is the clock of the readiness cache; nil means time.Now.
+	Now func() time.Time
 }
 
 // API serves every HTTP endpoint of agentd serve. Close ends its WebSockets.
@@ -45,6 +50,7 @@ type API struct {
 	openapi []byte
 	sockets *sockets
 	keys    keyCache
+	ready   *readiness
 }
 
 // New builds the API and its OpenAPI document.
@@ -55,7 +61,11 @@ func New(d Deps) (*API, error) {
 	if d.SpecWarnings == nil {
 		d.SpecWarnings = func(sandbox.Spec) []string { return nil }
 	}
-	a := &API{d: d, log: d.Logger, sockets: newSockets(d.Sockets)}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	a := &API{d: d, log: d.Logger, sockets: newSockets(d.Sockets),
+		ready: &readiness{checks: d.Checks, now: d.Now, failing: map[string]bool{}}}
 	doc, err := OpenAPI()
 	if err != nil {
 		return nil, fmt.Errorf("build openapi document: %w", err)

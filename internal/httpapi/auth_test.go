@@ -11,7 +11,7 @@ import (
 )
 
 // publicRoutes are the only routes docs/api.md lets through without a key.
-var publicRoutes = []string{"GET /agent-server/{sandbox_id}/alive", "GET /alive", "GET /health", "GET /openapi.json"}
+var publicRoutes = []string{"GET /agent-server/{sandbox_id}/alive", "GET /alive", "GET /health", "GET /openapi.json", "GET /ready"}
 
 // servedRoutes lists "METHOD /path" of every operation in the served OpenAPI document, with
 // whether it declares a security requirement. The document is generated from the route table,
@@ -165,6 +165,7 @@ func TestPublicRoutes(t *testing.T) {
 	}{
 		{"/alive", `{"status":"ok"}`},
 		{"/health", `"OK"`},
+		{"/ready", `{"status":"ready","checks":{"sandbox_backend":"ok","store":"ok"}}`},
 		{"/openapi.json", ""},
 	} {
 		t.Run(tc.path, func(t *testing.T) {

@@ -50,7 +50,10 @@ func (a *API) routes() []route {
 	return []route{
 		// Health and the API description.
 		{wire.Operation{Method: "GET", Path: "/alive", Tag: "health", Summary: "Liveness check", Public: true, Response: apitypes.AliveResponse{}}, a.alive},
-		{wire.Operation{Method: "GET", Path: "/health", Tag: "health", Summary: "Health check", Public: true, Response: ""}, a.health},
+		{wire.Operation{Method: "GET", Path: "/health", Tag: "health", Summary: "Health check: \"OK\" when the store answers and the sandbox backend works", Public: true, Response: "",
+			Errors: map[int]string{503: "The store or the sandbox backend does not work; the body is a ReadinessResponse saying which"}}, a.health},
+		{wire.Operation{Method: "GET", Path: "/ready", Tag: "health", Summary: "Readiness: whether the store answers and the sandbox backend works", Public: true, Response: apitypes.ReadinessResponse{},
+			Errors: map[int]string{503: "The store or the sandbox backend does not work; the body says which"}}, a.readyz},
 		{wire.Operation{Method: "GET", Path: "/openapi.json", Tag: "health", Summary: "This API's OpenAPI document", Public: true}, a.openAPI},
 
 		// Users and keys.

@@ -128,3 +128,32 @@ func SpecWarnings(b Backend, spec Spec) []string {
 	}
 	return out
 }
+
+// Checker is implemented by backends that can tell cheaply, without starting a sandbox,
+// whether they can start sandboxes now: their directory is writable, their executables and
+// cgroup hierarchies are in place, their engine answers. Readiness probes call it, so it must
+// be fast and change nothing that lasts.
+type Checker interface {
+	// Check returns nil, or a *CheckError saying what does not work.
+	Check(ctx context.Context) error
+}
+
+// CheckError says why a backend cannot start sandboxes. Problem is worded for operators
+// and names no host path; Err, the cause, goes to the log only.
+type CheckError struct {
+	Backend string
+	Problem string
+	Err     error
+}
+
+func (e *CheckError) Error() string {
+	if e.Err == nil {
+		return "the " + e.Backend + " backend: " + e.Problem
+	}
+	return "the " + e.Backend + " backend: " + e.Problem + ": " + e.Err.Error()
+}
+
+func (e *CheckError) Unwrap() error { return e.Err }
+
+// ClientMessage is the text readiness probes show.
+func (e *CheckError) ClientMessage() string { return "the " + e.Backend + " backend: " + e.Problem }

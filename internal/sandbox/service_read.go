@@ -158,3 +158,12 @@ func (s *Service) ListSpecs(ctx context.Context, q paging.Query) ([]Spec, string
 	}
 	return specs, next, nil
 }
+
+// CheckBackend reports whether the backend can start sandboxes now (see Checker); a backend
+// that cannot tell is taken to work.
+func (s *Service) CheckBackend(ctx context.Context) error {
+	if c, ok := s.backend.(Checker); ok {
+		return c.Check(ctx)
+	}
+	return nil
+}

@@ -26,6 +26,9 @@ type Store interface {
 	// Reseal rewrites every sealed value (settings secrets, provider tokens, sandbox session
 	// keys, conversation requests) through fn in one transaction. Key rotation uses it.
 	Reseal(ctx context.Context, fn func(sealed []byte) ([]byte, error)) error
+	// Ping reports whether the store answers: a read of its schema and a turn on its writing
+	// connection, within ctx. Readiness probes call it.
+	Ping(ctx context.Context) error
 	// Close releases the store. Safe to call twice.
 	Close() error
 }

@@ -249,3 +249,13 @@ func (l *Layout) Children(rel string) ([]string, error) {
 	slices.Sort(out)
 	return out, nil
 }
+
+// Check reports whether every hierarchy in use is still mounted and readable.
+func (l *Layout) Check() error {
+	for _, h := range l.hierarchies() {
+		if _, err := os.Stat(filepath.Join(h.mount, "cgroup.procs")); err != nil {
+			return fmt.Errorf("cgroup hierarchy %s: %w", h.mount, err)
+		}
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package hostproc
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -64,3 +65,26 @@ func (r Root) Create(id string) (string, error) {
 }
 
 func (r Root) socketOf(dir string) string { return filepath.Join(dir, r.socket) }
+
+// CheckWritable creates and removes a file in the root: sandboxes cannot start where it
+// fails (a full or read-only disk, a directory removed or made unwritable).
+func (r Root) CheckWritable() error {
+	f, err := os.CreateTemp(r.Path, ".check-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	return errors.Join(f.Close(), os.Remove(name))
+}
+
+// CheckExecutable reports whether path is a regular file someone may execute.
+func CheckExecutable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", path)
+	}
+	return nil
+}

@@ -150,3 +150,15 @@ func (s *Store) Close() error {
 	})
 	return s.closeErr
 }
+
+// Ping reads from both connection pools: the readers, and the single writing connection,
+// which answers only once the write in progress, if any, is done.
+func (s *Store) Ping(ctx context.Context) error {
+	for _, db := range []*sql.DB{s.r, s.w} {
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations").Scan(&n); err != nil {
+			return fmt.Errorf("ping sqlite store: %w", err)
+		}
+	}
+	return nil
+}

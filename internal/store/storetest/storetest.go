@@ -70,6 +70,7 @@ func Run(t *testing.T, f Factory) {
 		{"Reseal", testReseal},
 		{"ResealRollback", testResealRollback},
 		{"CanceledWrites", testCanceledWrites},
+		{"Ping", testPing},
 		{"CloseTwice", testCloseTwice},
 	}
 	for _, tc := range tests {

@@ -1,0 +1,32 @@
+package bwrap
+
+import (
+	"context"
+
+	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/sandbox/hostproc"
+)
+
+var _ sandbox.Checker = (*Backend)(nil)
+
+// Check reports whether sandboxes can start: the sandbox directory takes new files, the
+// agentd binary, bubblewrap and the shell are still there, and the cgroup hierarchies are
+// still mounted. It starts nothing; Probe is the thorough check made once at start-up.
+func (b *Backend) Check(context.Context) error {
+	if err := b.root.CheckWritable(); err != nil {
+		return &sandbox.CheckError{Backend: Name, Problem: "the sandbox directory is not writable", Err: err}
+	}
+	for _, f := range []struct{ path, what string }{
+		{b.binary, "the agentd binary the sandboxes run is missing"},
+		{b.bwrap, "the bubblewrap executable is missing"},
+		{shell, "the shell that starts sandboxes is missing"},
+	} {
+		if err := hostproc.CheckExecutable(f.path); err != nil {
+			return &sandbox.CheckError{Backend: Name, Problem: f.what, Err: err}
+		}
+	}
+	if err := b.cg.Check(); err != nil {
+		return &sandbox.CheckError{Backend: Name, Problem: "a cgroup hierarchy is no longer mounted", Err: err}
+	}
+	return nil
+}
