@@ -12,8 +12,9 @@ const detailGone = "sandbox processes are gone"
 
 // Reconcile brings the records in line with what runs, once at start-up: a record whose
 // processes are gone becomes MISSING; one whose processes run is adopted, its status set to
-// match (RUNNING or PAUSED; a STARTING one is health-checked on to RUNNING); and a sandbox of
-// the backend with no record (an orphan) is destroyed. It carries on past a sandbox it cannot
+// match (RUNNING or PAUSED; a STARTING one is health-checked on to RUNNING); the record of a
+// start the last server did not see through to the backend's answer is removed; and a sandbox
+// of the backend with no record (an orphan) is destroyed. It carries on past a sandbox it cannot
 // reconcile and returns the errors together.
 func (s *Service) Reconcile(ctx context.Context) error {
 	sbs, err := s.store.AllSandboxes(ctx)
@@ -51,14 +52,15 @@ func (s *Service) reconcileOne(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("reconcile sandbox %s: %w", id, err)
 	}
+	if sb.Instance.ID == "" && (sb.Status == StatusStarting || sb.Status == StatusMissing) {
+		return s.dropUnstarted(ctx, sb)
+	}
 	if sb.Status == StatusError || sb.Status == StatusMissing {
 		return nil
 	}
-	state := StateGone
-	if sb.Instance.ID != "" { // else the start never reached the backend's answer
-		if state, err = s.backend.Inspect(ctx, sb.Instance); err != nil {
-			return fmt.Errorf("reconcile sandbox %s: %w", id, err)
-		}
+	state, err := s.backend.Inspect(ctx, sb.Instance)
+	if err != nil {
+		return fmt.Errorf("reconcile sandbox %s: %w", id, err)
 	}
 	switch {
 	case state == StateGone:
@@ -74,6 +76,20 @@ func (s *Service) reconcileOne(ctx context.Context, id string) error {
 		return fmt.Errorf("reconcile sandbox %s: %w", id, err)
 	}
 	s.log.Info("sandbox reconciled", "sandbox_id", id, "state", state)
+	return nil
+}
+
+// dropUnstarted removes the record of a sandbox whose start a previous server never saw
+// through: it stopped after storing the record and before the backend answered, so nobody was
+// told of the sandbox (Start had not returned; a start task records its sandbox only after)
+// and there is nothing to adopt. Records of that kind that older versions marked MISSING go
+// the same way. Whatever the backend made of it has no record now, so the orphan pass of
+// Reconcile that follows destroys it.
+func (s *Service) dropUnstarted(ctx context.Context, sb Sandbox) error {
+	if err := s.store.DeleteSandbox(ctx, sb.ID); err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("reconcile sandbox %s: remove the record of an unfinished start: %w", sb.ID, err)
+	}
+	s.log.Warn("removed a sandbox whose start the last server did not finish", "sandbox_id", sb.ID, "owner_id", sb.OwnerID)
 	return nil
 }
 
