@@ -47,6 +47,9 @@ func New(o Options) *Agent {
 		o.PauseRequested = func() bool { return false }
 	}
 	cfg := o.Config.withDefaults()
+	if cfg.MaxBudget > 0 {
+		o.Metrics.SetMaxBudget(cfg.MaxBudget) // the stats show the budget beside the cost
+	}
 	return &Agent{
 		o: o, cfg: cfg, log: o.Logger,
 		system: buildSystemPrompt(cfg.Workspace, cfg.Instructions),
@@ -98,6 +101,10 @@ func (a *Agent) Run(ctx context.Context) (Status, error) {
 		if err := a.setStatus(ctx, StatusRunning); err != nil {
 			return a.status, err
 		}
+		if spent, over := a.overBudget(); over {
+			return a.stop(ctx, StatusError, "MaxBudgetReached",
+				fmt.Sprintf("The conversation reached its budget: $%.4f spent of $%.4f (max_budget_per_task). Raise max_budget_per_task in your settings, then send a message to let it continue.", spent, a.cfg.MaxBudget))
+		}
 		if iteration >= a.cfg.MaxIterations {
 			return a.stop(ctx, StatusError, "MaxIterationsReached",
 				fmt.Sprintf("The agent reached its limit of %d iterations without finishing. Send a message to let it continue.", a.cfg.MaxIterations))
@@ -119,6 +126,15 @@ func (a *Agent) Run(ctx context.Context) (Status, error) {
 			return a.fail(ctx, err)
 		}
 	}
+}
+
+// overBudget reports the cost so far, and whether it has reached the budget.
+func (a *Agent) overBudget() (spent float64, over bool) {
+	if a.cfg.MaxBudget <= 0 {
+		return 0, false
+	}
+	spent = a.o.Metrics.Snapshot().AccumulatedCost
+	return spent, spent >= a.cfg.MaxBudget
 }
 
 // prepare records the system prompt the first time, and answers the tool calls a previous

@@ -37,6 +37,10 @@ type Config struct {
 	CondenserKeepFirst int
 	// MaxTokens caps each reply; 0 means DefaultMaxTokens.
 	MaxTokens int
+	// MaxBudget is the conversation's budget in USD (max_budget_per_task): once the
+	// accumulated cost of its model calls reaches it, the loop stops before the next call with
+	// an error saying so. 0 or less means no budget.
+	MaxBudget float64
 	// Instructions are the conversation_instructions, added to the system prompt.
 	Instructions string
 	// Workspace is the absolute path of the workspace in the sandbox.

@@ -47,6 +47,8 @@ type agentSettings struct {
 	MaxIterations          *int  `json:"max_iterations"`
 	CondenserMaxSize       *int  `json:"condenser_max_size"`
 	EnableDefaultCondenser *bool `json:"enable_default_condenser"`
+	// MaxBudgetPerTask is the conversation's budget in USD.
+	MaxBudgetPerTask *float64 `json:"max_budget_per_task"`
 }
 
 // resolveLLM picks the LLM for a conversation of ownerID: the model named by the

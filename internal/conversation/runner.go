@@ -189,6 +189,9 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 	if tuning.EnableDefaultCondenser != nil && !*tuning.EnableDefaultCondenser {
 		cfg.CondenserMaxEvents = -1
 	}
+	if tuning.MaxBudgetPerTask != nil {
+		cfg.MaxBudget = *tuning.MaxBudgetPerTask
+	}
 
 	metrics := &llm.Metrics{}
 	if len(v.Metrics) > 0 {
