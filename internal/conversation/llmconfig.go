@@ -2,7 +2,6 @@ package conversation
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -42,38 +41,28 @@ func (e *NoLLMError) ClientMessage() string {
 		"AGENTD_LLM_MODEL and AGENTD_LLM_API_KEY."
 }
 
-// agentSettings are the user's settings that shape the agent beside the LLM.
-type agentSettings struct {
-	MaxIterations          *int  `json:"max_iterations"`
-	CondenserMaxSize       *int  `json:"condenser_max_size"`
-	EnableDefaultCondenser *bool `json:"enable_default_condenser"`
-	// MaxBudgetPerTask is the conversation's budget in USD.
-	MaxBudgetPerTask *float64 `json:"max_budget_per_task"`
-}
-
 // resolveLLM picks the LLM for a conversation of ownerID: the model named by the
 // conversation (llm_model of the start request), else the user's, else the server's. A user
 // who set a base URL gets only their own key with it: the server's key is never sent to an
 // endpoint a user chose. Without a model, or without a key for a public API (no base URL),
-// the answer is a *NoLLMError.
-func (s *Service) resolveLLM(ctx context.Context, ownerID string, model *string) (llm.Config, agentSettings, error) {
-	var as agentSettings
-	var userModel, userBase string
+// the answer is a *NoLLMError. The user's settings come back too: beside the LLM they tune
+// the agent (max_iterations, condenser_max_size, enable_default_condenser,
+// max_budget_per_task).
+func (s *Service) resolveLLM(ctx context.Context, ownerID string, model *string) (llm.Config, settings.Settings, error) {
+	var user settings.Settings
 	if s.o.Settings != nil {
 		v, err := s.o.Settings.Get(ctx, ownerID)
 		if err != nil && !errors.Is(err, settings.ErrNotFound) {
-			return llm.Config{}, as, fmt.Errorf("read LLM settings: %w", err)
+			return llm.Config{}, user, fmt.Errorf("read LLM settings: %w", err)
 		}
-		userModel, userBase = stringValue(v.Values["llm_model"]), stringValue(v.Values["llm_base_url"])
-		if raw, err := json.Marshal(v.Values); err == nil {
-			_ = json.Unmarshal(raw, &as) // optional tuning; a malformed value is ignored
-		}
+		user = v.Settings
 	}
+	userModel, userBase := trimmed(user.LLMModel), trimmed(user.LLMBaseURL)
 	userKey := ""
 	if s.o.Settings != nil {
 		k, ok, err := s.o.Settings.Secret(ctx, ownerID, settings.LLMAPIKey)
 		if err != nil {
-			return llm.Config{}, as, fmt.Errorf("read LLM settings: %w", err)
+			return llm.Config{}, user, fmt.Errorf("read LLM settings: %w", err)
 		}
 		if ok {
 			userKey = k
@@ -91,19 +80,18 @@ func (s *Service) resolveLLM(ctx context.Context, ownerID string, model *string)
 	}
 	switch {
 	case cfg.Model == "":
-		return cfg, as, &NoLLMError{Missing: "no model is set"}
+		return cfg, user, &NoLLMError{Missing: "no model is set"}
 	case cfg.APIKey == "" && cfg.BaseURL == "":
-		return cfg, as, &NoLLMError{Missing: "no API key is set for model " + cfg.Model}
+		return cfg, user, &NoLLMError{Missing: "no API key is set for model " + cfg.Model}
 	}
-	return cfg, as, nil
+	return cfg, user, nil
 }
 
-func stringValue(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
+func trimmed(s *string) string {
+	if s == nil {
 		return ""
 	}
-	return strings.TrimSpace(s)
+	return strings.TrimSpace(*s)
 }
 
 func firstNonEmpty(ss ...string) string {

@@ -2,7 +2,6 @@ package conversation
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"testing"
 
@@ -12,19 +11,19 @@ import (
 
 // fakeSettings are one user's settings.
 type fakeSettings struct {
-	values map[string]any
+	values *settings.Settings
 	key    string
+	err    error
 }
 
 func (f fakeSettings) Get(context.Context, string) (settings.View, error) {
-	if f.values == nil {
+	switch {
+	case f.err != nil:
+		return settings.View{}, f.err
+	case f.values == nil:
 		return settings.View{}, settings.ErrNotFound
 	}
-	v := settings.View{Values: map[string]json.RawMessage{}}
-	for k, x := range f.values {
-		v.Values[k], _ = json.Marshal(x)
-	}
-	return v, nil
+	return settings.View{Settings: *f.values}, nil
 }
 
 func (f fakeSettings) Secret(context.Context, string, string) (string, bool, error) {
@@ -44,14 +43,14 @@ func TestResolveLLM(t *testing.T) {
 	}{
 		{"server defaults", server, fakeSettings{}, nil,
 			llm.Config{Provider: "anthropic", Model: "claude-sonnet-4-5", BaseURL: "https://proxy.internal", APIKey: "sk-server"}, ""},
-		{"the user's model and key on the server's endpoint", server, fakeSettings{values: map[string]any{"llm_model": "gpt-4o"}, key: "sk-user"}, nil,
+		{"the user's model and key on the server's endpoint", server, fakeSettings{values: &settings.Settings{LLMModel: model("gpt-4o")}, key: "sk-user"}, nil,
 			llm.Config{Provider: "anthropic", Model: "gpt-4o", BaseURL: "https://proxy.internal", APIKey: "sk-user"}, ""},
-		{"a user's endpoint never gets the server's key", server, fakeSettings{values: map[string]any{"llm_base_url": "http://127.0.0.1:11434/v1", "llm_model": "qwen"}}, nil,
+		{"a user's endpoint never gets the server's key", server, fakeSettings{values: &settings.Settings{LLMBaseURL: model(" http://127.0.0.1:11434/v1 "), LLMModel: model("qwen")}}, nil,
 			llm.Config{Model: "qwen", BaseURL: "http://127.0.0.1:11434/v1"}, ""},
-		{"the start request's model wins", server, fakeSettings{values: map[string]any{"llm_model": "gpt-4o"}}, model("o3"),
+		{"the start request's model wins", server, fakeSettings{values: &settings.Settings{LLMModel: model("gpt-4o")}}, model("o3"),
 			llm.Config{Provider: "anthropic", Model: "o3", BaseURL: "https://proxy.internal", APIKey: "sk-server"}, ""},
 		{"nothing anywhere", LLMDefaults{}, fakeSettings{}, nil, llm.Config{}, "no model is set"},
-		{"a public API without a key", LLMDefaults{}, fakeSettings{values: map[string]any{"llm_model": "gpt-4o"}}, nil,
+		{"a public API without a key", LLMDefaults{}, fakeSettings{values: &settings.Settings{LLMModel: model("gpt-4o")}}, nil,
 			llm.Config{Model: "gpt-4o"}, "no API key is set for model gpt-4o"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,4 +70,28 @@ func TestResolveLLM(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestResolveLLMUserSettings(t *testing.T) {
+	n := 7
+	t.Run("the agent's tuning comes back", func(t *testing.T) {
+		model := "gpt-4o"
+		user := settings.Settings{LLMModel: &model, MaxIterations: &n}
+		s := NewService(Options{Settings: fakeSettings{values: &user, key: "sk-user"}})
+		defer s.Close()
+		_, got, err := s.resolveLLM(t.Context(), "u", nil)
+		if err != nil || got.MaxIterations == nil || *got.MaxIterations != n {
+			t.Fatalf("settings %+v, %v; want max_iterations %d", got, err, n)
+		}
+	})
+	t.Run("unreadable settings are an error, not missing ones", func(t *testing.T) {
+		corrupt := &settings.CorruptError{Field: "max_iterations", Err: errors.New("json: cannot unmarshal string into int")}
+		s := NewService(Options{Settings: fakeSettings{err: corrupt}, LLM: LLMDefaults{Model: "m", APIKey: "k"}})
+		defer s.Close()
+		_, _, err := s.resolveLLM(t.Context(), "u", nil)
+		var ce *settings.CorruptError
+		if !errors.As(err, &ce) || ce.Field != "max_iterations" || errors.Is(err, ErrNoLLM) {
+			t.Fatalf("err %v, want the settings' corruption", err)
+		}
+	})
 }

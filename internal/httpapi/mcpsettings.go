@@ -1,79 +1,50 @@
 package httpapi
 
 import (
-	"context"
-	"encoding/json"
-
 	"github.com/agentd/agentd/internal/apitypes"
 	"github.com/agentd/agentd/internal/settings"
 )
 
-// mcpSecretName stores a user's MCP configuration as one sealed value: its servers' API keys
-// are secrets, so the whole configuration is kept out of the plain settings.
-const mcpSecretName = "mcp_config"
+// The wire and settings forms of the MCP servers have the same fields, so a server converts
+// with a plain conversion, which stops compiling when either form gains a field.
 
-// storedMCP reads the user's MCP configuration (with keys), or nil.
-func (a *API) storedMCP(ctx context.Context, userID string) (*apitypes.MCPConfig, error) {
-	raw, ok, err := a.d.Settings.Secret(ctx, userID, mcpSecretName)
-	if err != nil || !ok {
-		return nil, err
+// settingsMCP is the MCP configuration m describes, for the settings service; nil for nil.
+func settingsMCP(m *apitypes.MCPConfig) *settings.MCPConfig {
+	if m == nil {
+		return nil
 	}
-	var m apitypes.MCPConfig
-	if err := json.Unmarshal([]byte(raw), &m); err != nil {
-		return nil, err
+	return &settings.MCPConfig{
+		SSEServers:   convertAll(m.SSEServers, func(s apitypes.MCPSSEServer) settings.MCPSSEServer { return settings.MCPSSEServer(s) }),
+		SHTTPServers: convertAll(m.SHTTPServers, func(s apitypes.MCPSHTTPServer) settings.MCPSHTTPServer { return settings.MCPSHTTPServer(s) }),
+		StdioServers: convertAll(m.StdioServers, func(s apitypes.MCPStdioServer) settings.MCPStdioServer {
+			return settings.MCPStdioServer{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env}
+		}),
 	}
-	return &m, nil
 }
 
-// mcpUpdate turns a new MCP configuration into a settings update. A server sent without an
-// api_key keeps the key stored for the same URL, so a client can send back what it read.
-func (a *API) mcpUpdate(ctx context.Context, userID string, m *apitypes.MCPConfig, u *settings.Update) error {
-	old, err := a.storedMCP(ctx, userID)
-	if err != nil {
-		return err
+// apiMCP is the wire form of m; nil for nil.
+func apiMCP(m *settings.MCPConfig) *apitypes.MCPConfig {
+	if m == nil {
+		return nil
 	}
-	if old != nil {
-		keys := map[string]*string{}
-		for _, s := range old.SSEServers {
-			keys["sse "+s.URL] = s.APIKey
-		}
-		for _, s := range old.SHTTPServers {
-			keys["shttp "+s.URL] = s.APIKey
-		}
-		for i, s := range m.SSEServers {
-			if s.APIKey == nil {
-				m.SSEServers[i].APIKey = keys["sse "+s.URL]
-			}
-		}
-		for i, s := range m.SHTTPServers {
-			if s.APIKey == nil {
-				m.SHTTPServers[i].APIKey = keys["shttp "+s.URL]
-			}
-		}
+	return &apitypes.MCPConfig{
+		SSEServers:   convertAll(m.SSEServers, func(s settings.MCPSSEServer) apitypes.MCPSSEServer { return apitypes.MCPSSEServer(s) }),
+		SHTTPServers: convertAll(m.SHTTPServers, func(s settings.MCPSHTTPServer) apitypes.MCPSHTTPServer { return apitypes.MCPSHTTPServer(s) }),
+		StdioServers: convertAll(m.StdioServers, func(s settings.MCPStdioServer) apitypes.MCPStdioServer {
+			return apitypes.MCPStdioServer{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env}
+		}),
 	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	if u.Secrets == nil {
-		u.Secrets = map[string]string{}
-	}
-	u.Secrets[mcpSecretName] = string(b)
-	delete(u.Values, "mcp_config")
-	return nil
 }
 
-// shownMCP is the stored MCP configuration with its keys left out.
-func (a *API) shownMCP(ctx context.Context, userID string) (*apitypes.MCPConfig, error) {
-	m, err := a.storedMCP(ctx, userID)
-	if m == nil || err != nil {
-		return m, err
+// convertAll converts each element of in; a nil slice stays nil, so that a list the client
+// sent as null reads back as null and an empty one as [].
+func convertAll[From, To any](in []From, f func(From) To) []To {
+	if in == nil {
+		return nil
 	}
-	for i := range m.SSEServers {
-		m.SSEServers[i].APIKey = nil
+	out := make([]To, len(in))
+	for i, v := range in {
+		out[i] = f(v)
 	}
-	for i := range m.SHTTPServers {
-		m.SHTTPServers[i].APIKey = nil
-	}
-	return m, nil
+	return out
 }

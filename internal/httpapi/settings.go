@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/agentd/agentd/internal/apitypes"
@@ -9,61 +8,13 @@ import (
 	"github.com/agentd/agentd/internal/settings"
 )
 
-// secretSettings maps the secret fields of apitypes.Settings to their stored names.
-func secretSettings(s *apitypes.Settings) map[string]*string {
-	return map[string]*string{
-		settings.LLMAPIKey:     s.LLMAPIKey,
-		settings.SearchAPIKey:  s.SearchAPIKey,
-		settings.SandboxAPIKey: s.SandboxAPIKey,
-	}
-}
-
-// settingsUpdate splits a decoded settings body into the values and secrets it sets; null
-// and absent fields set nothing.
-func settingsUpdate(s apitypes.Settings) (settings.Update, error) {
-	u := settings.Update{Values: map[string]json.RawMessage{}, Secrets: map[string]string{}}
-	for name, v := range secretSettings(&s) {
-		if v != nil {
-			u.Secrets[name] = *v
-		}
-	}
-	s.LLMAPIKey, s.SearchAPIKey, s.SandboxAPIKey = nil, nil, nil
-	b, err := json.Marshal(s)
-	if err != nil {
-		return u, err
-	}
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(b, &all); err != nil {
-		return u, err
-	}
-	for k, v := range all {
-		if string(v) != "null" {
-			u.Values[k] = v
-		}
-	}
-	return u, nil
-}
-
 func (a *API) getSettings(w http.ResponseWriter, r *http.Request) error {
 	uid := caller(r).ID
 	v, err := a.d.Settings.Get(r.Context(), uid)
 	if err != nil {
 		return err
 	}
-	var out apitypes.SettingsView
-	b, err := json.Marshal(v.Values)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, &out.Settings); err != nil {
-		return err
-	}
-	out.LLMAPIKey, out.SearchAPIKey, out.SandboxAPIKey = nil, nil, nil
-	if out.MCPConfig, err = a.shownMCP(r.Context(), uid); err != nil {
-		return err
-	}
-	out.LLMAPIKeySet = v.SecretsSet[settings.LLMAPIKey]
-	out.SearchAPIKeySet = v.SecretsSet[settings.SearchAPIKey]
+	out := settingsView(v)
 	if out.ProviderTokensSet, err = a.d.GitProviders.Hosts(r.Context(), uid); err != nil {
 		return err
 	}
@@ -76,17 +27,7 @@ func (a *API) storeSettings(w http.ResponseWriter, r *http.Request) error {
 	if _, err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	uid := caller(r).ID
-	u, err := settingsUpdate(req)
-	if err != nil {
-		return err
-	}
-	if req.MCPConfig != nil {
-		if err := a.mcpUpdate(r.Context(), uid, req.MCPConfig, &u); err != nil {
-			return err
-		}
-	}
-	if err := a.d.Settings.Apply(r.Context(), uid, u); err != nil {
+	if err := a.d.Settings.Apply(r.Context(), caller(r).ID, settingsUpdate(req)); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, apitypes.MessageResponse{Message: "Settings stored"})
@@ -112,11 +53,7 @@ func (a *API) addGitProviders(w http.ResponseWriter, r *http.Request) error {
 	}
 	if req.MCPConfig != nil {
 		// The MCP servers sent along become the user's MCP settings.
-		var u settings.Update
-		if err := a.mcpUpdate(r.Context(), uid, req.MCPConfig, &u); err != nil {
-			return err
-		}
-		if err := a.d.Settings.Apply(r.Context(), uid, u); err != nil {
+		if err := a.d.Settings.Apply(r.Context(), uid, settings.Update{MCP: settingsMCP(req.MCPConfig)}); err != nil {
 			return err
 		}
 	}

@@ -270,3 +270,82 @@ func TestSettingsValidation(t *testing.T) {
 		t.Errorf("settings after rejected requests %v, want %v", got, stored)
 	}
 }
+
+// TestSettingsEveryField stores a value for every plain field of the wire type and reads each
+// back, so a field the settings service does not keep fails here.
+func TestSettingsEveryField(t *testing.T) {
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	body := map[string]any{}
+	st := reflect.TypeFor[apitypes.Settings]()
+	for i := range st.NumField() {
+		f := st.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if strings.Contains(f.Tag.Get("wire"), "secret") || name == "mcp_config" {
+			continue // secrets are never shown; MCP servers have their own tests
+		}
+		switch f.Type.Elem().Kind() {
+		case reflect.String:
+			body[name] = "value of " + name
+		case reflect.Int:
+			body[name] = 25.0 // within every integer field's bounds
+		case reflect.Bool:
+			body[name] = true
+		case reflect.Float64:
+			body[name] = 1.5
+		default:
+			t.Fatalf("field %s: no test value for %s", name, f.Type)
+		}
+	}
+	wantMessage(t, e.must("POST", "/api/settings", alice, body, http.StatusOK, nil), "Settings stored")
+	got := e.settingsJSON(alice)
+	for name, want := range body {
+		if got[name] != want {
+			t.Errorf("%s = %#v, want %#v", name, got[name], want)
+		}
+	}
+}
+
+// TestSettingsCorruptStoredValue: agentd stores only values it validated, so one it cannot
+// read is damage to the store: an internal error, logged with the field's name, and a
+// generic 500 for the client.
+func TestSettingsCorruptStoredValue(t *testing.T) {
+	e := newEnv(t)
+	var log syncLog
+	e.restartLogged(&log)
+	aliceID, alice := e.newUser("alice")
+	e.must("POST", "/api/settings", alice, map[string]any{"language": "en", "llm_api_key": llmKeyPlain}, http.StatusOK, nil)
+
+	st := e.inspectStore()
+	rec, err := st.GetSettings(context.Background(), aliceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Values = json.RawMessage(`{"language": "en", "max_iterations": "ten"}`)
+	if err := st.PutSettings(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, req := range []struct {
+		method, path string
+		body         any
+	}{
+		{"GET", "/api/settings", nil},
+		{"POST", "/api/settings", map[string]any{"language": "fr"}},
+		{"POST", "/api/conversations", map[string]any{"initial_user_msg": "hi"}},
+	} {
+		status, body := e.call(req.method, req.path, alice, req.body)
+		if status != http.StatusInternalServerError || string(body) != `{"detail":"Internal Server Error"}`+"\n" {
+			t.Errorf("%s %s over a corrupt setting: %d %s, want a generic 500", req.method, req.path, status, body)
+		}
+	}
+	if !strings.Contains(log.String(), "settings: stored value of max_iterations: json: cannot unmarshal string into int") {
+		t.Errorf("the log does not name the corrupt field:\n%s", log.String())
+	}
+
+	// Sending the damaged field mends it.
+	e.must("POST", "/api/settings", alice, map[string]any{"max_iterations": 30}, http.StatusOK, nil)
+	if got := e.settingsJSON(alice); got["max_iterations"] != 30.0 || got["language"] != "en" || got["llm_api_key_set"] != true {
+		t.Errorf("settings after mending: %v", got)
+	}
+}

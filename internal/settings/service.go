@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agentd/agentd/internal/secret"
@@ -32,40 +33,55 @@ func NewService(store Store, sealer secret.Sealer, now func() time.Time) *Servic
 	return &Service{store: store, sealer: sealer, now: now}
 }
 
-// Update changes some settings. Values holds non-secret fields to set (JSON values); Secrets
-// holds secret fields to set, where an empty string clears the secret. Fields in neither keep
-// their stored value.
+// Update changes some of a user's settings. Nil fields keep their stored value.
 type Update struct {
-	Values  map[string]json.RawMessage
-	Secrets map[string]string
+	Settings
+	// The secret settings; an empty string clears one.
+	LLMAPIKey     *string
+	SearchAPIKey  *string
+	SandboxAPIKey *string
+	// MCP replaces the MCP configuration. A server sent without an API key keeps the key
+	// stored for the same kind of server at the same URL.
+	MCP *MCPConfig
 }
 
-// View is a user's settings as they may be shown: values and which secrets are set.
+// View is a user's settings as they may be shown: no secret is in it.
 type View struct {
-	Values     map[string]json.RawMessage
-	SecretsSet map[string]bool
-	UpdatedAt  time.Time
+	Settings
+	// MCP is the MCP configuration with the servers' API keys left out; nil when none is
+	// stored.
+	MCP              *MCPConfig
+	LLMAPIKeySet     bool
+	SearchAPIKeySet  bool
+	SandboxAPIKeySet bool
+	UpdatedAt        time.Time
 }
 
-// Get returns the user's settings; ErrNotFound when none were ever stored.
+// Get returns the user's settings; ErrNotFound when none were ever stored, a *CorruptError
+// when a stored value cannot be read as its setting's type.
 func (s *Service) Get(ctx context.Context, userID string) (View, error) {
 	r, err := s.store.GetSettings(ctx, userID)
 	if err != nil {
 		return View{}, err
 	}
-	v := View{Values: map[string]json.RawMessage{}, SecretsSet: map[string]bool{}, UpdatedAt: r.UpdatedAt}
-	if len(r.Values) > 0 {
-		if err := json.Unmarshal(r.Values, &v.Values); err != nil {
-			return View{}, fmt.Errorf("get settings: decode stored values: %w", err)
-		}
+	v := View{UpdatedAt: r.UpdatedAt}
+	if v.Settings, err = decodeValues(r.Values); err != nil {
+		return View{}, fmt.Errorf("get settings of %s: %w", userID, err)
 	}
-	for name := range r.Secrets {
-		v.SecretsSet[name] = true
+	if v.MCP, err = s.openMCP(r); err != nil {
+		return View{}, fmt.Errorf("get settings of %s: %w", userID, err)
 	}
+	if v.MCP != nil {
+		v.MCP.dropKeys()
+	}
+	_, v.LLMAPIKeySet = r.Secrets[LLMAPIKey]
+	_, v.SearchAPIKeySet = r.Secrets[SearchAPIKey]
+	_, v.SandboxAPIKeySet = r.Secrets[SandboxAPIKey]
 	return v, nil
 }
 
-// Apply merges u into the user's stored settings in one write.
+// Apply merges u into the user's stored settings in one write. A stored value that cannot be
+// read fails it with a *CorruptError, unless u replaces that value.
 func (s *Service) Apply(ctx context.Context, userID string, u Update) error {
 	r, err := s.store.GetSettings(ctx, userID)
 	if errors.Is(err, ErrNotFound) {
@@ -73,31 +89,41 @@ func (s *Service) Apply(ctx context.Context, userID string, u Update) error {
 	} else if err != nil {
 		return fmt.Errorf("update settings: %w", err)
 	}
-	values := map[string]json.RawMessage{}
-	if len(r.Values) > 0 {
-		if err := json.Unmarshal(r.Values, &values); err != nil {
-			return fmt.Errorf("update settings: decode stored values: %w", err)
-		}
+	if r.Values, err = mergeValues(r.Values, u.Settings); err != nil {
+		return fmt.Errorf("update settings of %s: %w", userID, err)
 	}
-	for k, v := range u.Values {
-		values[k] = v
+	if _, err := decodeValues(r.Values); err != nil {
+		return fmt.Errorf("update settings of %s: %w", userID, err)
 	}
 	if r.Secrets == nil {
 		r.Secrets = map[string][]byte{}
 	}
-	for name, val := range u.Secrets {
-		if val == "" {
+	for name, val := range map[string]*string{LLMAPIKey: u.LLMAPIKey, SearchAPIKey: u.SearchAPIKey, SandboxAPIKey: u.SandboxAPIKey} {
+		switch {
+		case val == nil:
+		case *val == "":
 			delete(r.Secrets, name)
-			continue
+		default:
+			if err := s.seal(r.Secrets, name, []byte(*val)); err != nil {
+				return fmt.Errorf("update settings: %w", err)
+			}
 		}
-		sealed, err := s.sealer.Seal([]byte(val))
-		if err != nil {
-			return fmt.Errorf("update settings: seal %s: %w", name, err)
-		}
-		r.Secrets[name] = sealed
 	}
-	if r.Values, err = json.Marshal(values); err != nil {
-		return fmt.Errorf("update settings: %w", err)
+	if u.MCP != nil {
+		old, err := s.openMCP(r)
+		if err != nil {
+			return fmt.Errorf("update settings of %s: %w", userID, err)
+		}
+		m := *u.MCP // keepKeys writes to the servers, which are the caller's
+		m.SSEServers, m.SHTTPServers = slices.Clone(m.SSEServers), slices.Clone(m.SHTTPServers)
+		m.keepKeys(old)
+		plain, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("update settings: %w", err)
+		}
+		if err := s.seal(r.Secrets, mcpSecret, plain); err != nil {
+			return fmt.Errorf("update settings: %w", err)
+		}
 	}
 	r.UpdatedAt = s.now().UTC()
 	if err := s.store.PutSettings(ctx, r); err != nil {
@@ -124,4 +150,26 @@ func (s *Service) Secret(ctx context.Context, userID, name string) (value string
 		return "", false, fmt.Errorf("open secret setting %s: %w", name, err)
 	}
 	return string(plain), true, nil
+}
+
+func (s *Service) seal(secrets map[string][]byte, name string, plain []byte) error {
+	sealed, err := s.sealer.Seal(plain)
+	if err != nil {
+		return fmt.Errorf("seal %s: %w", name, err)
+	}
+	secrets[name] = sealed
+	return nil
+}
+
+// openMCP returns the MCP configuration of r, with its keys, or nil when r has none.
+func (s *Service) openMCP(r Record) (*MCPConfig, error) {
+	sealed, ok := r.Secrets[mcpSecret]
+	if !ok {
+		return nil, nil
+	}
+	plain, err := s.sealer.Open(sealed)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", mcpSecret, err)
+	}
+	return decodeMCP(plain)
 }

@@ -1,5 +1,7 @@
 // Package settings holds each user's settings: the LLM to use and its key, MCP servers and the
-// other preferences OpenHands clients store. Secret values are sealed and never returned.
+// other preferences OpenHands clients store. The service decodes them once into typed values
+// (Settings, MCPConfig); no other package reads them by name. Secret values are sealed and
+// never returned.
 package settings
 
 import (
@@ -15,9 +17,13 @@ var ErrNotFound = errors.New("settings not found")
 // Record is what the store keeps for one user.
 type Record struct {
 	UserID string
-	// Values holds the non-secret settings as a JSON object.
+	// Values holds the non-secret settings as one JSON object keyed by the names of the
+	// Settings fields (the API's names). It may hold keys this version does not know: they
+	// are ignored when read and kept when written, so that versions of agentd sharing a
+	// store do not erase each other's settings.
 	Values json.RawMessage
-	// Secrets holds sealed secret settings by name (llm_api_key, search_api_key, ...).
+	// Secrets holds sealed secret settings by name (llm_api_key, search_api_key,
+	// sandbox_api_key, mcp_config).
 	Secrets   map[string][]byte
 	UpdatedAt time.Time
 }
