@@ -83,10 +83,10 @@ type SpecChange struct {
 
 // Run runs the conformance suite against the backends newBackend returns.
 //
-// newBackend is called once per subtest, and twice in the adoption test: every value it
-// returns must see the same machine state (same root directory, same daemon), the way a new
-// agentd process sees the sandboxes of the one before it. It should register the backend's
-// Close with t.Cleanup.
+// newBackend is called once per subtest, twice in the adoption test, and once at the end to
+// check that nothing of the suite is left: every value it returns must see the same machine
+// state (same root directory, same daemon), the way a new agentd process sees the sandboxes
+// of the one before it. It should register the backend's Close with t.Cleanup.
 func Run(t *testing.T, newBackend func(t *testing.T) sandbox.Backend, opts Options) {
 	s := &suite{newBackend: newBackend, opts: opts}
 	t.Run("New", s.testNew)
@@ -105,6 +105,11 @@ func Run(t *testing.T, newBackend func(t *testing.T) sandbox.Backend, opts Optio
 	t.Run("List", s.testList)
 	t.Run("Unsupported", s.testUnsupported)
 	t.Run("Isolation", s.testIsolation)
+	// Every subtest destroys what it started when it ends, passed or failed, so the backend
+	// finds nothing left of the suite.
+	if ids := listIDs(t, newBackend(t)); len(ids) > 0 {
+		t.Errorf("sandboxes left after the suite: %q", ids)
+	}
 }
 
 type suite struct {
