@@ -105,7 +105,19 @@ func TestConformance(t *testing.T) {
 			{Name: "MissingRootfs", Apply: func(s *sandbox.Spec) { s.Rootfs = "/nonexistent/rootfs" }},
 			{Name: "WorkspaceInProc", Apply: func(s *sandbox.Spec) { s.WorkingDir = "/proc/ws" }},
 		},
-		Leftovers:          leftovers,
+		Leftovers: func(inst sandbox.Instance) []string { return leftovers(root, inst) },
+		New: func(root, binary string) (sandbox.Backend, error) {
+			return New(Options{Root: root, Binary: binary})
+		},
+		SandboxDir: func(id string) string { return filepath.Join(root, id) },
+		// bwrap cannot exec the command inside the sandbox: Start quotes its log.
+		StartFailure: sandboxtest.StartFailure{
+			Apply: func(s *sandbox.Spec) { s.Command = []string{"/nonexistent/agentd-no-such-binary"} },
+			Cause: "/nonexistent/agentd-no-such-binary",
+		},
+		Env: func(inst sandbox.Instance) map[string]string {
+			return map[string]string{"PATH": DefaultPath, "HOME": inst.Workspace, "LANG": "C.UTF-8", "TERM": "xterm-256color"}
+		},
 		IsolatesFilesystem: true,
 		IsolatesSandboxes:  true,
 		IsolatesNetwork:    true,
@@ -115,9 +127,10 @@ func TestConformance(t *testing.T) {
 	sandboxtest.CheckNoChildren(t)
 }
 
-// leftovers lists what is left of a sandbox: its cgroup in any hierarchy, processes in it,
-// its directory.
-func leftovers(inst sandbox.Instance) []string {
+// leftovers lists what is left of a sandbox of the backend on root: its cgroup in any
+// hierarchy (the recorded one, else the one the backend gives it), processes in it, its
+// directory.
+func leftovers(root string, inst sandbox.Instance) []string {
 	var left []string
 	cg, err := cgroup.Detect()
 	if err != nil {
@@ -127,31 +140,32 @@ func leftovers(inst sandbox.Instance) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
-	g, err := cg.Group(st.Cgroup)
+	path := st.Cgroup
+	if path == "" {
+		path = cgroupParentOf(root) + "/" + inst.ID
+	}
+	g, err := cg.Group(path)
 	if err != nil {
 		return []string{err.Error()}
 	}
 	if g.Exists() {
-		left = append(left, "cgroup "+st.Cgroup)
+		left = append(left, "cgroup "+path)
 	}
 	if pids, _ := g.PIDs(); len(pids) > 0 {
 		left = append(left, fmt.Sprintf("processes %v", pids))
 	}
-	if _, err := os.Stat(filepath.Dir(inst.HostWorkspace)); !errors.Is(err, os.ErrNotExist) {
-		left = append(left, "directory "+filepath.Dir(inst.HostWorkspace))
+	dir := filepath.Join(root, inst.ID)
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		left = append(left, "directory "+dir)
 	}
 	return left
 }
 
-func TestNewNeedsRootAndBinary(t *testing.T) {
-	if _, err := New(Options{Binary: "/bin/true"}); err == nil {
-		t.Fatal("New without a root succeeded")
-	}
-	if _, err := New(Options{Root: t.TempDir()}); err == nil {
-		t.Fatal("New without a binary succeeded")
-	}
-	if _, err := New(Options{Root: t.TempDir(), Binary: "/bin/true", Bwrap: "/nonexistent/bwrap"}); err == nil ||
-		!strings.Contains(err.Error(), "not installed") {
+// TestNewNeedsBwrap: without bubblewrap there is no backend (the suite checks the rest of
+// what New refuses).
+func TestNewNeedsBwrap(t *testing.T) {
+	_, err := New(Options{Root: sandboxtest.ShortDir(t), Binary: sandboxtest.Binary(t), Bwrap: "/nonexistent/bwrap"})
+	if err == nil || !strings.Contains(err.Error(), "not installed") {
 		t.Fatalf("New with a missing bwrap: %v", err)
 	}
 }
@@ -284,95 +298,23 @@ func TestRootfsArgs(t *testing.T) {
 	}
 }
 
-// TestRuntimeEnvironment: the runtime gets a fixed environment, never the server's, and not
-// its session key either (that comes through a pipe).
-func TestRuntimeEnvironment(t *testing.T) {
-	t.Setenv("OPENAI_API_KEY", "sk-must-not-leak")
-	b := &Backend{path: DefaultPath}
-	env := b.env("/workspace", sandbox.Spec{InitialEnv: map[string]string{"B": "2", "A": "1"}})
-	want := []string{"PATH=" + DefaultPath, "HOME=/workspace", "LANG=C.UTF-8", "TERM=xterm-256color", "A=1", "B=2"}
-	if !slices.Equal(env, want) {
-		t.Fatalf("env %q, want %q", env, want)
-	}
-}
-
 // startTest starts a sandbox of spec on b and destroys it at cleanup.
 func startTest(t *testing.T, b *Backend, spec sandbox.Spec) (sandbox.Instance, string) {
 	t.Helper()
 	key := sandboxtest.NewKey()
-	inst, err := b.Start(context.Background(), sandbox.StartRequest{ID: sandboxtest.NewID(), Spec: spec, SessionKey: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := b.Destroy(context.Background(), inst); err != nil {
-			t.Errorf("destroy: %v", err)
-		}
-	})
+	inst := sandboxtest.StartSandbox(t, b, sandbox.StartRequest{ID: sandboxtest.NewID(), Spec: spec, SessionKey: key})
 	return inst, key
 }
 
-func TestBadIDs(t *testing.T) {
+// TestRecordedCgroupMustBeOwn: a recorded cgroup that is not the sandbox's own is refused,
+// not destroyed, so a damaged record cannot point Destroy at someone else's processes.
+func TestRecordedCgroupMustBeOwn(t *testing.T) {
 	b := newTestBackend(t, testRoot(t))
-	ctx := context.Background()
-	for _, id := range []string{"", ".", "..", "a/b", "../x"} {
-		if _, err := b.Start(ctx, sandbox.StartRequest{ID: id, SessionKey: "k", Spec: sandboxtest.RuntimeSpec("s")}); err == nil {
-			t.Errorf("start with id %q succeeded", id)
-		}
-		if err := b.Destroy(ctx, sandbox.Instance{ID: id}); err == nil {
-			t.Errorf("destroy with id %q succeeded", id)
-		}
-	}
-	// A recorded cgroup that is not the sandbox's own is refused, not destroyed.
 	for _, cg := range []string{"agentd/x/someone-else", "system.slice/mine"} {
 		st := instanceState{Cgroup: cg}
-		if err := b.Destroy(ctx, sandbox.Instance{ID: "mine", State: st.encode()}); err == nil {
+		if err := b.Destroy(context.Background(), sandbox.Instance{ID: "mine", State: st.encode()}); err == nil {
 			t.Errorf("destroy of sandbox mine with cgroup %s succeeded", cg)
 		}
-	}
-}
-
-// TestStartKeepsExistingDirectory: a start never takes over, or removes, a directory it did
-// not create.
-func TestStartKeepsExistingDirectory(t *testing.T) {
-	root := testRoot(t)
-	b := newTestBackend(t, root)
-	keep := filepath.Join(root, "taken", "keep")
-	if err := os.MkdirAll(keep, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(filepath.Join(root, "taken")) })
-	if _, err := b.Start(context.Background(), sandbox.StartRequest{ID: "taken", SessionKey: "k", Spec: sandboxtest.RuntimeSpec("s")}); err == nil {
-		t.Fatal("start over an existing directory succeeded")
-	}
-	if _, err := os.Stat(keep); err != nil {
-		t.Fatalf("existing directory damaged: %v", err)
-	}
-}
-
-// TestStartFailureLeavesNothing: a command that cannot run fails Start with the cause from
-// the sandbox's log, and leaves neither directory nor cgroup.
-func TestStartFailureLeavesNothing(t *testing.T) {
-	root := testRoot(t)
-	b := newTestBackend(t, root)
-	spec := sandbox.Spec{Command: []string{"/no-such-binary"}}
-	_, err := b.Start(context.Background(), sandbox.StartRequest{ID: "x", SessionKey: "k", Spec: spec})
-	if err == nil || !strings.Contains(err.Error(), "no-such-binary") {
-		t.Fatalf("start of a missing binary: %v; want an error quoting bwrap's", err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "x")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("directory left after a failed start: %v", err)
-	}
-	if kids, err := b.cg.Children(b.cgParent); err != nil || len(kids) > 0 {
-		t.Fatalf("cgroups left after a failed start: %q, %v", kids, err)
-	}
-	sandboxtest.CheckNoChildren(t)
-}
-
-func TestStartNeedsKey(t *testing.T) {
-	b := newTestBackend(t, testRoot(t))
-	if _, err := b.Start(context.Background(), sandbox.StartRequest{ID: "x", Spec: sandboxtest.RuntimeSpec("s")}); err == nil {
-		t.Fatal("start without a session key succeeded")
 	}
 }
 
@@ -385,10 +327,14 @@ func TestListFindsOrphanCgroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := g.Destroy(ctx); err != nil {
+			t.Errorf("cleanup: remove the orphan cgroup: %v", err)
+		}
+	})
 	if err := g.Create(cgroup.Limits{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { g.Destroy(ctx) })
 	insts, err := b.List(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -17,16 +17,19 @@ func client(t *testing.T, inst sandbox.Instance, key string) *runtime.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.CloseIdleConnections)
-	deadline := time.Now().Add(20 * time.Second)
+	const bound = time.Minute
+	deadline := time.Now().Add(bound)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		// Each attempt may take what is left of the wait: on a busy machine an answer can
+		// take seconds.
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		_, err := c.Identity(ctx)
 		cancel()
 		if err == nil {
 			return c
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("runtime did not answer: %v", err)
+			t.Fatalf("runtime did not answer within %v; last error: %v", bound, err)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -34,7 +37,7 @@ func client(t *testing.T, inst sandbox.Instance, key string) *runtime.Client {
 
 func runIn(t *testing.T, c *runtime.Client, command string) runtime.CommandResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := c.Run(ctx, runtime.CommandRequest{Command: command})
 	if err != nil {

@@ -56,6 +56,9 @@ func TestHTTP(t *testing.T) {
 		a.Close()
 		b.Close()
 	}
+	// Its Close is registered before the cleanup that uses it, so runs after.
+	cleaner := newTestBackend(t, root)
+	sandboxtest.DestroyAllAtCleanup(t, cleaner)
 	open()
 	t.Cleanup(func() {
 		closeApp()
@@ -121,10 +124,10 @@ func TestHTTP(t *testing.T) {
 	}
 	waitStatus := func(want string) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(time.Minute)
 		for st := status(); st != want; st = status() {
 			if time.Now().After(deadline) {
-				t.Fatalf("sandbox %s is %s, want %s", sb.ID, st, want)
+				t.Fatalf("sandbox %s is still %s after a minute, want %s", sb.ID, st, want)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -166,7 +169,7 @@ func TestHTTP(t *testing.T) {
 	}
 
 	call("DELETE", "/api/v1/sandboxes/"+sb.ID, nil)
-	if left := leftovers(rec.Instance); len(left) > 0 {
+	if left := leftovers(root, rec.Instance); len(left) > 0 {
 		t.Fatalf("left after delete: %q", left)
 	}
 }

@@ -128,6 +128,23 @@ func TestConformance(t *testing.T) {
 			}
 			return left
 		},
+		New: func(root, binary string) (sandbox.Backend, error) {
+			return New(Options{Host: d.Host, Root: root, Binary: binary})
+		},
+		SandboxDir: func(id string) string { return filepath.Join(root, id) },
+		// The backend does not pull: the start fails once the sandbox's directory and
+		// volume exist, and must remove them.
+		StartFailure: sandboxtest.StartFailure{
+			Apply: func(s *sandbox.Spec) { s.Image = "agentd-test/missing:none" },
+			Cause: "not on the engine",
+		},
+		// The image's PATH stays; HOME is not the backend's to set.
+		Env: func(sandbox.Instance) map[string]string {
+			return map[string]string{"PATH": dockertest.ImagePath, "TERM": "xterm-256color"}
+		},
+		// Each container has its own mount, PID and network namespaces (Docker's "none"
+		// network has only a loopback of its own) and its own cgroup with the spec's memory
+		// and pids limits.
 		IsolatesFilesystem: true,
 		IsolatesSandboxes:  true,
 		IsolatesNetwork:    true,

@@ -14,8 +14,8 @@ import (
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
 )
 
-// readyWait bounds the waits for a runtime to answer.
-const readyWait = 20 * time.Second
+// readyWait bounds the waits for a runtime to answer: generous, for a busy machine.
+const readyWait = time.Minute
 
 func sleep(ctx context.Context) {
 	select {
@@ -58,19 +58,15 @@ func TestServiceReconcile(t *testing.T) {
 		return sb
 	}
 
+	// The test closes the backends that start sandboxes; this one stays open to destroy at
+	// cleanup whatever a failure leaves.
+	sandboxtest.DestroyAllAtCleanup(t, newBackend(t, d, root))
 	oldBackend := newBackend(t, d, root)
 	old := newService(oldBackend)
 	live, died := startRunning(old), startRunning(old)
-	orphan, err := oldBackend.Start(ctx, sandbox.StartRequest{ID: sandboxtest.NewID(), OwnerID: "alice", Spec: spec, SessionKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	orphan := sandboxtest.StartSandbox(t, oldBackend, sandbox.StartRequest{ID: sandboxtest.NewID(), OwnerID: "alice", Spec: spec, SessionKey: "k"})
 	neighbour := newBackend(t, d, filepath.Join(t.TempDir(), "sandboxes"))
-	foreign, err := neighbour.Start(ctx, sandbox.StartRequest{ID: sandboxtest.NewID(), OwnerID: "bob", Spec: spec, SessionKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { neighbour.Destroy(context.Background(), foreign) })
+	foreign := sandboxtest.StartSandbox(t, neighbour, sandbox.StartRequest{ID: sandboxtest.NewID(), OwnerID: "bob", Spec: spec, SessionKey: "k"})
 	if err := old.Close(); err != nil {
 		t.Fatal(err)
 	}

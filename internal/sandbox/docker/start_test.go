@@ -93,11 +93,7 @@ func TestContainerSettings(t *testing.T) {
 	spec.WorkingDir = "/home/agent/work/"
 	spec.InitialEnv["GREETING"] = "hello"
 	id, key := sandboxtest.NewID(), sandboxtest.NewKey()
-	inst, err := b.Start(ctx, sandbox.StartRequest{ID: id, OwnerID: "alice", Spec: spec, SessionKey: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Destroy(context.Background(), inst) })
+	inst := sandboxtest.StartSandbox(t, b, sandbox.StartRequest{ID: id, OwnerID: "alice", Spec: spec, SessionKey: key})
 	if inst.Workspace != "/home/agent/work" || inst.HostWorkspace != "" {
 		t.Errorf("workspace %q, host workspace %q", inst.Workspace, inst.HostWorkspace)
 	}
@@ -157,27 +153,6 @@ func TestContainerSettings(t *testing.T) {
 	}
 }
 
-// TestMissingImage: the backend does not pull; a start from an image the engine lacks fails
-// with a message that says so and leaves nothing behind.
-func TestMissingImage(t *testing.T) {
-	d := needEngine(t)
-	root := filepath.Join(t.TempDir(), "sandboxes")
-	b := newBackend(t, d, root)
-	spec := testSpec()
-	spec.Image = "agentd-test/missing:none"
-	id := sandboxtest.NewID()
-	_, err := b.Start(context.Background(), sandbox.StartRequest{ID: id, Spec: spec, SessionKey: "k"})
-	if err == nil || !strings.Contains(err.Error(), "not on the engine") {
-		t.Fatalf("start from a missing image: %v", err)
-	}
-	if left := d.Leftovers(context.Background(), labelSandbox, id); len(left) > 0 {
-		t.Fatalf("left after a failed start: %q", left)
-	}
-	if _, err := os.Stat(filepath.Join(root, id)); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("directory left after a failed start: %v", err)
-	}
-}
-
 // waitRuntime waits until the runtime of inst answers with key.
 func waitRuntime(t *testing.T, inst sandbox.Instance, key string) *runtime.Client {
 	t.Helper()
@@ -204,12 +179,8 @@ func TestTools(t *testing.T) {
 	d := needEngine(t)
 	b := newBackend(t, d, filepath.Join(t.TempDir(), "sandboxes"))
 	ctx := context.Background()
-	id, key := sandboxtest.NewID(), sandboxtest.NewKey()
-	inst, err := b.Start(ctx, sandbox.StartRequest{ID: id, OwnerID: "alice", Spec: testSpec(), SessionKey: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Destroy(context.Background(), inst) })
+	key := sandboxtest.NewKey()
+	inst := sandboxtest.StartSandbox(t, b, sandbox.StartRequest{ID: sandboxtest.NewID(), OwnerID: "alice", Spec: testSpec(), SessionKey: key})
 	c := waitRuntime(t, inst, key)
 	res, err := c.Tool(ctx, "terminal", "conv", []byte(`{"command": "cd /workspace && echo from-$((6*7)) && tty"}`))
 	if err != nil || res.IsError || !strings.Contains(res.Text, "from-42") || !strings.Contains(res.Text, "/dev/pts/") {

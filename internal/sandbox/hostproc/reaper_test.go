@@ -11,13 +11,15 @@ import (
 // waitStat polls pid's stat until done reports true for it (or for its error).
 func waitStat(t *testing.T, pid int, what string, done func(Stat, error) bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	const bound = time.Minute
+	deadline := time.Now().Add(bound)
 	for {
-		if done(ReadStat(pid)) {
+		st, err := ReadStat(pid)
+		if done(st, err) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("process %d: %s did not happen", pid, what)
+			t.Fatalf("process %d: %s did not happen within %v (last state %q, %v)", pid, what, bound, st.State, err)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -27,6 +29,7 @@ func waitStat(t *testing.T, pid int, what string, done func(Stat, error) bool) {
 // Reaper watches nothing.
 func TestReaper(t *testing.T) {
 	r := NewReaper(slog.New(slog.DiscardHandler))
+	t.Cleanup(r.Close)
 	reaped := exec.Command("true")
 	if err := reaped.Start(); err != nil {
 		t.Fatal(err)
@@ -40,8 +43,15 @@ func TestReaper(t *testing.T) {
 	if err := left.Start(); err != nil {
 		t.Fatal(err)
 	}
+	waited := false
+	t.Cleanup(func() {
+		if !waited {
+			_ = left.Wait()
+		}
+	})
 	r.Watch(left)
 	waitStat(t, left.Process.Pid, "exit", func(st Stat, err error) bool { return err == nil && st.Dead() })
+	waited = true
 	if err := left.Wait(); err != nil {
 		t.Fatalf("the process left alone after Close: %v", err)
 	}

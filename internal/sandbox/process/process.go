@@ -35,7 +35,8 @@ const socketName = "runtime.sock"
 type Options struct {
 	// Root holds one directory per sandbox, e.g. <data>/sandboxes/process. Created if missing.
 	Root string
-	// Binary is the agentd executable; it replaces a spec command's first element "agentd".
+	// Binary is the agentd executable, which must exist; it replaces a spec command's first
+	// element "agentd".
 	Binary string
 	// Path is the PATH sandboxes get; empty means DefaultPath. The server's own environment
 	// is never passed on: it may hold LLM keys.
@@ -54,7 +55,7 @@ type Backend struct {
 
 var _ sandbox.Backend = (*Backend)(nil)
 
-// New checks opts and creates Root.
+// New checks opts (Binary must exist) and creates Root.
 func New(opts Options) (*Backend, error) {
 	if opts.Root == "" {
 		return nil, errors.New("new process backend: no root directory")
@@ -65,6 +66,9 @@ func New(opts Options) (*Backend, error) {
 	root, err := hostproc.NewRoot(opts.Root, socketName)
 	if err != nil {
 		return nil, fmt.Errorf("new process backend: %w", err)
+	}
+	if fi, err := os.Stat(opts.Binary); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("new process backend: agentd binary %s is not a regular file", opts.Binary)
 	}
 	if err := os.MkdirAll(root.Path, 0o700); err != nil {
 		return nil, fmt.Errorf("new process backend: create root: %w", err)

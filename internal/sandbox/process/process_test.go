@@ -57,13 +57,25 @@ func TestConformance(t *testing.T) {
 			{Name: "Rootfs", Apply: func(s *sandbox.Spec) { s.Rootfs = "/srv/rootfs" }},
 			{Name: "Image", Apply: func(s *sandbox.Spec) { s.Image = "ubuntu:24.04" }},
 		},
-		Leftovers: sessionLeftovers,
+		Leftovers: func(inst sandbox.Instance) []string { return sessionLeftovers(root, inst) },
+		New: func(root, binary string) (sandbox.Backend, error) {
+			return New(Options{Root: root, Binary: binary})
+		},
+		SandboxDir: func(id string) string { return filepath.Join(root, id) },
+		StartFailure: sandboxtest.StartFailure{
+			Apply: func(s *sandbox.Spec) { s.Command = []string{"/nonexistent/agentd-no-such-binary"} },
+			Cause: "/nonexistent/agentd-no-such-binary",
+		},
+		Env: func(inst sandbox.Instance) map[string]string {
+			return map[string]string{"PATH": DefaultPath, "HOME": inst.Workspace, "LANG": "C.UTF-8", "TERM": "xterm-256color"}
+		},
 	})
 	sandboxtest.CheckNoChildren(t)
 }
 
-// sessionLeftovers lists the live processes of the sandbox's session and its directory.
-func sessionLeftovers(inst sandbox.Instance) []string {
+// sessionLeftovers lists the live processes of the sandbox's session and its directory in
+// root.
+func sessionLeftovers(root string, inst sandbox.Instance) []string {
 	var left []string
 	st, ok, err := decodeState(inst)
 	if err != nil {
@@ -78,19 +90,11 @@ func sessionLeftovers(inst sandbox.Instance) []string {
 			left = append(left, fmt.Sprintf("process %d of session %d", p.PID, st.PID))
 		}
 	}
-	if _, err := os.Stat(filepath.Dir(inst.HostWorkspace)); !errors.Is(err, os.ErrNotExist) {
-		left = append(left, "directory "+filepath.Dir(inst.HostWorkspace))
+	dir := filepath.Join(root, inst.ID)
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		left = append(left, "directory "+dir)
 	}
 	return left
-}
-
-func TestNewNeedsRootAndBinary(t *testing.T) {
-	if _, err := New(Options{Binary: "/bin/true"}); err == nil {
-		t.Fatal("New without a root succeeded")
-	}
-	if _, err := New(Options{Root: t.TempDir()}); err == nil {
-		t.Fatal("New without a binary succeeded")
-	}
 }
 
 func TestCheckSpec(t *testing.T) {
@@ -123,68 +127,6 @@ func TestCheckSpec(t *testing.T) {
 	}
 }
 
-func TestBadIDs(t *testing.T) {
-	b := newTestBackend(t, shortRoot(t))
-	ctx := context.Background()
-	for _, id := range []string{"", ".", "..", "a/b", "../x"} {
-		if _, err := b.Start(ctx, sandbox.StartRequest{ID: id, SessionKey: "k", Spec: sandboxtest.RuntimeSpec("s")}); err == nil {
-			t.Errorf("start with id %q succeeded", id)
-		}
-		if err := b.Destroy(ctx, sandbox.Instance{ID: id}); err == nil {
-			t.Errorf("destroy with id %q succeeded", id)
-		}
-	}
-}
-
-// TestStartKeepsExistingDirectory: a start never takes over, or removes, a directory it did
-// not create.
-func TestStartKeepsExistingDirectory(t *testing.T) {
-	root := shortRoot(t)
-	b := newTestBackend(t, root)
-	keep := filepath.Join(root, "taken", "keep")
-	if err := os.MkdirAll(keep, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Start(context.Background(), sandbox.StartRequest{ID: "taken", SessionKey: "k", Spec: sandboxtest.RuntimeSpec("s")}); err == nil {
-		t.Fatal("start over an existing directory succeeded")
-	}
-	if _, err := os.Stat(keep); err != nil {
-		t.Fatalf("existing directory damaged: %v", err)
-	}
-}
-
-// TestStartFailureLeavesNothing: a command that cannot run leaves no directory.
-func TestStartFailureLeavesNothing(t *testing.T) {
-	root := shortRoot(t)
-	b := newTestBackend(t, root)
-	spec := sandbox.Spec{Command: []string{filepath.Join(root, "no-such-binary")}}
-	if _, err := b.Start(context.Background(), sandbox.StartRequest{ID: "x", SessionKey: "k", Spec: spec}); err == nil {
-		t.Fatal("start of a missing binary succeeded")
-	}
-	if _, err := os.Stat(filepath.Join(root, "x")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("directory left after a failed start: %v", err)
-	}
-}
-
-func TestStartNeedsKey(t *testing.T) {
-	b := newTestBackend(t, shortRoot(t))
-	if _, err := b.Start(context.Background(), sandbox.StartRequest{ID: "x", Spec: sandboxtest.RuntimeSpec("s")}); err == nil {
-		t.Fatal("start without a session key succeeded")
-	}
-}
-
-// TestRuntimeEnvironment: the runtime gets a fixed environment, never the server's, and not
-// its session key either (that comes through a pipe).
-func TestRuntimeEnvironment(t *testing.T) {
-	t.Setenv("OPENAI_API_KEY", "sk-must-not-leak")
-	b := newTestBackend(t, shortRoot(t))
-	env := b.env("/ws", sandbox.StartRequest{SessionKey: "key", Spec: sandbox.Spec{InitialEnv: map[string]string{"B": "2", "A": "1"}}})
-	want := []string{"PATH=" + DefaultPath, "HOME=/ws", "LANG=C.UTF-8", "TERM=xterm-256color", "A=1", "B=2"}
-	if strings.Join(env, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("env %q, want %q", env, want)
-	}
-}
-
 func TestInspectWithoutState(t *testing.T) {
 	b := newTestBackend(t, shortRoot(t))
 	ctx := context.Background()
@@ -208,11 +150,7 @@ func TestInspectWithoutState(t *testing.T) {
 func TestReaper(t *testing.T) {
 	b := newTestBackend(t, shortRoot(t))
 	ctx := context.Background()
-	inst, err := b.Start(ctx, sandbox.StartRequest{ID: "reaped", SessionKey: "k", Spec: sandboxtest.RuntimeSpec("s")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Destroy(context.Background(), inst) })
+	inst := sandboxtest.StartSandbox(t, b, sandbox.StartRequest{ID: sandboxtest.NewID(), SessionKey: "k", Spec: sandboxtest.RuntimeSpec("s")})
 	st, _, err := decodeState(inst)
 	if err != nil {
 		t.Fatal(err)
@@ -220,16 +158,13 @@ func TestReaper(t *testing.T) {
 	if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := hostproc.ReadStat(st.PID); errors.Is(err, hostproc.ErrNoProcess) {
-			break
+	waitFor(t, "the exited runtime to be reaped", func() (bool, string) {
+		p, err := hostproc.ReadStat(st.PID)
+		if errors.Is(err, hostproc.ErrNoProcess) {
+			return true, ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the exited runtime was not reaped")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("process %d: state %q, %v", st.PID, p.State, err)
+	})
 	if got, err := b.Inspect(ctx, inst); err != nil || got != sandbox.StateGone {
 		t.Fatalf("inspect: %s, %v", got, err)
 	}
@@ -243,40 +178,77 @@ func TestReaper(t *testing.T) {
 func TestPauseWhileForking(t *testing.T) {
 	b := newTestBackend(t, shortRoot(t))
 	ctx := context.Background()
-	inst, err := b.Start(ctx, sandbox.StartRequest{ID: "forky", Spec: sandboxtest.RuntimeSpec("s"), SessionKey: "k"})
+	inst := sandboxtest.StartSandbox(t, b, sandbox.StartRequest{ID: sandboxtest.NewID(), Spec: sandboxtest.RuntimeSpec("s"), SessionKey: "k"})
+	st, _, err := decodeState(inst)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.Destroy(context.Background(), inst) })
 	c, err := runtime.NewClient(inst.Endpoint, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Alive(ctx) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("runtime never answered")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	t.Cleanup(c.CloseIdleConnections)
+	waitFor(t, "the runtime to answer", func() (bool, string) {
+		err := c.Alive(ctx)
+		return err == nil, fmt.Sprint(err)
+	})
 	if _, err := c.Run(ctx, runtime.CommandRequest{Command: `nohup sh -c 'while :; do /bin/true; /bin/true & done' >/dev/null 2>&1 &`}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
-	for i := 0; i < 10; i++ {
-		start := time.Now()
+	// forked reports whether the session has a process that is not in seen: the loop forks.
+	forked := func(seen map[int]bool) (bool, string) {
+		members, err := sessionMembers(st.PID)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range members {
+			if !seen[p.PID] {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d processes, none new", len(members))
+	}
+	seen := map[int]bool{st.PID: true}
+	waitFor(t, "the loop to fork", func() (bool, string) { return forked(seen) })
+	for i := range 10 {
 		if err := b.Pause(ctx, inst); err != nil {
 			t.Fatalf("pause %d of a forking session: %v", i, err)
 		}
-		if d := time.Since(start); d > 3*time.Second {
-			t.Fatalf("pause %d took %v", i, d)
+		if state, err := b.Inspect(ctx, inst); err != nil || state != sandbox.StatePaused {
+			t.Fatalf("after pause %d: %v, %v", i, state, err)
 		}
-		if st, err := b.Inspect(ctx, inst); err != nil || st != sandbox.StatePaused {
-			t.Fatalf("after pause %d: %v, %v", i, st, err)
+		members, err := sessionMembers(st.PID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[int]bool{}
+		for _, p := range members {
+			seen[p.PID] = true
+			if !p.Stopped() && p.State != 'D' {
+				t.Fatalf("after pause %d, process %d of the session is in state %c", i, p.PID, p.State)
+			}
 		}
 		if err := b.Resume(ctx, inst); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		waitFor(t, fmt.Sprintf("the loop to fork after resume %d", i), func() (bool, string) { return forked(seen) })
+	}
+}
+
+// waitFor polls cond until it holds, failing t after a bound generous enough for a busy
+// machine with what cond said last.
+func waitFor(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	const bound = time.Minute
+	deadline := time.Now().Add(bound)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s; last seen: %s", bound, what, last)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -1,6 +1,12 @@
-// Package sandboxtest holds the conformance suite every sandbox backend passes (Run), and the
-// test doubles the sandbox tests share: an in-memory Store, a Sealer, and a way for a test
-// binary to serve as the agentd runtime.
+// Package sandboxtest holds the conformance suite every sandbox backend passes (Run), and what
+// the sandbox tests share: an in-memory Store, a Sealer, a way for a test binary to serve as
+// the agentd runtime, and starts (TryStart, StartSandbox, DestroyAllAtCleanup) that leave no
+// sandbox behind when a test fails.
+//
+// The suite is the one home of the backend contract: what every backend must do is checked
+// there, in terms of sandbox.Backend, and a backend's own tests keep only what is its alone
+// (its arguments, cgroups, container settings). Where a check needs to know something of the
+// backend (where it keeps a sandbox's directory, how to make a start fail), Options says it.
 //
 // # The runtime binary in tests
 //

@@ -64,7 +64,12 @@ func waitTickAfter(t *testing.T, c *runtime.Client, since time.Time) []time.Time
 			return ticks
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the background loop did not tick after %s within %v (%d ticks)", since.Format(time.RFC3339Nano), changeTimeout, len(ticks))
+			last := "none"
+			if len(ticks) > 0 {
+				last = ticks[len(ticks)-1].Format(time.RFC3339Nano)
+			}
+			t.Fatalf("the background loop did not tick after %s within %v (%d ticks, the last at %s)",
+				since.Format(time.RFC3339Nano), changeTimeout, len(ticks), last)
 		}
 		time.Sleep(25 * time.Millisecond)
 	}

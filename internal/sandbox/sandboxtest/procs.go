@@ -66,12 +66,12 @@ func waitProcess(t *testing.T, needle string) {
 }
 
 // CheckNoChildren fails t unless every child process of the test binary has exited and been
-// reaped (a zombie child means a backend did not reap a runtime it started). It waits a little
-// for reapers that run in the background.
+// reaped (a zombie child means a backend did not reap a runtime it started). It waits for
+// reapers that run in the background, as long as a busy machine may make them take.
 func CheckNoChildren(t testing.TB) {
 	t.Helper()
 	self := strconv.Itoa(os.Getpid())
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(changeTimeout)
 	for {
 		var left []string
 		entries, _ := os.ReadDir("/proc")
@@ -89,7 +89,7 @@ func CheckNoChildren(t testing.TB) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("child processes left: %v", left)
+			t.Fatalf("child processes left after %v: %v", changeTimeout, left)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

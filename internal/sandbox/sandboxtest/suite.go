@@ -15,7 +15,9 @@ import (
 	"github.com/agentd/agentd/internal/sandbox"
 )
 
-// Options tells Run what the backend under test is and which isolation it promises.
+// Options tells Run what the backend under test is, what it keeps on the host, and which
+// isolation it promises. A check that needs New, SandboxDir or StartFailure skips, naming the
+// field, when it is unset: it never passes in silence.
 type Options struct {
 	// Spec is the spec sandboxes start from. It must run the agentd runtime (RuntimeSpec).
 	Spec sandbox.Spec
@@ -23,8 +25,27 @@ type Options struct {
 	// leaving nothing behind.
 	Unsupported []SpecChange
 	// Leftovers, if set, reports in the backend's own terms what is left on the machine of a
-	// destroyed sandbox (processes, cgroups, containers); nil or empty means nothing.
+	// destroyed sandbox (processes, cgroups, containers, its directory); nil or empty means
+	// nothing. It is also asked about sandboxes whose start failed, whose Instance has only an
+	// ID.
 	Leftovers func(inst sandbox.Instance) []string
+
+	// New makes a backend of the kind under test on root, with binary as its agentd
+	// executable and its other options as newBackend gives them. The suite checks that it
+	// refuses an empty root, an empty binary and a binary that does not exist.
+	New func(root, binary string) (sandbox.Backend, error)
+	// SandboxDir returns the directory the backend keeps on the host for sandbox id. The
+	// suite checks that a start never takes over, nor removes, a directory that exists
+	// already, and that a failed start removes the one it made. Nil means the backend keeps no
+	// directory per sandbox on the host.
+	SandboxDir func(id string) string
+	// StartFailure makes a start fail after the backend has begun to make the sandbox.
+	StartFailure StartFailure
+	// Env returns the variables, beyond Spec.InitialEnv, that the backend gives the runtime
+	// of sandbox inst (and so its commands), with their values: those the suite checks. The
+	// suite checks in any case that neither the server's environment nor the session key
+	// reaches a sandbox.
+	Env func(inst sandbox.Instance) map[string]string
 
 	// Isolation the backend promises. The process backend promises none.
 
@@ -34,8 +55,8 @@ type Options struct {
 	// IsolatesSandboxes: a command sees neither the processes nor the files of another
 	// sandbox.
 	IsolatesSandboxes bool
-	// IsolatesNetwork: with Network "none", a command cannot reach a loopback port on the
-	// host.
+	// IsolatesNetwork: with Network "none", a command cannot reach a port the host listens
+	// on, through loopback or any of the host's addresses.
 	IsolatesNetwork bool
 	// LimitsMemory: with Limits.MemoryBytes set, a command that allocates without bound is
 	// killed inside its sandbox, while the sandbox's runtime, other sandboxes and the host
@@ -46,6 +67,14 @@ type Options struct {
 	LimitsPIDs bool
 }
 
+// StartFailure is a change to Spec that the backend accepts (it is no ErrUnsupported) but
+// cannot start, such as a command or an image that does not exist. Start must fail with an
+// error that contains Cause, and leave nothing behind.
+type StartFailure struct {
+	Apply func(*sandbox.Spec)
+	Cause string
+}
+
 // SpecChange is a named change to a spec.
 type SpecChange struct {
 	Name  string
@@ -54,13 +83,19 @@ type SpecChange struct {
 
 // Run runs the conformance suite against the backends newBackend returns.
 //
-// newBackend is called once per subtest, and twice in the adoption test: every value it
-// returns must see the same machine state (same root directory, same daemon), the way a new
-// agentd process sees the sandboxes of the one before it. It should register the backend's
-// Close with t.Cleanup.
+// newBackend is called once per subtest, twice in the adoption test, and once at the end to
+// check that nothing of the suite is left: every value it returns must see the same machine
+// state (same root directory, same daemon), the way a new agentd process sees the sandboxes
+// of the one before it. It should register the backend's Close with t.Cleanup.
 func Run(t *testing.T, newBackend func(t *testing.T) sandbox.Backend, opts Options) {
 	s := &suite{newBackend: newBackend, opts: opts}
+	t.Run("New", s.testNew)
+	t.Run("BadIDs", s.testBadIDs)
+	t.Run("StartNeedsKey", s.testStartNeedsKey)
+	t.Run("StartKeepsExistingDirectory", s.testStartKeepsExistingDirectory)
+	t.Run("StartFailureLeavesNothing", s.testStartFailureLeavesNothing)
 	t.Run("StartAndAuth", s.testStartAndAuth)
+	t.Run("RuntimeEnvironment", s.testRuntimeEnvironment)
 	t.Run("Commands", s.testCommands)
 	t.Run("Files", s.testFiles)
 	t.Run("PauseResume", s.testPauseResume)
@@ -70,6 +105,11 @@ func Run(t *testing.T, newBackend func(t *testing.T) sandbox.Backend, opts Optio
 	t.Run("List", s.testList)
 	t.Run("Unsupported", s.testUnsupported)
 	t.Run("Isolation", s.testIsolation)
+	// Every subtest destroys what it started when it ends, passed or failed, so the backend
+	// finds nothing left of the suite.
+	if ids := listIDs(t, newBackend(t)); len(ids) > 0 {
+		t.Errorf("sandboxes left after the suite: %q", ids)
+	}
 }
 
 type suite struct {
@@ -77,11 +117,15 @@ type suite struct {
 	opts       Options
 }
 
-// Bounds of the suite's waits. They are deadlines of loops that stop as soon as the awaited
-// thing happens, not sleeps.
+// Bounds of the suite's waits. readyTimeout and changeTimeout bound loops that wait for
+// something to happen and stop as soon as it does: they are generous, since a machine busy
+// with other tests may take many seconds. frozenWindow and frozenDeadline are how long a
+// paused sandbox is watched for a sign of life that must not come: a busy machine can only
+// make such a check miss a fault, never fail a sound backend.
 const (
-	readyTimeout   = 20 * time.Second
-	changeTimeout  = 10 * time.Second
+	readyTimeout   = time.Minute
+	changeTimeout  = time.Minute
+	runTimeout     = 2 * time.Minute
 	frozenWindow   = 500 * time.Millisecond
 	frozenDeadline = 300 * time.Millisecond
 )
@@ -143,17 +187,12 @@ func (s *suite) start(t *testing.T, b sandbox.Backend, spec sandbox.Spec) *box {
 	t.Helper()
 	bx := &box{backend: b, key: NewKey()}
 	id := NewID()
-	inst, err := b.Start(context.Background(), sandbox.StartRequest{ID: id, OwnerID: "owner", Spec: spec, SessionKey: bx.key})
-	if err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	if inst.ID != id {
-		t.Fatalf("start returned instance %q for sandbox %q", inst.ID, id)
-	}
-	bx.inst = inst
+	bx.inst = sandbox.Instance{ID: id}
+	// Registered before Start, so that whatever a start that fails half-way leaves is
+	// destroyed too; by then the instance may have been adopted by another backend.
 	t.Cleanup(func() {
 		bx.mu.Lock()
-		done := bx.destroyed
+		done, inst := bx.destroyed, bx.inst
 		bx.mu.Unlock()
 		if !done {
 			if err := bx.current().Destroy(context.Background(), inst); err != nil {
@@ -161,6 +200,16 @@ func (s *suite) start(t *testing.T, b sandbox.Backend, spec sandbox.Spec) *box {
 			}
 		}
 	})
+	inst, err := b.Start(context.Background(), sandbox.StartRequest{ID: id, OwnerID: "owner", Spec: spec, SessionKey: bx.key})
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if inst.ID != id {
+		t.Fatalf("start returned instance %q for sandbox %q", inst.ID, id)
+	}
+	bx.mu.Lock()
+	bx.inst = inst
+	bx.mu.Unlock()
 	bx.client, err = runtime.NewClient(inst.Endpoint, bx.key)
 	if err != nil {
 		t.Fatalf("client for %q: %v", inst.Endpoint, err)
@@ -175,14 +224,16 @@ func waitAnswers(t *testing.T, c *runtime.Client) {
 	t.Helper()
 	deadline := time.Now().Add(readyTimeout)
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		// Each attempt gets what is left of the wait: on a busy machine one answer can take
+		// seconds, and an attempt cut short would never see it.
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		_, err := c.Identity(ctx)
 		cancel()
 		if err == nil {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("runtime did not answer within %v: %v", readyTimeout, err)
+			t.Fatalf("runtime did not answer within %v; last error: %v", readyTimeout, err)
 		}
 		time.Sleep(delay)
 	}
@@ -202,7 +253,7 @@ func answersNot(t *testing.T, c *runtime.Client) {
 
 func run(t *testing.T, c *runtime.Client, command string) runtime.CommandResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	res, err := c.Run(ctx, runtime.CommandRequest{Command: command})
 	if err != nil {

@@ -40,7 +40,8 @@ type Daemon struct {
 	// Host is the engine's address, "unix:///tmp/…/docker.sock".
 	Host string
 	// CgroupParent is the cgroup under which the engine puts its containers' cgroups, in
-	// every hierarchy (cgroupfs driver).
+	// every hierarchy (cgroupfs driver), relative to the engine's own cgroup there (which is
+	// that of the process that started it).
 	CgroupParent string
 	// Client talks to the engine.
 	Client *client.Client
@@ -284,31 +285,6 @@ func unmountUnder(dir string) error {
 	return errors.Join(errs...)
 }
 
-// removeCgroups removes the directory parent (and any empty child left in it) from every
-// cgroup hierarchy under /sys/fs/cgroup.
-func removeCgroups(parent string) error {
-	if parent == "" {
-		return nil
-	}
-	dirs, _ := filepath.Glob("/sys/fs/cgroup/" + parent)
-	more, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent)
-	var errs []error
-	for _, d := range append(dirs, more...) {
-		children, _ := os.ReadDir(d)
-		for _, c := range children {
-			if c.IsDir() {
-				if err := unix.Rmdir(filepath.Join(d, c.Name())); err != nil {
-					errs = append(errs, fmt.Errorf("remove cgroup %s/%s: %w", d, c.Name(), err))
-				}
-			}
-		}
-		if err := unix.Rmdir(d); err != nil && !errors.Is(err, unix.ENOENT) {
-			errs = append(errs, fmt.Errorf("remove cgroup %s: %w", d, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // Leftovers lists what the engine still holds of the container or volume named: the
 // containers and volumes whose labels include label=value, and cgroup directories of the
 // container ids given.
@@ -333,9 +309,7 @@ func (d *Daemon) Leftovers(ctx context.Context, label, value string, containerID
 		if id == "" {
 			continue
 		}
-		cg, _ := filepath.Glob("/sys/fs/cgroup/*/" + d.CgroupParent + "/" + id)
-		cg2, _ := filepath.Glob("/sys/fs/cgroup/" + d.CgroupParent + "/" + id)
-		for _, p := range append(cg, cg2...) {
+		for _, p := range cgroupDirs(d.CgroupParent + "/" + id) {
 			left = append(left, "cgroup "+p)
 		}
 	}

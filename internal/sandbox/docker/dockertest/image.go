@@ -26,8 +26,8 @@ var ImageTools = []string{
 	"sleep", "sort", "stat", "tail", "touch", "tr", "true", "tty", "uname", "wc",
 }
 
-// imagePath is the PATH of the test image.
-const imagePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+// ImagePath is the PATH of the test image, which its sandboxes keep.
+const ImagePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // BuildImage imports an image named ref into the engine, made from the host's ImageTools
 // (those present) and the shared libraries they load, laid out usr-merged as on Debian, with
@@ -38,7 +38,7 @@ func BuildImage(ctx context.Context, cli *client.Client, ref string) error {
 		return fmt.Errorf("build test image: %w", err)
 	}
 	res, err := cli.ImageImport(ctx, client.ImageImportSource{Source: bytes.NewReader(tarball), SourceName: "-"}, ref,
-		client.ImageImportOptions{Changes: []string{"ENV PATH=" + imagePath}})
+		client.ImageImportOptions{Changes: []string{"ENV PATH=" + ImagePath}})
 	if err != nil {
 		return fmt.Errorf("import test image: %w", err)
 	}
