@@ -131,6 +131,7 @@ func TestConformance(t *testing.T) {
 		New: func(root, binary string) (sandbox.Backend, error) {
 			return New(Options{Host: d.Host, Root: root, Binary: binary})
 		},
+		Binary:     engine.binary,
 		SandboxDir: func(id string) string { return filepath.Join(root, id) },
 		// The backend does not pull: the start fails once the sandbox's directory and
 		// volume exist, and must remove them.

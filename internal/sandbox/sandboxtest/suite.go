@@ -34,6 +34,9 @@ type Options struct {
 	// executable and its other options as newBackend gives them. The suite checks that it
 	// refuses an empty root, an empty binary and a binary that does not exist.
 	New func(root, binary string) (sandbox.Backend, error)
+	// Binary is an agentd executable New accepts; empty means the test binary (Binary). The
+	// docker backend, for one, takes only a statically linked build.
+	Binary string
 	// SandboxDir returns the directory the backend keeps on the host for sandbox id. The
 	// suite checks that a start never takes over, nor removes, a directory that exists
 	// already, and that a failed start removes the one it made. Nil means the backend keeps no
@@ -90,6 +93,7 @@ type SpecChange struct {
 func Run(t *testing.T, newBackend func(t *testing.T) sandbox.Backend, opts Options) {
 	s := &suite{newBackend: newBackend, opts: opts}
 	t.Run("New", s.testNew)
+	t.Run("Check", s.testCheck)
 	t.Run("BadIDs", s.testBadIDs)
 	t.Run("StartNeedsKey", s.testStartNeedsKey)
 	t.Run("StartKeepsExistingDirectory", s.testStartKeepsExistingDirectory)
