@@ -146,6 +146,11 @@ func New(ctx context.Context, o Options) (*App, error) {
 	}
 
 	userSettings := settings.NewService(st, keyring, nil)
+	gitProviders := gitprovider.NewService(st, keyring, nil)
+	// A changed secret is masked in every event recorded from then on.
+	secretsChanged := func(userID string) { a.Conversations.SecretsChanged(userID) }
+	userSettings.OnSecretsChange(secretsChanged)
+	gitProviders.OnSecretsChange(secretsChanged)
 	newLLM := o.NewLLM
 	if newLLM == nil {
 		newLLM = NewLLM
@@ -157,6 +162,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		LLM: conversation.LLMDefaults{Provider: cfg.LLMProvider, Model: cfg.LLMModel,
 			BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey},
 		NewLLM: newLLM, Retry: o.LLMRetry, Agent: o.Agent,
+		Secrets: []conversation.SecretSource{userSettings, gitProviders},
 		Runtimes: func(ctx context.Context, ownerID, sandboxID string) (conversation.Runtime, error) {
 			return a.Sandboxes.Client(ctx, ownerID, sandboxID)
 		},
@@ -179,7 +185,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	api, err := httpapi.New(httpapi.Deps{
 		Auth: users, Conversations: a.Conversations, Sandboxes: a.Sandboxes,
 		Settings:     userSettings,
-		GitProviders: gitprovider.NewService(st, keyring, nil),
+		GitProviders: gitProviders,
 		Open:         keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: o.Version,
 		SpecWarnings: func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },
 		CORSOrigins:  cfg.CORSOrigins, Sockets: o.Sockets,

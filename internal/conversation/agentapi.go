@@ -58,7 +58,7 @@ func (s *Service) SendMessage(ctx context.Context, ownerID, convID string, m Mes
 		}
 		evs = append(evs, st)
 	}
-	if err := s.record(ctx, convID, evs); err != nil {
+	if err := s.record(ctx, v.Conversation, evs); err != nil {
 		return fmt.Errorf("send message to conversation %s: %w", convID, err)
 	}
 	if run && (v.TaskStatus == "" || v.TaskStatus == TaskReady) {
@@ -115,7 +115,7 @@ func (s *Service) PauseAgent(ctx context.Context, ownerID, convID string) error 
 	if err != nil {
 		return err
 	}
-	if err := s.record(ctx, convID, []event.Event{pause, st}); err != nil {
+	if err := s.record(ctx, v.Conversation, []event.Event{pause, st}); err != nil {
 		return fmt.Errorf("pause conversation %s: %w", convID, err)
 	}
 	return nil

@@ -25,7 +25,7 @@ func (s *Service) SandboxIdlePaused(ctx context.Context, ownerID, sandboxID stri
 			if err != nil {
 				return err
 			}
-			if err := s.record(ctx, v.ID, []event.Event{ev}); err != nil {
+			if err := s.record(ctx, v.Conversation, []event.Event{ev}); err != nil {
 				return fmt.Errorf("record idle pause on conversation %s: %w", v.ID, err)
 			}
 		}

@@ -203,7 +203,7 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 	a := agent.New(agent.Options{
 		Config: cfg, LLM: client, Metrics: metrics, Logger: log,
 		Tools:          &sandboxTools{s: s, ownerID: ownerID, sandboxID: v.SandboxID, convID: convID},
-		Log:            &runnerLog{s: s, convID: convID},
+		Log:            &runnerLog{s: s, conv: v.Conversation},
 		PauseRequested: l.pause.Load,
 		Now:            s.o.Now, NewID: s.o.NewEventID,
 	})
@@ -216,21 +216,24 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 // runnerLog is the agent's view of the conversation's event log: appends are stored with
 // the state they carry, then published.
 type runnerLog struct {
-	s      *Service
-	convID string
+	s    *Service
+	conv Conversation
 }
 
 func (l *runnerLog) Load(ctx context.Context, afterSeq int64) ([]event.Event, error) {
-	return l.s.o.Events.ConversationEvents(ctx, l.convID, afterSeq)
+	return l.s.o.Events.ConversationEvents(ctx, l.conv.ID, afterSeq)
 }
 
 func (l *runnerLog) Append(ctx context.Context, evs []event.Event) error {
-	return l.s.record(ctx, l.convID, evs)
+	return l.s.record(ctx, l.conv, evs)
 }
 
-// record stores events, applying the state updates among them to the conversation in the
-// same transaction, then publishes them.
-func (s *Service) record(ctx context.Context, convID string, evs []event.Event) error {
+// record masks the conversation's secrets in events, stores them, applying the state updates
+// among them to the conversation in the same transaction, then publishes them.
+func (s *Service) record(ctx context.Context, c Conversation, evs []event.Event) error {
+	if err := s.redact(ctx, c, evs); err != nil {
+		return fmt.Errorf("record events: %w", err)
+	}
 	u := StateUpdate{UpdatedAt: s.o.Now().UTC()}
 	for _, e := range evs {
 		if e.Kind != event.KindStateUpdate {
@@ -255,7 +258,7 @@ func (s *Service) record(ctx context.Context, convID string, evs []event.Event) 
 			}
 		}
 	}
-	if err := s.o.Store.RecordEvents(ctx, convID, evs, u); err != nil {
+	if err := s.o.Store.RecordEvents(ctx, c.ID, evs, u); err != nil {
 		return err
 	}
 	s.o.Bus.Publish(evs...)

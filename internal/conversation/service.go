@@ -28,6 +28,8 @@ type Sandboxes interface {
 	Delete(ctx context.Context, ownerID, id string) error
 	// Hold marks the sandbox in use (so it is never paused for being idle) until release.
 	Hold(id string) (release func())
+	// SessionKey returns the key the sandbox's runtime demands.
+	SessionKey(ctx context.Context, ownerID, id string) (string, error)
 }
 
 // Options configure a Service.
@@ -54,6 +56,9 @@ type Options struct {
 	// Runtimes returns the runtime of a RUNNING sandbox.
 	Runtimes func(ctx context.Context, ownerID, sandboxID string) (Runtime, error)
 	Agent    AgentOptions
+	// Secrets list the users' secrets (settings, provider tokens), which every event is
+	// masked for; call SecretsChanged when they change.
+	Secrets []SecretSource
 	// NewEventID returns event ids; nil means dashed random UUIDs.
 	NewEventID func() string
 }
@@ -72,6 +77,8 @@ type Service struct {
 	mu    sync.Mutex
 	tasks map[string]context.CancelFunc // conversation id → its start task's cancel
 	loops map[string]*loop              // conversation id → its agent loop
+
+	red redactors
 }
 
 // NewService returns a Service.
@@ -218,6 +225,9 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 		ev.ConversationID = convID
 		first = append(first, ev)
 	}
+	if err := s.redact(ctx, c, first); err != nil {
+		return View{}, StartTask{}, fmt.Errorf("create conversation: %w", err)
+	}
 	if err := s.o.Store.CreateConversation(ctx, c, task, first); err != nil {
 		return View{}, StartTask{}, fmt.Errorf("create conversation: %w", err)
 	}
@@ -337,6 +347,7 @@ func (s *Service) Delete(ctx context.Context, ownerID, id string) error {
 	if err := s.o.Store.DeleteConversation(context.WithoutCancel(ctx), ownerID, id); err != nil {
 		return fmt.Errorf("delete conversation %s: %w", id, err)
 	}
+	s.forgetRedactor(id)
 	s.o.Bus.End(id)
 	return nil
 }

@@ -14,6 +14,30 @@ type Service struct {
 	store  Store
 	sealer secret.Sealer
 	now    func() time.Time
+	// changed is told the user whose tokens changed; see OnSecretsChange.
+	changed func(userID string)
+}
+
+// OnSecretsChange registers fn to be called after a user's tokens may have changed. Call it
+// before the service is used.
+func (s *Service) OnSecretsChange(fn func(userID string)) { s.changed = fn }
+
+// SecretValues returns the user's provider tokens, which conversations mask in what they
+// record.
+func (s *Service) SecretValues(ctx context.Context, userID string) ([]string, error) {
+	stored, err := s.store.ProviderTokens(ctx, userID)
+	if err != nil {
+		return nil, fmt.Errorf("provider tokens of %s: %w", userID, err)
+	}
+	out := make([]string, 0, len(stored))
+	for _, t := range stored {
+		p, err := s.sealer.Open(t.TokenSealed)
+		if err != nil {
+			return nil, fmt.Errorf("provider tokens of %s: open %s: %w", userID, t.Provider, err)
+		}
+		out = append(out, string(p))
+	}
+	return out, nil
 }
 
 // NewService returns a Service. now may be nil.
@@ -76,6 +100,9 @@ func (s *Service) Store(ctx context.Context, userID string, in []TokenInput) err
 	if err := s.store.ReplaceProviderTokens(ctx, userID, out); err != nil {
 		return fmt.Errorf("store provider tokens: %w", err)
 	}
+	if s.changed != nil {
+		s.changed(userID)
+	}
 	return nil
 }
 
@@ -83,6 +110,9 @@ func (s *Service) Store(ctx context.Context, userID string, in []TokenInput) err
 func (s *Service) Unset(ctx context.Context, userID string) error {
 	if err := s.store.ReplaceProviderTokens(ctx, userID, nil); err != nil {
 		return fmt.Errorf("unset provider tokens: %w", err)
+	}
+	if s.changed != nil {
+		s.changed(userID)
 	}
 	return nil
 }

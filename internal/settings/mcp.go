@@ -80,3 +80,28 @@ func decodeMCP(plain []byte) (*MCPConfig, error) {
 	}
 	return &m, nil
 }
+
+// SecretValues returns the servers' API keys and the values of their environments (stdio
+// servers get their tokens there). A nil configuration has none.
+func (m *MCPConfig) SecretValues() []string {
+	if m == nil {
+		return nil
+	}
+	var out []string
+	for _, s := range m.SSEServers {
+		if s.APIKey != nil {
+			out = append(out, *s.APIKey)
+		}
+	}
+	for _, s := range m.SHTTPServers {
+		if s.APIKey != nil {
+			out = append(out, *s.APIKey)
+		}
+	}
+	for _, s := range m.StdioServers {
+		for _, v := range s.Env {
+			out = append(out, v)
+		}
+	}
+	return out
+}

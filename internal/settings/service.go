@@ -23,7 +23,13 @@ type Service struct {
 	store  Store
 	sealer secret.Sealer
 	now    func() time.Time
+	// changed is told the user whose secret settings changed; see OnSecretsChange.
+	changed func(userID string)
 }
+
+// OnSecretsChange registers fn to be called after a user's secret settings may have changed
+// (those that mask event text: see SecretValues). Call it before the service is used.
+func (s *Service) OnSecretsChange(fn func(userID string)) { s.changed = fn }
 
 // NewService returns a Service. now may be nil.
 func NewService(store Store, sealer secret.Sealer, now func() time.Time) *Service {
@@ -129,7 +135,40 @@ func (s *Service) Apply(ctx context.Context, userID string, u Update) error {
 	if err := s.store.PutSettings(ctx, r); err != nil {
 		return fmt.Errorf("update settings: %w", err)
 	}
+	if s.changed != nil && (u.LLMAPIKey != nil || u.SearchAPIKey != nil || u.SandboxAPIKey != nil || u.MCP != nil) {
+		s.changed(userID)
+	}
 	return nil
+}
+
+// SecretValues returns every secret value of the user's settings: the LLM, search and
+// sandbox API keys, and the API keys and environment values of their MCP servers. The
+// conversations mask them in what they record.
+func (s *Service) SecretValues(ctx context.Context, userID string) ([]string, error) {
+	r, err := s.store.GetSettings(ctx, userID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("secret settings of %s: %w", userID, err)
+	}
+	var out []string
+	for _, name := range []string{LLMAPIKey, SearchAPIKey, SandboxAPIKey} {
+		sealed, ok := r.Secrets[name]
+		if !ok {
+			continue
+		}
+		plain, err := s.sealer.Open(sealed)
+		if err != nil {
+			return nil, fmt.Errorf("secret settings of %s: open %s: %w", userID, name, err)
+		}
+		out = append(out, string(plain))
+	}
+	m, err := s.openMCP(r)
+	if err != nil {
+		return nil, fmt.Errorf("secret settings of %s: %w", userID, err)
+	}
+	return append(out, m.SecretValues()...), nil
 }
 
 // Secret returns one of the user's secret settings; ok is false when it is not set.

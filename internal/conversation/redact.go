@@ -1,0 +1,138 @@
+package conversation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/secret"
+	"github.com/agentd/agentd/internal/settings"
+)
+
+// Every event is masked for the secrets its conversation knows before it is stored or
+// published: the LLM key it runs with (the user's or the server's), the user's other secret
+// settings and MCP keys, their provider tokens, the MCP keys of its own request, and its
+// sandbox's session key. A command that prints a token therefore shows it to nobody, the
+// model included: the model reads the masked observations back from the log.
+
+// SecretSource lists secret values that a user's conversations may come across.
+type SecretSource interface {
+	SecretValues(ctx context.Context, userID string) ([]string, error)
+}
+
+// redactors caches one redactor per conversation. An entry is good while its owner's secrets
+// have not changed (SecretsChanged bumps the owner's generation) and the conversation's
+// sandbox is the one it was built with.
+type redactors struct {
+	mu     sync.Mutex
+	gen    map[string]uint64 // owner → generation of their secrets
+	byConv map[string]redactorEntry
+}
+
+type redactorEntry struct {
+	owner     string
+	gen       uint64
+	sandboxID string
+	r         *secret.Redactor
+}
+
+// maxCachedRedactors bounds the cache; past it, the cache starts over.
+const maxCachedRedactors = 10_000
+
+// SecretsChanged tells the service that a user's secrets (settings, provider tokens) changed:
+// their conversations mask the new values from their next event on.
+func (s *Service) SecretsChanged(userID string) {
+	s.red.mu.Lock()
+	defer s.red.mu.Unlock()
+	if s.red.gen == nil {
+		s.red.gen = map[string]uint64{}
+	}
+	s.red.gen[userID]++
+}
+
+// redactor returns the redactor of conversation v.
+func (s *Service) redactor(ctx context.Context, v Conversation) (*secret.Redactor, error) {
+	s.red.mu.Lock()
+	gen := s.red.gen[v.OwnerID]
+	e, ok := s.red.byConv[v.ID]
+	s.red.mu.Unlock()
+	if ok && e.owner == v.OwnerID && e.gen == gen && e.sandboxID == v.SandboxID {
+		return e.r, nil
+	}
+	values, err := s.secretValues(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	r := secret.NewRedactor(values...)
+	s.red.mu.Lock()
+	defer s.red.mu.Unlock()
+	if s.red.gen[v.OwnerID] == gen { // else the secrets changed meanwhile: do not cache
+		if s.red.byConv == nil || len(s.red.byConv) >= maxCachedRedactors {
+			s.red.byConv = map[string]redactorEntry{}
+		}
+		s.red.byConv[v.ID] = redactorEntry{owner: v.OwnerID, gen: gen, sandboxID: v.SandboxID, r: r}
+	}
+	return r, nil
+}
+
+// forgetRedactor drops the cached redactor of a deleted conversation.
+func (s *Service) forgetRedactor(convID string) {
+	s.red.mu.Lock()
+	defer s.red.mu.Unlock()
+	delete(s.red.byConv, convID)
+}
+
+// secretValues collects the secrets conversation v knows.
+func (s *Service) secretValues(ctx context.Context, v Conversation) ([]string, error) {
+	values := []string{s.o.LLM.APIKey}
+	for _, src := range s.o.Secrets {
+		vs, err := src.SecretValues(ctx, v.OwnerID)
+		if err != nil {
+			return nil, fmt.Errorf("secrets of conversation %s: %w", v.ID, err)
+		}
+		values = append(values, vs...)
+	}
+	if len(v.RequestSealed) > 0 {
+		raw, err := s.o.Sealer.Open(v.RequestSealed)
+		if err != nil {
+			return nil, fmt.Errorf("secrets of conversation %s: open its request: %w", v.ID, err)
+		}
+		var req struct {
+			MCPConfig *settings.MCPConfig `json:"mcp_config"`
+		}
+		_ = json.Unmarshal(raw, &req) // validated when stored; a request without MCP has none
+		values = append(values, req.MCPConfig.SecretValues()...)
+	}
+	if v.SandboxID != "" {
+		// The session key is masked where it can be read; a sandbox that is gone has none to
+		// leak, so its absence is no reason to refuse the event.
+		key, err := s.o.Sandboxes.SessionKey(ctx, v.OwnerID, v.SandboxID)
+		switch {
+		case err == nil:
+			values = append(values, key)
+		case !errors.Is(err, sandbox.ErrNotFound):
+			s.log.Warn("session key of the conversation's sandbox is not masked", "conversation_id", v.ID, "sandbox_id", v.SandboxID, "err", err)
+		}
+	}
+	return values, nil
+}
+
+// redact masks the secrets of conversation v in evs, in place.
+func (s *Service) redact(ctx context.Context, v Conversation, evs []event.Event) error {
+	r, err := s.redactor(ctx, v)
+	if err != nil {
+		return err
+	}
+	if r.Empty() {
+		return nil
+	}
+	for i := range evs {
+		evs[i].Body = r.RedactJSON(evs[i].Body)
+		evs[i].LLMText = r.Redact(evs[i].LLMText)
+	}
+	return nil
+}

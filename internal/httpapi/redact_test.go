@@ -1,0 +1,96 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/internal/llm/llmtest"
+	"github.com/agentd/agentd/internal/secret"
+)
+
+// TestSecretsAreMasked: every kind of secret a conversation knows, printed by a command in
+// its sandbox or typed by the user, is masked in the events the API serves, in what the
+// model is sent, and in the database: the user's and the server's LLM keys, the search key,
+// a provider token, the MCP keys and environment of the user's settings and of the
+// conversation's own request, and the sandbox's session key. A secret added while the
+// conversation runs is masked from then on.
+func TestSecretsAreMasked(t *testing.T) {
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	srv := e.scripted(alice,
+		terminal(t, "cat notes.txt"),
+		llmtest.Calls(llmtest.Call("finish", `{"message":"read them"}`)),
+	)
+	secrets := map[string]string{
+		"user LLM key":            llmtest.APIKey,
+		"server LLM key":          e.cfg.LLMAPIKey,
+		"search key":              "search-secret-4471",
+		"provider token":          "ghp_provider_secret_9921",
+		"settings MCP key":        "mcp-settings-secret-3310",
+		"settings MCP env":        "stdio-env-secret-5520",
+		"request MCP key":         "mcp-request-secret-7781",
+		"token added mid-run":     "glpat-added-later-6651",
+		"session key":             "", // known once the sandbox runs
+		"token in a user message": "ghp_provider_secret_9921",
+	}
+	e.must("POST", "/api/settings", alice, map[string]any{
+		"search_api_key": secrets["search key"],
+		"mcp_config": map[string]any{
+			"shttp_servers": []any{map[string]any{"url": "https://mcp.example.com/mcp", "api_key": secrets["settings MCP key"]}},
+			"stdio_servers": []any{map[string]any{"name": "fs", "command": "mcp-fs", "env": map[string]any{"FS_TOKEN": secrets["settings MCP env"]}}},
+		},
+	}, http.StatusOK, nil)
+	e.must("POST", "/api/add-git-providers", alice, map[string]any{
+		"provider_tokens": map[string]any{"github": map[string]any{"token": secrets["provider token"]}},
+	}, http.StatusOK, nil)
+
+	id := e.v0Create(alice, map[string]any{"mcp_config": map[string]any{
+		"sse_servers": []any{map[string]any{"url": "https://sse.example.com/sse", "api_key": secrets["request MCP key"]}},
+	}})
+	e.v0WaitStatus(alice, id, "RUNNING")
+	conv := e.getConversation(alice, id)
+	secrets["session key"] = *conv.SessionAPIKey
+	c := &agentConv{e: e, key: alice, id: id, sandboxID: conv.SandboxID, url: *conv.ConversationURL, sessionKey: *conv.SessionAPIKey}
+
+	// The token added now is known to the conversation from its next event on.
+	e.must("POST", "/api/add-git-providers", alice, map[string]any{
+		"provider_tokens": map[string]any{"gitlab": map[string]any{"token": secrets["token added mid-run"]}},
+	}, http.StatusOK, nil)
+	var notes strings.Builder
+	for name, v := range secrets {
+		fmt.Fprintf(&notes, "%s: %s\n", name, v)
+	}
+	e.run(alice, c.sandboxID, fmt.Sprintf("printf '%%s' '%s' > notes.txt", notes.String()))
+	c.api("POST", "/events", message("read my notes; my token is "+secrets["token in a user message"], true), http.StatusOK, nil)
+	c.waitStatus("finished")
+
+	events := e.must("GET", c.path("/events/search?limit=100"), c.sessionKey, nil, http.StatusOK, nil)
+	var sent bytes.Buffer
+	for _, req := range srv.Requests() {
+		for _, m := range req.Messages {
+			sent.WriteString(m.Text())
+		}
+	}
+	db := e.dbFileBytes()
+	for name, v := range secrets {
+		if strings.Contains(string(events), v) {
+			t.Errorf("the %s is in the events the API serves", name)
+		}
+		if strings.Contains(sent.String(), v) {
+			t.Errorf("the %s was sent to the model", name)
+		}
+		if bytes.Contains(db, []byte(v)) {
+			t.Errorf("the %s is in the database", name)
+		}
+	}
+	// The output itself is there, masked: one mask per secret line.
+	if n := strings.Count(sent.String(), secret.Mask); n < len(secrets) {
+		t.Errorf("the model saw %d masks, want at least %d:\n%s", n, len(secrets), sent.String())
+	}
+	if !strings.Contains(string(events), "search key: "+secret.Mask) {
+		t.Errorf("the observation does not show the masked output:\n%s", events)
+	}
+}
