@@ -34,10 +34,10 @@ func TestRedactJSON(t *testing.T) {
 	secrets := []string{`tok"en\with<html>&quotes`, "plain-secret-value", "ünïcødé-secret"}
 	r := NewRedactor(secrets...)
 	doc := map[string]any{
-		"output": "before " + secrets[0] + " after",
-		"nested": []any{map[string]any{"text": secrets[1]}, 42, true, nil},
+		"output":   "before " + secrets[0] + " after",
+		"nested":   []any{map[string]any{"text": secrets[1]}, 42, true, nil},
 		secrets[2]: "a key that is a secret",
-		"number": json.Number("12345678901234567890"),
+		"number":   json.Number("12345678901234567890"),
 	}
 	for _, html := range []bool{true, false} {
 		b := encode(t, doc, html)
