@@ -11,6 +11,10 @@ declare -A need=(
   [bwrap]=bubblewrap # the bwrap backend, the default sandbox backend where it works
   [dockerd]=docker.io # the docker backend's tests start a private engine
 )
+# `deps.sh stress` also installs what `make stress` loads the machine with.
+if [ "${1:-}" = stress ]; then
+  need[stress-ng]=stress-ng
+fi
 
 missing=()
 for cmd in "${!need[@]}"; do
