@@ -38,12 +38,8 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, root: root, store: sandboxtest.NewMemStore()}
-	ctx := context.Background()
-	must(t, e.store.PutSpec(ctx, sandboxtest.RuntimeSpec("default")))
-	// sh -c 'sleep 30' takes the appended runtime flags as its positional arguments.
-	must(t, e.store.PutSpec(ctx, sandbox.Spec{ID: "mute", Command: []string{"/bin/sh", "-c", "sleep 30", "--"}}))
-	must(t, e.store.PutSpec(ctx, sandbox.Spec{ID: "offline", Network: sandbox.NetworkNone}))
-	// Registered first, so it runs last: whatever a test left running is destroyed.
+	// Registered first, as soon as the root exists, so it runs last and on any failure:
+	// whatever a test left running (paused sandboxes too) is destroyed.
 	t.Cleanup(func() {
 		b := e.backend()
 		insts, err := b.List(context.Background())
@@ -58,6 +54,11 @@ func newEnv(t *testing.T) *env {
 		os.RemoveAll(root)
 		sandboxtest.CheckNoChildren(t)
 	})
+	ctx := context.Background()
+	must(t, e.store.PutSpec(ctx, sandboxtest.RuntimeSpec("default")))
+	// sh -c 'sleep 30' takes the appended runtime flags as its positional arguments.
+	must(t, e.store.PutSpec(ctx, sandbox.Spec{ID: "mute", Command: []string{"/bin/sh", "-c", "sleep 30", "--"}}))
+	must(t, e.store.PutSpec(ctx, sandbox.Spec{ID: "offline", Network: sandbox.NetworkNone}))
 	return e
 }
 
