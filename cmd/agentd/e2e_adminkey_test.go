@@ -16,7 +16,7 @@ func TestGeneratedAdminKey(t *testing.T) {
 
 	first := startServer(t, dir, nil)
 	var key string
-	waitFor(t, 5*time.Second, "the admin key on stdout", func() (bool, string) {
+	waitFor(t, 30*time.Second, "the admin key on stdout", func() (bool, string) {
 		key = generatedKey.FindString(first.stdout.String())
 		return key != "", first.stdout.String()
 	})

@@ -62,7 +62,7 @@ func TestDataDirInUse(t *testing.T) {
 func waitDataDirFree(t *testing.T, dir string) time.Duration {
 	t.Helper()
 	start := time.Now()
-	waitFor(t, 10*time.Second, "the data dir's lock to be free", func() (bool, string) {
+	waitFor(t, 30*time.Second, "the data dir's lock to be free", func() (bool, string) {
 		unlock, err := app.LockDataDir(dir)
 		if err != nil {
 			return false, err.Error()
@@ -107,7 +107,11 @@ func TestKilledServerReleasesDataDir(t *testing.T) {
 				}
 			})
 		}
-		time.Sleep(20 * time.Millisecond)
+		// Kill it once it is starting sandboxes, while the requests keep coming.
+		waitFor(t, 30*time.Second, "the server to start a sandbox", func() (bool, string) {
+			entries, err := os.ReadDir(filepath.Join(dir, "sandboxes", "process"))
+			return len(entries) > 0, fmt.Sprint("sandbox directories: ", err)
+		})
 		s.kill()
 		unlock, err := app.LockDataDir(dir)
 		close(stop)

@@ -173,7 +173,7 @@ func runtimeLeaders(s string) []int {
 func killRuntimes(t *testing.T, dir string) {
 	t.Helper()
 	sessions := map[int]bool{}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		for _, pid := range runtimeLeaders(dir) {
 			sessions[pid] = true
@@ -211,7 +211,7 @@ func killAndReap(t *testing.T, pid int) {
 	if err := unix.Kill(pid, unix.SIGKILL); err != nil {
 		t.Fatalf("kill %d: %v", pid, err)
 	}
-	waitFor(t, 10*time.Second, fmt.Sprintf("process %d to die", pid), func() (bool, string) {
+	waitFor(t, 30*time.Second, fmt.Sprintf("process %d to die", pid), func() (bool, string) {
 		p, ok := readProc(pid)
 		if !ok {
 			return true, ""
@@ -405,8 +405,8 @@ func (s *server) kill() {
 	}
 	select {
 	case <-s.done:
-	case <-time.After(10 * time.Second):
-		s.t.Errorf("agentd serve (pid %d) still there 10s after SIGKILL", s.cmd.Process.Pid)
+	case <-time.After(30 * time.Second):
+		s.t.Errorf("agentd serve (pid %d) still there 30s after SIGKILL", s.cmd.Process.Pid)
 	}
 }
 

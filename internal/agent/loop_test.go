@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/llm"
@@ -276,10 +277,15 @@ func TestRestartAnswersInterruptedCalls(t *testing.T) {
 		st, _ := New(Options{Config: r.cfg, LLM: r.llm, Tools: r.tools, Log: r.log}).Run(ctx)
 		done <- st
 	}()
-	waitFor(t, func() bool { return len(r.log.bodies(event.KindAction)) == 1 })
+	waitFor(t, "the action", func() bool { return len(r.log.bodies(event.KindAction)) == 1 })
 	cancel() // the server stops mid-command
-	if st := <-done; st != StatusRunning {
-		t.Fatalf("status after shutdown %s, want running", st)
+	select {
+	case st := <-done:
+		if st != StatusRunning {
+			t.Fatalf("status after shutdown %s, want running", st)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not end within 30s of the cancel")
 	}
 	r.tools.block = nil
 	if st := r.run(); st != StatusFinished {

@@ -44,6 +44,9 @@ type Options struct {
 	// SandboxWatchInterval is how often vanished and idle sandboxes are looked for; zero
 	// means the sandbox service's default.
 	SandboxWatchInterval time.Duration
+	// SandboxNow is the sandbox service's clock, which decides when a sandbox is idle; nil
+	// means time.Now.
+	SandboxNow func() time.Time
 	// Sockets tune the API's WebSockets; the zero value is the defaults.
 	Sockets httpapi.SocketOptions
 }
@@ -128,7 +131,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Store: st, Backend: o.Backend, Sealer: keyring, Logger: log,
 		DefaultSpec: cfg.DefaultSpec, MaxRunningPerUser: cfg.MaxRunningSandboxes,
 		StartTimeout: cfg.SandboxStartTimeout, IdleTimeout: cfg.SandboxIdleTimeout,
-		WatchInterval: o.SandboxWatchInterval,
+		WatchInterval: o.SandboxWatchInterval, Now: o.SandboxNow,
 		OnIdlePause: func(ctx context.Context, sb sandbox.Sandbox, idle time.Duration) {
 			if err := a.Conversations.SandboxIdlePaused(ctx, sb.OwnerID, sb.ID, idle); err != nil {
 				log.Error("record idle pause", "sandbox_id", sb.ID, "err", err)

@@ -103,7 +103,7 @@ func (c *agentConv) waitStatus(want ...string) string {
 			}
 		}
 		return false
-	})
+	}, func() string { return "it is " + got })
 	return got
 }
 

@@ -94,18 +94,23 @@ func TestPauseTheAgentBetweenSteps(t *testing.T) {
 }
 
 // TestSandboxPausedMidCommand: pausing the sandbox freezes the command; its result arrives
-// after the resume, and nothing is lost.
+// after the resume, and nothing is lost. The command waits for a file the test writes while
+// the sandbox is paused, so it cannot finish before the pause however slow the machine.
 func TestSandboxPausedMidCommand(t *testing.T) {
 	e := newEnv(t)
 	_, alice := e.newUser("alice")
+	const marker = "agentd-test-paused-mid-command"
 	e.scripted(alice,
-		terminal(t, "sleep 1 && echo slept"),
+		terminal(t, `sh -c 'until [ -e go ]; do sleep 0.01; done; echo slept' `+marker),
 		llmtest.Calls(llmtest.Call("finish", `{"message":"slept"}`)),
 	)
 	c := e.startAgent(alice, map[string]any{"initial_message": message("sleep", true)})
-	e.eventually("the command to start", func() bool { return c.hasEvent("ActionEvent:terminal") })
+	e.eventually("the command to run", func() bool { return len(processesMatching(t, marker)) > 0 })
 	e.must("POST", "/api/v1/sandboxes/"+c.sandboxID+"/pause", alice, nil, http.StatusOK, nil)
-	time.Sleep(2 * time.Second) // longer than the command would take
+	wantStopped(t, marker)
+	if err := os.WriteFile(filepath.Join(e.sandboxDir(c.sandboxID), "workspace", "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if c.hasEvent("ObservationEvent:terminal") {
 		t.Fatal("the command finished while its sandbox was paused")
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,6 +39,27 @@ type env struct {
 	agent conversation.AgentOptions
 	// sockets tunes the app's WebSockets (timeouts).
 	sockets httpapi.SocketOptions
+	// sandboxClock is the sandbox service's clock: the real time until a test advances it.
+	sandboxClock *offsetClock
+}
+
+// offsetClock is the real time plus an offset that a test moves forward, so that a test
+// decides when a sandbox has been idle for long enough, whatever the machine's speed.
+type offsetClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *offsetClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *offsetClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
 }
 
 type envOption func(*config.Config)
@@ -58,11 +80,11 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	e := &env{t: t, cfg: cfg}
+	e := &env{t: t, cfg: cfg, sandboxClock: &offsetClock{}}
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		(*e.handler.Load()).ServeHTTP(w, r)
 	}))
-	e.start()
+	// Registered before the app starts, so that a start that fails half-way is cleaned up too.
 	t.Cleanup(func() {
 		e.srv.Close()
 		e.stop()
@@ -75,6 +97,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		b.Close()
 		sandboxtest.CheckNoChildren(t)
 	})
+	e.start()
 	return e
 }
 
@@ -91,8 +114,10 @@ func (e *env) start() {
 	e.t.Helper()
 	e.backend = e.newBackend()
 	a, err := app.New(context.Background(), app.Options{Config: e.cfg, Backend: e.backend, Version: "test",
-		LLMRetry: fastRetry, Agent: e.agent, SandboxWatchInterval: 100 * time.Millisecond, Sockets: e.sockets})
+		LLMRetry: fastRetry, Agent: e.agent, SandboxWatchInterval: 100 * time.Millisecond,
+		SandboxNow: e.sandboxClock.Now, Sockets: e.sockets})
 	if err != nil {
+		e.backend.Close()
 		e.t.Fatal(err)
 	}
 	e.app = a
@@ -183,13 +208,18 @@ func (e *env) newUser(name string) (id, key string) {
 	return u.ID, k.Key
 }
 
-// eventually polls cond every few milliseconds until it holds or 20 seconds pass.
-func (e *env) eventually(what string, cond func() bool) {
+// eventually polls cond every few milliseconds until it holds or 30 seconds pass; a seen
+// function, if given, says in the failure what was seen last.
+func (e *env) eventually(what string, cond func() bool, seen ...func() string) {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s", what)
+			last := ""
+			for _, f := range seen {
+				last += "; " + f()
+			}
+			e.t.Fatalf("timed out after 30s waiting for %s%s", what, last)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -211,5 +241,9 @@ func (e *env) sandboxStatus(key, id string) string {
 // waitSandbox waits until the sandbox has the status.
 func (e *env) waitSandbox(key, id, status string) {
 	e.t.Helper()
-	e.eventually("sandbox "+id+" "+status, func() bool { return e.sandboxStatus(key, id) == status })
+	last := ""
+	e.eventually("sandbox "+id+" "+status, func() bool {
+		last = e.sandboxStatus(key, id)
+		return last == status
+	}, func() string { return "it is " + last })
 }

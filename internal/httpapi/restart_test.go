@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // snapshot reads path as generic JSON, for before/after comparisons.
@@ -124,7 +123,7 @@ func TestRestartPersistence(t *testing.T) {
 		if s := e.sandboxStatus(alice, paused); s != "PAUSED" {
 			t.Fatalf("paused sandbox reads %q after restart", s)
 		}
-		time.Sleep(300 * time.Millisecond)
+		wantStopped(t, "counter-"+paused)
 		if n := e.counter(paused); n != pausedCount {
 			t.Fatalf("counter went from %d to %d while paused over a restart", pausedCount, n)
 		}

@@ -124,6 +124,27 @@ func (e *env) counter(id string) int {
 	return n
 }
 
+// wantStopped fails unless the processes whose command line contains needle are all frozen:
+// stopped, or (a vfork parent whose child was stopped before its exec) asleep in the kernel
+// until the resume. A pause returns only once they are, so no wait is needed to see it.
+func wantStopped(t *testing.T, needle string) {
+	t.Helper()
+	pids := processesMatching(t, needle)
+	if len(pids) == 0 {
+		t.Fatalf("no process matches %q", needle)
+	}
+	for _, pid := range pids {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			continue // gone meanwhile: it runs no more either
+		}
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 || i+2 >= len(stat) || !strings.ContainsRune("TtD", rune(stat[i+2])) {
+			t.Fatalf("process %d of a paused sandbox is not stopped: %s", pid, stat)
+		}
+	}
+}
+
 // processesMatching returns the pids of live processes whose command line contains needle.
 func processesMatching(t *testing.T, needle string) []int {
 	t.Helper()
@@ -244,7 +265,7 @@ func TestSandboxLifecycle(t *testing.T) {
 			t.Fatalf("paused sandbox %+v: want PAUSED without a session key", sb)
 		}
 		before := e.counter(id)
-		time.Sleep(300 * time.Millisecond)
+		wantStopped(t, marker)
 		if after := e.counter(id); after != before {
 			t.Fatalf("counter went from %d to %d while paused", before, after)
 		}

@@ -77,7 +77,7 @@ func TestMainServesOnUnixSocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for c.Alive(ctx) != nil {
 		if time.Now().After(deadline) {
 			t.Fatalf("runtime never answered; log:\n%s", stderr)
@@ -106,8 +106,8 @@ func TestMainServesOnUnixSocket(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Main did not stop")
+	case <-time.After(30 * time.Second):
+		t.Fatal("Main did not stop within 30s of the cancel")
 	}
 	if strings.Contains(stderr.String(), "from-env") {
 		t.Fatal("the key was logged")
@@ -160,7 +160,7 @@ func TestMainKeyFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.CloseIdleConnections()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if _, err := c.Identity(ctx); err == nil {
 			break
@@ -173,8 +173,13 @@ func TestMainKeyFile(t *testing.T) {
 		t.Fatalf("key file left behind: %v", err)
 	}
 	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Main did not stop within 30s of the cancel")
 	}
 
 	if err := Main(context.Background(), args, noEnv, &syncBuffer{}); err == nil {

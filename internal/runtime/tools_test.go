@@ -87,7 +87,7 @@ func terminalObs(t *testing.T, res tool.Result) tool.TerminalObservation {
 }
 
 func TestToolRoutes(t *testing.T) {
-	_, c, _ := newToolServer(t, 5*time.Second)
+	_, c, _ := newToolServer(t, time.Minute)
 	key := http.Header{HeaderSessionKey: {testKey}}
 	url := c.BaseURL()
 	tests := []struct {
@@ -129,7 +129,7 @@ func TestToolRoutes(t *testing.T) {
 }
 
 func TestToolArgumentErrors(t *testing.T) {
-	_, c, _ := newToolServer(t, 5*time.Second)
+	_, c, _ := newToolServer(t, time.Minute)
 	tests := []struct {
 		name string
 		tool string
@@ -176,7 +176,7 @@ func TestToolArgumentErrors(t *testing.T) {
 
 // TestToolsOverHTTP uses every sandbox tool through the client, as the control plane does.
 func TestToolsOverHTTP(t *testing.T) {
-	_, c, ws := newToolServer(t, 5*time.Second)
+	_, c, ws := newToolServer(t, time.Minute)
 
 	res := callTool(t, c, "terminal", "a", map[string]any{"command": "mkdir -p src && cd src && export V=1 && echo ${" + KeyEnv + ":-no key}"})
 	obs := terminalObs(t, res)
@@ -229,7 +229,7 @@ func TestToolsOverHTTP(t *testing.T) {
 // TestToolOutputSaved checks that a clipped output is saved in the workspace's .agentd, which
 // git is told to ignore, and that the agent can read it.
 func TestToolOutputSaved(t *testing.T) {
-	_, c, ws := newToolServer(t, 5*time.Second)
+	_, c, ws := newToolServer(t, time.Minute)
 	res := callTool(t, c, "terminal", "a", map[string]any{"command": "seq 1 30000"})
 	if !strings.Contains(res.Text, "response clipped") || !strings.Contains(res.Text, ws+"/.agentd/outputs/") {
 		t.Fatalf("not clipped into the output directory: %.500s", res.Text)
@@ -245,21 +245,24 @@ func TestToolOutputSaved(t *testing.T) {
 }
 
 // TestToolSerialisation checks that calls of one conversation run one after another while
-// conversations run side by side.
+// conversations run side by side. Each command waits for files the others write, so what is
+// checked does not depend on how fast the machine runs them.
 func TestToolSerialisation(t *testing.T) {
-	_, c, _ := newToolServer(t, 5*time.Second)
+	_, c, ws := newToolServer(t, time.Minute)
 	for _, conv := range []string{"x", "y"} {
 		callTool(t, c, "terminal", conv, map[string]any{"command": "true"}) // start the shells
 	}
+	file := func(name string) string { return filepath.Join(ws, name) }
 
-	// Same conversation: the second call waits for the first instead of being refused.
+	// Same conversation: the second call, sent while the first runs, waits for it instead
+	// of being refused.
 	var wg sync.WaitGroup
 	results := make([]tool.Result, 2)
 	errs := make([]error, 2)
 	wg.Go(func() {
-		results[0], errs[0] = tryTool(c, "terminal", "x", map[string]any{"command": "sleep 0.5; echo first"})
+		results[0], errs[0] = tryTool(c, "terminal", "x", map[string]any{"command": "touch " + file("first.started") + "; sleep 0.5; echo first"})
 	})
-	time.Sleep(100 * time.Millisecond)
+	waitFile(t, file("first.started"))
 	wg.Go(func() { results[1], errs[1] = tryTool(c, "terminal", "x", map[string]any{"command": "echo second"}) })
 	wg.Wait()
 	for i, want := range []string{"first", "second"} {
@@ -271,26 +274,46 @@ func TestToolSerialisation(t *testing.T) {
 		}
 	}
 
-	// Different conversations overlap.
-	start := time.Now()
+	// Different conversations overlap: each command finishes only once it has seen the
+	// other's file, which it cannot while the other waits for its turn. (Bounded, so that a
+	// failure reports rather than hangs.)
+	meet := func(mine, theirs string) string {
+		return "touch " + file(mine) + "; n=0; while [ ! -e " + file(theirs) + " ] && [ $n -lt 2000 ]; do sleep 0.01; n=$((n+1)); done; " +
+			"[ -e " + file(theirs) + " ] && echo met || echo alone"
+	}
 	for i, conv := range []string{"x", "y"} {
-		wg.Go(func() { results[i], errs[i] = tryTool(c, "terminal", conv, map[string]any{"command": "sleep 1"}) })
+		cmd := meet("x.ready", "y.ready")
+		if conv == "y" {
+			cmd = meet("y.ready", "x.ready")
+		}
+		wg.Go(func() { results[i], errs[i] = tryTool(c, "terminal", conv, map[string]any{"command": cmd}) })
 	}
 	wg.Wait()
 	for i := range errs {
-		if errs[i] != nil || terminalObs(t, results[i]).ExitCode != 0 {
-			t.Fatalf("parallel call %d: %v %s", i, errs[i], results[i].Text)
+		if errs[i] != nil || terminalObs(t, results[i]).ExitCode != 0 || terminalObs(t, results[i]).Content[0].Text != "met" {
+			t.Fatalf("parallel call %d: %v %s; the conversations did not run side by side", i, errs[i], results[i].Text)
 		}
 	}
-	if d := time.Since(start); d > 1900*time.Millisecond {
-		t.Fatalf("two conversations took %v: they did not run in parallel", d)
+}
+
+// waitFile waits until path exists.
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared: %v", path, err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
 // TestCloseToolSession checks that closing a conversation's session kills what its terminal
 // runs, background jobs included, and ends a call waiting on it.
 func TestCloseToolSession(t *testing.T) {
-	_, c, _ := newToolServer(t, time.Minute)
+	_, c, ws := newToolServer(t, time.Minute)
 	res := callTool(t, c, "terminal", "gone", map[string]any{"command": "sleep 300 & echo $!"})
 	obs := terminalObs(t, res)
 	bg, shell := obs.Content[0].Text, obs.Metadata.PID
@@ -299,14 +322,15 @@ func TestCloseToolSession(t *testing.T) {
 	}
 
 	done := make(chan tool.Result, 1)
+	started := filepath.Join(ws, "waiting.started")
 	go func() {
-		res, err := tryTool(c, "terminal", "gone", map[string]any{"command": "sleep 300"})
+		res, err := tryTool(c, "terminal", "gone", map[string]any{"command": "touch " + started + "; sleep 300"})
 		if err != nil {
 			res.Text = err.Error()
 		}
 		done <- res
 	}()
-	time.Sleep(300 * time.Millisecond)
+	waitFile(t, started)
 	closed, err := c.CloseToolSession(context.Background(), "gone")
 	if err != nil || !closed {
 		t.Fatalf("close: %v %v", closed, err)
@@ -316,8 +340,8 @@ func TestCloseToolSession(t *testing.T) {
 		if !strings.Contains(res.Text, "shell exited") {
 			t.Fatalf("waiting call: %s", res.Text)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiting call did not end")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiting call did not end within 30s of the close")
 	}
 	waitGone(t, bg)
 	waitGone(t, strconv.Itoa(shell))
@@ -334,7 +358,7 @@ func TestCloseToolSession(t *testing.T) {
 // TestServerCloseEndsTerminals checks that Server.Close kills every terminal and refuses
 // later calls.
 func TestServerCloseEndsTerminals(t *testing.T) {
-	s, c, _ := newToolServer(t, 5*time.Second)
+	s, c, _ := newToolServer(t, time.Minute)
 	var pids []int
 	for _, conv := range []string{"p", "q"} {
 		res := callTool(t, c, "terminal", conv, map[string]any{"command": "true"})

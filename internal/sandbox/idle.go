@@ -13,7 +13,13 @@ import (
 
 // Hold marks the sandbox as in use until release is called. Holds nest; release is safe to
 // call twice.
+//
+// Hold and Client take the sandbox's lock, as pauseIfIdle does from its last look at the
+// sandbox's use to the pause: a hold or a use lands either before that look, and the sandbox
+// stays awake, or after the pause, and finds it PAUSED; never in between.
 func (s *Service) Hold(id string) (release func()) {
+	unlock := s.locks.lock(id)
+	defer unlock()
 	s.mu.Lock()
 	s.holds[id]++
 	s.lastActive[id] = s.now()

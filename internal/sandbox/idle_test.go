@@ -7,106 +7,109 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/runtime"
 	"github.com/agentd/agentd/internal/sandbox"
 )
 
-// TestIdleAutoPause: an unused sandbox is paused after the idle timeout and reported; a held
-// one is not, nor one whose runtime keeps being used; a resumed one counts from its resume.
+// fakeClock is a clock that moves only when the test advances it.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// idlePause is one report to OnIdlePause.
+type idlePause struct {
+	id     string
+	status sandbox.Status
+	idle   time.Duration
+}
+
+// TestIdleAutoPause: an unused sandbox is paused once the idle timeout has passed on the
+// service's clock, and reported; a held one is not, nor one whose runtime was used since; a
+// released one counts from its release, a resumed one from its resume. The clock moves only
+// when the test says, and each watcher pass runs when the test calls Watch, so what is idle
+// never depends on how fast the machine starts sandboxes.
 func TestIdleAutoPause(t *testing.T) {
+	const timeout = 10 * time.Minute
 	e := newEnv(t)
+	clock := newFakeClock()
 	var mu sync.Mutex
-	var reported []string
+	var reported []idlePause
 	s := e.service(e.backend(), func(o *sandbox.ServiceOptions) {
-		o.IdleTimeout = 400 * time.Millisecond
-		o.WatchInterval = 20 * time.Millisecond
+		o.Now = clock.Now
+		o.IdleTimeout = timeout
 		o.OnIdlePause = func(_ context.Context, sb sandbox.Sandbox, idle time.Duration) {
 			mu.Lock()
 			defer mu.Unlock()
-			if sb.Status != sandbox.StatusPaused || idle < 400*time.Millisecond {
-				t.Errorf("reported %s as %s after %v", sb.ID, sb.Status, idle)
-			}
-			reported = append(reported, sb.ID)
+			reported = append(reported, idlePause{sb.ID, sb.Status, idle})
 		}
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go s.Run(ctx)
+	ctx := testContext(t)
 
-	start := func() sandbox.Sandbox {
-		sb, err := s.Start(ctx, "alice", "")
-		must(t, err)
-		sb, err = s.WaitRunning(ctx, "alice", sb.ID)
-		must(t, err)
-		return sb
-	}
-	idle, held, used := start(), start(), start()
+	idle, held, used := startRunning(t, s, "alice"), startRunning(t, s, "alice"), startRunning(t, s, "alice")
 	release := s.Hold(held.ID)
-	// used: a runtime call every 100 ms keeps it awake.
-	usedDone := make(chan struct{})
-	go func() {
-		defer close(usedDone)
-		for i := 0; i < 12; i++ {
-			c, err := s.Client(ctx, "alice", used.ID)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if _, err := c.Run(ctx, runtime.CommandRequest{Command: "true"}); err != nil {
-				t.Error(err)
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}()
+	defer release()
 
-	status := func(id string) sandbox.Status {
-		sb, err := s.Get(ctx, "alice", id)
-		must(t, err)
-		return sb.Status
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for status(idle.ID) != sandbox.StatusPaused {
-		if time.Now().After(deadline) {
-			t.Fatal("the idle sandbox was never paused")
+	names := map[string]string{idle.ID: "idle", held.ID: "held", used.ID: "used"}
+	// pass advances the clock by d, runs one watcher pass, and checks the statuses after it.
+	pass := func(step string, d time.Duration, want map[string]sandbox.Status) {
+		t.Helper()
+		clock.Advance(d)
+		must(t, s.Watch(ctx))
+		for id, status := range want {
+			sb, err := s.Get(ctx, "alice", id)
+			must(t, err)
+			if sb.Status != status {
+				t.Fatalf("%s: sandbox %s is %s, want %s", step, names[id], sb.Status, status)
+			}
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
-	<-usedDone
-	if st := status(used.ID); st != sandbox.StatusRunning {
-		t.Fatalf("a sandbox in use was paused: %s", st)
+	all := func(idleSt, heldSt, usedSt sandbox.Status) map[string]sandbox.Status {
+		return map[string]sandbox.Status{idle.ID: idleSt, held.ID: heldSt, used.ID: usedSt}
 	}
-	if st := status(held.ID); st != sandbox.StatusRunning {
-		t.Fatalf("a held sandbox was paused: %s", st)
+	running, paused := sandbox.StatusRunning, sandbox.StatusPaused
+
+	pass("just short of the timeout", timeout-time.Minute, all(running, running, running))
+	c, err := s.Client(ctx, "alice", used.ID)
+	must(t, err)
+	if _, err := c.Run(ctx, runtime.CommandRequest{Command: "true"}); err != nil {
+		t.Fatalf("run in the used sandbox: %v", err)
 	}
-	// Released, the held one goes to sleep too, counted from the release.
+	pass("at the timeout", time.Minute, all(paused, running, running))
+
+	// Released, the held one counts from its release; the used one from its use.
 	release()
-	released := time.Now()
-	for status(held.ID) != sandbox.StatusPaused {
-		if time.Now().After(deadline) {
-			t.Fatal("the released sandbox was never paused")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if d := time.Since(released); d < 400*time.Millisecond {
-		t.Fatalf("paused %v after its release, before the idle timeout", d)
-	}
+	pass("the used one's timeout", timeout-time.Minute, all(paused, running, paused))
+	pass("the released one's timeout", time.Minute, all(paused, paused, paused))
+
 	// A resumed sandbox is awake again and counts from the resume.
 	must(t, s.Resume(ctx, "alice", idle.ID))
-	if st := status(idle.ID); st != sandbox.StatusRunning {
-		t.Fatalf("after resume: %s", st)
-	}
+	pass("just after the resume", timeout-time.Second, map[string]sandbox.Status{idle.ID: running})
+	pass("the resumed one's timeout", time.Second, map[string]sandbox.Status{idle.ID: paused})
+
 	mu.Lock()
-	got := append([]string(nil), reported...)
+	got := slices.Clone(reported)
 	mu.Unlock()
-	// The used one fell asleep too once its use stopped; the idle one went first.
-	if len(got) != 3 || got[0] != idle.ID || !slices.Contains(got, held.ID) || !slices.Contains(got, used.ID) {
-		t.Fatalf("reported %v, want %s first, then %s and %s", got, idle.ID, held.ID, used.ID)
+	want := []idlePause{
+		{idle.ID, paused, timeout}, {used.ID, paused, timeout}, {held.ID, paused, timeout}, {idle.ID, paused, timeout},
 	}
-	list, _, err := s.Search(ctx, "alice", paging.Query{})
-	must(t, err)
-	for _, sb := range list {
-		must(t, s.Delete(ctx, "alice", sb.ID))
+	if !slices.Equal(got, want) {
+		t.Fatalf("reported %+v, want %+v", got, want)
 	}
 }

@@ -137,8 +137,8 @@ func (s *Service) removeOrphan(ctx context.Context, inst Instance) error {
 	return nil
 }
 
-// Run watches RUNNING and PAUSED sandboxes every WatchInterval and marks those whose processes
-// vanished MISSING. It blocks until ctx ends or the service is closed, and returns nil then.
+// Run makes a Watch pass every WatchInterval. It blocks until ctx ends or the service is
+// closed, and returns nil then.
 func (s *Service) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -161,15 +161,17 @@ func (s *Service) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-			if err := s.watch(ctx); err != nil && ctx.Err() == nil {
+			if err := s.Watch(ctx); err != nil && ctx.Err() == nil {
 				s.log.Error("watch sandboxes", "err", err)
 			}
 		}
 	}
 }
 
-// watch is one pass of the watcher: vanished sandboxes become MISSING, idle ones are paused.
-func (s *Service) watch(ctx context.Context) error {
+// Watch makes one pass of the watcher: RUNNING and PAUSED sandboxes whose processes vanished
+// become MISSING, and idle ones are paused (as of the service's clock, ServiceOptions.Now).
+// Run calls it on a ticker; a test that owns the clock calls it to decide when a pass runs.
+func (s *Service) Watch(ctx context.Context) error {
 	sbs, err := s.store.AllSandboxes(ctx)
 	if err != nil {
 		return err

@@ -86,6 +86,8 @@ func (s *Service) SessionKey(ctx context.Context, ownerID, id string) (string, e
 // Client returns a client of the sandbox's runtime. Only a RUNNING sandbox has one that
 // answers; any other status is ErrState.
 func (s *Service) Client(ctx context.Context, ownerID, id string) (*runtime.Client, error) {
+	unlock := s.locks.lock(id) // see Hold
+	defer unlock()
 	sb, err := s.store.GetSandbox(ctx, ownerID, id)
 	if err != nil {
 		return nil, fmt.Errorf("runtime client of sandbox %s: %w", id, err)

@@ -38,12 +38,8 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, root: root, store: sandboxtest.NewMemStore()}
-	ctx := context.Background()
-	must(t, e.store.PutSpec(ctx, sandboxtest.RuntimeSpec("default")))
-	// sh -c 'sleep 30' takes the appended runtime flags as its positional arguments.
-	must(t, e.store.PutSpec(ctx, sandbox.Spec{ID: "mute", Command: []string{"/bin/sh", "-c", "sleep 30", "--"}}))
-	must(t, e.store.PutSpec(ctx, sandbox.Spec{ID: "offline", Network: sandbox.NetworkNone}))
-	// Registered first, so it runs last: whatever a test left running is destroyed.
+	// Registered first, as soon as the root exists, so it runs last and on any failure:
+	// whatever a test left running (paused sandboxes too) is destroyed.
 	t.Cleanup(func() {
 		b := e.backend()
 		insts, err := b.List(context.Background())
@@ -58,6 +54,11 @@ func newEnv(t *testing.T) *env {
 		os.RemoveAll(root)
 		sandboxtest.CheckNoChildren(t)
 	})
+	ctx := context.Background()
+	must(t, e.store.PutSpec(ctx, sandboxtest.RuntimeSpec("default")))
+	// sh -c 'sleep 30' takes the appended runtime flags as its positional arguments.
+	must(t, e.store.PutSpec(ctx, sandbox.Spec{ID: "mute", Command: []string{"/bin/sh", "-c", "sleep 30", "--"}}))
+	must(t, e.store.PutSpec(ctx, sandbox.Spec{ID: "offline", Network: sandbox.NetworkNone}))
 	return e
 }
 
@@ -109,16 +110,22 @@ func must(t *testing.T, err error) {
 	}
 }
 
+// testContext bounds every call of a test, so that a call to a frozen runtime or a wait that
+// never ends fails the test (and its cleanup runs) instead of hanging the package.
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 func startRunning(t *testing.T, s *sandbox.Service, owner string) sandbox.Sandbox {
 	t.Helper()
-	ctx := context.Background()
+	ctx := testContext(t)
 	sb, err := s.Start(ctx, owner, "")
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	sb, err = s.WaitRunning(wctx, owner, sb.ID)
+	sb, err = s.WaitRunning(ctx, owner, sb.ID)
 	if err != nil {
 		t.Fatalf("wait running: %v", err)
 	}
@@ -157,12 +164,13 @@ func pidGone(pid int) bool {
 	return i > 0 && len(b) > i+2 && (b[i+2] == 'Z' || b[i+2] == 'X')
 }
 
+// waitFor polls cond until it holds, for at most 30 seconds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out after 30s waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -171,7 +179,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestServiceStartToRunning(t *testing.T) {
 	e := newEnv(t)
 	s := e.service(e.backend(), nil)
-	ctx := context.Background()
+	ctx := testContext(t)
 
 	started, err := s.Start(ctx, "alice", "")
 	if err != nil {
@@ -219,7 +227,7 @@ func TestServiceStartToRunning(t *testing.T) {
 func TestServiceStartErrors(t *testing.T) {
 	e := newEnv(t)
 	s := e.service(e.backend(), nil)
-	ctx := context.Background()
+	ctx := testContext(t)
 
 	if _, err := s.Start(ctx, "alice", "nope"); !errors.Is(err, sandbox.ErrSpecNotFound) {
 		t.Fatalf("unknown spec: %v", err)
@@ -241,24 +249,32 @@ func TestServiceStartErrors(t *testing.T) {
 	}
 }
 
-// TestServiceStartTimeout: a runtime that never answers ends in ERROR and is destroyed; while
-// it starts, pause and resume are refused with a reason.
+// TestServiceStartTimeout: while a sandbox starts, pause and resume are refused with a
+// reason; a runtime that never answers ends in ERROR and is destroyed.
 func TestServiceStartTimeout(t *testing.T) {
 	e := newEnv(t)
-	s := e.service(e.backend(), func(o *sandbox.ServiceOptions) { o.StartTimeout = 500 * time.Millisecond })
-	ctx := context.Background()
+	ctx := testContext(t)
 
-	sb, err := s.Start(ctx, "alice", "mute")
+	// The refusals under the default timeout, which no busy machine reaches before them.
+	patient := e.service(e.backend(), nil)
+	sb, err := patient.Start(ctx, "alice", "mute")
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.Pause(ctx, "alice", sb.ID)
+	err = patient.Pause(ctx, "alice", sb.ID)
 	wantStateError(t, err, "sandbox is STARTING; only a RUNNING sandbox can be paused")
-	err = s.Resume(ctx, "alice", sb.ID)
+	err = patient.Resume(ctx, "alice", sb.ID)
 	wantStateError(t, err, "sandbox is STARTING; only a PAUSED sandbox can be resumed")
-	_, err = s.Client(ctx, "alice", sb.ID)
+	_, err = patient.Client(ctx, "alice", sb.ID)
 	wantStateError(t, err, "sandbox is STARTING; only a RUNNING sandbox can be reached")
+	must(t, patient.Delete(ctx, "alice", sb.ID))
 
+	// A short timeout: the runtime never answers, so the outcome is the same however slow.
+	s := e.service(e.backend(), func(o *sandbox.ServiceOptions) { o.StartTimeout = 500 * time.Millisecond })
+	sb, err = s.Start(ctx, "alice", "mute")
+	if err != nil {
+		t.Fatal(err)
+	}
 	pid := runtimePID(t, sb)
 	got, err := s.WaitRunning(ctx, "alice", sb.ID)
 	if !errors.Is(err, sandbox.ErrState) || got.Status != sandbox.StatusError || !strings.Contains(got.Detail, "did not answer") {
@@ -270,7 +286,7 @@ func TestServiceStartTimeout(t *testing.T) {
 func TestServicePauseResume(t *testing.T) {
 	e := newEnv(t)
 	s := e.service(e.backend(), nil)
-	ctx := context.Background()
+	ctx := testContext(t)
 	sb := startRunning(t, s, "alice")
 
 	err := s.Resume(ctx, "alice", sb.ID)
@@ -301,7 +317,7 @@ func TestServicePauseResume(t *testing.T) {
 func TestServiceLimit(t *testing.T) {
 	e := newEnv(t)
 	s := e.service(e.backend(), func(o *sandbox.ServiceOptions) { o.MaxRunningPerUser = 1 })
-	ctx := context.Background()
+	ctx := testContext(t)
 	first := startRunning(t, s, "alice")
 
 	if _, err := s.Start(ctx, "alice", ""); !errors.Is(err, sandbox.ErrLimit) {
@@ -326,7 +342,7 @@ func TestServiceLimit(t *testing.T) {
 func TestServiceOwners(t *testing.T) {
 	e := newEnv(t)
 	s := e.service(e.backend(), nil)
-	ctx := context.Background()
+	ctx := testContext(t)
 	sb := startRunning(t, s, "alice")
 
 	checks := map[string]error{}
@@ -356,7 +372,7 @@ func TestServiceOwners(t *testing.T) {
 func TestServiceDelete(t *testing.T) {
 	e := newEnv(t)
 	s := e.service(e.backend(), nil)
-	ctx := context.Background()
+	ctx := testContext(t)
 
 	sb := startRunning(t, s, "alice")
 	pid := runtimePID(t, sb)
@@ -392,7 +408,7 @@ func TestServiceDelete(t *testing.T) {
 // adopts live sandboxes, marks killed ones MISSING and destroys orphans.
 func TestServiceReconcile(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
+	ctx := testContext(t)
 	oldBackend := e.backend()
 	old := e.service(oldBackend, nil)
 
@@ -464,7 +480,7 @@ func TestServiceReconcile(t *testing.T) {
 // health-checked on to RUNNING.
 func TestServiceReconcileStarting(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
+	ctx := testContext(t)
 	b := e.backend()
 	key := "the-key"
 	inst, err := b.Start(ctx, sandbox.StartRequest{ID: sandboxtest.NewID(), Spec: sandboxtest.RuntimeSpec("default"), SessionKey: key})
@@ -488,7 +504,7 @@ func TestServiceReconcileStarting(t *testing.T) {
 // TestServiceWatcher: Run marks a sandbox whose processes vanish MISSING, and stops on Close.
 func TestServiceWatcher(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
+	ctx := testContext(t)
 	s := e.service(e.backend(), func(o *sandbox.ServiceOptions) { o.WatchInterval = 10 * time.Millisecond })
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
@@ -513,8 +529,8 @@ func TestServiceWatcher(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not stop on Close")
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not stop within 20s of Close")
 	}
 	must(t, s.Close()) // twice is fine
 	if err := s.Run(ctx); err != nil {
@@ -529,7 +545,7 @@ func TestServiceConcurrent(t *testing.T) {
 	e := newEnv(t)
 	b := e.backend()
 	s := e.service(b, nil)
-	ctx := context.Background()
+	ctx := testContext(t)
 
 	ids := make(chan string, 4)
 	errs := make(chan error, 4)

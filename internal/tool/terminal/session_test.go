@@ -21,7 +21,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
-		if left := waitNoChildren(5 * time.Second); len(left) > 0 {
+		if left := waitNoChildren(30 * time.Second); len(left) > 0 {
 			fmt.Fprintf(os.Stderr, "child processes left: %v\n", left)
 			code = 1
 		}
@@ -103,12 +103,57 @@ func (f fixture) run(t *testing.T, a tool.TerminalArgs) (tool.Result, tool.Termi
 	return res, obs
 }
 
+// settle carries on a call that returned while its command still ran (the no-change timeout,
+// which a busy machine can reach before a quick command is done) with empty commands until the
+// command ends. It returns all the output, one piece a line, and the last call's result.
+func (f fixture) settle(t *testing.T, res tool.Result, obs tool.TerminalObservation) (string, tool.Result, tool.TerminalObservation) {
+	t.Helper()
+	var out []string
+	if text := obs.Content[0].Text; text != "" {
+		out = append(out, text)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !res.IsError && obs.ExitCode == -1 && obs.Timeout {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command did not end within 30s; output %q, last:\n%s", out, res.Text)
+		}
+		res, obs = f.run(t, cmd(""))
+		if text := obs.Content[0].Text; text != "" {
+			out = append(out, text)
+		}
+	}
+	return strings.Join(out, "\n"), res, obs
+}
+
+// firstOutput carries on a call to a command that runs on, with empty commands, until it has
+// printed something (a busy machine may end the first call before the command printed), and
+// returns that.
+func (f fixture) firstOutput(t *testing.T, res tool.Result, obs tool.TerminalObservation) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for obs.Content[0].Text == "" {
+		if res.IsError || obs.ExitCode != -1 || time.Now().After(deadline) {
+			t.Fatalf("no output from the running command:\n%s", res.Text)
+		}
+		res, obs = f.run(t, cmd(""))
+	}
+	return obs.Content[0].Text
+}
+
+// sleeper is a command that runs until it is interrupted, and writes the file started once
+// C-c can stop it: bash drops a SIGINT that reaches a child it has forked but that has not
+// yet exec'd its program, so a test interrupts only once the sleeper's own shell runs.
+func (f fixture) sleeper(name string) (command, started string) {
+	started = filepath.Join(f.dir, name+".started")
+	return "sh -c 'touch " + started + "; exec sleep 100'", started
+}
+
 func cmd(c string) tool.TerminalArgs { return tool.TerminalArgs{Command: c} }
 
 func input(c string) tool.TerminalArgs { return tool.TerminalArgs{Command: c, IsInput: true} }
 
 func TestPersistentState(t *testing.T) {
-	f := newSession(t, 5*time.Second)
+	f := newSession(t, time.Minute)
 	if err := os.Mkdir(filepath.Join(f.dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -156,14 +201,19 @@ func TestPersistentState(t *testing.T) {
 
 func TestLongCommand(t *testing.T) {
 	f := newSession(t, 300*time.Millisecond)
+	gate := filepath.Join(f.dir, "go")
 
-	// No new output for the no-change timeout: the call returns, the command runs on.
-	res, obs := f.run(t, cmd("echo start; sleep 1; echo end"))
-	if res.IsError || obs.ExitCode != -1 || !obs.Timeout || obs.Content[0].Text != "start" {
+	// No new output for the no-change timeout: the call returns, the command runs on. It
+	// waits for a file the test writes, so it is still running however slow the machine.
+	res, obs := f.run(t, cmd("echo start; until [ -e "+gate+" ]; do sleep 0.01; done; echo end"))
+	if res.IsError || obs.ExitCode != -1 || !obs.Timeout {
 		t.Fatalf("first call: exit %d timeout %v:\n%s", obs.ExitCode, obs.Timeout, res.Text)
 	}
 	if !strings.Contains(res.Text, "still running") || strings.Contains(res.Text, "Command finished") {
 		t.Fatalf("first call text:\n%s", res.Text)
+	}
+	if out := f.firstOutput(t, res, obs); out != "start" {
+		t.Fatalf("output of the running command %q, want start", out)
 	}
 
 	// A new command is refused while it runs.
@@ -173,36 +223,25 @@ func TestLongCommand(t *testing.T) {
 	}
 
 	// An empty command waits for the rest.
-	deadline := time.Now().Add(10 * time.Second)
-	var rest []string
-	for {
-		res, obs = f.run(t, cmd(""))
-		if res.IsError {
-			t.Fatalf("empty command: %s", res.Text)
-		}
-		if out := obs.Content[0].Text; out != "" {
-			rest = append(rest, out)
-		}
-		if obs.ExitCode != -1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("command never finished")
-		}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if obs.ExitCode != 0 || strings.Join(rest, "\n") != "end" || !strings.HasPrefix(res.Text, "[Continued output") {
+	res, obs = f.run(t, cmd(""))
+	rest, res, obs := f.settle(t, res, obs)
+	if res.IsError || obs.ExitCode != 0 || rest != "end" || !strings.HasPrefix(res.Text, "[Continued output") {
 		t.Fatalf("rest: exit %d %q:\n%s", obs.ExitCode, rest, res.Text)
 	}
 
-	// C-c interrupts a long sleep.
-	res, obs = f.run(t, cmd("sleep 100"))
+	// C-c interrupts a long sleep: it ends with the exit code of an interrupt.
+	sleep, started := f.sleeper("sleep")
+	res, obs = f.run(t, cmd(sleep))
 	if obs.ExitCode != -1 {
 		t.Fatalf("sleep finished: %s", res.Text)
 	}
-	start := time.Now()
+	waitFile(t, started)
 	res, obs = f.run(t, input("C-c"))
-	if res.IsError || obs.ExitCode != 130 || time.Since(start) > 5*time.Second {
-		t.Fatalf("C-c: exit %d after %v:\n%s", obs.ExitCode, time.Since(start), res.Text)
+	if _, res, obs = f.settle(t, res, obs); res.IsError || obs.ExitCode != 130 {
+		t.Fatalf("C-c: exit %d:\n%s", obs.ExitCode, res.Text)
 	}
 
 	// Nothing runs now.
@@ -215,22 +254,23 @@ func TestLongCommand(t *testing.T) {
 		t.Fatalf("input with nothing running:\n%s", res.Text)
 	}
 	res, obs = f.run(t, cmd("echo after"))
-	if res.IsError || obs.Content[0].Text != "after" {
-		t.Fatalf("after: %s", res.Text)
+	if out, res, _ := f.settle(t, res, obs); res.IsError || out != "after" {
+		t.Fatalf("after: %q:\n%s", out, res.Text)
 	}
 }
 
+// TestHardTimeout: a timeout set on the call ends it even while the command keeps printing
+// (the no-change timeout would not).
 func TestHardTimeout(t *testing.T) {
-	f := newSession(t, 5*time.Second)
+	f := newSession(t, time.Minute)
 	timeout := 0.3
-	start := time.Now()
-	res, obs := f.run(t, tool.TerminalArgs{Command: "for i in 1 2 3 4 5 6 7 8 9 10; do echo tick; sleep 0.1; done; sleep 100", Timeout: &timeout})
-	if d := time.Since(start); d > 3*time.Second {
-		t.Fatalf("hard timeout took %v", d)
-	}
+	started := filepath.Join(f.dir, "ticks.started")
+	ticks := "sh -c 'touch " + started + "; for i in 1 2 3 4 5 6 7 8 9 10; do echo tick; sleep 0.1; done; exec sleep 100'"
+	res, obs := f.run(t, tool.TerminalArgs{Command: ticks, Timeout: &timeout})
 	if obs.ExitCode != -1 || !obs.Timeout || !strings.Contains(res.Text, "after its timeout of 0.3 seconds") {
 		t.Fatalf("exit %d timeout %v:\n%s", obs.ExitCode, obs.Timeout, res.Text)
 	}
+	waitFile(t, started) // see sleeper
 	res, obs = f.run(t, input("C-c"))
 	if obs.ExitCode != 130 {
 		t.Fatalf("C-c: %s", res.Text)
@@ -240,12 +280,15 @@ func TestHardTimeout(t *testing.T) {
 func TestInteractiveInput(t *testing.T) {
 	f := newSession(t, 300*time.Millisecond)
 	res, obs := f.run(t, cmd("read -p 'name? ' x; echo got $x"))
-	if obs.ExitCode != -1 || obs.Content[0].Text != "name? " {
-		t.Fatalf("read: exit %d %q:\n%s", obs.ExitCode, obs.Content[0].Text, res.Text)
+	if obs.ExitCode != -1 {
+		t.Fatalf("read: exit %d:\n%s", obs.ExitCode, res.Text)
+	}
+	if out := f.firstOutput(t, res, obs); out != "name? " {
+		t.Fatalf("read: %q", out)
 	}
 	res, obs = f.run(t, input("hello"))
-	if res.IsError || obs.ExitCode != 0 || obs.Content[0].Text != "got hello" {
-		t.Fatalf("input: exit %d %q:\n%s", obs.ExitCode, obs.Content[0].Text, res.Text)
+	if out, res, obs := f.settle(t, res, obs); res.IsError || obs.ExitCode != 0 || out != "got hello" {
+		t.Fatalf("input: exit %d %q:\n%s", obs.ExitCode, out, res.Text)
 	}
 
 	// C-d ends the input of cat.
@@ -255,7 +298,7 @@ func TestInteractiveInput(t *testing.T) {
 	}
 	f.run(t, input("line 1"))
 	res, obs = f.run(t, input("C-d"))
-	if obs.ExitCode != 0 {
+	if _, res, obs = f.settle(t, res, obs); obs.ExitCode != 0 {
 		t.Fatalf("C-d: %s", res.Text)
 	}
 	b, err := os.ReadFile(filepath.Join(f.dir, "typed.txt"))
@@ -263,12 +306,15 @@ func TestInteractiveInput(t *testing.T) {
 		t.Fatalf("typed.txt %q %v", b, err)
 	}
 
-	res, _ = f.run(t, cmd("sleep 100"))
+	sleep, started := f.sleeper("sleep")
+	f.run(t, cmd(sleep))
 	res, _ = f.run(t, input("C-z"))
 	if !res.IsError || !strings.Contains(res.Text, "job control") {
 		t.Fatalf("C-z: %s", res.Text)
 	}
-	if res, obs = f.run(t, input("c-C")); obs.ExitCode != 130 {
+	waitFile(t, started)
+	res, obs = f.run(t, input("c-C"))
+	if _, res, obs = f.settle(t, res, obs); obs.ExitCode != 130 {
 		t.Fatalf("c-C: %s", res.Text)
 	}
 }
@@ -276,10 +322,10 @@ func TestInteractiveInput(t *testing.T) {
 func TestReset(t *testing.T) {
 	f := newSession(t, 300*time.Millisecond)
 	res, obs := f.run(t, cmd("export KEEP=1; cd /; sleep 100 & echo $!"))
+	bg, res, obs := f.settle(t, res, obs)
 	if obs.ExitCode != 0 {
 		t.Fatal(res.Text)
 	}
-	bg := obs.Content[0].Text
 	if i := strings.LastIndexByte(bg, '\n'); i >= 0 {
 		bg = bg[i+1:]
 	}
@@ -287,8 +333,12 @@ func TestReset(t *testing.T) {
 	f.run(t, cmd("sleep 100"))
 
 	res, obs = f.run(t, tool.TerminalArgs{Command: "echo ${KEEP:-gone}; pwd", Reset: true})
-	if res.IsError || obs.ExitCode != 0 || obs.Content[0].Text != "gone\n"+f.dir || !strings.Contains(res.Text, "reset") {
+	if !strings.Contains(res.Text, "reset") {
 		t.Fatalf("reset: %s", res.Text)
+	}
+	out, res, obs := f.settle(t, res, obs)
+	if res.IsError || obs.ExitCode != 0 || out != "gone\n"+f.dir {
+		t.Fatalf("reset: %q:\n%s", out, res.Text)
 	}
 	if obs.Metadata.PID == oldPID {
 		t.Fatal("reset kept the old shell")
@@ -300,10 +350,11 @@ func TestReset(t *testing.T) {
 	if res.IsError || !strings.Contains(res.Text, "reset") {
 		t.Fatalf("reset alone: %s", res.Text)
 	}
+	f.settle(t, res, obs)
 }
 
 func TestShellExit(t *testing.T) {
-	f := newSession(t, 2*time.Second)
+	f := newSession(t, time.Minute)
 	res, obs := f.run(t, cmd("exit 3"))
 	if obs.ExitCode != 3 || !strings.Contains(res.Text, "shell exited") {
 		t.Fatalf("exit: exit %d:\n%s", obs.ExitCode, res.Text)
@@ -317,7 +368,7 @@ func TestShellExit(t *testing.T) {
 var savedFile = regexp.MustCompile(`is in (\S+\.txt)`)
 
 func TestOutputClipped(t *testing.T) {
-	f := newSession(t, 5*time.Second)
+	f := newSession(t, time.Minute)
 	res, obs := f.run(t, cmd("seq 1 20000"))
 	if obs.ExitCode != 0 {
 		t.Fatal(res.Text)
@@ -349,7 +400,7 @@ func TestOutputClipped(t *testing.T) {
 }
 
 func TestRejected(t *testing.T) {
-	f := newSession(t, 5*time.Second)
+	f := newSession(t, time.Minute)
 	tests := []struct {
 		name, command, want string
 	}{
@@ -371,7 +422,7 @@ func TestRejected(t *testing.T) {
 }
 
 func TestLongLine(t *testing.T) {
-	f := newSession(t, 5*time.Second)
+	f := newSession(t, time.Minute)
 	word := strings.Repeat("x", 10000)
 	res, obs := f.run(t, cmd("echo "+word+" | wc -c"))
 	if obs.ExitCode != 0 || obs.Content[0].Text != "10001" {
@@ -385,17 +436,18 @@ func TestLongLine(t *testing.T) {
 
 func TestCloseEndsWaitingRun(t *testing.T) {
 	f := newSession(t, time.Minute)
+	started := filepath.Join(f.dir, "started")
 	done := make(chan tool.Result, 1)
-	go func() { done <- f.s.Run(context.Background(), cmd("sleep 100")) }()
-	time.Sleep(300 * time.Millisecond)
+	go func() { done <- f.s.Run(context.Background(), cmd("touch "+started+"; sleep 100")) }()
+	waitFile(t, started)
 	f.s.Close()
 	select {
 	case res := <-done:
 		if !strings.Contains(res.Text, "shell exited") {
 			t.Fatalf("after close: %s", res.Text)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after Close")
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return within 30s of Close")
 	}
 	if res := f.s.Run(context.Background(), cmd("echo x")); !res.IsError {
 		t.Fatalf("Run after Close: %s", res.Text)
@@ -403,23 +455,50 @@ func TestCloseEndsWaitingRun(t *testing.T) {
 	f.s.Close()
 }
 
+// TestCancelledCall: a call whose context ends returns what the command printed so far and
+// leaves the command running.
 func TestCancelledCall(t *testing.T) {
 	f := newSession(t, time.Minute)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	sleep, started := f.sleeper("sleep")
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	res := f.s.Run(ctx, cmd("echo begun; sleep 100"))
-	if !strings.Contains(res.Text, "cancelled") || !strings.Contains(res.Text, "begun") {
+	go func() {
+		waitFile(t, started)
+		cancel()
+	}()
+	res := f.s.Run(ctx, cmd("echo begun; "+sleep))
+	if !strings.Contains(res.Text, "cancelled") {
 		t.Fatalf("cancelled: %s", res.Text)
 	}
-	if res, obs := f.run(t, input("C-c")); obs.ExitCode != 130 {
-		t.Fatalf("C-c: %s", res.Text)
+	// "begun" is printed before the cancel, but may be read from the terminal only after it:
+	// then the next call has it.
+	next, obs := f.run(t, input("C-c"))
+	if obs.ExitCode != 130 {
+		t.Fatalf("C-c: %s", next.Text)
+	}
+	if !strings.Contains(res.Text, "begun") && !strings.Contains(next.Text, "begun") {
+		t.Fatalf("the output before the cancel is lost:\n%s\n%s", res.Text, next.Text)
+	}
+}
+
+// waitFile waits until path exists. Safe in any goroutine: it does not end the test.
+func waitFile(t *testing.T, path string) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil || time.Now().After(deadline) {
+			if err != nil {
+				t.Errorf("%s never appeared: %v", path, err)
+			}
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
 // waitGone waits until pid no longer runs (a zombie counts as gone).
 func waitGone(t *testing.T, pid string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		b, err := os.ReadFile("/proc/" + pid + "/stat")
 		if err != nil {
