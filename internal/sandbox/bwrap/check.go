@@ -13,11 +13,10 @@ var _ sandbox.Checker = (*Backend)(nil)
 // agentd binary, bubblewrap and the shell are still there, and the cgroup hierarchies are
 // still mounted. It starts nothing; Probe is the thorough check made once at start-up.
 func (b *Backend) Check(context.Context) error {
-	if err := b.root.CheckWritable(); err != nil {
-		return &sandbox.CheckError{Backend: Name, Problem: "the sandbox directory is not writable", Err: err}
+	if err := b.root.Check(Name, b.binary); err != nil {
+		return err
 	}
 	for _, f := range []struct{ path, what string }{
-		{b.binary, "the agentd binary the sandboxes run is missing"},
 		{b.bwrap, "the bubblewrap executable is missing"},
 		{shell, "the shell that starts sandboxes is missing"},
 	} {

@@ -6,7 +6,6 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/agentd/agentd/internal/sandbox"
-	"github.com/agentd/agentd/internal/sandbox/hostproc"
 )
 
 var _ sandbox.Checker = (*Backend)(nil)
@@ -14,11 +13,8 @@ var _ sandbox.Checker = (*Backend)(nil)
 // Check reports whether sandboxes can start: the sandbox directory takes new files, the
 // agentd binary is still there and the engine answers a ping.
 func (b *Backend) Check(ctx context.Context) error {
-	if err := b.root.CheckWritable(); err != nil {
-		return &sandbox.CheckError{Backend: Name, Problem: "the sandbox directory is not writable", Err: err}
-	}
-	if err := hostproc.CheckExecutable(b.binary); err != nil {
-		return &sandbox.CheckError{Backend: Name, Problem: "the agentd binary the sandboxes run is missing", Err: err}
+	if err := b.root.Check(Name, b.binary); err != nil {
+		return err
 	}
 	if _, err := b.cli.Ping(ctx, client.PingOptions{}); err != nil {
 		return &sandbox.CheckError{Backend: Name, Problem: "the Docker engine does not answer", Err: err}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentd/agentd/internal/sandbox"
 )
 
 // MaxSocketPath is the longest path a unix socket address holds (sun_path less its NUL).
@@ -66,9 +68,21 @@ func (r Root) Create(id string) (string, error) {
 
 func (r Root) socketOf(dir string) string { return filepath.Join(dir, r.socket) }
 
-// CheckWritable creates and removes a file in the root: sandboxes cannot start where it
-// fails (a full or read-only disk, a directory removed or made unwritable).
-func (r Root) CheckWritable() error {
+// Check is the part of sandbox.Checker every backend on a host directory shares: the root
+// takes new files (a full or read-only disk, a directory removed or made unwritable stop
+// every start) and the agentd binary the sandboxes run is there.
+func (r Root) Check(backend, binary string) error {
+	if err := r.checkWritable(); err != nil {
+		return &sandbox.CheckError{Backend: backend, Problem: "the sandbox directory is not writable", Err: err}
+	}
+	if err := CheckExecutable(binary); err != nil {
+		return &sandbox.CheckError{Backend: backend, Problem: "the agentd binary the sandboxes run is missing", Err: err}
+	}
+	return nil
+}
+
+// checkWritable creates and removes a file in the root.
+func (r Root) checkWritable() error {
 	f, err := os.CreateTemp(r.Path, ".check-*")
 	if err != nil {
 		return err
