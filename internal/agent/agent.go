@@ -456,7 +456,7 @@ func describe(err error) (code, detail string) {
 			llm.KindAuth: "LLMAuthenticationError", llm.KindRateLimit: "LLMRateLimitError",
 			llm.KindServer: "LLMServiceUnavailableError", llm.KindTimeout: "LLMTimeoutError",
 			llm.KindConnection: "LLMConnectionError", llm.KindBadRequest: "LLMBadRequestError",
-			llm.KindContextWindow: "LLMContextWindowExceedError",
+			llm.KindContextWindow: "LLMContextWindowExceedError", llm.KindInternalAddress: "LLMInternalAddressError",
 		}
 		return cmpOr(codes[le.Kind], "LLMError"), "The model call failed" + attempts + ": " + le.Error()
 	}

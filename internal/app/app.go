@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/agentd/agentd/internal/llm"
 	"github.com/agentd/agentd/internal/llm/anthropic"
 	"github.com/agentd/agentd/internal/llm/openai"
+	"github.com/agentd/agentd/internal/netpolicy"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/secret"
 	"github.com/agentd/agentd/internal/settings"
@@ -148,6 +150,19 @@ func New(ctx context.Context, o Options) (*App, error) {
 		return nil, err
 	}
 
+	// Users' URLs are reached only as the policy allows them.
+	urls, err := netpolicy.New(cfg.AllowInternal)
+	if err != nil {
+		return nil, fmt.Errorf("allow internal: %w", err)
+	}
+	userHTTP := func(ctx context.Context, userID string) (*http.Client, error) {
+		u, err := st.GetUser(ctx, userID)
+		if err != nil {
+			return nil, fmt.Errorf("user %s: %w", userID, err)
+		}
+		return urls.Client(u.IsAdmin), nil
+	}
+
 	userSettings := settings.NewService(st, keyring, nil)
 	gitProviders := gitprovider.NewService(st, keyring, nil)
 	// A changed secret is masked in every event recorded from then on.
@@ -164,7 +179,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Events:       st, Bus: &event.Bus{}, Settings: userSettings,
 		LLM: conversation.LLMDefaults{Provider: cfg.LLMProvider, Model: cfg.LLMModel,
 			BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey},
-		NewLLM: newLLM, Retry: o.LLMRetry, Agent: o.Agent,
+		NewLLM: newLLM, Retry: o.LLMRetry, Agent: o.Agent, UserHTTP: userHTTP,
 		Secrets: []conversation.SecretSource{userSettings, gitProviders},
 		Runtimes: func(ctx context.Context, ownerID, sandboxID string) (conversation.Runtime, error) {
 			return a.Sandboxes.Client(ctx, ownerID, sandboxID)
@@ -192,6 +207,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Open:         keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: o.Version,
 		SpecWarnings: func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },
 		CORSOrigins:  cfg.CORSOrigins, Sockets: o.Sockets,
+		URLs: urls, BodyTimeout: cfg.RequestBodyTimeout,
 		Checks: []httpapi.Check{
 			{Name: "store", Run: st.Ping},
 			{Name: "sandbox_backend", Run: a.Sandboxes.CheckBackend},
@@ -209,6 +225,14 @@ func New(ctx context.Context, o Options) (*App, error) {
 
 // Handler serves the HTTP API.
 func (a *App) Handler() http.Handler { return a.handler }
+
+// Server returns the HTTP server of the API, with its timeouts and bounds, to serve on a
+// listener wrapped by Listener.
+func (a *App) Server() *http.Server { return httpapi.NewServer(a.handler, a.log) }
+
+// Listener wraps ln for Server, so that the answers net/http gives by itself (to a request
+// it cannot parse) carry a JSON detail too.
+func Listener(ln net.Listener) net.Listener { return httpapi.JSONRefusals(ln) }
 
 // Close ends the API's WebSockets, stops the services (start tasks, the sandbox watcher)
 // and closes the store, in the reverse order of opening. Sandboxes keep running; the next start adopts them. Safe twice.

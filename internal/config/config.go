@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/agentd/agentd/internal/netpolicy"
 )
 
 // Config is everything `agentd serve` can be told.
@@ -51,6 +53,11 @@ type Config struct {
 	LLMBaseURL  string
 	LLMAPIKey   string
 	LLMProvider string
+	// AllowInternal admits internal addresses (prefixes, addresses, host names) to the URLs
+	// users supply, such as their LLM base URL; see netpolicy.
+	AllowInternal []string
+	// RequestBodyTimeout bounds the time a request body takes to arrive.
+	RequestBodyTimeout time.Duration
 	// LogLevel is debug, info, warn or error; LogFormat is text or json.
 	LogLevel  string
 	LogFormat string
@@ -141,6 +148,12 @@ func Options() []Option {
 		{Flag: "llm-provider", Env: []string{"AGENTD_LLM_PROVIDER"}, File: "llm_provider", Default: "",
 			Doc: "Wire protocol of that API: openai (chat completions, also every compatible server) or anthropic (messages). Empty infers it from the model name (claude-* and anthropic/* are anthropic).",
 			set: func(c *Config, v string) error { c.LLMProvider = strings.ToLower(strings.TrimSpace(v)); return nil }},
+		{Flag: "allow-internal", Env: []string{"AGENTD_ALLOW_INTERNAL"}, File: "allow_internal", Default: "",
+			Doc: "Comma-separated internal addresses that users' URLs (their llm_base_url) may reach: prefixes (10.0.0.0/8, 127.0.0.0/8), addresses (::1) or host names (ollama.internal, admitting whatever the name resolves to). Otherwise loopback, private, link-local, cloud metadata and other internal addresses are refused for users who are not admins; the server's own URLs (llm-base-url) are not restricted.",
+			set: func(c *Config, v string) error { c.AllowInternal = splitList(v); return nil }},
+		{Flag: "request-body-timeout", Env: []string{"AGENTD_REQUEST_BODY_TIMEOUT"}, File: "request_body_timeout", Default: "60s",
+			Doc: "How long a request body may take to arrive; a slower one is answered 408 and its connection closed.",
+			set: func(c *Config, v string) error { return setDuration(&c.RequestBodyTimeout, v) }},
 		{Flag: "sandbox-idle-timeout", Env: []string{"AGENTD_SANDBOX_IDLE_TIMEOUT"}, File: "sandbox_idle_timeout", Default: "0",
 			Doc: "Pause a running sandbox nobody used for this long (no agent working in it, no command or tool call), e.g. 30m; the pause is recorded on its conversations. 0 never pauses.",
 			set: func(c *Config, v string) error { return setDuration(&c.SandboxIdleTimeout, v) }},
@@ -310,6 +323,12 @@ func (c *Config) validate() error {
 	}
 	if c.SandboxStartTimeout <= 0 {
 		errs = append(errs, errors.New("sandbox start timeout must be positive"))
+	}
+	if c.RequestBodyTimeout <= 0 {
+		errs = append(errs, errors.New("request body timeout must be positive"))
+	}
+	if _, err := netpolicy.New(c.AllowInternal); err != nil {
+		errs = append(errs, fmt.Errorf("allow internal: %w", err))
 	}
 	seen := map[string]bool{}
 	for i, s := range c.Specs {

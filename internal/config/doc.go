@@ -45,6 +45,21 @@ standard output. Only a hash of any key is stored. While ` + "`AGENTD_ADMIN_KEY`
 starts make sure it is still an admin key (re-adding it if it was deleted), so a deployment that
 sets it can always use it.
 
+## URLs users supply
+
+agentd connects to some URLs that users choose, such as their ` + "`llm_base_url`" + `. For users who are not admins, those connections may not reach internal addresses:
+loopback (` + "`127.0.0.0/8`" + `, ` + "`::1`" + `), private (` + "`10.0.0.0/8`" + `, ` + "`172.16.0.0/12`" + `, ` + "`192.168.0.0/16`" + `, ` + "`fc00::/7`" + `),
+link-local (` + "`169.254.0.0/16`" + `, ` + "`fe80::/10`" + `), cloud metadata (` + "`169.254.169.254`" + `, ` + "`fd00:ec2::254`" + ` and
+others), carrier-grade NAT (` + "`100.64.0.0/10`" + `), unspecified, multicast and reserved addresses, and the
+IPv6 forms of all of them (IPv4-mapped, NAT64, 6to4). A URL naming one is refused when the
+user stores it (422, saying which rule refused it), and every connection is checked again
+on the address it actually goes to, so a DNS answer that changes later, or a redirect, does
+not get around it. Those connections do not use the ` + "`HTTP_PROXY`" + `/` + "`HTTPS_PROXY`" + ` of the environment,
+which would hide the address from the check. ` + "`--allow-internal`" + ` admits what an operator wants users
+to reach, such as a model server on the same machine (` + "`--allow-internal 127.0.0.1`" + `) or on the
+local network (` + "`10.1.2.0/24`" + `, ` + "`ollama.internal`" + `). Admins are not restricted, nor is the server's own
+` + "`--llm-base-url`" + `.
+
 ## Sandbox specs
 
 Specs are the templates sandboxes start from. agentd has a built-in ` + "`default`" + ` spec; the config

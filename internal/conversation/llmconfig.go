@@ -43,8 +43,9 @@ func (e *NoLLMError) ClientMessage() string {
 
 // resolveLLM picks the LLM for a conversation of ownerID: the model named by the
 // conversation (llm_model of the start request), else the user's, else the server's. A user
-// who set a base URL gets only their own key with it: the server's key is never sent to an
-// endpoint a user chose. Without a model, or without a key for a public API (no base URL),
+// who set a base URL gets only their own key with it (the server's key is never sent to an
+// endpoint a user chose), and reaches it through the client of the URL policy for that user
+// (Options.UserHTTP). Without a model, or without a key for a public API (no base URL),
 // the answer is a *NoLLMError. The user's settings come back too: beside the LLM they tune
 // the agent (max_iterations, condenser_max_size, enable_default_condenser,
 // max_budget_per_task).
@@ -75,6 +76,13 @@ func (s *Service) resolveLLM(ctx context.Context, ownerID string, model *string)
 	}
 	if userBase != "" {
 		cfg.BaseURL, cfg.APIKey = userBase, userKey
+		// The user's own URL is reached only as the URL policy allows them; the server's is
+		// the administrator's choice.
+		client, err := s.o.UserHTTP(ctx, ownerID)
+		if err != nil {
+			return llm.Config{}, user, fmt.Errorf("read LLM settings: %w", err)
+		}
+		cfg.HTTPClient = client
 	} else {
 		cfg.BaseURL, cfg.APIKey, cfg.Provider = d.BaseURL, firstNonEmpty(userKey, d.APIKey), d.Provider
 	}

@@ -3,9 +3,12 @@ package conversation
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/agentd/agentd/internal/llm"
+	"github.com/agentd/agentd/internal/netpolicy"
 	"github.com/agentd/agentd/internal/settings"
 )
 
@@ -31,6 +34,13 @@ func (f fakeSettings) Secret(context.Context, string, string) (string, bool, err
 }
 
 func TestResolveLLM(t *testing.T) {
+	userClient := &http.Client{}
+	userHTTP := func(_ context.Context, userID string) (*http.Client, error) {
+		if userID != "u" {
+			t.Errorf("the URL policy's client for user %q, want u", userID)
+		}
+		return userClient, nil
+	}
 	server := LLMDefaults{Provider: llm.ProviderAnthropic, Model: "claude-sonnet-4-5", BaseURL: "https://proxy.internal", APIKey: "sk-server"}
 	model := func(s string) *string { return &s }
 	for _, tc := range []struct {
@@ -45,8 +55,8 @@ func TestResolveLLM(t *testing.T) {
 			llm.Config{Provider: "anthropic", Model: "claude-sonnet-4-5", BaseURL: "https://proxy.internal", APIKey: "sk-server"}, ""},
 		{"the user's model and key on the server's endpoint", server, fakeSettings{values: &settings.Settings{LLMModel: model("gpt-4o")}, key: "sk-user"}, nil,
 			llm.Config{Provider: "anthropic", Model: "gpt-4o", BaseURL: "https://proxy.internal", APIKey: "sk-user"}, ""},
-		{"a user's endpoint never gets the server's key", server, fakeSettings{values: &settings.Settings{LLMBaseURL: model(" http://127.0.0.1:11434/v1 "), LLMModel: model("qwen")}}, nil,
-			llm.Config{Model: "qwen", BaseURL: "http://127.0.0.1:11434/v1"}, ""},
+		{"a user's endpoint never gets the server's key, and is reached as the URL policy allows the user", server, fakeSettings{values: &settings.Settings{LLMBaseURL: model(" http://127.0.0.1:11434/v1 "), LLMModel: model("qwen")}}, nil,
+			llm.Config{Model: "qwen", BaseURL: "http://127.0.0.1:11434/v1", HTTPClient: userClient}, ""},
 		{"the start request's model wins", server, fakeSettings{values: &settings.Settings{LLMModel: model("gpt-4o")}}, model("o3"),
 			llm.Config{Provider: "anthropic", Model: "o3", BaseURL: "https://proxy.internal", APIKey: "sk-server"}, ""},
 		{"nothing anywhere", LLMDefaults{}, fakeSettings{}, nil, llm.Config{}, "no model is set"},
@@ -54,7 +64,7 @@ func TestResolveLLM(t *testing.T) {
 			llm.Config{Model: "gpt-4o"}, "no API key is set for model gpt-4o"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewService(Options{Settings: tc.user, LLM: tc.defaults})
+			s := NewService(Options{Settings: tc.user, LLM: tc.defaults, UserHTTP: userHTTP})
 			defer s.Close()
 			got, _, err := s.resolveLLM(t.Context(), "u", tc.override)
 			var nl *NoLLMError
@@ -94,4 +104,23 @@ func TestResolveLLMUserSettings(t *testing.T) {
 			t.Fatalf("err %v, want the settings' corruption", err)
 		}
 	})
+}
+
+func TestResolveLLMDefaultPolicyRefusesInternalAddresses(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Error("the internal server was reached")
+	}))
+	defer srv.Close()
+	base, model := srv.URL+"/v1", "gpt-4o"
+	s := NewService(Options{Settings: fakeSettings{values: &settings.Settings{LLMBaseURL: &base, LLMModel: &model}}})
+	defer s.Close()
+	cfg, _, err := s.resolveLLM(t.Context(), "u", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cfg.Client().Get(srv.URL)
+	var re *netpolicy.RefusedError
+	if !errors.As(err, &re) || re.Class != netpolicy.Loopback {
+		t.Fatalf("GET %s with the user's client: %v, want a loopback refusal", srv.URL, err)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/id"
 	"github.com/agentd/agentd/internal/llm"
+	"github.com/agentd/agentd/internal/netpolicy"
 	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/secret"
@@ -53,6 +55,10 @@ type Options struct {
 	// is the retry policy wrapped around every client.
 	NewLLM func(llm.Config) (llm.Client, error)
 	Retry  llm.RetryPolicy
+	// UserHTTP returns the HTTP client for the URLs a user chose (their llm_base_url): the
+	// URL policy's client for that user, which refuses internal addresses unless the user may
+	// reach them. nil means the policy without an allow-list, for admins too.
+	UserHTTP func(ctx context.Context, userID string) (*http.Client, error)
 	// Runtimes returns the runtime of a RUNNING sandbox.
 	Runtimes func(ctx context.Context, ownerID, sandboxID string) (Runtime, error)
 	Agent    AgentOptions
@@ -100,6 +106,10 @@ func NewService(o Options) *Service {
 	}
 	if o.Bus == nil {
 		o.Bus = &event.Bus{}
+	}
+	if o.UserHTTP == nil {
+		strict, _ := netpolicy.New(nil) // an empty allow-list cannot be wrong
+		o.UserHTTP = func(context.Context, string) (*http.Client, error) { return strict.Client(false), nil }
 	}
 	if o.NewLLM == nil {
 		o.NewLLM = func(llm.Config) (llm.Client, error) { return nil, errors.New("no LLM adapters configured") }

@@ -12,6 +12,7 @@ import (
 	"github.com/agentd/agentd/internal/auth"
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/gitprovider"
+	"github.com/agentd/agentd/internal/netpolicy"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/settings"
 	"github.com/agentd/agentd/internal/wire"
@@ -40,6 +41,12 @@ type Deps struct {
 	Checks []Check
 	// Now is the clock of the readiness cache; nil means time.Now.
 	Now func() time.Time
+	// URLs is the policy for URLs users supply (llm_base_url); nil means the policy without
+	// an allow-list.
+	URLs *netpolicy.Policy
+	// BodyTimeout bounds the time a request body takes to arrive; zero means
+	// DefaultBodyTimeout.
+	BodyTimeout time.Duration
 }
 
 // API serves every HTTP endpoint of agentd serve. Close ends its WebSockets.
@@ -64,6 +71,12 @@ func New(d Deps) (*API, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	if d.URLs == nil {
+		d.URLs, _ = netpolicy.New(nil) // an empty allow-list cannot be wrong
+	}
+	if d.BodyTimeout <= 0 {
+		d.BodyTimeout = DefaultBodyTimeout
+	}
 	a := &API{d: d, log: d.Logger, sockets: newSockets(d.Sockets),
 		ready: &readiness{checks: d.Checks, now: d.Now, failing: map[string]bool{}}}
 	doc, err := OpenAPI()
@@ -82,7 +95,7 @@ func New(d Deps) (*API, error) {
 	mux.Handle("/", a.wrap(route{h: func(w http.ResponseWriter, r *http.Request) error {
 		return errNotFoundRoute
 	}, op: wire.Operation{Public: true}}))
-	a.handler = a.recoverer(a.logRequests(a.cors(mux)))
+	a.handler = a.recoverer(a.logRequests(a.cors(cleanPaths(mux))))
 	return a, nil
 }
 

@@ -77,13 +77,20 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	// A server-wide model that answers every request with a short text, so that conversations
 	// can be created; tests of the agent point users' settings at scripted servers instead.
 	cfg.LLMModel, cfg.LLMBaseURL, cfg.LLMAPIKey = "gpt-4o", defaultLLM(t), "sk-default-llm"
+	// Users' scripted models listen on loopback, as an operator's local model server would:
+	// the administrator allows it, as that operator would.
+	cfg.AllowInternal = []string{"127.0.0.0/8"}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	e := &env{t: t, cfg: cfg, sandboxClock: &offsetClock{}}
-	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// The HTTP server and listener are agentd serve's own, around a handler a restart swaps.
+	e.srv = httptest.NewUnstartedServer(nil)
+	e.srv.Config = httpapi.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		(*e.handler.Load()).ServeHTTP(w, r)
-	}))
+	}), nil)
+	e.srv.Listener = httpapi.JSONRefusals(e.srv.Listener)
+	e.srv.Start()
 	// Registered before the app starts, so that a start that fails half-way is cleaned up too.
 	t.Cleanup(func() {
 		e.srv.Close()

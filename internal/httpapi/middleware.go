@@ -9,15 +9,13 @@ import (
 	"github.com/agentd/agentd/internal/auth"
 )
 
-// maxBodyBytes bounds request bodies; images arrive as URLs, not uploads.
-const maxBodyBytes = 8 << 20
-
 type handler func(w http.ResponseWriter, r *http.Request) error
 
-// wrap turns a route's handler into an http.Handler: authentication (unless public), a body
-// size bound, and error mapping.
+// wrap turns a route's handler into an http.Handler: a bound on the body's size and arrival
+// time, authentication (unless public), and error mapping.
 func (a *API) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limitBody(w, r, a.d.BodyTimeout)
 		if !rt.op.Public {
 			var u auth.User
 			var err error
@@ -35,9 +33,6 @@ func (a *API) wrap(rt route) http.Handler {
 			if rw, ok := w.(*statusRecorder); ok {
 				rw.userID = u.ID
 			}
-		}
-		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 		}
 		if err := rt.h(w, r); err != nil {
 			a.writeError(w, r, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"unicode/utf8"
 
 	"github.com/agentd/agentd/internal/auth"
@@ -28,7 +29,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(buf.Bytes())
 }
 
-// readBody reads the request body, mapping an oversized body to 413.
+// readBody reads the request body, mapping an oversized body to 413 and one that did not
+// arrive in time (see limitBody) to 408.
 func readBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil {
 		return nil, nil
@@ -37,6 +39,9 @@ func readBody(r *http.Request) ([]byte, error) {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return nil, errStatus(http.StatusRequestEntityTooLarge, "Request body too large")
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, errStatus(http.StatusRequestTimeout, "The request body did not arrive in time")
 	}
 	if err != nil {
 		return nil, errStatus(http.StatusBadRequest, "Could not read the request body")

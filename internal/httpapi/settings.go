@@ -27,6 +27,11 @@ func (a *API) storeSettings(w http.ResponseWriter, r *http.Request) error {
 	if _, err := decodeBody(r, &req); err != nil {
 		return err
 	}
+	if req.LLMBaseURL != nil {
+		if err := a.checkUserURL(r, "llm_base_url", *req.LLMBaseURL); err != nil {
+			return err
+		}
+	}
 	if err := a.d.Settings.Apply(r.Context(), caller(r).ID, settingsUpdate(req)); err != nil {
 		return err
 	}

@@ -287,6 +287,9 @@ func TestSettingsEveryField(t *testing.T) {
 		switch f.Type.Elem().Kind() {
 		case reflect.String:
 			body[name] = "value of " + name
+			if name == "llm_base_url" {
+				body[name] = "https://llm.example/v1"
+			}
 		case reflect.Int:
 			body[name] = 25.0 // within every integer field's bounds
 		case reflect.Bool:

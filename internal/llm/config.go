@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"net/http"
 	"strings"
 	"time"
 )
@@ -34,6 +35,18 @@ type Config struct {
 	APIKey string
 	// Timeout bounds one HTTP attempt; zero means DefaultTimeout.
 	Timeout time.Duration
+	// HTTPClient makes the calls; nil means a client with Go's default transport. A base URL
+	// a user chose gets the client of the outbound URL policy (netpolicy), which refuses
+	// internal addresses when it connects.
+	HTTPClient *http.Client
+}
+
+// Client returns the HTTP client to call the API with.
+func (c Config) Client() *http.Client {
+	if c.HTTPClient != nil {
+		return c.HTTPClient
+	}
+	return &http.Client{}
 }
 
 // routingPrefixes are the "provider/" prefixes Resolve strips, and the provider each names.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentd/agentd/internal/netpolicy"
 )
 
 // ErrorKind sorts provider failures by what the caller should do about them.
@@ -17,14 +19,15 @@ type ErrorKind string
 
 // Error kinds.
 const (
-	KindAuth          ErrorKind = "auth"           // 401, 403: the key is wrong or lacks access
-	KindRateLimit     ErrorKind = "rate_limit"     // 429: slow down, see RetryAfter
-	KindServer        ErrorKind = "server"         // 5xx, 529, or an empty reply
-	KindTimeout       ErrorKind = "timeout"        // the attempt ran past Config.Timeout, or 408
-	KindConnection    ErrorKind = "connection"     // no HTTP response: refused, reset, DNS
-	KindBadRequest    ErrorKind = "bad_request"    // other 4xx: the request itself is wrong
-	KindContextWindow ErrorKind = "context_window" // the prompt does not fit the model
-	KindOther         ErrorKind = "other"          // anything else, e.g. an exhausted quota
+	KindAuth            ErrorKind = "auth"             // 401, 403: the key is wrong or lacks access
+	KindRateLimit       ErrorKind = "rate_limit"       // 429: slow down, see RetryAfter
+	KindServer          ErrorKind = "server"           // 5xx, 529, or an empty reply
+	KindTimeout         ErrorKind = "timeout"          // the attempt ran past Config.Timeout, or 408
+	KindConnection      ErrorKind = "connection"       // no HTTP response: refused, reset, DNS
+	KindBadRequest      ErrorKind = "bad_request"      // other 4xx: the request itself is wrong
+	KindContextWindow   ErrorKind = "context_window"   // the prompt does not fit the model
+	KindInternalAddress ErrorKind = "internal_address" // the URL policy refused the base URL's address (netpolicy)
+	KindOther           ErrorKind = "other"            // anything else, e.g. an exhausted quota
 )
 
 // Error is a failed model call. Its text is safe to show to users: it never contains the API
@@ -143,7 +146,14 @@ func TransportError(ctx context.Context, err error) error {
 		return fmt.Errorf("llm: %w", ctxErr)
 	}
 	var netErr net.Error
+	var refused *netpolicy.RefusedError
 	switch {
+	case errors.As(err, &refused):
+		subject := "the base URL"
+		if refused.Host != "" {
+			subject += " (" + refused.Host + ")"
+		}
+		return &Error{Kind: KindInternalAddress, Msg: refused.Explain(subject), Err: err}
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		return &Error{Kind: KindTimeout, Msg: "the request timed out", Err: err}
 	case isConnectionError(err):

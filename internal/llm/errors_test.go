@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"net/url"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/netpolicy"
 )
 
 func TestStatusError(t *testing.T) {
@@ -77,6 +80,8 @@ func TestTransportError(t *testing.T) {
 		{"reset", fmt.Errorf("read: %w", syscall.ECONNRESET), KindConnection},
 		{"cut short", fmt.Errorf("error reading response body: %w", io.ErrUnexpectedEOF), KindConnection},
 		{"bad JSON", errors.New("error parsing response json: invalid character"), KindOther},
+		{"an internal address", &url.Error{Op: "Post", URL: "http://localhost:1/v1/chat/completions", Err: &net.OpError{Op: "dial", Net: "tcp",
+			Err: &netpolicy.RefusedError{Host: "localhost", Addr: netip.MustParseAddr("::1"), Class: netpolicy.Loopback}}}, KindInternalAddress},
 	} {
 		var e *Error
 		if err := TransportError(context.Background(), tc.err); !errors.As(err, &e) || e.Kind != tc.kind {
@@ -84,6 +89,15 @@ func TestTransportError(t *testing.T) {
 		} else if !errors.Is(e, tc.err) {
 			t.Errorf("%s: %v does not wrap the cause", tc.name, err)
 		}
+	}
+
+	internal := TransportError(context.Background(), &netpolicy.RefusedError{Host: "localhost", Addr: netip.MustParseAddr("127.0.0.1"), Class: netpolicy.Loopback})
+	if want := "llm: internal address error: the base URL (localhost) resolves to 127.0.0.1, a loopback address; internal addresses are refused unless the administrator allows them"; internal.Error() != want {
+		t.Errorf("refused: %q, want %q", internal, want)
+	}
+	var ie *Error
+	if errors.As(internal, &ie) && ie.Retryable() {
+		t.Error("a refusal of the URL policy is retryable")
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -53,7 +53,7 @@ func New(cfg llm.Config) (llm.Client, error) {
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),
 		option.WithBaseURL(base),
-		option.WithHTTPClient(&http.Client{}),
+		option.WithHTTPClient(cfg.Client()),
 		option.WithMaxRetries(0),
 		option.WithRequestTimeout(cfg.Timeout),
 	}

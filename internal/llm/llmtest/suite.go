@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/llm"
+	"github.com/agentd/agentd/internal/netpolicy"
 )
 
 // Suite describes an llm.Client adapter to RunClientSuite.
@@ -51,6 +52,7 @@ func RunClientSuite(t *testing.T, s Suite) {
 		{"context window exceeded", testContextWindow},
 		{"HTML error page", testHTMLError},
 		{"connection refused is retried", testConnectionRefused},
+		{"an internal address refused by the URL policy", testInternalAddress},
 		{"timeout", testTimeout},
 		{"cancel stops retries", testCancelBetweenRetries},
 		{"cancel aborts the request", testCancelInFlight},
@@ -418,6 +420,26 @@ func testConnectionRefused(t *testing.T, s Suite) {
 	if strings.Contains(err.Error(), APIKey) {
 		t.Errorf("error %q shows the API key", err)
 	}
+}
+
+func testInternalAddress(t *testing.T, s Suite) {
+	srv := NewServer(t, s.Provider) // any request reaching it fails the test
+	policy, err := netpolicy.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := srv.Config(s.Model)
+	cfg.HTTPClient = policy.Client(false)
+	var waits []time.Duration
+	_, err = llm.WithRetry(s.client(t, cfg), recordingPolicy(3, &waits)).Complete(context.Background(), userSays("hi"))
+	e := wantKind(t, err, llm.KindInternalAddress)
+	if want := "the base URL resolves to 127.0.0.1, a loopback address; internal addresses are refused unless the administrator allows them"; e.Msg != want {
+		t.Errorf("message %q, want %q", e.Msg, want)
+	}
+	if len(waits) != 0 {
+		t.Errorf("retried after %v; a refusal stays a refusal", waits)
+	}
+	wantRequests(t, srv, 0)
 }
 
 // hang answers after the request is cancelled or 10 seconds, whichever is first.

@@ -50,7 +50,7 @@ func New(cfg llm.Config) (llm.Client, error) {
 	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(cfg.BaseURL),
-		option.WithHTTPClient(&http.Client{}),
+		option.WithHTTPClient(cfg.Client()),
 		option.WithMaxRetries(0),
 		option.WithRequestTimeout(cfg.Timeout),
 	}
