@@ -83,8 +83,9 @@ func jsonRefusal(p []byte) ([]byte, bool) {
 	if !bytes.HasPrefix(p, []byte(proto)) {
 		return nil, false
 	}
-	end := bytes.Index(p, []byte(plainRefusal))
-	if end < 0 || bytes.Contains(p[:end], []byte("\r\n")) {
+	// The status line ends at the first CRLF; only a refusal has plainRefusal right after it.
+	end := bytes.Index(p, []byte("\r\n"))
+	if end < 0 || !bytes.HasPrefix(p[end:], []byte(plainRefusal)) {
 		return nil, false
 	}
 	status := string(p[len(proto):end])
