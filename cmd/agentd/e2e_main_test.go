@@ -359,15 +359,19 @@ func (s *server) exited() bool {
 	}
 }
 
-// waitAlive polls GET /alive until it answers 200, the process exits, or timeout passes.
+// waitAlive polls GET /alive until it answers 200, the process exits, or timeout passes. An
+// answer counts only once this process has logged that it listens on the address: tests run
+// in parallel, and another test's server may have taken the port freeAddr chose and answer
+// /alive in its place.
 func (s *server) waitAlive(timeout time.Duration) error {
 	hc := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(timeout)
+	bound := "addr=" + strings.TrimPrefix(s.url, "http://") + " "
 	for {
 		resp, err := hc.Get(s.url + "/alive")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK && s.listens(bound) {
 				return nil
 			}
 		}
@@ -379,6 +383,16 @@ func (s *server) waitAlive(timeout time.Duration) error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// listens reports whether this process has logged that it serves on the address in bound.
+func (s *server) listens(bound string) bool {
+	for _, line := range strings.Split(s.stderr.String(), "\n") {
+		if strings.Contains(line, "agentd serving") && strings.Contains(line, bound) {
+			return true
+		}
+	}
+	return false
 }
 
 // stop sends SIGTERM and waits for the process to exit; it returns the exit code and how
