@@ -37,10 +37,12 @@ type prompt struct {
 	cwd      string
 }
 
-// finished is a command whose prompt came back: its last output and the prompt.
+// finished is a command whose prompt came back: its last output, how many bytes of that the
+// buffer dropped, and the prompt.
 type finished struct {
-	out    []byte
-	prompt prompt
+	out     []byte
+	dropped int64
+	prompt  prompt
 }
 
 // shell is one bash process on a pty. Bash runs interactively so that it prints its prompt,
@@ -74,8 +76,8 @@ type shell struct {
 	lastOut time.Time     // when output last arrived (or a command was sent)
 }
 
-// startShell starts bash in dir with env and waits for its first prompt.
-func startShell(ctx context.Context, bash, dir string, env []string, timeout time.Duration) (*shell, error) {
+// startShell starts bash as opts say and waits for its first prompt.
+func startShell(ctx context.Context, opts Options) (*shell, error) {
 	nonce, err := newNonce()
 	if err != nil {
 		return nil, err
@@ -86,9 +88,9 @@ func startShell(ctx context.Context, bash, dir string, env []string, timeout tim
 	}
 	defer tty.Close()
 
-	cmd := exec.Command(bash, "--noprofile", "--norc", "--noediting", "+m", "-i")
-	cmd.Dir = dir
-	cmd.Env = env
+	cmd := exec.Command(opts.Bash, "--noprofile", "--norc", "--noediting", "+m", "-i")
+	cmd.Dir = opts.Dir
+	cmd.Env = opts.Env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -104,6 +106,7 @@ func startShell(ctx context.Context, bash, dir string, env []string, timeout tim
 		exited:   make(chan struct{}),
 		readDone: make(chan struct{}),
 		changed:  make(chan struct{}),
+		out:      capBuffer{limit: opts.MaxBufferedOutput},
 		busy:     true, // until the prompt the setup line brings
 		lastOut:  time.Now(),
 	}
@@ -120,7 +123,7 @@ func startShell(ctx context.Context, bash, dir string, env []string, timeout tim
 		sh.kill()
 		return nil, fmt.Errorf("set up bash: %w", err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, timeout)
+	wctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	for {
 		sh.mu.Lock()
@@ -273,7 +276,8 @@ func (sh *shell) emitLocked(b []byte) {
 
 func (sh *shell) promptLocked(pr prompt) {
 	if sh.busy {
-		sh.final = &finished{out: sh.out.Take(), prompt: pr}
+		out, dropped := sh.out.Take()
+		sh.final = &finished{out: out, dropped: dropped, prompt: pr}
 		sh.busy = false
 	} else {
 		// Output between prompts with no command running: background jobs, or a stray line.
@@ -390,8 +394,9 @@ func (sh *shell) takeFinal() *finished {
 	return f
 }
 
-// takeOutput hands out the output printed since the last take.
-func (sh *shell) takeOutput() []byte {
+// takeOutput hands out the output printed since the last take, and how many bytes of it the
+// buffer dropped.
+func (sh *shell) takeOutput() ([]byte, int64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	return sh.out.Take()
