@@ -11,6 +11,7 @@ import (
 	"github.com/agentd/agentd/internal/agent"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/llm"
+	"github.com/agentd/agentd/internal/runtime"
 	"github.com/agentd/agentd/internal/tool"
 )
 
@@ -28,7 +29,7 @@ var ErrNotReady = errors.New("the conversation is not ready")
 
 // Runtime is what the runner needs of a sandbox's runtime: running tools.
 type Runtime interface {
-	Tool(ctx context.Context, name, conversationID string, args json.RawMessage) (tool.Result, error)
+	RunTool(ctx context.Context, name string, req runtime.ToolRequest) (tool.Result, error)
 }
 
 // AgentOptions tune the agent loop for every conversation (tests shorten them).
@@ -287,7 +288,11 @@ func (t *sandboxTools) Run(ctx context.Context, name string, args json.RawMessag
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("reach the sandbox: %w", err)
 	}
-	return rt.Tool(ctx, name, t.convID, args)
+	req := runtime.ToolRequest{ConversationID: t.convID, Arguments: args}
+	if name == tool.Terminal {
+		req.Terminal = t.s.o.Terminal
+	}
+	return rt.RunTool(ctx, name, req)
 }
 
 // sandboxProblem words a sandbox failure for the user.
