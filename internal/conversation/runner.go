@@ -47,13 +47,18 @@ type loop struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	pause  atomic.Bool
+	// interrupt cancels the agent run in progress with a cause (agent.ErrPaused), so that a
+	// pause does not wait for the model or tool call in flight; nil between runs. Guarded by
+	// Service.mu.
+	interrupt context.CancelCauseFunc
 	// rearm asks the loop to run the agent once more when it would stop: a message arrived
 	// while it was finishing. Guarded by Service.mu.
 	rearm bool
 }
 
 // startLoop starts the conversation's loop unless one runs; then it asks the running one
-// to look again before it stops (rearm) and withdraws a pause it was asked for. It reports
+// to look again before it stops (rearm) and withdraws a pause it was asked for (a pause that
+// already interrupted the run is recorded, and the agent then runs again). It reports
 // whether a loop was started.
 func (s *Service) startLoop(ownerID, convID string) bool {
 	s.mu.Lock()
@@ -208,7 +213,17 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 		PauseRequested: l.pause.Load,
 		Now:            s.o.Now, NewID: s.o.NewEventID,
 	})
-	status, err := a.Run(ctx)
+	runCtx, interrupt := context.WithCancelCause(ctx)
+	defer interrupt(nil)
+	s.mu.Lock()
+	l.interrupt = interrupt
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		l.interrupt = nil
+		s.mu.Unlock()
+	}()
+	status, err := a.Run(runCtx)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrNotFound) {
 		log.Error("agent run", "status", string(status), "err", err)
 	}
