@@ -114,11 +114,18 @@ func startShell(ctx context.Context, opts Options) (*shell, error) {
 	go sh.read()
 
 	// The nonce lives in a shell variable that is not exported, and PS1 names the variable,
-	// so neither printing PS1 nor a child shell can produce a marker by accident.
+	// so neither printing PS1 nor a child shell can produce a marker by accident. The prompt
+	// starts no process: the Python interpreter is looked up along PATH by bash itself, in
+	// PROMPT_COMMAND, not in a command substitution. A process of the prompt's own would be
+	// in the process group when an interrupt is sent again (see interrupt), taking a signal
+	// bash would then act on while it reads the next command line.
 	setup := "__agentd_n=" + nonce + "; " +
-		`PS1='__AGENTD_PS1_${__agentd_n}__$?\037$$\037\u\037\h\037` +
-		`$(command -v python3 2>/dev/null || command -v python 2>/dev/null)\037${PWD}__AGENTD_END_${__agentd_n}__'; ` +
-		"PS2=''; PS0=''; unset PROMPT_COMMAND HISTFILE; set +H\n"
+		`__agentd_python() { local d p dirs; IFS=: read -ra dirs <<< "$PATH"; __agentd_py=; ` +
+		`for p in python3 python; do for d in "${dirs[@]}"; do ` +
+		`if [[ -x ${d:-.}/$p && ! -d ${d:-.}/$p ]]; then __agentd_py=${d:-.}/$p; return; fi; done; done; }; ` +
+		`PROMPT_COMMAND=__agentd_python; ` +
+		`PS1='__AGENTD_PS1_${__agentd_n}__$?\037$$\037\u\037\h\037${__agentd_py}\037${PWD}__AGENTD_END_${__agentd_n}__'; ` +
+		"PS2=''; PS0=''; unset HISTFILE; set +H\n"
 	if err := sh.write([]byte(setup)); err != nil {
 		sh.kill()
 		return nil, fmt.Errorf("set up bash: %w", err)
