@@ -65,7 +65,24 @@ func New(o Options) *Agent {
 // returns an error only when ctx ended or the log could not be read or written; the status
 // stays as recorded then (running, for a loop cut short by a shutdown), so that the next Run
 // continues.
+//
+// A pause stops the run between steps when PauseRequested says so, or at once when ctx is
+// cancelled with the cause ErrPaused: the model call in flight is dropped, unrecorded, and a
+// tool call in flight is answered with an error that says the pause interrupted it (so the
+// next run's prompt is well formed). Either way the pause is recorded and Run returns
+// StatusPaused without an error.
 func (a *Agent) Run(ctx context.Context) (Status, error) {
+	st, err := a.run(ctx)
+	if err != nil && errors.Is(context.Cause(ctx), ErrPaused) {
+		return a.pause(ctx)
+	}
+	return st, err
+}
+
+// ErrPaused is the cause to cancel Run's context with to pause the agent at once.
+var ErrPaused = errors.New("the user paused the agent")
+
+func (a *Agent) run(ctx context.Context) (Status, error) {
 	if err := a.refresh(ctx); err != nil {
 		return a.status, err
 	}
@@ -394,8 +411,24 @@ func (a *Agent) statsEvent() (event.Event, error) {
 	})
 }
 
-// pause records the user's pause.
+// pause records the user's pause, first answering the tool calls it left without a result:
+// the one in flight, and those of the same response not yet started. It runs after ctx was
+// cancelled by the pause, so nothing it does waits on ctx.
 func (a *Agent) pause(ctx context.Context) (Status, error) {
+	ctx = context.WithoutCancel(ctx)
+	if err := a.refresh(ctx); err != nil {
+		return a.status, err
+	}
+	var evs []event.Event
+	for _, act := range a.orphans() {
+		ev, err := event.New(a.o.NewID(), a.o.Now(), event.SourceAgent, &event.AgentErrorEvent{
+			ToolName: act.ToolName, ToolCallID: act.ToolCallID, Error: pauseInterrupted,
+		})
+		if err != nil {
+			return a.status, err
+		}
+		evs = append(evs, ev)
+	}
 	ev, err := event.New(a.o.NewID(), a.o.Now(), event.SourceUser, &event.PauseEvent{})
 	if err != nil {
 		return a.status, err
@@ -404,7 +437,7 @@ func (a *Agent) pause(ctx context.Context) (Status, error) {
 	if err != nil {
 		return a.status, err
 	}
-	if err := a.append(ctx, ev, st); err != nil {
+	if err := a.append(ctx, append(evs, ev, st)...); err != nil {
 		return a.status, err
 	}
 	return a.status, nil

@@ -100,7 +100,8 @@ type Options struct {
 	Log   Log
 	// Metrics accumulates usage and cost; nil starts from zero.
 	Metrics *llm.Metrics
-	// PauseRequested is polled between steps; nil never pauses.
+	// PauseRequested is polled between steps; nil never pauses. To pause without waiting
+	// for the step in flight, also cancel Run's context with the cause ErrPaused.
 	PauseRequested func() bool
 	Logger         *slog.Logger
 	Now            func() time.Time

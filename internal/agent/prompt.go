@@ -54,5 +54,6 @@ const (
 	nudgeEmptyReply    = "Your last reply had neither text nor a tool call. Either call a tool to continue the work, or answer the user (calling finish when you are done)."
 	nudgeRepeatedError = "You have made the same failing tool call three times in a row and received the same error each time. Do not repeat it: read the error, reconsider your approach, and try something different."
 	restartInterrupted = "A restart of the agentd server interrupted this tool call. It may or may not have taken effect: check its effects before you repeat it."
+	pauseInterrupted   = "The user paused the agent while this tool call was in flight (or before it started), so its result was not waited for. It may or may not have taken effect. A terminal command may still be running: send an empty command to see its output, or C-c with is_input=true to stop it. Check its effects before you repeat it."
 	noResultRecorded   = "This tool call was interrupted and no result was recorded."
 )

@@ -30,7 +30,7 @@ var transitions = map[Status]map[Status]string{
 		StatusPaused:  "pause",
 	},
 	StatusRunning: {
-		StatusPaused:                 "pause, effective between steps",
+		StatusPaused:                 "pause, which interrupts the step in flight",
 		StatusFinished:               "the agent called finish or answered without a tool call",
 		StatusError:                  "an unrecoverable error, or the iteration limit",
 		StatusStuck:                  "the stuck detector fired",

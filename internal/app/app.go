@@ -25,6 +25,7 @@ import (
 	"github.com/agentd/agentd/internal/llm/anthropic"
 	"github.com/agentd/agentd/internal/llm/openai"
 	"github.com/agentd/agentd/internal/netpolicy"
+	"github.com/agentd/agentd/internal/runtime"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/secret"
 	"github.com/agentd/agentd/internal/settings"
@@ -180,7 +181,8 @@ func New(ctx context.Context, o Options) (*App, error) {
 		LLM: conversation.LLMDefaults{Provider: cfg.LLMProvider, Model: cfg.LLMModel,
 			BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey},
 		NewLLM: newLLM, Retry: o.LLMRetry, Agent: o.Agent, UserHTTP: userHTTP,
-		Secrets: []conversation.SecretSource{userSettings, gitProviders},
+		Terminal: runtime.NewTerminalWaits(cfg.TerminalNoChangeTimeout, cfg.TerminalMaxWait),
+		Secrets:  []conversation.SecretSource{userSettings, gitProviders},
 		Runtimes: func(ctx context.Context, ownerID, sandboxID string) (conversation.Runtime, error) {
 			return a.Sandboxes.Client(ctx, ownerID, sandboxID)
 		},

@@ -43,6 +43,11 @@ type Config struct {
 	SandboxStartTimeout time.Duration
 	// SandboxIdleTimeout, when positive, pauses sandboxes nobody used for that long.
 	SandboxIdleTimeout time.Duration
+	// TerminalNoChangeTimeout ends an agent's terminal call once its command has printed
+	// nothing new for that long; TerminalMaxWait ends it after that long even while the
+	// command keeps printing. The command runs on either way, for the agent's next call.
+	TerminalNoChangeTimeout time.Duration
+	TerminalMaxWait         time.Duration
 	// CORSOrigins are the browser origins allowed to call the API; empty allows any
 	// localhost origin, "*" allows every origin.
 	CORSOrigins []string
@@ -157,6 +162,12 @@ func Options() []Option {
 		{Flag: "sandbox-idle-timeout", Env: []string{"AGENTD_SANDBOX_IDLE_TIMEOUT"}, File: "sandbox_idle_timeout", Default: "0",
 			Doc: "Pause a running sandbox nobody used for this long (no agent working in it, no command or tool call), e.g. 30m; the pause is recorded on its conversations. 0 never pauses.",
 			set: func(c *Config, v string) error { return setDuration(&c.SandboxIdleTimeout, v) }},
+		{Flag: "terminal-no-change-timeout", Env: []string{"AGENTD_TERMINAL_NO_CHANGE_TIMEOUT"}, File: "terminal_no_change_timeout", Default: "30s",
+			Doc: "An agent's terminal call returns once its command has printed nothing new for this long, with the output so far and a note that the command still runs (the agent can then wait for more, type into it or interrupt it). As in OpenHands.",
+			set: func(c *Config, v string) error { return setDuration(&c.TerminalNoChangeTimeout, v) }},
+		{Flag: "terminal-max-wait", Env: []string{"AGENTD_TERMINAL_MAX_WAIT"}, File: "terminal_max_wait", Default: "2m",
+			Doc: "The longest an agent's terminal call waits for its command, even while it keeps printing and whatever timeout the model asked for; the command runs on. Long enough for most builds and installs to finish in one call, short enough that a command printing without end (yes, a server in the foreground) gives the agent its turn back.",
+			set: func(c *Config, v string) error { return setDuration(&c.TerminalMaxWait, v) }},
 		{Flag: "log-level", Env: []string{"AGENTD_LOG_LEVEL"}, File: "log_level", Default: "info",
 			Doc: "Log level: debug, info, warn or error.",
 			set: func(c *Config, v string) error { c.LogLevel = v; return nil }},
@@ -329,6 +340,12 @@ func (c *Config) validate() error {
 	}
 	if _, err := netpolicy.New(c.AllowInternal); err != nil {
 		errs = append(errs, fmt.Errorf("allow internal: %w", err))
+	}
+	if c.TerminalNoChangeTimeout <= 0 {
+		errs = append(errs, errors.New("terminal no-change timeout must be positive"))
+	}
+	if c.TerminalMaxWait <= 0 {
+		errs = append(errs, errors.New("terminal max wait must be positive"))
 	}
 	seen := map[string]bool{}
 	for i, s := range c.Specs {

@@ -16,7 +16,8 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Addr != "127.0.0.1:3000" || c.SandboxBackend != "auto" || c.DefaultSpec != "default" ||
-		c.SandboxStartTimeout != 30*time.Second || c.PublicURL != "http://127.0.0.1:3000" {
+		c.SandboxStartTimeout != 30*time.Second || c.PublicURL != "http://127.0.0.1:3000" ||
+		c.TerminalNoChangeTimeout != 30*time.Second || c.TerminalMaxWait != 2*time.Minute {
 		t.Fatalf("defaults = %+v", c)
 	}
 	if !filepath.IsAbs(c.DataDir) || filepath.Base(c.DataDir) != ".agentd" {
@@ -83,6 +84,8 @@ func TestErrors(t *testing.T) {
 		{"bad addr", nil, map[string]string{"AGENTD_ADDR": "nope"}, "addr"},
 		{"bad int", nil, map[string]string{"AGENTD_MAX_RUNNING_SANDBOXES": "many"}, "AGENTD_MAX_RUNNING_SANDBOXES"},
 		{"bad duration", []string{"--sandbox-start-timeout", "soon"}, nil, "--sandbox-start-timeout"},
+		{"zero terminal wait", nil, map[string]string{"AGENTD_TERMINAL_MAX_WAIT": "0s"}, "terminal max wait must be positive"},
+		{"negative no-change timeout", []string{"--terminal-no-change-timeout", "-1s"}, nil, "terminal no-change timeout must be positive"},
 		{"unknown file key", []string{"--config", bad}, nil, "no_such_key"},
 		{"unknown spec key", []string{"--config", badSpec}, nil, "imagee"},
 		{"missing file", []string{"--config", filepath.Join(dir, "none.toml")}, nil, "read config file"},

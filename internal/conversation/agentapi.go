@@ -79,14 +79,16 @@ func (s *Service) RunAgent(ctx context.Context, ownerID, convID string) error {
 	if l != nil && !l.pause.Load() {
 		return fmt.Errorf("run conversation %s: %w", convID, ErrAlreadyRunning)
 	}
-	// A loop asked to pause but still finishing its step just carries on.
+	// A loop asked to pause runs the agent again once it has recorded the pause.
 	s.startLoop(ownerID, convID)
 	return nil
 }
 
-// PauseAgent pauses the agent: a running loop stops between steps (after the model call or
-// tool call in flight) and records the pause; an idle agent is paused at once. A finished,
-// stuck or failed agent cannot be paused (*agent.TransitionError).
+// PauseAgent pauses the agent: a running loop stops at once, abandoning the model call or
+// tool call in flight (a tool call is answered with an error saying the pause interrupted
+// it; a terminal command it started runs on in the sandbox), and records the pause; an idle
+// agent is paused at once. A finished, stuck or failed agent cannot be paused
+// (*agent.TransitionError).
 func (s *Service) PauseAgent(ctx context.Context, ownerID, convID string) error {
 	v, err := s.o.Store.GetConversation(ctx, ownerID, convID)
 	if err != nil {
@@ -95,6 +97,9 @@ func (s *Service) PauseAgent(ctx context.Context, ownerID, convID string) error 
 	s.mu.Lock()
 	if l := s.loops[convID]; l != nil {
 		l.pause.Store(true)
+		if l.interrupt != nil {
+			l.interrupt(agent.ErrPaused)
+		}
 		s.mu.Unlock()
 		return nil
 	}

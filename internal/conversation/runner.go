@@ -11,6 +11,7 @@ import (
 	"github.com/agentd/agentd/internal/agent"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/llm"
+	"github.com/agentd/agentd/internal/runtime"
 	"github.com/agentd/agentd/internal/tool"
 )
 
@@ -28,7 +29,7 @@ var ErrNotReady = errors.New("the conversation is not ready")
 
 // Runtime is what the runner needs of a sandbox's runtime: running tools.
 type Runtime interface {
-	Tool(ctx context.Context, name, conversationID string, args json.RawMessage) (tool.Result, error)
+	RunTool(ctx context.Context, name string, req runtime.ToolRequest) (tool.Result, error)
 }
 
 // AgentOptions tune the agent loop for every conversation (tests shorten them).
@@ -46,13 +47,18 @@ type loop struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	pause  atomic.Bool
+	// interrupt cancels the agent run in progress with a cause (agent.ErrPaused), so that a
+	// pause does not wait for the model or tool call in flight; nil between runs. Guarded by
+	// Service.mu.
+	interrupt context.CancelCauseFunc
 	// rearm asks the loop to run the agent once more when it would stop: a message arrived
 	// while it was finishing. Guarded by Service.mu.
 	rearm bool
 }
 
 // startLoop starts the conversation's loop unless one runs; then it asks the running one
-// to look again before it stops (rearm) and withdraws a pause it was asked for. It reports
+// to look again before it stops (rearm) and withdraws a pause it was asked for (a pause that
+// already interrupted the run is recorded, and the agent then runs again). It reports
 // whether a loop was started.
 func (s *Service) startLoop(ownerID, convID string) bool {
 	s.mu.Lock()
@@ -207,7 +213,17 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 		PauseRequested: l.pause.Load,
 		Now:            s.o.Now, NewID: s.o.NewEventID,
 	})
-	status, err := a.Run(ctx)
+	runCtx, interrupt := context.WithCancelCause(ctx)
+	defer interrupt(nil)
+	s.mu.Lock()
+	l.interrupt = interrupt
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		l.interrupt = nil
+		s.mu.Unlock()
+	}()
+	status, err := a.Run(runCtx)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrNotFound) {
 		log.Error("agent run", "status", string(status), "err", err)
 	}
@@ -287,7 +303,11 @@ func (t *sandboxTools) Run(ctx context.Context, name string, args json.RawMessag
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("reach the sandbox: %w", err)
 	}
-	return rt.Tool(ctx, name, t.convID, args)
+	req := runtime.ToolRequest{ConversationID: t.convID, Arguments: args}
+	if name == tool.Terminal {
+		req.Terminal = t.s.o.Terminal
+	}
+	return rt.RunTool(ctx, name, req)
 }
 
 // sandboxProblem words a sandbox failure for the user.

@@ -17,6 +17,7 @@ import (
 	"github.com/agentd/agentd/internal/llm"
 	"github.com/agentd/agentd/internal/netpolicy"
 	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/runtime"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/secret"
 )
@@ -62,6 +63,9 @@ type Options struct {
 	// Runtimes returns the runtime of a RUNNING sandbox.
 	Runtimes func(ctx context.Context, ownerID, sandboxID string) (Runtime, error)
 	Agent    AgentOptions
+	// Terminal bounds the waits of the agents' terminal calls, sent with each call; nil
+	// leaves them to the runtime.
+	Terminal *runtime.TerminalWaits
 	// Secrets list the users' secrets (settings, provider tokens), which every event is
 	// masked for; call SecretsChanged when they change.
 	Secrets []SecretSource

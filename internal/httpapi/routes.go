@@ -126,7 +126,7 @@ func (a *API) routes() []route {
 			Response: apitypes.AgentFinalResponse{}, Errors: errs(agentNotFound)}, a.agentFinalResponse},
 		{wire.Operation{Method: "POST", Path: agentConv + "/run", Tag: "conversation-api", Summary: "Run the agent",
 			Response: apitypes.Success{}, Errors: errs(merge(agentNotFound, map[int]string{409: "The agent is already running, or the conversation is still starting."}))}, a.runAgent},
-		{wire.Operation{Method: "POST", Path: agentConv + "/pause", Tag: "conversation-api", Summary: "Pause the agent between steps",
+		{wire.Operation{Method: "POST", Path: agentConv + "/pause", Tag: "conversation-api", Summary: "Pause the agent, interrupting the step in flight",
 			Response: apitypes.Success{}, Errors: errs(merge(agentNotFound, map[int]string{409: "The agent has finished, failed or is stuck: there is nothing to pause."}))}, a.pauseAgent},
 
 		// Legacy V0.

@@ -132,12 +132,16 @@ func (c *Client) Run(ctx context.Context, req CommandRequest) (CommandResult, er
 // *StatusError with code 404. ctx bounds the call: when it ends, the runtime stops waiting but
 // a terminal command keeps running, as after a timeout.
 func (c *Client) Tool(ctx context.Context, name, conversationID string, args json.RawMessage) (tool.Result, error) {
-	if len(bytes.TrimSpace(args)) > 0 && !json.Valid(args) {
+	return c.RunTool(ctx, name, ToolRequest{ConversationID: conversationID, Arguments: args})
+}
+
+// RunTool is Tool with the whole request, which may also bound the terminal's waits.
+func (c *Client) RunTool(ctx context.Context, name string, req ToolRequest) (tool.Result, error) {
+	if len(bytes.TrimSpace(req.Arguments)) > 0 && !json.Valid(req.Arguments) {
 		// Not JSON at all: the model's mistake, which cannot even be sent on.
 		return (&tool.ArgsError{Tool: name, Malformed: true}).Result(), nil
 	}
 	var res tool.Result
-	req := ToolRequest{ConversationID: conversationID, Arguments: args}
 	if err := c.call(ctx, http.MethodPost, "/api/tools/"+url.PathEscape(name), req, &res); err != nil {
 		return tool.Result{}, fmt.Errorf("runtime tool %s: %w", name, err)
 	}

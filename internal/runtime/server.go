@@ -33,8 +33,11 @@ type ServerConfig struct {
 	// with a .gitignore.
 	ToolOutputDir string
 	// TerminalNoChangeTimeout is how long a terminal command may print nothing before its
-	// call returns; 0 means terminal.DefaultNoChangeTimeout.
+	// call returns, and TerminalMaxWait the longest a terminal call waits, for calls that do
+	// not say (ToolRequest.Terminal); 0 means terminal.DefaultNoChangeTimeout and
+	// terminal.DefaultMaxWait.
 	TerminalNoChangeTimeout time.Duration
+	TerminalMaxWait         time.Duration
 }
 
 // Server is the runtime's HTTP handler. It is safe for concurrent use; commands run in

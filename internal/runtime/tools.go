@@ -151,6 +151,7 @@ func (ts *toolSessions) terminal(sess *toolSession) (*terminal.Session, error) {
 		Env:             ts.s.env,
 		OutputDir:       ts.s.cfg.ToolOutputDir,
 		NoChangeTimeout: ts.s.cfg.TerminalNoChangeTimeout,
+		MaxWait:         ts.s.cfg.TerminalMaxWait,
 	})
 	if err != nil {
 		return nil, err
@@ -165,7 +166,8 @@ func (ts *toolSessions) terminal(sess *toolSession) (*terminal.Session, error) {
 }
 
 // run runs one tool call for a conversation.
-func (ts *toolSessions) run(ctx context.Context, name, conv string, args json.RawMessage) (tool.Result, error) {
+func (ts *toolSessions) run(ctx context.Context, name string, req ToolRequest) (tool.Result, error) {
+	conv, args := req.ConversationID, req.Arguments
 	sess, err := ts.get(conv)
 	if err != nil {
 		return tool.Result{}, err
@@ -191,7 +193,7 @@ func (ts *toolSessions) run(ctx context.Context, name, conv string, args json.Ra
 			ts.s.log.Error("start terminal", "conversation_id", conv, "err", err)
 			return tool.ErrorResult(name, "The terminal is not available in this sandbox: "+err.Error()), nil
 		}
-		return t.Run(ctx, a), nil
+		return t.Run(ctx, a, req.Terminal.terminal()), nil
 	case tool.FileEditor:
 		var a tool.FileEditorArgs
 		if res, ok := decodeArgs(name, args, &a); !ok {
@@ -256,7 +258,7 @@ func (s *Server) handleTool(w http.ResponseWriter, r *http.Request) {
 		writeDetail(w, http.StatusInternalServerError, "Internal Server Error")
 		return
 	}
-	res, err := s.tools.run(r.Context(), name, req.ConversationID, req.Arguments)
+	res, err := s.tools.run(r.Context(), name, req)
 	switch {
 	case errors.Is(err, errToolsClosed):
 		writeDetail(w, http.StatusServiceUnavailable, "The runtime is shutting down")

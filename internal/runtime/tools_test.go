@@ -114,6 +114,8 @@ func TestToolRoutes(t *testing.T) {
 		{"missing arguments are a result", "POST", "/api/tools/glob", key, `{"conversation_id":"c"}`, 200,
 			`pattern: Field required`},
 		{"close unknown session", "DELETE", "/api/tools/sessions/nobody", key, ``, 200, `{"closed":false}`},
+		{"negative wait", "POST", "/api/tools/terminal", key, `{"conversation_id":"c","arguments":{"command":"true"},"terminal":{"max_wait_seconds":-1}}`, 422,
+			`{"detail":[{"type":"greater_than_equal","loc":["body","terminal","max_wait_seconds"],"msg":"Input should be greater than or equal to 0"}]}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -374,4 +376,47 @@ func TestServerCloseEndsTerminals(t *testing.T) {
 		t.Fatalf("call after Close: %v", err)
 	}
 	s.Close()
+}
+
+// TestTerminalWaits: the waits a request carries bound its terminal call: a command that keeps
+// printing comes back at the request's ceiling, a quiet one at its no-change timeout, and C-c
+// stops each.
+func TestTerminalWaits(t *testing.T) {
+	_, c, _ := newToolServer(t, time.Hour)
+	call := func(args map[string]any, waits *TerminalWaits) (tool.Result, tool.TerminalObservation) {
+		t.Helper()
+		raw, _ := json.Marshal(args)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		res, err := c.RunTool(ctx, "terminal", ToolRequest{ConversationID: "w", Arguments: raw, Terminal: waits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, terminalObs(t, res)
+	}
+	// stop interrupts the running command and waits for it to end.
+	stop := func() {
+		t.Helper()
+		res, obs := call(map[string]any{"command": "C-c", "is_input": true}, NewTerminalWaits(100*time.Millisecond, 0))
+		for deadline := time.Now().Add(30 * time.Second); obs.ExitCode == -1; {
+			if time.Now().After(deadline) {
+				t.Fatalf("the command did not stop: %s", res.Text)
+			}
+			res, obs = call(map[string]any{"command": ""}, NewTerminalWaits(100*time.Millisecond, 0))
+		}
+		if obs.ExitCode != 130 {
+			t.Fatalf("C-c: %s", res.Text)
+		}
+	}
+
+	res, obs := call(map[string]any{"command": "yes"}, NewTerminalWaits(time.Hour, 200*time.Millisecond))
+	if obs.ExitCode != -1 || !strings.Contains(res.Text, "still running after 0.2 seconds: one call waits at most that long") {
+		t.Fatalf("yes: %.1000s", res.Text)
+	}
+	stop()
+	res, obs = call(map[string]any{"command": "sleep infinity"}, NewTerminalWaits(200*time.Millisecond, time.Hour))
+	if obs.ExitCode != -1 || !strings.Contains(res.Text, "printed nothing new for 0.2 seconds") {
+		t.Fatalf("sleep: %s", res.Text)
+	}
+	stop()
 }

@@ -3,6 +3,8 @@ package runtime
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/agentd/agentd/internal/tool/terminal"
 )
 
 // KeyEnv names the environment variable that hands the session key to `agentd runtime`.
@@ -62,6 +64,36 @@ type ToolRequest struct {
 	// Arguments are the model's arguments, passed on unchanged. Arguments that do not fit the
 	// tool are not an HTTP error: the answer is a result with is_error set, for the model.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Terminal bounds how long a terminal call waits for its command. The control plane
+	// sends its configured values with every call, so that they hold in sandboxes started
+	// before a change; absent, or a zero field, means the runtime's own.
+	Terminal *TerminalWaits `json:"terminal,omitempty"`
+}
+
+// TerminalWaits bound how long one terminal call waits for its command (see
+// terminal.Waits). Seconds, as the terminal tool's own timeout argument.
+type TerminalWaits struct {
+	// NoChangeTimeoutSeconds ends the call once the command has printed nothing new for
+	// that long.
+	NoChangeTimeoutSeconds float64 `json:"no_change_timeout_seconds,omitempty" wire:"min=0,max=86400"`
+	// MaxWaitSeconds ends the call after that long, however much the command prints and
+	// whatever timeout the model asked for.
+	MaxWaitSeconds float64 `json:"max_wait_seconds,omitempty" wire:"min=0,max=86400"`
+}
+
+// NewTerminalWaits converts durations; zero stays zero.
+func NewTerminalWaits(noChange, maxWait time.Duration) *TerminalWaits {
+	return &TerminalWaits{NoChangeTimeoutSeconds: noChange.Seconds(), MaxWaitSeconds: maxWait.Seconds()}
+}
+
+func (w *TerminalWaits) terminal() terminal.Waits {
+	if w == nil {
+		return terminal.Waits{}
+	}
+	return terminal.Waits{
+		NoChange: time.Duration(w.NoChangeTimeoutSeconds * float64(time.Second)),
+		Max:      time.Duration(w.MaxWaitSeconds * float64(time.Second)),
+	}
 }
 
 // CloseToolSessionResult is the answer to DELETE /api/tools/sessions/{conversation_id}.

@@ -10,7 +10,7 @@ import (
 type TerminalArgs struct {
 	Command string   `json:"command" wire:"required" doc:"The bash command to run: exactly one command per call (chain steps with && or ;). An empty string fetches more output of the command still running. With is_input=true: text to type into the running program, or one special key: C-c, C-d, C-<letter>, UP, DOWN, LEFT, RIGHT, HOME, END, PGUP, PGDN, TAB, ESC, BS, ENTER."`
 	IsInput bool     `json:"is_input,omitempty" doc:"Send command as input to the program that is still running instead of starting a new command."`
-	Timeout *float64 `json:"timeout,omitempty" wire:"min=0" doc:"Hard limit in seconds on how long to wait for the command. When unset, the call returns once the command prints nothing new for a while. Either way an unfinished command keeps running."`
+	Timeout *float64 `json:"timeout,omitempty" wire:"min=0" doc:"Hard limit in seconds on how long to wait for the command, within the bound on one call (a few minutes). When unset, the call returns once the command prints nothing new for a while. Either way an unfinished command keeps running."`
 	Reset   bool     `json:"reset,omitempty" doc:"Kill the shell and everything it runs and start a fresh session (cannot be combined with is_input). If command is also given, it runs in the new session."`
 }
 

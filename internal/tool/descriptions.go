@@ -9,11 +9,11 @@ The session lives for the whole conversation: the working directory, exported va
 
 How to call it:
 * One command per call. To run several steps, chain them on one line with && or ; (or write a script file and run it). A command may span lines only as a single construct (a heredoc, an if/for/while block, a line ending in \ or |).
-* Long-running commands: the call returns once the command has printed nothing new for about 30 seconds, with exit code -1 and a note that it is still running. Then, in the next call, either send an empty command to wait for more output, send input with is_input=true, or interrupt it with is_input=true and command C-c. Set timeout (seconds) to wait a fixed time instead. While a command runs, a new command is refused until it ends or is interrupted.
+* Long-running commands: the call returns once the command has printed nothing new for about 30 seconds, and at the latest after a few minutes even while it keeps printing, with exit code -1 and a note that it is still running. Then, in the next call, either send an empty command to wait for more output, send input with is_input=true, or interrupt it with is_input=true and command C-c. Set timeout (seconds) to wait a fixed time instead (within that same upper bound). While a command runs, a new command is refused until it ends or is interrupted.
 * Servers and other processes that never end: start them in the background with their output redirected, e.g. "python app.py > server.log 2>&1 &", then read the log.
 * Interactive programs: answer prompts with is_input=true and the text (a newline is added), or a key: C-c (interrupt), C-d (end of input), C-<letter>, UP, DOWN, LEFT, RIGHT, HOME, END, PGUP, PGDN, TAB, ESC, BS, ENTER. Prefer non-interactive flags (apt-get -y, git --no-pager, npm init -y) where they exist.
 * Do not use "set -e" or "exit": a shell that exits loses the session's state.
-* Long output is cut in the middle; the note that says so names a file holding the full output, which you can read in parts with sed -n or search with grep.
+* Long output is cut in the middle; the note that says so names a file holding the output, which you can read in parts with sed -n or search with grep. Of a very long output only the start and the end are kept: redirect it to a file (cmd > out.log 2>&1) when you need all of it.
 * reset=true kills the shell and everything it started and opens a fresh session; use it when the terminal is stuck.
 * Prefer the file_editor tool for viewing and editing files, and the glob and grep tools for finding them.`
 

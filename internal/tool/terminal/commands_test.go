@@ -1,6 +1,7 @@
 package terminal
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -129,18 +130,34 @@ func TestKeyBytes(t *testing.T) {
 }
 
 func TestCapBuffer(t *testing.T) {
-	var b capBuffer
-	chunk := strings.Repeat("x", 1<<20)
-	for range 12 {
+	b := capBuffer{limit: 64 << 10}
+	var written int64
+	for i := range 100 {
+		chunk := fmt.Sprintf("%05d%s\n", i, strings.Repeat("x", 4<<10))
 		b.Write([]byte(chunk))
+		written += int64(len(chunk))
 	}
 	b.Write([]byte("END"))
-	out := string(b.Take())
-	if len(out) > 2*capHalf+100 || !strings.HasSuffix(out, "END") || !strings.Contains(out, "bytes of output were not kept") {
-		t.Fatalf("len %d", len(out))
+	written += 3
+	out, dropped := b.Take()
+	s := string(out)
+	kept := int64(strings.Count(s, "x"))
+	if len(out) > 64<<10+100 || !strings.HasPrefix(s, "00000x") || !strings.HasSuffix(s, "END") {
+		t.Fatalf("len %d, starts %.10q, ends %q", len(out), s, s[len(s)-10:])
 	}
-	if len(b.Take()) != 0 {
+	// What was dropped, what was kept and the marker between them add up to what was written.
+	marker := fmt.Sprintf("\n[... %d bytes of output were not kept ...]\n", dropped)
+	if dropped <= 0 || !strings.Contains(s, marker) || int64(len(out)-len(marker))+dropped != written {
+		t.Fatalf("dropped %d, kept %d bytes (%d x), written %d", dropped, len(out), kept, written)
+	}
+	if out, dropped := b.Take(); len(out) != 0 || dropped != 0 {
 		t.Fatal("Take did not empty the buffer")
+	}
+
+	// Under the limit, nothing is dropped or marked.
+	b.Write([]byte("short"))
+	if out, dropped := b.Take(); string(out) != "short" || dropped != 0 {
+		t.Fatalf("%q, %d", out, dropped)
 	}
 }
 

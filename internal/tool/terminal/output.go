@@ -11,19 +11,26 @@ import (
 	"unicode/utf8"
 )
 
-// capBuffer holds a command's raw output between two observations. It keeps the first and the
-// last capHalf bytes and counts what it dropped in between, so a command printing gigabytes
-// costs bounded memory.
+// capBuffer holds a command's raw output between two calls. It keeps the first and the last
+// half of its limit and counts what it dropped in between, so a command that prints without
+// end (yes) costs bounded memory however long it runs.
 type capBuffer struct {
+	limit   int // 0 means DefaultMaxBufferedOutput
 	head    []byte
 	tail    []byte
 	dropped int64
 }
 
-const capHalf = 4 << 20
+func (b *capBuffer) half() int {
+	if b.limit <= 0 {
+		return DefaultMaxBufferedOutput / 2
+	}
+	return b.limit / 2
+}
 
 func (b *capBuffer) Write(p []byte) {
-	if room := capHalf - len(b.head); room > 0 {
+	half := b.half()
+	if room := half - len(b.head); room > 0 {
 		n := min(room, len(p))
 		b.head = append(b.head, p[:n]...)
 		p = p[n:]
@@ -31,29 +38,31 @@ func (b *capBuffer) Write(p []byte) {
 	if len(p) == 0 {
 		return
 	}
+	// The tail may grow by a quarter past its half before it is cut back, so that cutting,
+	// which copies, happens once per quarter rather than once per write.
 	b.tail = append(b.tail, p...)
-	if over := len(b.tail) - capHalf; over > capHalf/4 {
+	if over := len(b.tail) - half; over > half/4 {
 		b.dropped += int64(over)
 		b.tail = append(b.tail[:0], b.tail[over:]...)
 	}
 }
 
-// Take returns the output held and empties the buffer.
-func (b *capBuffer) Take() []byte {
-	var out []byte
-	switch {
-	case len(b.tail) > capHalf:
-		over := len(b.tail) - capHalf
+// Take returns the output held and how many bytes of it were dropped, and empties the
+// buffer. Where bytes were dropped, the output says so in a line of its own between the head
+// and the tail, so that a reader of the text (or of the file it is saved to) sees the gap.
+func (b *capBuffer) Take() ([]byte, int64) {
+	if over := len(b.tail) - b.half(); over > 0 {
 		b.dropped += int64(over)
 		b.tail = b.tail[over:]
 	}
-	out = append(out, b.head...)
+	out := append([]byte(nil), b.head...)
 	if b.dropped > 0 {
 		out = fmt.Appendf(out, "\n[... %d bytes of output were not kept ...]\n", b.dropped)
 	}
 	out = append(out, b.tail...)
+	dropped := b.dropped
 	b.Reset()
-	return out
+	return out, dropped
 }
 
 // Reset drops the output held.
@@ -133,9 +142,11 @@ func stripEcho(out, command string) string {
 	return out
 }
 
-// clip bounds out to max characters, keeping its head and tail. When it cuts, it saves the
-// whole output under dir and names the file in the note, so the model can read the rest.
-func clip(out string, maxChars int, dir string) string {
+// clip bounds out to max characters, keeping its head and tail. When it cuts, it saves out
+// under dir and names the file in the note, so the model can read the rest. out is what the
+// terminal kept of the output, so the file is bounded as the terminal's buffer is; dropped
+// says how much the buffer had already left out, so that the note does not call it full.
+func clip(out string, maxChars int, dir string, dropped int64) string {
 	n := utf8.RuneCountInString(out)
 	if n <= maxChars {
 		return out
@@ -143,10 +154,12 @@ func clip(out string, maxChars int, dir string) string {
 	sum := sha256.Sum256([]byte(out))
 	name := filepath.Join(dir, hex.EncodeToString(sum[:4])+".txt")
 	where := "It could not be saved"
-	if err := saveOutput(dir, name, out); err == nil {
-		where = fmt.Sprintf("The full output (%d lines) is in %s: read parts of it with sed -n 'START,ENDp' or search it with grep", strings.Count(out, "\n")+1, name)
-	} else {
+	if err := saveOutput(dir, name, out); err != nil {
 		where += ": " + err.Error()
+	} else if dropped > 0 {
+		where = fmt.Sprintf("The output the terminal kept (%d lines: the start and the end, with a line marking the %d bytes left out between them) is in %s: read parts of it with sed -n 'START,ENDp' or search it with grep", strings.Count(out, "\n")+1, dropped, name)
+	} else {
+		where = fmt.Sprintf("The full output (%d lines) is in %s: read parts of it with sed -n 'START,ENDp' or search it with grep", strings.Count(out, "\n")+1, name)
 	}
 	note := "\n\n<response clipped: %d characters in the middle of the output were left out. " + where + ".>\n\n"
 	keep := maxChars - len(note) - 20

@@ -3,9 +3,11 @@
 //
 // The session keeps the working directory, variables and running processes between calls. A
 // call returns when the command's prompt comes back, or earlier, with exit code -1, when the
-// command printed nothing new for a while (the no-change timeout) or ran past the call's hard
-// timeout; the command keeps running and later calls wait for more, type into it, or
-// interrupt it.
+// command printed nothing new for a while (the no-change timeout), ran past the call's own
+// timeout, or ran for the longest one call waits (the ceiling, which ends a call even while
+// its command keeps printing); the command keeps running and later calls wait for more, type
+// into it, or interrupt it. What a running command prints is held in a bounded buffer, its
+// start and its end, between two calls.
 package terminal
 
 import (
@@ -17,7 +19,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,9 +29,15 @@ import (
 
 // Defaults.
 const (
+	// DefaultNoChangeTimeout is OpenHands' no-change timeout.
 	DefaultNoChangeTimeout = 30 * time.Second
-	DefaultMaxOutputChars  = 30_000
-	DefaultStartTimeout    = 10 * time.Second
+	// DefaultMaxWait lets a build or an install that keeps printing finish within one call
+	// most of the time, while a command that prints without end (yes, a server's log in the
+	// foreground) gives the model its turn back after two minutes.
+	DefaultMaxWait           = 2 * time.Minute
+	DefaultMaxOutputChars    = 30_000
+	DefaultStartTimeout      = 10 * time.Second
+	DefaultMaxBufferedOutput = 8 << 20
 )
 
 // maxLineBytes is the longest command line written to the terminal as it is. The terminal
@@ -51,10 +58,18 @@ type Options struct {
 	// lines. It should be readable from the shell. Required.
 	OutputDir string
 	// NoChangeTimeout is how long a command may print nothing before the call returns;
-	// 0 means DefaultNoChangeTimeout.
+	// 0 means DefaultNoChangeTimeout. A call's Waits may override it.
 	NoChangeTimeout time.Duration
+	// MaxWait is the longest a call waits for its command, however much it prints and
+	// whatever timeout the model asked for; 0 means DefaultMaxWait. A call's Waits may
+	// override it.
+	MaxWait time.Duration
 	// MaxOutputChars bounds the output in one observation; 0 means DefaultMaxOutputChars.
 	MaxOutputChars int
+	// MaxBufferedOutput bounds the bytes a running command's output takes between two calls:
+	// the first and the last half are kept, what lies between is counted and dropped. It
+	// also bounds the file a clipped output is saved to. 0 means DefaultMaxBufferedOutput.
+	MaxBufferedOutput int
 	// StartTimeout bounds the wait for a new shell's first prompt; 0 means DefaultStartTimeout.
 	StartTimeout time.Duration
 }
@@ -93,8 +108,14 @@ func New(opts Options) (*Session, error) {
 	if opts.NoChangeTimeout <= 0 {
 		opts.NoChangeTimeout = DefaultNoChangeTimeout
 	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = DefaultMaxWait
+	}
 	if opts.MaxOutputChars <= 0 {
 		opts.MaxOutputChars = DefaultMaxOutputChars
+	}
+	if opts.MaxBufferedOutput <= 0 {
+		opts.MaxBufferedOutput = DefaultMaxBufferedOutput
 	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = DefaultStartTimeout
@@ -128,10 +149,12 @@ func (s *Session) Close() error {
 	return nil
 }
 
-// Run runs one terminal call. ctx bounds the wait: when it ends, Run returns what the command
-// printed so far, and the command keeps running. Failures are reported in the Result, for
-// the model; Run has no other error.
-func (s *Session) Run(ctx context.Context, a tool.TerminalArgs) tool.Result {
+// Run runs one terminal call, waiting for its command as w says (zero fields: the session's
+// options). ctx bounds the wait: when it ends, Run returns what the command printed so far,
+// and the command keeps running. Failures are reported in the Result, for the model; Run has
+// no other error.
+func (s *Session) Run(ctx context.Context, a tool.TerminalArgs, w Waits) tool.Result {
+	w = w.or(s.opts)
 	select {
 	case s.lock <- struct{}{}:
 		defer func() { <-s.lock }()
@@ -167,20 +190,22 @@ func (s *Session) Run(ctx context.Context, a tool.TerminalArgs) tool.Result {
 	empty := strings.TrimSpace(a.Command) == ""
 	switch {
 	case busy && a.IsInput:
-		return s.sendInput(ctx, sh, a, notes)
+		return s.sendInput(ctx, sh, a, w, notes)
 	case (busy || unreported) && empty:
-		return s.wait(ctx, sh, a, notes, true)
+		return s.wait(ctx, sh, a, w, notes, true)
 	case unreported && a.IsInput:
 		notes = append(notes, "The command had already finished, so the input was not sent.")
-		return s.wait(ctx, sh, a, notes, true)
+		return s.wait(ctx, sh, a, w, notes, true)
 	case busy:
 		prev := s.currentCommand()
 		prefix := fmt.Sprintf("The previous command %q is still running, so %q was not run. Wait for it with an empty command, or interrupt it by sending C-c with is_input=true, then send the new command.", prev, a.Command)
-		out := cleanOutput(sh.takeOutput())
+		raw, dropped := sh.takeOutput()
+		out := cleanOutput(raw)
 		if out != "" {
 			prefix += "\n\n[New output of the running command:]\n"
 		}
-		return s.observe(sh, a.Command, out, -1, false, prefix, "", true, notes)
+		return s.observe(sh, report{command: a.Command, out: out, dropped: dropped, exitCode: -1,
+			prefix: prefix, isError: true, notes: notes})
 	case a.IsInput:
 		return s.errorResult(a.Command, "No command is running, so there is nothing to send input to. Run a command without is_input.")
 	case empty:
@@ -204,7 +229,7 @@ func (s *Session) Run(ctx context.Context, a tool.TerminalArgs) tool.Result {
 		// The previous command ended after the call that last reported on it.
 		note := fmt.Sprintf("The previous command finished after the last call, with exit code %d.", fin.prompt.exitCode)
 		if out := cleanOutput(fin.out); out != "" {
-			note += " Its last output was:\n" + clip(out, s.opts.MaxOutputChars/2, s.opts.OutputDir)
+			note += " Its last output was:\n" + clip(out, s.opts.MaxOutputChars/2, s.opts.OutputDir, fin.dropped)
 		}
 		notes = append(notes, note)
 	}
@@ -214,7 +239,7 @@ func (s *Session) Run(ctx context.Context, a tool.TerminalArgs) tool.Result {
 	if len(cmds) == 1 {
 		line = cmds[0]
 	}
-	return s.start(ctx, sh, a, line, notes)
+	return s.start(ctx, sh, a, w, line, notes)
 }
 
 // shell returns the running shell, starting one if there is none or the last one exited.
@@ -259,7 +284,7 @@ func (s *Session) restart(ctx context.Context) error {
 	if old != nil {
 		old.kill()
 	}
-	sh, err := startShell(ctx, s.opts.Bash, s.opts.Dir, s.opts.Env, s.opts.StartTimeout)
+	sh, err := startShell(ctx, s.opts)
 	if err != nil {
 		return err
 	}
@@ -274,7 +299,7 @@ func (s *Session) restart(ctx context.Context) error {
 }
 
 // start sends a new command line and waits for it.
-func (s *Session) start(ctx context.Context, sh *shell, a tool.TerminalArgs, line string, notes []string) tool.Result {
+func (s *Session) start(ctx context.Context, sh *shell, a tool.TerminalArgs, w Waits, line string, notes []string) tool.Result {
 	line = strings.TrimRight(strings.ReplaceAll(line, "\r\n", "\n"), "\n")
 	script := ""
 	if longestLine(line) > maxLineBytes {
@@ -297,11 +322,11 @@ func (s *Session) start(ctx context.Context, sh *shell, a tool.TerminalArgs, lin
 	if err := sh.write([]byte(line + "\n")); err != nil {
 		return s.errorResult(a.Command, "The command could not be sent to the terminal: "+err.Error())
 	}
-	return s.wait(ctx, sh, a, notes, false)
+	return s.wait(ctx, sh, a, w, notes, false)
 }
 
 // sendInput types text, or a key, into the running command and waits for what follows.
-func (s *Session) sendInput(ctx context.Context, sh *shell, a tool.TerminalArgs, notes []string) tool.Result {
+func (s *Session) sendInput(ctx context.Context, sh *shell, a tool.TerminalArgs, w Waits, notes []string) tool.Result {
 	input, isKey := keyBytes(a.Command)
 	if !isKey {
 		input = a.Command
@@ -316,74 +341,17 @@ func (s *Session) sendInput(ctx context.Context, sh *shell, a tool.TerminalArgs,
 		case 0:
 		default:
 			sh.touch()
-			if err := sh.signal(sig); err != nil {
+			if err := sh.interrupt(ctx, sig); err != nil {
 				return s.errorResult(a.Command, "The key could not be delivered: "+err.Error())
 			}
-			return s.wait(ctx, sh, a, notes, true)
+			return s.wait(ctx, sh, a, w, notes, true)
 		}
 	}
 	sh.touch()
 	if err := sh.write([]byte(input)); err != nil {
 		return s.errorResult(a.Command, "The input could not be sent: the program is not reading it ("+err.Error()+"). Interrupt it with C-c if it is stuck.")
 	}
-	return s.wait(ctx, sh, a, notes, true)
-}
-
-// wait waits for the running command's prompt, the no-change timeout, the hard timeout, the
-// end of ctx or the end of the shell, whichever comes first, and reports.
-func (s *Session) wait(ctx context.Context, sh *shell, a tool.TerminalArgs, notes []string, continued bool) tool.Result {
-	var hard, softC <-chan time.Time
-	useHard := a.Timeout != nil && *a.Timeout > 0
-	if useHard {
-		t := time.NewTimer(time.Duration(*a.Timeout * float64(time.Second)))
-		defer t.Stop()
-		hard = t.C
-	}
-	soft := time.NewTimer(s.opts.NoChangeTimeout)
-	defer soft.Stop()
-	if !useHard {
-		softC = soft.C
-	}
-	prefix := ""
-	if continued {
-		prefix = "[Continued output of the running command:]\n"
-	}
-	for {
-		busy, fin, changed, lastOut := sh.snapshot()
-		if !busy && fin != nil {
-			fin = sh.takeFinal()
-			s.commandEnded()
-			pr := fin.prompt
-			out := stripEcho(cleanOutput(fin.out), s.currentCommand())
-			return s.observeWith(pr, a.Command, out, pr.exitCode, false, prefix, "", false, notes)
-		}
-		if !useHard {
-			idle := time.Since(lastOut)
-			if idle >= s.opts.NoChangeTimeout {
-				suffix := fmt.Sprintf("\n[The command is still running: it printed nothing new for %s. Send an empty command to wait for more output, send input or a key such as C-c with is_input=true, or set timeout to wait longer in one call.]", seconds(s.opts.NoChangeTimeout))
-				return s.observe(sh, a.Command, cleanOutput(sh.takeOutput()), -1, true, prefix, suffix, false, notes)
-			}
-			soft.Reset(s.opts.NoChangeTimeout - idle)
-		}
-		select {
-		case <-changed:
-		case <-softC:
-		case <-hard:
-			suffix := fmt.Sprintf("\n[The command is still running after its timeout of %s. Send an empty command to wait for more output, or send input or a key such as C-c with is_input=true.]", seconds(time.Duration(*a.Timeout*float64(time.Second))))
-			return s.observe(sh, a.Command, cleanOutput(sh.takeOutput()), -1, true, prefix, suffix, false, notes)
-		case <-sh.exited:
-			if busy, fin, _, _ := sh.snapshot(); !busy && fin != nil {
-				continue // the prompt came just before the end
-			}
-			s.commandEnded()
-			suffix := fmt.Sprintf("\n[The shell exited with status %d. The next command starts a new session in %s.]", sh.status, s.opts.Dir)
-			out := cleanOutput(sh.takeOutput())
-			return s.observe(sh, a.Command, out, sh.status, false, prefix, suffix, false, notes)
-		case <-ctx.Done():
-			suffix := "\n[The call was cancelled; the command is still running.]"
-			return s.observe(sh, a.Command, cleanOutput(sh.takeOutput()), -1, true, prefix, suffix, true, notes)
-		}
-	}
+	return s.wait(ctx, sh, a, w, notes, true)
 }
 
 // commandEnded forgets the finished command's script.
@@ -406,90 +374,6 @@ func (s *Session) currentCommand() string {
 	return s.command
 }
 
-// observe reports with the facts of the shell's latest prompt.
-func (s *Session) observe(sh *shell, command, out string, exitCode int, timedOut bool, prefix, suffix string, isError bool, notes []string) tool.Result {
-	r := s.observeWith(sh.lastPrompt(), command, out, exitCode, timedOut, prefix, suffix, isError, notes)
-	return r
-}
-
-// observeWith builds the observation and the model's text: notes, prefix, clipped output,
-// suffix, then the working directory, the Python interpreter and the exit code when known.
-func (s *Session) observeWith(pr prompt, command, out string, exitCode int, timedOut bool, prefix, suffix string, isError bool, notes []string) tool.Result {
-	out = clip(out, s.opts.MaxOutputChars, s.opts.OutputDir)
-	if len(notes) > 0 {
-		prefix = "[" + strings.Join(notes, "]\n[") + "]\n" + prefix
-	}
-	var b strings.Builder
-	b.WriteString(prefix)
-	b.WriteString(out)
-	b.WriteString(suffix)
-	body := strings.Trim(b.String(), "\n")
-	var lines []string
-	if body != "" {
-		lines = append(lines, body)
-	}
-	if pr.cwd != "" {
-		lines = append(lines, "[Current working directory: "+pr.cwd+"]")
-	}
-	if pr.python != "" {
-		lines = append(lines, "[Python interpreter: "+pr.python+"]")
-	}
-	if exitCode != -1 {
-		lines = append(lines, "[Command finished with exit code "+strconv.Itoa(exitCode)+"]")
-	}
-	obs := tool.TerminalObservation{
-		Kind:     tool.KindTerminal,
-		Command:  command,
-		ExitCode: exitCode,
-		Timeout:  timedOut,
-		Metadata: tool.TerminalMetadata{
-			ExitCode:          exitCode,
-			PID:               pr.pid,
-			Username:          pr.user,
-			Hostname:          pr.host,
-			WorkingDir:        pr.cwd,
-			PyInterpreterPath: pr.python,
-			Prefix:            prefix,
-			Suffix:            suffix,
-		},
-		FullOutputSaveDir: s.opts.OutputDir,
-		Content:           tool.Content(out),
-		IsError:           isError,
-	}
-	return tool.NewResult(strings.Join(lines, "\n"), isError, obs)
-}
-
-// errorResult is a call that did not reach the shell.
-func (s *Session) errorResult(command, text string) tool.Result {
-	return s.message(command, text, true)
-}
-
-func (s *Session) plainResult(command, text string) tool.Result {
-	return s.message(command, text, false)
-}
-
-func (s *Session) message(command, text string, isError bool) tool.Result {
-	var pr prompt
-	s.mu.Lock()
-	if s.sh != nil {
-		pr = s.sh.lastPrompt()
-	}
-	s.mu.Unlock()
-	obs := tool.TerminalObservation{
-		Kind:     tool.KindTerminal,
-		Command:  command,
-		ExitCode: -1,
-		Metadata: tool.TerminalMetadata{
-			ExitCode: -1, PID: pr.pid, Username: pr.user, Hostname: pr.host,
-			WorkingDir: pr.cwd, PyInterpreterPath: pr.python,
-		},
-		FullOutputSaveDir: s.opts.OutputDir,
-		Content:           tool.Content(text),
-		IsError:           isError,
-	}
-	return tool.NewResult(text, isError, obs)
-}
-
 func longestLine(s string) int {
 	n := 0
 	for line := range strings.Lines(s) {
@@ -501,13 +385,4 @@ func longestLine(s string) int {
 // shellQuote quotes s for bash as one word.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// seconds formats d for the model: "30 seconds", "1.5 seconds".
-func seconds(d time.Duration) string {
-	v := strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
-	if v == "1" {
-		return "1 second"
-	}
-	return v + " seconds"
 }

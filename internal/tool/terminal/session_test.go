@@ -71,15 +71,18 @@ type fixture struct {
 
 func newSession(t *testing.T, noChange time.Duration) fixture {
 	t.Helper()
+	return newSessionWith(t, Options{NoChangeTimeout: noChange})
+}
+
+// newSessionWith starts a session with opts, in a directory of the test's.
+func newSessionWith(t *testing.T, opts Options) fixture {
+	t.Helper()
 	needBash(t)
 	dir := t.TempDir()
 	out := filepath.Join(t.TempDir(), "outputs")
-	s, err := New(Options{
-		Dir:             dir,
-		Env:             []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "LANG=C.UTF-8"},
-		OutputDir:       out,
-		NoChangeTimeout: noChange,
-	})
+	opts.Dir, opts.OutputDir = dir, out
+	opts.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "LANG=C.UTF-8"}
+	s, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +95,7 @@ func (f fixture) run(t *testing.T, a tool.TerminalArgs) (tool.Result, tool.Termi
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res := f.s.Run(ctx, a)
+	res := f.s.Run(ctx, a, Waits{})
 	var obs tool.TerminalObservation
 	if err := json.Unmarshal(res.Observation, &obs); err != nil {
 		t.Fatalf("observation: %v: %s", err, res.Observation)
@@ -141,8 +144,7 @@ func (f fixture) firstOutput(t *testing.T, res tool.Result, obs tool.TerminalObs
 }
 
 // sleeper is a command that runs until it is interrupted, and writes the file started once
-// C-c can stop it: bash drops a SIGINT that reaches a child it has forked but that has not
-// yet exec'd its program, so a test interrupts only once the sleeper's own shell runs.
+// it runs, for tests that act while it does.
 func (f fixture) sleeper(name string) (command, started string) {
 	started = filepath.Join(f.dir, name+".started")
 	return "sh -c 'touch " + started + "; exec sleep 100'", started
@@ -438,7 +440,7 @@ func TestCloseEndsWaitingRun(t *testing.T) {
 	f := newSession(t, time.Minute)
 	started := filepath.Join(f.dir, "started")
 	done := make(chan tool.Result, 1)
-	go func() { done <- f.s.Run(context.Background(), cmd("touch "+started+"; sleep 100")) }()
+	go func() { done <- f.s.Run(context.Background(), cmd("touch "+started+"; sleep 100"), Waits{}) }()
 	waitFile(t, started)
 	f.s.Close()
 	select {
@@ -449,7 +451,7 @@ func TestCloseEndsWaitingRun(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Run did not return within 30s of Close")
 	}
-	if res := f.s.Run(context.Background(), cmd("echo x")); !res.IsError {
+	if res := f.s.Run(context.Background(), cmd("echo x"), Waits{}); !res.IsError {
 		t.Fatalf("Run after Close: %s", res.Text)
 	}
 	f.s.Close()
@@ -466,7 +468,7 @@ func TestCancelledCall(t *testing.T) {
 		waitFile(t, started)
 		cancel()
 	}()
-	res := f.s.Run(ctx, cmd("echo begun; "+sleep))
+	res := f.s.Run(ctx, cmd("echo begun; "+sleep), Waits{})
 	if !strings.Contains(res.Text, "cancelled") {
 		t.Fatalf("cancelled: %s", res.Text)
 	}

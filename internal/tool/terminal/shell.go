@@ -37,10 +37,12 @@ type prompt struct {
 	cwd      string
 }
 
-// finished is a command whose prompt came back: its last output and the prompt.
+// finished is a command whose prompt came back: its last output, how many bytes of that the
+// buffer dropped, and the prompt.
 type finished struct {
-	out    []byte
-	prompt prompt
+	out     []byte
+	dropped int64
+	prompt  prompt
 }
 
 // shell is one bash process on a pty. Bash runs interactively so that it prints its prompt,
@@ -74,8 +76,8 @@ type shell struct {
 	lastOut time.Time     // when output last arrived (or a command was sent)
 }
 
-// startShell starts bash in dir with env and waits for its first prompt.
-func startShell(ctx context.Context, bash, dir string, env []string, timeout time.Duration) (*shell, error) {
+// startShell starts bash as opts say and waits for its first prompt.
+func startShell(ctx context.Context, opts Options) (*shell, error) {
 	nonce, err := newNonce()
 	if err != nil {
 		return nil, err
@@ -86,9 +88,9 @@ func startShell(ctx context.Context, bash, dir string, env []string, timeout tim
 	}
 	defer tty.Close()
 
-	cmd := exec.Command(bash, "--noprofile", "--norc", "--noediting", "+m", "-i")
-	cmd.Dir = dir
-	cmd.Env = env
+	cmd := exec.Command(opts.Bash, "--noprofile", "--norc", "--noediting", "+m", "-i")
+	cmd.Dir = opts.Dir
+	cmd.Env = opts.Env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -104,6 +106,7 @@ func startShell(ctx context.Context, bash, dir string, env []string, timeout tim
 		exited:   make(chan struct{}),
 		readDone: make(chan struct{}),
 		changed:  make(chan struct{}),
+		out:      capBuffer{limit: opts.MaxBufferedOutput},
 		busy:     true, // until the prompt the setup line brings
 		lastOut:  time.Now(),
 	}
@@ -111,16 +114,23 @@ func startShell(ctx context.Context, bash, dir string, env []string, timeout tim
 	go sh.read()
 
 	// The nonce lives in a shell variable that is not exported, and PS1 names the variable,
-	// so neither printing PS1 nor a child shell can produce a marker by accident.
+	// so neither printing PS1 nor a child shell can produce a marker by accident. The prompt
+	// starts no process: the Python interpreter is looked up along PATH by bash itself, in
+	// PROMPT_COMMAND, not in a command substitution. A process of the prompt's own would be
+	// in the process group when an interrupt is sent again (see interrupt), taking a signal
+	// bash would then act on while it reads the next command line.
 	setup := "__agentd_n=" + nonce + "; " +
-		`PS1='__AGENTD_PS1_${__agentd_n}__$?\037$$\037\u\037\h\037` +
-		`$(command -v python3 2>/dev/null || command -v python 2>/dev/null)\037${PWD}__AGENTD_END_${__agentd_n}__'; ` +
-		"PS2=''; PS0=''; unset PROMPT_COMMAND HISTFILE; set +H\n"
+		`__agentd_python() { local d p dirs; IFS=: read -ra dirs <<< "$PATH"; __agentd_py=; ` +
+		`for p in python3 python; do for d in "${dirs[@]}"; do ` +
+		`if [[ -x ${d:-.}/$p && ! -d ${d:-.}/$p ]]; then __agentd_py=${d:-.}/$p; return; fi; done; done; }; ` +
+		`PROMPT_COMMAND=__agentd_python; ` +
+		`PS1='__AGENTD_PS1_${__agentd_n}__$?\037$$\037\u\037\h\037${__agentd_py}\037${PWD}__AGENTD_END_${__agentd_n}__'; ` +
+		"PS2=''; PS0=''; unset HISTFILE; set +H\n"
 	if err := sh.write([]byte(setup)); err != nil {
 		sh.kill()
 		return nil, fmt.Errorf("set up bash: %w", err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, timeout)
+	wctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	for {
 		sh.mu.Lock()
@@ -273,7 +283,8 @@ func (sh *shell) emitLocked(b []byte) {
 
 func (sh *shell) promptLocked(pr prompt) {
 	if sh.busy {
-		sh.final = &finished{out: sh.out.Take(), prompt: pr}
+		out, dropped := sh.out.Take()
+		sh.final = &finished{out: out, dropped: dropped, prompt: pr}
 		sh.busy = false
 	} else {
 		// Output between prompts with no command running: background jobs, or a stray line.
@@ -390,8 +401,9 @@ func (sh *shell) takeFinal() *finished {
 	return f
 }
 
-// takeOutput hands out the output printed since the last take.
-func (sh *shell) takeOutput() []byte {
+// takeOutput hands out the output printed since the last take, and how many bytes of it the
+// buffer dropped.
+func (sh *shell) takeOutput() ([]byte, int64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	return sh.out.Take()

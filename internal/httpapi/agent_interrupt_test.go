@@ -1,0 +1,172 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/llm/llmtest"
+)
+
+// Commands always come back, a pause does not wait for the step in flight, and deleting a
+// conversation stops its agent wherever it is.
+
+// terminalWaits sets the terminal's waits of the server.
+func terminalWaits(noChange, maxWait time.Duration) envOption {
+	return func(c *config.Config) {
+		c.TerminalNoChangeTimeout, c.TerminalMaxWait = noChange, maxWait
+	}
+}
+
+// lastToolResult is the text of the last tool message of a request.
+func lastToolResult(req llmtest.RecordedRequest) string {
+	r := toolResults(req)
+	if len(r) == 0 {
+		return ""
+	}
+	return r[len(r)-1]
+}
+
+// TestAgentRunsYes: a command that prints without end comes back at the configured ceiling
+// with its output so far and a note that it runs on; the agent carries on and stops it.
+func TestAgentRunsYes(t *testing.T) {
+	e := newEnv(t, terminalWaits(time.Hour, 500*time.Millisecond))
+	_, alice := e.newUser("alice")
+	var srv *llmtest.Server
+	// untilStopped waits for the interrupted command to end (a busy machine may reach the
+	// ceiling first), then finishes.
+	var untilStopped llmtest.Step
+	untilStopped = llmtest.Step{Func: func(req llmtest.RecordedRequest) llmtest.Step {
+		if strings.Contains(lastToolResult(req), "[Command finished with exit code 130]") {
+			return llmtest.Calls(llmtest.Call("finish", `{"message":"stopped yes"}`))
+		}
+		srv.Push(untilStopped)
+		return callIn(t, "terminal", func(string) map[string]any { return map[string]any{"command": ""} })
+	}}
+	srv = e.scripted(alice,
+		terminal(t, "yes"),
+		llmtest.Step{Func: func(req llmtest.RecordedRequest) llmtest.Step {
+			if got := lastToolResult(req); !strings.Contains(got, "still running after 0.5 seconds: one call waits at most that long") {
+				t.Errorf("the result of yes does not say it runs on: %.300s", got[max(0, len(got)-300):])
+			}
+			return callIn(t, "terminal", func(string) map[string]any { return map[string]any{"command": "C-c", "is_input": true} })
+		}},
+		untilStopped,
+	)
+	c := e.startAgent(alice, map[string]any{"initial_message": message("say yes", true)})
+	c.waitStatus("finished", "error", "stuck")
+	if got := c.info().ExecutionStatus; got != "finished" {
+		t.Fatalf("execution status %s: %v", got, labels(c.events()))
+	}
+	first := ""
+	for _, ev := range c.events() {
+		if ev.Kind == "ObservationEvent" && ev.ToolName == "terminal" {
+			first = observationText(ev)
+			break
+		}
+	}
+	if !strings.HasPrefix(first, "y\ny\n") || len(first) > 40_000 {
+		t.Fatalf("first observation (%d bytes): %.200s", len(first), first)
+	}
+}
+
+// TestPauseDuringCommand: a pause during a command that does not end reaches paused while the
+// command still runs; the call is answered with an error saying the pause interrupted it. Run
+// carries on, and the agent finds the command's output.
+func TestPauseDuringCommand(t *testing.T) {
+	// Waits far longer than the test, so that the call is in flight when the pause comes.
+	e := newEnv(t, terminalWaits(time.Hour, time.Hour))
+	_, alice := e.newUser("alice")
+	const marker = "agentd-test-pause-during-command"
+	e.scripted(alice,
+		terminal(t, `sh -c 'until [ -e go ]; do sleep 0.01; done; echo released' `+marker),
+		llmtest.Step{Func: func(req llmtest.RecordedRequest) llmtest.Step {
+			if got := lastToolResult(req); !strings.Contains(got, "paused the agent while this tool call was in flight") {
+				t.Errorf("after the pause, the model read %q", got)
+			}
+			return callIn(t, "terminal", func(string) map[string]any { return map[string]any{"command": ""} })
+		}},
+		llmtest.Step{Func: func(req llmtest.RecordedRequest) llmtest.Step {
+			if got := lastToolResult(req); !strings.Contains(got, "released") {
+				t.Errorf("the command's output after the resume: %q", got)
+			}
+			return llmtest.Calls(llmtest.Call("finish", `{"message":"released"}`))
+		}},
+	)
+	c := e.startAgent(alice, map[string]any{"initial_message": message("wait for it", true)})
+	e.eventually("the command to run", func() bool { return len(processesMatching(t, marker)) > 0 })
+	c.api("POST", "/pause", nil, http.StatusOK, nil)
+	c.waitStatus("paused")
+	if len(processesMatching(t, marker)) == 0 {
+		t.Fatal("the pause ended the command")
+	}
+	wantLabels(t, c.events(),
+		"MessageEvent:user", "SystemPromptEvent", "execution_status=running",
+		"ActionEvent:terminal", "AgentErrorEvent", "PauseEvent", "execution_status=paused")
+
+	if err := os.WriteFile(filepath.Join(e.sandboxDir(c.sandboxID), "workspace", "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.api("POST", "/run", nil, http.StatusOK, nil)
+	c.waitStatus("finished")
+}
+
+// TestPauseDuringModelCall: a pause while the model has not answered reaches paused; the call
+// leaves nothing in the log, and run makes it again.
+func TestPauseDuringModelCall(t *testing.T) {
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	srv := e.scripted(alice, silentModel(), llmtest.Text("Here now."))
+	c := e.startAgent(alice, map[string]any{"initial_message": message("hello?", true)})
+	e.eventually("the model call", func() bool { return len(srv.Requests()) == 1 })
+	c.api("POST", "/pause", nil, http.StatusOK, nil)
+	c.waitStatus("paused")
+	wantLabels(t, c.events(),
+		"MessageEvent:user", "SystemPromptEvent", "execution_status=running", "PauseEvent", "execution_status=paused")
+	c.api("POST", "/run", nil, http.StatusOK, nil)
+	c.waitStatus("finished")
+	if n := len(srv.Requests()); n != 2 {
+		t.Fatalf("%d model calls, want 2", n)
+	}
+}
+
+// silentModel is a model step that never answers; it returns when the caller gives up.
+func silentModel() llmtest.Step {
+	return llmtest.Step{HTTP: func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }}
+}
+
+// TestDeleteStopsTheAgent: deleting a conversation stops its agent whether it waits for the
+// model or for a command; the delete returns once the agent has stopped.
+func TestDeleteStopsTheAgent(t *testing.T) {
+	const marker = "agentd-test-delete-during-command"
+	tests := []struct {
+		name string
+		step llmtest.Step
+		busy func(t *testing.T, srv *llmtest.Server) bool
+	}{
+		{"model call", silentModel(), func(t *testing.T, srv *llmtest.Server) bool { return len(srv.Requests()) == 1 }},
+		{"command", terminal(t, `sh -c 'until false; do sleep 0.01; done' `+marker),
+			func(t *testing.T, _ *llmtest.Server) bool { return len(processesMatching(t, marker)) > 0 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, terminalWaits(time.Hour, time.Hour))
+			_, alice := e.newUser("alice")
+			srv := e.scripted(alice, tt.step)
+			c := e.startAgent(alice, map[string]any{"initial_message": message("go", true)})
+			e.eventually("the step to be in flight", func() bool { return tt.busy(t, srv) })
+			if !e.app.Conversations.AgentRunning(c.id) {
+				t.Fatal("the agent is not running")
+			}
+			e.must("DELETE", "/api/conversations/"+c.id, alice, nil, http.StatusOK, nil)
+			if e.app.Conversations.AgentRunning(c.id) {
+				t.Fatal("the agent still runs after the delete")
+			}
+			e.eventually("the command to end", func() bool { return len(processesMatching(t, marker)) == 0 })
+		})
+	}
+}
