@@ -59,13 +59,21 @@ initial_env = { LANG = "C.UTF-8" }
 working_dir = "/workspace"           # the workspace as seen inside the sandbox
 image = ""                           # docker backend: the image
 rootfs = ""                          # bwrap backend: a root filesystem directory
-network = "none"                     # "host" (default) or "none"
-[sandbox_specs.limits]
+network = "none"                     # "egress" (default), "none" or "host"
+[sandbox_specs.limits]                # each limit left out or 0 takes the server's default
 memory_mb = 2048
 cpus = 2.0
 pids = 512
-disk_mb = 0                          # 0 means unlimited
+tmp_mb = 256                         # the private /tmp
+disk_mb = 0
 ` + "```" + `
+
+Every spec has limits: the default spec has the server's defaults (` + "`sandbox_memory_mb`" + `,
+` + "`sandbox_cpus`" + `, ` + "`sandbox_pids`" + `, ` + "`sandbox_tmp_mb`" + `), and a spec that leaves a limit out gets the
+default for it. A spec may ask for more or less, up to the ceiling (` + "`sandbox_max_memory_mb`" + ` and
+the like); a spec above the ceiling stops the server at start-up with an error that names the
+spec, the limit and the ceiling. A default of 0 means no limit by default, a ceiling of 0 no
+ceiling.
 
 A backend that cannot honour part of a spec refuses to start sandboxes from it with a message
 that says what, and ` + "`GET /api/v1/sandbox-specs/search`" + ` lists those warnings per spec. The

@@ -137,6 +137,17 @@ func (b *Backend) kernelArgs(tmpSize int64) []string {
 	return append(args, "--tmpfs", "/tmp")
 }
 
+// tmpSize is the size of a sandbox's /tmp: the spec's, or else half its memory limit. tmpfs
+// pages count against the memory limit but belong to no process the OOM killer could pick:
+// a full /tmp would make it kill the runtime, so without a size of its own half the limit
+// leaves room.
+func tmpSize(l sandbox.Limits) int64 {
+	if l.TmpBytes > 0 {
+		return l.TmpBytes
+	}
+	return l.MemoryBytes / 2
+}
+
 // sandboxArgs are bwrap's options for sandbox dir with workspace ws (inside), up to and
 // not including the "--" before the command.
 func (b *Backend) sandboxArgs(dir, ws string, spec sandbox.Spec) ([]string, error) {
@@ -150,9 +161,7 @@ func (b *Backend) sandboxArgs(dir, ws string, spec sandbox.Spec) ([]string, erro
 		}
 		args = append(args, rargs...)
 	}
-	// tmpfs pages count against the memory limit but belong to no process the OOM killer
-	// could pick: a full /tmp would make it kill the runtime. Half the limit leaves room.
-	args = append(args, b.kernelArgs(spec.Limits.MemoryBytes/2)...)
+	args = append(args, b.kernelArgs(tmpSize(spec.Limits))...)
 	args = append(args,
 		"--bind", hostWorkspace(dir), ws,
 		"--ro-bind", b.binary, runtimeBinary,

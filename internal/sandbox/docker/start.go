@@ -145,6 +145,10 @@ func (b *Backend) hostConfig(dir, vol, workdir string, spec sandbox.Spec) *conta
 		Init:      &init,
 		Resources: resources(spec.Limits),
 	}
+	if t := spec.Limits.TmpBytes; t > 0 {
+		// A /tmp of its own, bounded like bwrap's, rather than the container's unbounded layer.
+		hc.Tmpfs = map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", t)}
+	}
 	// "host" means network access, which a container gets through the engine's default
 	// network (a bridge), not by sharing the host's network namespace and its loopback.
 	if spec.Network == sandbox.NetworkNone {
