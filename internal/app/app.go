@@ -236,14 +236,14 @@ func Specs(cfg config.Config) []sandbox.Spec {
 		Command:     []string{"agentd", "runtime"},
 		InitialEnv:  map[string]string{},
 		WorkingDir:  "/workspace",
-		Network:     sandbox.NetworkHost,
+		Network:     sandbox.NetworkEgress,
 		Limits:      limits(config.LimitsConfig{}.WithDefaults(cfg.SandboxLimits)),
 		CreatedAt:   created,
 	}}
 	for _, s := range cfg.Specs {
 		spec := sandbox.Spec{
 			ID: s.ID, Description: s.Description, Command: s.Command, InitialEnv: s.InitialEnv,
-			WorkingDir: s.WorkingDir, Image: s.Image, Rootfs: s.Rootfs, Network: s.Network,
+			WorkingDir: s.WorkingDir, Image: s.Image, Rootfs: s.Rootfs, Network: sandbox.NetworkOf(sandbox.Spec{Network: s.Network}),
 			Limits:    limits(s.Limits.WithDefaults(cfg.SandboxLimits)),
 			CreatedAt: created,
 		}
@@ -255,9 +255,6 @@ func Specs(cfg config.Config) []sandbox.Spec {
 		}
 		if spec.WorkingDir == "" {
 			spec.WorkingDir = "/workspace"
-		}
-		if spec.Network == "" {
-			spec.Network = sandbox.NetworkHost
 		}
 		replaced := false
 		for i := range specs {

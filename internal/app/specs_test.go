@@ -29,10 +29,10 @@ func TestSpecs(t *testing.T) {
 		network string
 		limits  sandbox.Limits
 	}{
-		{"default", sandbox.NetworkHost, def},
+		{"default", sandbox.NetworkEgress, def},
 		{"offline", sandbox.NetworkNone, sandbox.Limits{MemoryBytes: 512 << 20, CPUs: 1, PIDs: 1024, TmpBytes: 512 << 20}},
 		{"open", sandbox.NetworkHost, def},
-		{"plain", sandbox.NetworkHost, def},
+		{"plain", sandbox.NetworkEgress, def},
 	}
 	for _, tt := range tests {
 		got := byID[tt.id]
