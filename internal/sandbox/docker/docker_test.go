@@ -159,8 +159,6 @@ func TestConformance(t *testing.T) {
 		KnownEscapes: map[string]string{
 			"RuntimeOutput": "Docker's init (PID 1) runs as the sandbox uid, like the commands, and holds the container's output: " +
 				"a command can append lines to the container's log (docker logs), though to no file of agentd's",
-			"RuntimeSocket": "the runtime creates its socket in the run directory, which it and the commands share as one uid: " +
-				"a command can remove the socket (the runtime then stops answering) or put another in its place",
 		},
 	})
 }

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -30,8 +31,9 @@ const cleanupTimeout = time.Minute
 const minMemory = 6 << 20
 
 // Start creates <Root>/<id>/ with the session key in it, the workspace volume and the
-// container, and starts the container. It returns once the container runs; the runtime
-// answers a moment later. The image must already be on the engine: Start does not pull.
+// container, and starts the container. It returns once the runtime has made its socket and
+// the run directory is sealed (see sealRunDir); the runtime answers a moment later. The image
+// must already be on the engine: Start does not pull.
 func (b *Backend) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.Instance, error) {
 	if err := checkSpec(req.Spec); err != nil {
 		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
@@ -111,6 +113,9 @@ func (b *Backend) start(ctx context.Context, dir string, req sandbox.StartReques
 	}
 	if _, err := b.cli.ContainerStart(ctx, ctr.ID, client.ContainerStartOptions{}); err != nil {
 		return sandbox.Instance{}, fmt.Errorf("start container: %w", err)
+	}
+	if err := b.sealRunDir(ctx, dir, ctr.ID); err != nil {
+		return sandbox.Instance{}, err
 	}
 	b.log.Info("sandbox started", "sandbox_id", req.ID, "container_id", ctr.ID, "image", req.Spec.Image)
 	return sandbox.Instance{
@@ -241,6 +246,47 @@ func checkSpec(spec sandbox.Spec) error {
 	}
 	if len(missing) > 0 {
 		return &sandbox.UnsupportedError{Backend: Name, What: missing}
+	}
+	return nil
+}
+
+// socketTimeout bounds Start's wait for the runtime's socket.
+const socketTimeout = 30 * time.Second
+
+// sealRunDir waits until the runtime has made its socket in the run directory dir (it has
+// read and deleted its key by then), and then gives the directory back to root, read-only
+// for others: the commands, which run as the runtime's own uid, can then neither remove the
+// socket nor put one of their own in its place. The runtime keeps serving on the socket it
+// holds.
+func (b *Backend) sealRunDir(ctx context.Context, dir, containerID string) error {
+	deadline := time.Now().Add(socketTimeout)
+	for delay, next := time.Millisecond, time.Now().Add(time.Second); ; delay = min(2*delay, 50*time.Millisecond) {
+		if _, err := os.Lstat(socketPath(dir)); err == nil {
+			break
+		}
+		if time.Now().After(next) { // now and then, whether the container still runs
+			next = time.Now().Add(time.Second)
+			res, err := b.cli.ContainerInspect(ctx, containerID, client.ContainerInspectOptions{})
+			if err != nil {
+				return fmt.Errorf("wait for the runtime's socket: %w", err)
+			}
+			if res.Container.State == nil || !res.Container.State.Running {
+				return errors.New("the container exited before its runtime listened")
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the runtime made no socket within %v", socketTimeout)
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("wait for the runtime's socket: %w", err)
+		}
+		time.Sleep(delay)
+	}
+	if err := os.Chown(dir, 0, 0); err != nil {
+		return fmt.Errorf("seal the run directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return fmt.Errorf("seal the run directory: %w", err)
 	}
 	return nil
 }
