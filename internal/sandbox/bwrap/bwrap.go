@@ -1,23 +1,25 @@
 // Package bwrap is the sandbox backend that isolates with Linux namespaces through
 // bubblewrap, and bounds, freezes and kills with cgroups.
 //
-// Each sandbox runs `agentd runtime` under bwrap with its own user (root mapped to the agentd
-// user, every capability dropped, no further user namespaces), PID, mount, IPC, UTS and cgroup
-// namespaces, and with network "none" its own empty network namespace. Its root is a tmpfs,
+// Each sandbox runs `agentd runtime` under bwrap as the unprivileged sandbox uid, with its own
+// user (root inside mapped to that uid, every capability dropped, no further user namespaces),
+// PID, mount, IPC, UTS and cgroup namespaces, and, unless its network is "host", its own
+// network namespace, which slirp4netns connects to the internet for network "egress" (see
+// egress.go). Its root is a tmpfs,
 // read-only once set up, holding either the host's system directories (/usr, the /bin and
 // /lib links, the parts of /etc programs need) or the top level of a rootfs directory, all
 // read-only; a fresh /proc (its /proc/sys read-only), a minimal /dev, a private /tmp, the
-// workspace at the spec's working directory (default /workspace), the runtime binary at
-// /.agentd/agentd and the runtime's socket directory at /.agentd/run. The workspace and /tmp
-// are the only writable places.
+// workspace at the spec's working directory (default /workspace; nosuid and nodev, owned by
+// the sandbox uid on the host) and the runtime binary at /.agentd/agentd. The workspace and
+// /tmp are the only writable places.
 //
-// On the host a sandbox lives in <Root>/<id>/: workspace/, run/runtime.sock (agentd reaches
+// On the host a sandbox lives in <Root>/<id>/: workspace/, runtime.sock (agentd reaches
 // the runtime there, so it works with the network cut) and runtime.log. Its processes live in
 // the cgroup <parent>/<id> of every hierarchy in use (see package cgroup), where parent is
 // agentd/<12 hex digits naming Root>: the cgroup path is the label that tells this backend's
 // sandboxes from anything else, including another agentd's. The first process of a sandbox
-// is a small shell that moves itself into that cgroup and then execs bwrap, so every process
-// of the sandbox is born inside it; pause and resume freeze and thaw the cgroup, destroy
+// is a small shell that moves itself into that cgroup and then execs bwrap through setpriv
+// (which drops to the sandbox uid), so every process of the sandbox is born inside it; pause and resume freeze and thaw the cgroup, destroy
 // kills everything in it.
 //
 // Sandboxes do not depend on agentd serve: they keep running when it stops, and a new Backend

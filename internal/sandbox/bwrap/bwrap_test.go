@@ -450,3 +450,17 @@ func TestRootfs(t *testing.T) {
 		t.Fatalf("rootfs: %+v", res)
 	}
 }
+
+// TestBareRun: the floor of the benchmark has the network of a sandbox: with egress, the
+// interface of slirp4netns is up before the command runs; with none, there is only loopback.
+func TestBareRun(t *testing.T) {
+	b := newTestBackend(t, testRoot(t))
+	ctx := context.Background()
+	if err := b.BareRun(ctx, sandbox.NetworkEgress, "/bin/sh", "-c", "grep -q tap0 /proc/net/dev"); err != nil {
+		t.Fatalf("bare bwrap with egress: %v", err)
+	}
+	if err := b.BareRun(ctx, sandbox.NetworkNone, "/bin/sh", "-c", "! grep -q tap0 /proc/net/dev && grep -q lo /proc/net/dev"); err != nil {
+		t.Fatalf("bare bwrap without network: %v", err)
+	}
+	sandboxtest.CheckNoChildren(t)
+}

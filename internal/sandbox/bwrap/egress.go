@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/cgroup"
 	"github.com/agentd/agentd/internal/sandbox/firewall"
 	"github.com/agentd/agentd/internal/sandbox/hostproc"
@@ -157,10 +158,10 @@ func childPID(r *os.File, deadline time.Time) (int, error) {
 	}
 }
 
-// startSlirp starts slirp4netns for the network namespace of process pid, in cgroup g, as
-// the sandbox uid, records its first process in st, and waits until it has configured the
-// sandbox's interface. Its output goes to log.
-func (b *Backend) startSlirp(ctx context.Context, g *cgroup.Group, pid int, e *egressFiles, log *os.File, st *instanceState) error {
+// startSlirp starts slirp4netns for the network namespace of process pid, in cgroup g (none
+// when nil), as the sandbox uid, records its first process in st, and waits until it has
+// configured the sandbox's interface. Its output goes to log (nowhere when nil).
+func (b *Backend) startSlirp(ctx context.Context, g *cgroup.Group, pid int, e *egressFiles, log io.Writer, st *instanceState) error {
 	netNS, err := os.Open("/proc/" + strconv.Itoa(pid) + "/ns/net")
 	if err != nil {
 		return fmt.Errorf("open the sandbox's network namespace: %w", err)
@@ -184,7 +185,10 @@ func (b *Backend) startSlirp(ctx context.Context, g *cgroup.Group, pid int, e *e
 		"--exit-fd=" + strconv.Itoa(fdSlirpExit), "--ready-fd=" + strconv.Itoa(fdSlirpReady),
 		"--userns-path=/proc/self/fd/" + strconv.Itoa(fdSlirpUserNS),
 		"--netns-type=path", "/proc/self/fd/" + strconv.Itoa(fdSlirpNetNS), "tap0"})
-	cmd := exec.Command(shell, joinArgs(g, argv)...)
+	if g != nil {
+		argv = append([]string{shell}, joinArgs(g, argv)...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = "/"
 	cmd.Env = []string{"PATH=" + b.path}
 	cmd.Stdout, cmd.Stderr = log, log
@@ -213,6 +217,76 @@ func (b *Backend) startSlirp(ctx context.Context, g *cgroup.Group, pid int, e *e
 			return errors.New("slirp4netns exited before the network was up")
 		}
 		return fmt.Errorf("wait for slirp4netns: %w", err)
+	}
+	return nil
+}
+
+// fdBlock is where BareRun's bwrap waits for the network before it runs its command.
+const fdBlock = 9
+
+// BareRun runs argv under bwrap with the namespaces and mounts of a sandbox of the default
+// spec and the given network, set up as a sandbox's is (with egress, slirp4netns has
+// configured the interface before argv runs), but without a workspace, a runtime or a
+// cgroup: the floor a sandbox start is measured against. It returns when argv has ended.
+func (b *Backend) BareRun(ctx context.Context, network string, argv ...string) error {
+	args := append(b.namespaceArgs(network), b.system...)
+	args = append(args, b.kernelArgs(0)...)
+	var e *egressFiles
+	var blockR, blockW *os.File
+	if network == sandbox.NetworkEgress {
+		if b.egressErr != nil {
+			return b.egressErr
+		}
+		var err error
+		if e, err = newEgressFiles(); err != nil {
+			return err
+		}
+		defer e.Close()
+		if blockR, blockW, err = os.Pipe(); err != nil {
+			return err
+		}
+		defer blockR.Close()
+		defer blockW.Close()
+		args = append(args, egressArgs()...)
+		args = append(args, "--block-fd", strconv.Itoa(fdBlock))
+	}
+	args = append(args, "--remount-ro", "/", "--chdir", "/", "--")
+	argv = b.asSandboxUser(append([]string{b.bwrap}, append(args, argv...)...))
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = []string{"PATH=" + b.path}
+	cmd.Dir = "/"
+	if e != nil {
+		// fdKey, fdArgs and fdListen stay closed; then fdInfo, fdSync, fdResolve and fdBlock.
+		cmd.ExtraFiles = append([]*os.File{nil, nil, nil}, append(e.bwrapFiles(), blockR)...)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	if e != nil {
+		e.started()
+		blockR.Close()
+		err := func() error {
+			pid, err := childPID(e.infoR, time.Now().Add(listenTimeout))
+			if err != nil {
+				return err
+			}
+			var st instanceState
+			if err := b.startSlirp(ctx, nil, pid, e, nil, &st); err != nil {
+				return err
+			}
+			_, err = blockW.Write([]byte{1})
+			return err
+		}()
+		if err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return fmt.Errorf("bare bwrap with egress: %w: %s", err, bytes.TrimSpace(out.Bytes()))
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("bare bwrap: %w: %s", err, bytes.TrimSpace(out.Bytes()))
 	}
 	return nil
 }

@@ -14,7 +14,10 @@
 // command more; Docker's init is its PID 1, so that orphaned commands are reaped. agentd gives
 // that uid the run directory, the key file and the workspace volume's directory on the host, so
 // the runtime can read its key and create its socket, and what the sandbox writes to its
-// workspace belongs to that uid (user-namespace remapping is not supported).
+// workspace belongs to that uid (user-namespace remapping is not supported). Once the runtime
+// listens, the run directory goes back to root, so commands cannot take its socket. Network
+// egress is a bridge network of the backend's own that firewall rules keep off the host (see
+// network.go); none is Docker's none.
 // Containers and volumes carry labels that say they are agentd's, which sandbox and owner they
 // belong to, and which agentd (by its Root) manages them, so that two servers sharing an engine
 // never take each other's sandboxes for orphans. The container id is the Instance's state;
