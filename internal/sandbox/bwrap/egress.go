@@ -272,6 +272,9 @@ func (b *Backend) BareRun(ctx context.Context, network string, argv ...string) e
 			if err != nil {
 				return err
 			}
+			if err := waitBlocked(ctx, pid, fdBlock); err != nil {
+				return err
+			}
 			var st instanceState
 			if err := b.startSlirp(ctx, nil, pid, e, nil, &st); err != nil {
 				return err
@@ -289,4 +292,28 @@ func (b *Backend) BareRun(ctx context.Context, network string, argv ...string) e
 		return fmt.Errorf("bare bwrap: %w: %s", err, bytes.TrimSpace(out.Bytes()))
 	}
 	return nil
+}
+
+// waitBlocked waits until process pid reads descriptor fd, as bwrap's first process does with
+// --block-fd once it has set the sandbox up (its loopback among it).
+func waitBlocked(ctx context.Context, pid, fd int) error {
+	want := fmt.Sprintf("%d 0x%x ", unix.SYS_READ, fd)
+	path := "/proc/" + strconv.Itoa(pid) + "/syscall"
+	deadline := time.Now().Add(listenTimeout)
+	for delay := 50 * time.Microsecond; ; delay = min(2*delay, 5*time.Millisecond) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("wait for bwrap's set-up: %w", err)
+		}
+		if bytes.HasPrefix(b, []byte(want)) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bwrap did not finish its set-up within %v (%s: %q)", listenTimeout, path, bytes.TrimSpace(b))
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(delay)
+	}
 }

@@ -155,8 +155,15 @@ func (b *Backend) start(ctx context.Context, dir string, g *cgroup.Group, req sa
 	st.StartTime = p.StartTime
 	b.reaper.Watch(cmd)
 	if egress != nil {
-		// The runtime comes up meanwhile; it needs no network.
 		egress.started()
+	}
+	if err := b.waitServing(ctx, dir, st); err != nil {
+		return sandbox.Instance{}, err
+	}
+	if egress != nil {
+		// Only now: bwrap sets up the namespace's loopback after it reports the pid, and
+		// slirp4netns configuring the namespace meanwhile makes that fail. Once the runtime
+		// serves, bwrap's set-up is over.
 		pid, err := childPID(egress.infoR, time.Now().Add(listenTimeout))
 		if err != nil {
 			return sandbox.Instance{}, fmt.Errorf("%w: %s", err, logTail(dir))
@@ -164,9 +171,6 @@ func (b *Backend) start(ctx context.Context, dir string, g *cgroup.Group, req sa
 		if err := b.startSlirp(ctx, g, pid, egress, logFile, &st); err != nil {
 			return sandbox.Instance{}, fmt.Errorf("egress network: %w: %s", err, logTail(dir))
 		}
-	}
-	if err := b.waitServing(ctx, dir, st); err != nil {
-		return sandbox.Instance{}, err
 	}
 	b.log.Info("sandbox started", "sandbox_id", req.ID, "pid", st.PID, "cgroup", g.Path())
 	return sandbox.Instance{
