@@ -9,6 +9,10 @@ declare -A need=(
   [git]=git
   [bash]=bash
   [bwrap]=bubblewrap # the bwrap backend, the default sandbox backend where it works
+  [setpriv]=util-linux # bwrap sandboxes start as the unprivileged sandbox uid
+  [slirp4netns]=slirp4netns # the egress network of bwrap sandboxes (the default network)
+  [iptables]=iptables # keeps egress sandboxes off the host's own addresses
+  [ip]=iproute2 # the escape suite makes a network namespace standing for the internet
   [dockerd]=docker.io # the docker backend's tests start a private engine
 )
 # `deps.sh stress` also installs what `make stress` loads the machine with.

@@ -47,6 +47,9 @@ func benchLogger(logw io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
+// specNoNetwork is the spec of the bench server whose sandboxes have network none.
+const specNoNetwork = "no-network"
+
 // startServerWith builds the server on dataDir with backend b, which it closes with itself
 // (also when it fails).
 func startServerWith(ctx context.Context, b sandbox.Backend, dataDir string, clients int, log *slog.Logger) (_ *server, err error) {
@@ -57,6 +60,8 @@ func startServerWith(ctx context.Context, b sandbox.Backend, dataDir string, cli
 		b.Close()
 		return nil, err
 	}
+	// The default spec has the egress network; this one, none, to measure the difference.
+	cfg.Specs = append(cfg.Specs, config.SpecConfig{ID: specNoNetwork, Network: "none"})
 	s := &server{backend: b, key: key, log: log}
 	defer func() {
 		if err != nil {

@@ -73,9 +73,14 @@ func (s *server) runningSandbox(ctx context.Context) (sb sandbox.Sandbox, done f
 }
 
 func (s *server) timeStart(ctx context.Context) (time.Duration, error) {
+	return s.timeStartOf(ctx, "")
+}
+
+// timeStartOf is timeStart with a sandbox of spec specID ("" for the default).
+func (s *server) timeStartOf(ctx context.Context, specID string) (time.Duration, error) {
 	svc := s.app.Sandboxes
 	t0 := time.Now()
-	sb, err := svc.Start(ctx, s.ownerID, "")
+	sb, err := svc.Start(ctx, s.ownerID, specID)
 	if err == nil {
 		_, err = svc.WaitRunning(ctx, s.ownerID, sb.ID)
 	}

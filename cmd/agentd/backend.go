@@ -35,7 +35,7 @@ func openBackend(cfg config.Config, exe string, log *slog.Logger) (sandbox.Backe
 	switch name {
 	case "docker":
 		log.Info("sandbox backend: docker", "docker_host", cfg.DockerHost)
-		return docker.New(docker.Options{Host: cfg.DockerHost, Root: filepath.Join(cfg.DataDir, "sandboxes", "docker"), Binary: exe, Logger: log})
+		return docker.New(docker.Options{Host: cfg.DockerHost, Root: filepath.Join(cfg.DataDir, "sandboxes", "docker"), Binary: exe, UID: cfg.SandboxUID, Logger: log})
 	case "bwrap":
 		b, err := openBwrap(cfg, exe, log)
 		if err != nil {
@@ -93,7 +93,7 @@ func openProcess(cfg config.Config, exe string, log *slog.Logger) (*process.Back
 // openBwrap opens the bwrap backend and checks, by starting a throwaway sandbox, that it
 // works here.
 func openBwrap(cfg config.Config, exe string, log *slog.Logger) (*bwrap.Backend, error) {
-	b, err := bwrap.New(bwrap.Options{Root: filepath.Join(cfg.DataDir, "sandboxes", "bwrap"), Binary: exe, Logger: log})
+	b, err := bwrap.New(bwrap.Options{Root: filepath.Join(cfg.DataDir, "sandboxes", "bwrap"), Binary: exe, UID: cfg.SandboxUID, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,7 @@ type SandboxLimits struct {
 	CPUs        float64 `json:"cpus,omitempty"`
 	PIDs        int64   `json:"pids,omitempty"`
 	DiskBytes   int64   `json:"disk_bytes,omitempty"`
+	TmpBytes    int64   `json:"tmp_bytes,omitempty"`
 }
 
 // SandboxSpecInfo is a template sandboxes start from.
@@ -56,7 +57,7 @@ type SandboxSpecInfo struct {
 	Description string            `json:"description,omitempty"`
 	Image       string            `json:"image,omitempty"`
 	Rootfs      string            `json:"rootfs,omitempty"`
-	Network     string            `json:"network"`
+	Network     string            `json:"network" doc:"egress (the internet, nothing of the host), none (loopback only) or host."`
 	Limits      SandboxLimits     `json:"limits"`
 	Warnings    []string          `json:"warnings,omitempty" doc:"What the active backend cannot honour for this spec."`
 }

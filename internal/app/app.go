@@ -125,6 +125,9 @@ func New(ctx context.Context, o Options) (*App, error) {
 		if err := st.PutSpec(ctx, spec); err != nil {
 			return nil, fmt.Errorf("store sandbox spec %s: %w", spec.ID, err)
 		}
+		if spec.Network == sandbox.NetworkHost {
+			log.Warn("sandbox spec "+spec.ID+": "+sandbox.HostNetworkWarning, "spec", spec.ID)
+		}
 	}
 	if _, err := st.GetSpec(ctx, cfg.DefaultSpec); err != nil {
 		return nil, fmt.Errorf("default sandbox spec %q: %w", cfg.DefaultSpec, err)
@@ -249,24 +252,25 @@ func (a *App) Close() {
 }
 
 // Specs returns the built-in presets followed by the config file's specs (which may replace
-// a preset of the same id).
+// a preset of the same id). Every limit a spec leaves at zero takes the server's default, and
+// a spec that names no network gets egress.
 func Specs(cfg config.Config) []sandbox.Spec {
 	created := time.Unix(0, 0).UTC() // a fixed time, so restarts do not change the specs
 	specs := []sandbox.Spec{{
 		ID:          "default",
-		Description: "The agentd runtime on the host's system directories, with network access.",
+		Description: "The agentd runtime on the host's system directories, with outbound network access and the server's default limits.",
 		Command:     []string{"agentd", "runtime"},
 		InitialEnv:  map[string]string{},
 		WorkingDir:  "/workspace",
-		Network:     sandbox.NetworkHost,
+		Network:     sandbox.NetworkEgress,
+		Limits:      limits(config.LimitsConfig{}.WithDefaults(cfg.SandboxLimits)),
 		CreatedAt:   created,
 	}}
 	for _, s := range cfg.Specs {
 		spec := sandbox.Spec{
 			ID: s.ID, Description: s.Description, Command: s.Command, InitialEnv: s.InitialEnv,
-			WorkingDir: s.WorkingDir, Image: s.Image, Rootfs: s.Rootfs, Network: s.Network,
-			Limits: sandbox.Limits{MemoryBytes: s.Limits.MemoryMB << 20, CPUs: s.Limits.CPUs,
-				PIDs: s.Limits.PIDs, DiskBytes: s.Limits.DiskMB << 20},
+			WorkingDir: s.WorkingDir, Image: s.Image, Rootfs: s.Rootfs, Network: sandbox.NetworkOf(sandbox.Spec{Network: s.Network}),
+			Limits:    limits(s.Limits.WithDefaults(cfg.SandboxLimits)),
 			CreatedAt: created,
 		}
 		if len(spec.Command) == 0 {
@@ -277,9 +281,6 @@ func Specs(cfg config.Config) []sandbox.Spec {
 		}
 		if spec.WorkingDir == "" {
 			spec.WorkingDir = "/workspace"
-		}
-		if spec.Network == "" {
-			spec.Network = sandbox.NetworkHost
 		}
 		replaced := false
 		for i := range specs {
@@ -292,4 +293,9 @@ func Specs(cfg config.Config) []sandbox.Spec {
 		}
 	}
 	return specs
+}
+
+func limits(l config.LimitsConfig) sandbox.Limits {
+	return sandbox.Limits{MemoryBytes: l.MemoryMB << 20, CPUs: l.CPUs, PIDs: l.PIDs,
+		DiskBytes: l.DiskMB << 20, TmpBytes: l.TmpMB << 20}
 }

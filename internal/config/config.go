@@ -70,6 +70,15 @@ type Config struct {
 	ConfigFile string
 	// Specs are sandbox specs added by the config file, beside the built-in presets.
 	Specs []SpecConfig
+	// SandboxLimits are the limits of the default spec, and of every other spec for each
+	// limit it leaves at zero. A zero here means no limit by default.
+	SandboxLimits LimitsConfig
+	// SandboxMaxLimits is the ceiling of every spec's limits; zero means no ceiling. A spec
+	// above it, or a default above it, is a configuration error.
+	SandboxMaxLimits LimitsConfig
+	// SandboxUID is the unprivileged host uid and gid of every sandbox's processes (bwrap,
+	// docker). It is never 0.
+	SandboxUID int
 }
 
 // SpecConfig is a sandbox spec in the config file.
@@ -85,12 +94,13 @@ type SpecConfig struct {
 	Limits      LimitsConfig      `toml:"limits"`
 }
 
-// LimitsConfig bounds a spec's resources; zero means unlimited.
+// LimitsConfig bounds a spec's resources; zero takes the server's default (SandboxLimits).
 type LimitsConfig struct {
 	MemoryMB int64   `toml:"memory_mb"`
 	CPUs     float64 `toml:"cpus"`
 	PIDs     int64   `toml:"pids"`
 	DiskMB   int64   `toml:"disk_mb"`
+	TmpMB    int64   `toml:"tmp_mb"`
 }
 
 // Option describes one setting: its flag, environment variables and default. The table is
@@ -168,6 +178,33 @@ func Options() []Option {
 		{Flag: "terminal-max-wait", Env: []string{"AGENTD_TERMINAL_MAX_WAIT"}, File: "terminal_max_wait", Default: "2m",
 			Doc: "The longest an agent's terminal call waits for its command, even while it keeps printing and whatever timeout the model asked for; the command runs on. Long enough for most builds and installs to finish in one call, short enough that a command printing without end (yes, a server in the foreground) gives the agent its turn back.",
 			set: func(c *Config, v string) error { return setDuration(&c.TerminalMaxWait, v) }},
+		{Flag: "sandbox-memory-mb", Env: []string{"AGENTD_SANDBOX_MEMORY_MB"}, File: "sandbox_memory_mb", Default: "2048",
+			Doc: "Memory limit (MiB, swap included) of the default spec, and of every spec that sets none; 0 means none.",
+			set: func(c *Config, v string) error { return setInt64(&c.SandboxLimits.MemoryMB, v) }},
+		{Flag: "sandbox-cpus", Env: []string{"AGENTD_SANDBOX_CPUS"}, File: "sandbox_cpus", Default: "1",
+			Doc: "CPU share (in CPUs, e.g. 0.5) of the default spec, and of every spec that sets none; 0 means none.",
+			set: func(c *Config, v string) error { return setFloat(&c.SandboxLimits.CPUs, v) }},
+		{Flag: "sandbox-pids", Env: []string{"AGENTD_SANDBOX_PIDS"}, File: "sandbox_pids", Default: "1024",
+			Doc: "Most processes and threads of a sandbox of the default spec, and of every spec that sets none; 0 means none.",
+			set: func(c *Config, v string) error { return setInt64(&c.SandboxLimits.PIDs, v) }},
+		{Flag: "sandbox-tmp-mb", Env: []string{"AGENTD_SANDBOX_TMP_MB"}, File: "sandbox_tmp_mb", Default: "512",
+			Doc: "Size (MiB) of the private /tmp of the default spec's sandboxes, and of every spec that sets none; it counts against the memory limit. 0 leaves it to the backend (bwrap: half the memory limit).",
+			set: func(c *Config, v string) error { return setInt64(&c.SandboxLimits.TmpMB, v) }},
+		{Flag: "sandbox-max-memory-mb", Env: []string{"AGENTD_SANDBOX_MAX_MEMORY_MB"}, File: "sandbox_max_memory_mb", Default: "8192",
+			Doc: "Ceiling of every spec's memory limit (MiB): a spec above it is refused at start-up; 0 means no ceiling.",
+			set: func(c *Config, v string) error { return setInt64(&c.SandboxMaxLimits.MemoryMB, v) }},
+		{Flag: "sandbox-max-cpus", Env: []string{"AGENTD_SANDBOX_MAX_CPUS"}, File: "sandbox_max_cpus", Default: "4",
+			Doc: "Ceiling of every spec's CPU share; 0 means no ceiling.",
+			set: func(c *Config, v string) error { return setFloat(&c.SandboxMaxLimits.CPUs, v) }},
+		{Flag: "sandbox-max-pids", Env: []string{"AGENTD_SANDBOX_MAX_PIDS"}, File: "sandbox_max_pids", Default: "4096",
+			Doc: "Ceiling of every spec's process limit; 0 means no ceiling.",
+			set: func(c *Config, v string) error { return setInt64(&c.SandboxMaxLimits.PIDs, v) }},
+		{Flag: "sandbox-max-tmp-mb", Env: []string{"AGENTD_SANDBOX_MAX_TMP_MB"}, File: "sandbox_max_tmp_mb", Default: "4096",
+			Doc: "Ceiling of every spec's /tmp size (MiB); 0 means no ceiling.",
+			set: func(c *Config, v string) error { return setInt64(&c.SandboxMaxLimits.TmpMB, v) }},
+		{Flag: "sandbox-uid", Env: []string{"AGENTD_SANDBOX_UID"}, File: "sandbox_uid", Default: "2000000000",
+			Doc: "Host uid and gid that the processes of every bwrap and docker sandbox run as: unprivileged, never 0, and used by nothing else on the machine. Files that sandboxes create in their workspaces belong to it.",
+			set: func(c *Config, v string) error { return setInt(&c.SandboxUID, v) }},
 		{Flag: "log-level", Env: []string{"AGENTD_LOG_LEVEL"}, File: "log_level", Default: "info",
 			Doc: "Log level: debug, info, warn or error.",
 			set: func(c *Config, v string) error { c.LogLevel = v; return nil }},
@@ -193,6 +230,24 @@ func setInt(dst *int, v string) error {
 		return fmt.Errorf("%q is not a whole number", v)
 	}
 	*dst = n
+	return nil
+}
+
+func setInt64(dst *int64, v string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return fmt.Errorf("%q is not a whole number", v)
+	}
+	*dst = n
+	return nil
+}
+
+func setFloat(dst *float64, v string) error {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil {
+		return fmt.Errorf("%q is not a number", v)
+	}
+	*dst = f
 	return nil
 }
 
@@ -356,9 +411,17 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("sandbox_specs[%d]: duplicate id %q", i, s.ID))
 		}
 		seen[s.ID] = true
-		if s.Network != "" && s.Network != "host" && s.Network != "none" {
-			errs = append(errs, fmt.Errorf("sandbox_specs[%d]: network %q: want host or none", i, s.Network))
+		switch s.Network {
+		case "", "egress", "none", "host":
+		default:
+			errs = append(errs, fmt.Errorf("sandbox_specs[%d]: network %q: want egress, none or host", i, s.Network))
 		}
+		errs = append(errs, checkLimits(fmt.Sprintf("sandbox_specs[%d] (%s): limits", i, s.ID), s.Limits, c.SandboxMaxLimits)...)
+	}
+	errs = append(errs, checkLimits("the default sandbox limits (sandbox_memory_mb and the like)", c.SandboxLimits, c.SandboxMaxLimits)...)
+	errs = append(errs, checkLimits("the sandbox limit ceiling (sandbox_max_memory_mb and the like)", c.SandboxMaxLimits, LimitsConfig{})...)
+	if c.SandboxUID <= 0 || c.SandboxUID >= 1<<32-1 {
+		errs = append(errs, fmt.Errorf("sandbox uid %d: want an unprivileged uid, above 0 and below 4294967295", c.SandboxUID))
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data dir must not be empty"))

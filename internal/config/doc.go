@@ -74,24 +74,60 @@ initial_env = { LANG = "C.UTF-8" }
 working_dir = "/workspace"           # the workspace as seen inside the sandbox
 image = ""                           # docker backend: the image
 rootfs = ""                          # bwrap backend: a root filesystem directory
-network = "none"                     # "host" (default) or "none"
-[sandbox_specs.limits]
+network = "none"                     # "egress" (default), "none" or "host"
+[sandbox_specs.limits]                # each limit left out or 0 takes the server's default
 memory_mb = 2048
 cpus = 2.0
 pids = 512
-disk_mb = 0                          # 0 means unlimited
+tmp_mb = 256                         # the private /tmp
+disk_mb = 0
 ` + "```" + `
+
+Every spec has limits: the default spec has the server's defaults (` + "`sandbox_memory_mb`" + `,
+` + "`sandbox_cpus`" + `, ` + "`sandbox_pids`" + `, ` + "`sandbox_tmp_mb`" + `), and a spec that leaves a limit out gets the
+default for it. A spec may ask for more or less, up to the ceiling (` + "`sandbox_max_memory_mb`" + ` and
+the like); a spec above the ceiling stops the server at start-up with an error that names the
+spec, the limit and the ceiling. A default of 0 means no limit by default, a ceiling of 0 no
+ceiling.
 
 A backend that cannot honour part of a spec refuses to start sandboxes from it with a message
 that says what, and ` + "`GET /api/v1/sandbox-specs/search`" + ` lists those warnings per spec. The
-` + "`process`" + ` backend does not isolate anything: it cannot cut the network or enforce limits.
+` + "`process`" + ` backend does not isolate anything: it cannot cut the network or enforce limits,
+and its standing warning, shown with every spec, says so.
+
+### Network modes
+
+| Mode | What a sandbox can reach |
+|---|---|
+| ` + "`egress`" + ` (default) | The internet: outbound connections (package installs, git) from a network namespace of its own. Not the host's loopback (agentd's port and every local service), not any other address of the host, not link-local addresses (cloud metadata services), and nothing of other sandboxes. Names resolve through the host's resolver. Nothing outside can connect in. |
+| ` + "`none`" + ` | Only its own loopback: no connection in or out. |
+| ` + "`host`" + ` | bwrap: the host's network namespace itself, its loopback and every port on it included; docker: the engine's default bridge, from which the host's addresses answer. Only for an administrator's spec that asks for it by name: the log and the spec listing carry a warning. |
+
+With ` + "`bwrap`" + `, egress is ` + "`slirp4netns`" + ` (a user-space network stack, run as the sandbox uid in
+the sandbox's cgroup) on the sandbox's own network namespace, and iptables rules, which agentd
+adds at start-up to the host's ` + "`OUTPUT`" + ` chain (chain ` + "`AGENTD-SANDBOX-<uid>`" + `), refuse the
+sandbox uid's connections to the host's own addresses and to link-local ones, DNS on port 53
+excepted. Without ` + "`slirp4netns`" + `, the tun device or a working ` + "`iptables`" + `, egress specs cannot start:
+the server logs why at start-up and the spec listing says it. With ` + "`docker`" + `, egress is a bridge
+network of agentd's own (` + "`agentd-egress-<hash>`" + `, removed when no sandbox is left) whose traffic to
+the host itself, to link-local addresses and between its containers iptables rules refuse.
+
+### Who sandboxes run as
+
+Every process of a ` + "`bwrap`" + ` or ` + "`docker`" + ` sandbox runs as one unprivileged host uid and gid
+(` + "`sandbox_uid`" + `), never as root: files a sandbox leaves in its workspace belong to that uid, and
+workspaces are mounted ` + "`nosuid`" + ` and ` + "`nodev`" + ` (docker: no-new-privileges, every capability
+dropped). The uid should belong to nothing else on the machine. One uid serves every sandbox:
+sandboxes are kept apart by their namespaces (each sees only its own processes, files and
+network), and a single uid keeps the host's firewall rule and file ownership simple.
 
 ## Sandbox backends
 
 | Backend | What it is |
 |---|---|
 | ` + "`process`" + ` | Each sandbox is a directory under the data directory and an ` + "`agentd runtime`" + ` process in its own session, reached on a unix socket. No isolation: for development. |
-| ` + "`bwrap`" + ` | Each sandbox runs ` + "`agentd runtime`" + ` under bubblewrap with its own user (no capabilities), PID, mount, IPC, UTS and cgroup namespaces, and with network ` + "`none`" + ` its own empty network namespace. It sees the host's system directories (or the spec's ` + "`rootfs`" + `) read-only; its workspace and a private ` + "`/tmp`" + ` are the only writable places. Memory, CPU and process limits are cgroup limits (v1 or v2); pause freezes the sandbox's cgroup. Needs bubblewrap and root (to create cgroups). |
+| ` + "`bwrap`" + ` | Each sandbox runs ` + "`agentd runtime`" + ` under bubblewrap as the sandbox uid, with its own user (root inside is the sandbox uid outside, without capabilities), PID, mount, IPC, UTS, cgroup and network namespaces. It sees the host's system directories (or the spec's ` + "`rootfs`" + `) read-only; its workspace and a private ` + "`/tmp`" + ` are the only writable places. Memory, CPU and process limits are cgroup limits (v1 or v2); pause freezes the sandbox's cgroup. Needs bubblewrap, ` + "`setpriv`" + ` (util-linux) and root (to create cgroups), and for egress ` + "`slirp4netns`" + ` and ` + "`iptables`" + `. |
+| ` + "`docker`" + ` | Each sandbox is a container of the spec's image, running as the sandbox uid, with its workspace on a volume. The engine must run on this machine. |
 
 ` + "`auto`" + ` picks ` + "`bwrap`" + ` when bubblewrap is installed and a throwaway sandbox starts (bwrap and cgroups
 work), and otherwise ` + "`process`" + `, with a warning that says why in the log and in the spec listing.
@@ -101,7 +137,7 @@ The ` + "`bwrap`" + ` backend cannot honour an ` + "`image`" + ` or a disk limit
 ` + "`/bin/sh`" + ` (the runtime build mounted into it must then be statically linked, as ` + "`make build`" + `
 builds it). Its sandboxes' cgroups are ` + "`agentd/<12 hex digits>/<sandbox id>`" + ` in each hierarchy
 (the digits name the data directory, so two servers on one machine keep apart); ` + "`pids`" + ` counts
-threads as well as processes.
+threads as well as processes. A ` + "`rootfs`" + ` must be readable by the sandbox uid.
 
 ## Files in the data directory
 

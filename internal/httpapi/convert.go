@@ -45,15 +45,12 @@ func (a *API) specInfo(s sandbox.Spec) apitypes.SandboxSpecInfo {
 	if env == nil {
 		env = map[string]string{}
 	}
-	network := s.Network
-	if network == "" {
-		network = sandbox.NetworkHost
-	}
+	network := sandbox.NetworkOf(s)
 	return apitypes.SandboxSpecInfo{
 		ID: s.ID, Command: s.Command, CreatedAt: s.CreatedAt, InitialEnv: env, WorkingDir: s.WorkingDir,
 		Description: s.Description, Image: s.Image, Rootfs: s.Rootfs, Network: network,
 		Limits: apitypes.SandboxLimits{MemoryBytes: s.Limits.MemoryBytes, CPUs: s.Limits.CPUs,
-			PIDs: s.Limits.PIDs, DiskBytes: s.Limits.DiskBytes},
+			PIDs: s.Limits.PIDs, DiskBytes: s.Limits.DiskBytes, TmpBytes: s.Limits.TmpBytes},
 		Warnings: a.d.SpecWarnings(s),
 	}
 }

@@ -439,8 +439,8 @@ func TestSandboxSpecs(t *testing.T) {
 		byID[s.ID] = s
 	}
 	def, ok := byID["default"]
-	if !ok || len(def.Command) == 0 || def.WorkingDir == "" || def.Network != "host" {
-		t.Fatalf("specs %+v: want default with a command, a working dir and network host", page.Items)
+	if !ok || len(def.Command) == 0 || def.WorkingDir == "" || def.Network != "egress" {
+		t.Fatalf("specs %+v: want default with a command, a working dir and network egress", page.Items)
 	}
 	if _, ok := byID["isolated"]; !ok || page.NextPageID != nil || len(page.Items) != 2 {
 		t.Fatalf("specs %+v (next %v): want default and isolated on one page", page.Items, page.NextPageID)

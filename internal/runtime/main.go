@@ -31,7 +31,14 @@ const shutdownGrace = 5 * time.Second
 // trace a command could read: a variable stays readable in /proc/<pid>/environ even after
 // Unsetenv. Main refuses to start without a key, and removes KeyEnv from the environment so
 // no command inherits it.
+//
+// Before it reads the key, Main makes the process not dumpable: the commands it starts run as
+// its own uid, and without that they could read its memory (/proc/<pid>/mem, the key among
+// it), its environment and its descriptors, or trace it. See protectProcess.
 func Main(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	if err := protectProcess(); err != nil {
+		return fmt.Errorf("runtime: %w", err)
+	}
 	fs := flag.NewFlagSet("agentd runtime", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listenAddr := fs.String("listen", "", "where to serve: unix:/abs/path.sock, tcp:127.0.0.1:PORT or fd:N (an inherited listening socket)")

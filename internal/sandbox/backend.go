@@ -115,11 +115,14 @@ type Warner interface {
 }
 
 // SpecWarnings lists, for the spec listing, what backend b cannot do for spec: its standing
-// warning, and what it cannot honour in the spec.
+// warning, what it cannot honour in the spec, and the isolation the spec itself gives up.
 func SpecWarnings(b Backend, spec Spec) []string {
 	var out []string
 	if w, ok := b.(Warner); ok {
 		out = append(out, w.Warning())
+	}
+	if NetworkOf(spec) == NetworkHost {
+		out = append(out, HostNetworkWarning)
 	}
 	if c, ok := b.(SpecChecker); ok {
 		if err := c.CheckSpec(spec); err != nil {

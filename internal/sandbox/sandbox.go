@@ -51,19 +51,42 @@ type Sandbox struct {
 	UpdatedAt time.Time
 }
 
-// Limits bound the resources of a sandbox. Zero means unlimited.
+// Limits bound the resources of a sandbox. Zero means unlimited; the server's configuration
+// fills the limits a spec leaves at zero with its defaults before a spec is stored.
 type Limits struct {
 	MemoryBytes int64   `json:"memory_bytes,omitempty" toml:"memory_bytes"`
 	CPUs        float64 `json:"cpus,omitempty" toml:"cpus"`
 	PIDs        int64   `json:"pids,omitempty" toml:"pids"`
 	DiskBytes   int64   `json:"disk_bytes,omitempty" toml:"disk_bytes"`
+	// TmpBytes bounds the sandbox's private /tmp; zero leaves it to the backend (bwrap: half
+	// the memory limit).
+	TmpBytes int64 `json:"tmp_bytes,omitempty" toml:"tmp_bytes"`
 }
 
-// Network policies a spec may ask for.
+// Network modes a spec may ask for.
 const (
-	NetworkHost = "host"
+	// NetworkEgress (the default): a network namespace of the sandbox's own with outbound
+	// connections to the internet, and none to the host's loopback, the host's own addresses
+	// or link-local (metadata) addresses.
+	NetworkEgress = "egress"
+	// NetworkNone: a network namespace of the sandbox's own with only its loopback.
 	NetworkNone = "none"
+	// NetworkHost: an administrator's explicit choice to give up network isolation (see each
+	// backend); specs that ask for it carry a warning.
+	NetworkHost = "host"
 )
+
+// NetworkOf is spec's network mode, NetworkEgress when it names none.
+func NetworkOf(spec Spec) string {
+	if spec.Network == "" {
+		return NetworkEgress
+	}
+	return spec.Network
+}
+
+// HostNetworkWarning is the warning of specs with network "host", in the log and the spec
+// listing.
+const HostNetworkWarning = `network "host": sandboxes of this spec are not cut off from the host's network and may reach services that listen on it`
 
 // Spec is a template sandboxes start from.
 type Spec struct {
@@ -78,7 +101,7 @@ type Spec struct {
 	WorkingDir string
 	Image      string // docker image reference
 	Rootfs     string // bwrap root filesystem directory; empty means the host's system directories
-	Network    string // NetworkHost (default) or NetworkNone
+	Network    string // NetworkEgress (also when empty), NetworkNone or NetworkHost
 	Limits     Limits
 	CreatedAt  time.Time
 }

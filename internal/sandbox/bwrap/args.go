@@ -89,7 +89,8 @@ var reserved = []string{"proc", "dev", "tmp", strings.TrimPrefix(agentdDir, "/")
 
 // rootfsArgs mounts the top level of rootfs read-only, entry by entry, onto the sandbox's
 // tmpfs root, so bwrap can still create its own mount points (/.agentd, the workspace) there.
-func rootfsArgs(rootfs string) ([]string, error) {
+// bwrap finds rootfs at staged.
+func rootfsArgs(rootfs, staged string) ([]string, error) {
 	entries, err := os.ReadDir(rootfs)
 	if err != nil {
 		return nil, fmt.Errorf("read rootfs: %w", err)
@@ -108,21 +109,25 @@ func rootfsArgs(rootfs string) ([]string, error) {
 			args = append(args, "--symlink", target, dst)
 			continue
 		}
-		args = append(args, "--ro-bind", src, dst)
+		args = append(args, "--ro-bind", filepath.Join(staged, e.Name()), dst)
 	}
 	return args, nil
 }
 
 // namespaceArgs are the namespaces and privileges of every sandbox.
 func (b *Backend) namespaceArgs(network string) []string {
-	args := []string{"--unshare-user"}
+	// Root inside the sandbox is the sandbox uid outside: bwrap runs as that uid (see
+	// asSandboxUser), and an unprivileged bwrap maps its own uid and no other.
+	args := []string{"--unshare-user", "--uid", "0", "--gid", "0"}
 	if b.features.disableUserns {
 		args = append(args, "--disable-userns")
 	}
 	args = append(args, "--cap-drop", "ALL", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
 		"--unshare-cgroup", "--hostname", hostname, "--new-session")
-	if network == sandbox.NetworkNone {
-		args = append(args, "--unshare-net") // a namespace of its own with only loopback
+	if network != sandbox.NetworkHost {
+		// A namespace of its own with only loopback, to which slirp4netns adds the egress
+		// network's interface.
+		args = append(args, "--unshare-net")
 	}
 	return args
 }
@@ -137,25 +142,39 @@ func (b *Backend) kernelArgs(tmpSize int64) []string {
 	return append(args, "--tmpfs", "/tmp")
 }
 
+// tmpSize is the size of a sandbox's /tmp: the spec's, or else half its memory limit. tmpfs
+// pages count against the memory limit but belong to no process the OOM killer could pick:
+// a full /tmp would make it kill the runtime, so without a size of its own half the limit
+// leaves room.
+func tmpSize(l sandbox.Limits) int64 {
+	if l.TmpBytes > 0 {
+		return l.TmpBytes
+	}
+	return l.MemoryBytes / 2
+}
+
 // sandboxArgs are bwrap's options for sandbox dir with workspace ws (inside), up to and
 // not including the "--" before the command.
 func (b *Backend) sandboxArgs(dir, ws string, spec sandbox.Spec) ([]string, error) {
-	args := b.namespaceArgs(spec.Network)
+	args := b.namespaceArgs(sandbox.NetworkOf(spec))
 	if spec.Rootfs == "" {
 		args = append(args, b.system...)
 	} else {
-		rargs, err := rootfsArgs(spec.Rootfs)
+		rargs, err := rootfsArgs(spec.Rootfs, stagedRootfs)
 		if err != nil {
 			return nil, err
 		}
 		args = append(args, rargs...)
 	}
-	// tmpfs pages count against the memory limit but belong to no process the OOM killer
-	// could pick: a full /tmp would make it kill the runtime. Half the limit leaves room.
-	args = append(args, b.kernelArgs(spec.Limits.MemoryBytes/2)...)
+	args = append(args, b.kernelArgs(tmpSize(spec.Limits))...)
+	if sandbox.NetworkOf(spec) == sandbox.NetworkEgress {
+		args = append(args, egressArgs()...)
+	}
+	// The workspace and the binary are bound where the sandbox's first process finds them
+	// staged (see stage.go). bwrap mounts every bind nosuid and nodev.
 	args = append(args,
-		"--bind", hostWorkspace(dir), ws,
-		"--ro-bind", b.binary, runtimeBinary,
+		"--bind", stagedWorkspace, ws,
+		"--ro-bind", stagedBinary, runtimeBinary,
 		"--remount-ro", "/",
 		"--chdir", ws)
 	return args, nil
@@ -169,7 +188,7 @@ func (b *Backend) BareCommand(g *cgroup.Group, argv ...string) *exec.Cmd {
 	args := append(b.namespaceArgs(sandbox.NetworkHost), b.system...)
 	args = append(args, b.kernelArgs(0)...)
 	args = append(args, "--remount-ro", "/", "--chdir", "/", "--")
-	args = append([]string{b.bwrap}, append(args, argv...)...)
+	args = b.asSandboxUser(append([]string{b.bwrap}, append(args, argv...)...))
 	if g != nil {
 		args = append([]string{shell}, joinArgs(g, args)...)
 	}
@@ -177,6 +196,14 @@ func (b *Backend) BareCommand(g *cgroup.Group, argv ...string) *exec.Cmd {
 	cmd.Env = []string{"PATH=" + b.path}
 	cmd.Dir = "/"
 	return cmd
+}
+
+// asSandboxUser returns argv run as the sandbox uid and gid, with no supplementary groups
+// and no way back to privileges: the last step before bwrap, after the cgroup join that
+// needs root.
+func (b *Backend) asSandboxUser(argv []string) []string {
+	id := strconv.Itoa(b.uid)
+	return append([]string{b.setpriv, "--reuid", id, "--regid", id, "--clear-groups", "--no-new-privs", "--"}, argv...)
 }
 
 // joinScript is run by /bin/sh as a sandbox's first process: it moves itself into the

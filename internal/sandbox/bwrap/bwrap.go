@@ -1,23 +1,25 @@
 // Package bwrap is the sandbox backend that isolates with Linux namespaces through
 // bubblewrap, and bounds, freezes and kills with cgroups.
 //
-// Each sandbox runs `agentd runtime` under bwrap with its own user (root mapped to the agentd
-// user, every capability dropped, no further user namespaces), PID, mount, IPC, UTS and cgroup
-// namespaces, and with network "none" its own empty network namespace. Its root is a tmpfs,
+// Each sandbox runs `agentd runtime` under bwrap as the unprivileged sandbox uid, with its own
+// user (root inside mapped to that uid, every capability dropped, no further user namespaces),
+// PID, mount, IPC, UTS and cgroup namespaces, and, unless its network is "host", its own
+// network namespace, which slirp4netns connects to the internet for network "egress" (see
+// egress.go). Its root is a tmpfs,
 // read-only once set up, holding either the host's system directories (/usr, the /bin and
 // /lib links, the parts of /etc programs need) or the top level of a rootfs directory, all
 // read-only; a fresh /proc (its /proc/sys read-only), a minimal /dev, a private /tmp, the
-// workspace at the spec's working directory (default /workspace), the runtime binary at
-// /.agentd/agentd and the runtime's socket directory at /.agentd/run. The workspace and /tmp
-// are the only writable places.
+// workspace at the spec's working directory (default /workspace; nosuid and nodev, owned by
+// the sandbox uid on the host) and the runtime binary at /.agentd/agentd. The workspace and
+// /tmp are the only writable places.
 //
-// On the host a sandbox lives in <Root>/<id>/: workspace/, run/runtime.sock (agentd reaches
+// On the host a sandbox lives in <Root>/<id>/: workspace/, runtime.sock (agentd reaches
 // the runtime there, so it works with the network cut) and runtime.log. Its processes live in
 // the cgroup <parent>/<id> of every hierarchy in use (see package cgroup), where parent is
 // agentd/<12 hex digits naming Root>: the cgroup path is the label that tells this backend's
 // sandboxes from anything else, including another agentd's. The first process of a sandbox
-// is a small shell that moves itself into that cgroup and then execs bwrap, so every process
-// of the sandbox is born inside it; pause and resume freeze and thaw the cgroup, destroy
+// is a small shell that moves itself into that cgroup and then execs bwrap through setpriv
+// (which drops to the sandbox uid), so every process of the sandbox is born inside it; pause and resume freeze and thaw the cgroup, destroy
 // kills everything in it.
 //
 // Sandboxes do not depend on agentd serve: they keep running when it stops, and a new Backend
@@ -61,6 +63,16 @@ const (
 // shell runs the few lines that move a sandbox's first process into its cgroup.
 const shell = "/bin/sh"
 
+// DefaultUID is the host uid and gid of sandbox processes when Options.UID is zero.
+const DefaultUID = 2000000000
+
+// Descriptors a sandbox's first process inherits, as bwrap and the runtime are told them.
+const (
+	fdKey    = 3 // the session key, read by the runtime
+	fdArgs   = 4 // bwrap's options
+	fdListen = 5 // the runtime's listening socket
+)
+
 // Options configures a Backend.
 type Options struct {
 	// Root holds one directory per sandbox, e.g. <data>/sandboxes/bwrap. Created if missing.
@@ -80,18 +92,31 @@ type Options struct {
 	CgroupParent string
 	// Cgroups is where the machine mounts its cgroup controllers; nil means cgroup.Detect.
 	Cgroups *cgroup.Layout
-	Logger  *slog.Logger
+	// Slirp4netns is the slirp4netns executable that gives sandboxes with network egress
+	// their connections out; empty means "slirp4netns" on PATH. Without it (or without the
+	// tun device or iptables), such sandboxes cannot start, and CheckSpec says why.
+	Slirp4netns string
+	// UID is the unprivileged host uid (and gid) every sandbox process runs as; zero means
+	// DefaultUID. Root inside a sandbox is this uid outside, so what a sandbox leaves in its
+	// workspace belongs to it, never to root. It must not be 0.
+	UID    int
+	Logger *slog.Logger
 }
 
 // Backend runs sandboxes under bubblewrap. It is safe for concurrent use.
 type Backend struct {
-	root     hostproc.Root
-	binary   string
-	bwrap    string
-	path     string
-	cgParent string
-	cg       *cgroup.Layout
-	features features
+	root    hostproc.Root
+	binary  string
+	bwrap   string
+	setpriv string
+	uid     int
+	// slirp is slirp4netns, or empty with egressErr saying why egress cannot be offered.
+	slirp     string
+	egressErr error
+	path      string
+	cgParent  string
+	cg        *cgroup.Layout
+	features  features
 	// system is the bwrap arguments that mount the host's system directories.
 	system []string
 	log    *slog.Logger
@@ -133,6 +158,20 @@ func New(opts Options) (*Backend, error) {
 	if _, err := os.Stat(shell); err != nil {
 		return nil, fmt.Errorf("new bwrap backend: %w", err)
 	}
+	if err := checkStageDir(); err != nil {
+		return nil, fmt.Errorf("new bwrap backend: %w", err)
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		return nil, fmt.Errorf("new bwrap backend: setpriv (util-linux), which starts sandboxes as an unprivileged uid, is not installed: %w", err)
+	}
+	uid := opts.UID
+	if uid == 0 {
+		uid = DefaultUID
+	}
+	if uid < 0 {
+		return nil, fmt.Errorf("new bwrap backend: sandbox uid %d is not a uid", uid)
+	}
 	feats, err := detectFeatures(bw)
 	if err != nil {
 		return nil, fmt.Errorf("new bwrap backend: %w", err)
@@ -160,11 +199,16 @@ func New(opts Options) (*Backend, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	log := opts.Logger.With("backend", Name)
+	slirp, egressErr := detectEgress(opts.Slirp4netns, uid)
+	if egressErr != nil {
+		log.Error("NO EGRESS NETWORK: sandboxes of specs with network egress (the default) cannot start; specs with network none can", "err", egressErr)
+	}
 	if !feats.disableUserns {
 		log.Warn("this bubblewrap has no --disable-userns: commands in sandboxes can create user namespaces of their own", "bwrap", bw)
 	}
 	return &Backend{
-		root: root, binary: binary, bwrap: bw, path: opts.Path, cgParent: parent, cg: cg,
+		root: root, binary: binary, bwrap: bw, setpriv: setpriv, uid: uid, slirp: slirp, egressErr: egressErr,
+		path: opts.Path, cgParent: parent, cg: cg,
 		features: feats, system: systemArgs(), log: log, reaper: hostproc.NewReaper(log),
 	}, nil
 }

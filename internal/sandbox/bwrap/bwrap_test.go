@@ -12,6 +12,10 @@ import (
 	"sync"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/internal/app"
+	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/cgroup"
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
@@ -123,8 +127,21 @@ func TestConformance(t *testing.T) {
 		IsolatesNetwork:    true,
 		LimitsMemory:       true,
 		LimitsPIDs:         true,
+		Confines:           true,
+		AgentdPath:         runtimeBinary,
+		DefaultLimits:      defaultLimits(t),
 	})
 	sandboxtest.CheckNoChildren(t)
+}
+
+// defaultLimits are the limits of the default spec of a server with the default
+// configuration.
+func defaultLimits(t *testing.T) sandbox.Limits {
+	cfg, err := config.Load(nil, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return app.Specs(cfg)[0].Limits
 }
 
 // leftovers lists what is left of a sandbox of the backend on root: its cgroup in any
@@ -246,11 +263,11 @@ func TestSandboxArgs(t *testing.T) {
 	}
 	joined := " " + strings.Join(args, " ") + " "
 	for _, want := range []string{
-		" --unshare-user --disable-userns --cap-drop ALL --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup ",
+		" --unshare-user --uid 0 --gid 0 --disable-userns --cap-drop ALL --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup ",
 		" --unshare-net ",
 		" --ro-bind /usr /usr ",
 		" --proc /proc --ro-bind /proc/sys /proc/sys --dev /dev --size 536870912 --tmpfs /tmp ",
-		" --bind /data/sb/x/workspace /workspace --ro-bind /opt/agentd /.agentd/agentd --remount-ro / --chdir /workspace ",
+		" --bind /dev/shm/workspace /workspace --ro-bind /dev/shm/agentd /.agentd/agentd --remount-ro / --chdir /workspace ",
 	} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("arguments lack %q:\n%s", want, joined)
@@ -283,15 +300,15 @@ func TestRootfsArgs(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "file"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args, err := rootfsArgs(root)
+	args, err := rootfsArgs(root, "/staged")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
 		"--symlink", "usr/bin", "/bin",
-		"--ro-bind", root + "/etc", "/etc",
-		"--ro-bind", root + "/file", "/file",
-		"--ro-bind", root + "/usr", "/usr",
+		"--ro-bind", "/staged/etc", "/etc",
+		"--ro-bind", "/staged/file", "/file",
+		"--ro-bind", "/staged/usr", "/usr",
 	}
 	if !slices.Equal(args, want) {
 		t.Fatalf("rootfsArgs:\n got %q\nwant %q", args, want)
@@ -356,7 +373,8 @@ func TestListFindsOrphanCgroup(t *testing.T) {
 
 // TestHardening: inside a sandbox the root user has no capabilities, cannot create user
 // namespaces, cannot write /proc/sys, the root or system directories, does not see the
-// server's environment or bwrap's arguments, and /tmp is private and writable.
+// server's environment or bwrap's arguments, nor the runtime's; /tmp is private and writable,
+// and the workspace is nosuid and nodev. What it writes there belongs to the sandbox uid.
 func TestHardening(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-must-not-leak")
 	b := newTestBackend(t, testRoot(t))
@@ -380,6 +398,13 @@ func TestHardening(t *testing.T) {
 		{"test -r /etc/os-release && test -r /etc/passwd && date > /dev/null && echo ok", "ok"},
 		{"tr '\\0' ' ' < /proc/1/cmdline", b.bwrap + " --args 4 -- " + runtimeBinary + " runtime --listen fd:5 --workspace /workspace --sandbox-id " + inst.ID + " --key-fd 3"},
 		{"hostname", hostname},
+		// bwrap mounts the workspace nosuid and nodev.
+		{"awk '$2 == \"/workspace\" {print $4}' /proc/mounts | tr , '\\n' | grep -xE 'nosuid|nodev' | sort | tr '\\n' ' '", "nodev nosuid"},
+		// The runtime (pid 2) is not dumpable: its environment and descriptors are not for
+		// the commands it runs.
+		{"cat /proc/2/environ > /dev/null 2>&1 && echo readable || echo denied", "denied"},
+		{"readlink /proc/2/fd/1 > /dev/null 2>&1 && echo readable || echo denied", "denied"},
+		{"(echo forged >> /proc/2/fd/1) 2>/dev/null && echo written || echo denied", "denied"},
 	}
 	if b.features.disableUserns {
 		tests = append(tests, struct{ command, want string }{"unshare -U true 2>/dev/null && echo allowed || echo refused", "refused"})
@@ -388,6 +413,16 @@ func TestHardening(t *testing.T) {
 		res := runIn(t, c, tt.command)
 		if tt.want != "" && strings.TrimSpace(res.Output) != tt.want {
 			t.Errorf("%s: %q, want %q", tt.command, res.Output, tt.want)
+		}
+	}
+	runIn(t, c, "mkdir made && touch made/file")
+	for _, p := range []string{inst.HostWorkspace, inst.HostWorkspace + "/made", inst.HostWorkspace + "/made/file"} {
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		if int(st.Uid) != b.uid || int(st.Gid) != b.uid {
+			t.Errorf("%s belongs to %d:%d on the host, want the sandbox uid %d", p, st.Uid, st.Gid, b.uid)
 		}
 	}
 }
@@ -414,4 +449,18 @@ func TestRootfs(t *testing.T) {
 	if res := runIn(t, c, "test -d /var && test -d /etc && touch /var/x 2>/dev/null || echo read-only"); res.Output != "read-only\n" {
 		t.Fatalf("rootfs: %+v", res)
 	}
+}
+
+// TestBareRun: the floor of the benchmark has the network of a sandbox: with egress, the
+// interface of slirp4netns is up before the command runs; with none, there is only loopback.
+func TestBareRun(t *testing.T) {
+	b := newTestBackend(t, testRoot(t))
+	ctx := context.Background()
+	if err := b.BareRun(ctx, sandbox.NetworkEgress, "/bin/sh", "-c", "grep -q tap0 /proc/net/dev"); err != nil {
+		t.Fatalf("bare bwrap with egress: %v", err)
+	}
+	if err := b.BareRun(ctx, sandbox.NetworkNone, "/bin/sh", "-c", "! grep -q tap0 /proc/net/dev && grep -q lo /proc/net/dev"); err != nil {
+		t.Fatalf("bare bwrap without network: %v", err)
+	}
+	sandboxtest.CheckNoChildren(t)
 }

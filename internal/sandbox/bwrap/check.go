@@ -4,14 +4,15 @@ import (
 	"context"
 
 	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/sandbox/firewall"
 	"github.com/agentd/agentd/internal/sandbox/hostproc"
 )
 
 var _ sandbox.Checker = (*Backend)(nil)
 
 // Check reports whether sandboxes can start: the sandbox directory takes new files, the
-// agentd binary, bubblewrap and the shell are still there, and the cgroup hierarchies are
-// still mounted. It starts nothing; Probe is the thorough check made once at start-up.
+// agentd binary, bubblewrap and the shell are still there, the cgroup hierarchies are still
+// mounted, and the firewall rules of the egress network are still in place. It starts nothing; Probe is the thorough check made once at start-up.
 func (b *Backend) Check(context.Context) error {
 	if err := b.root.Check(Name, b.binary); err != nil {
 		return err
@@ -26,6 +27,11 @@ func (b *Backend) Check(context.Context) error {
 	}
 	if err := b.cg.Check(); err != nil {
 		return &sandbox.CheckError{Backend: Name, Problem: "a cgroup hierarchy is no longer mounted", Err: err}
+	}
+	if b.egressErr == nil {
+		if err := firewall.Check(b.uid); err != nil {
+			return &sandbox.CheckError{Backend: Name, Problem: "the firewall rules that keep egress sandboxes off the host are gone (restart agentd to add them again)", Err: err}
+		}
 	}
 	return nil
 }

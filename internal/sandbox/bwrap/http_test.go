@@ -36,7 +36,7 @@ func TestHTTP(t *testing.T) {
 	cfg.Specs = []config.SpecConfig{
 		{ID: "default", InitialEnv: map[string]string{sandboxtest.EnvRuntime: "1"}, Network: sandbox.NetworkNone,
 			Limits: config.LimitsConfig{MemoryMB: 512, CPUs: 1, PIDs: 512}},
-		{ID: "image", Image: "ubuntu:24.04"},
+		{ID: "image", Image: "ubuntu:24.04", Network: sandbox.NetworkNone},
 	}
 
 	var handler atomic.Pointer[http.Handler]

@@ -17,8 +17,12 @@ func (b *Backend) CheckSpec(spec sandbox.Spec) error { return b.checkSpec(spec) 
 // checkSpec rejects what this backend cannot do on this machine, naming all of it at once.
 func (b *Backend) checkSpec(spec sandbox.Spec) error {
 	var missing []string
-	switch spec.Network {
-	case "", sandbox.NetworkHost, sandbox.NetworkNone:
+	switch sandbox.NetworkOf(spec) {
+	case sandbox.NetworkHost, sandbox.NetworkNone:
+	case sandbox.NetworkEgress:
+		if b.egressErr != nil {
+			missing = append(missing, fmt.Sprintf("network egress (%v)", b.egressErr))
+		}
 	default:
 		return fmt.Errorf("unknown network policy %q", spec.Network)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -66,6 +67,10 @@ func (b *Backend) start(ctx context.Context, dir string, g *cgroup.Group, req sa
 	if err := os.Mkdir(hostWorkspace(dir), 0o700); err != nil {
 		return sandbox.Instance{}, fmt.Errorf("create workspace: %w", err)
 	}
+	if err := os.Chown(hostWorkspace(dir), b.uid, b.uid); err != nil {
+		return sandbox.Instance{}, fmt.Errorf("give the workspace to the sandbox uid: %w", err)
+	}
+
 	// The runtime's socket is bound here, outside the sandbox, and handed to the runtime as an
 	// inherited listener (fd 5): the sandbox needs no writable host directory for it, and
 	// nothing in the sandbox can replace it.
@@ -104,6 +109,16 @@ func (b *Backend) start(ctx context.Context, dir string, g *cgroup.Group, req sa
 		return sandbox.Instance{}, fmt.Errorf("key pipe: %w", err)
 	}
 
+	extra := []*os.File{keyR, argsFile, lnFile} // fdKey, fdArgs, fdListen
+	var egress *egressFiles
+	if sandbox.NetworkOf(req.Spec) == sandbox.NetworkEgress {
+		if egress, err = newEgressFiles(); err != nil {
+			return sandbox.Instance{}, err
+		}
+		defer egress.Close()
+		extra = append(extra, egress.bwrapFiles()...) // fdInfo, fdSync, fdResolve
+	}
+
 	if err := g.Create(cgroupLimits(req.Spec.Limits)); err != nil {
 		return sandbox.Instance{}, err
 	}
@@ -118,16 +133,16 @@ func (b *Backend) start(ctx context.Context, dir string, g *cgroup.Group, req sa
 	}()
 
 	// Not CommandContext: the sandbox must outlive the request that started it.
-	bwrapArgv := append([]string{b.bwrap, "--args", "4", "--"}, runtimeCommand(req, ws)...)
-	cmd := exec.Command(shell, joinArgs(g, bwrapArgv)...)
+	bwrapArgv := append([]string{b.bwrap, "--args", strconv.Itoa(fdArgs), "--"}, runtimeCommand(req, ws)...)
+	cmd := exec.Command(shell, joinArgs(g, b.asSandboxUser(bwrapArgv))...)
 	cmd.Dir = "/"
 	cmd.Env = b.env(ws, req.Spec)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.ExtraFiles = []*os.File{keyR, argsFile, lnFile}
+	cmd.ExtraFiles = extra
 	// Its own session, so that signals to agentd's terminal or process group do not reach it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	if err := startStaged(cmd, stage{workspace: hostWorkspace(dir), binary: b.binary, rootfs: req.Spec.Rootfs}); err != nil {
 		return sandbox.Instance{}, fmt.Errorf("exec %s: %w", shell, err)
 	}
 	st = instanceState{PID: cmd.Process.Pid, Cgroup: g.Path()}
@@ -139,8 +154,23 @@ func (b *Backend) start(ctx context.Context, dir string, g *cgroup.Group, req sa
 	}
 	st.StartTime = p.StartTime
 	b.reaper.Watch(cmd)
+	if egress != nil {
+		egress.started()
+	}
 	if err := b.waitServing(ctx, dir, st); err != nil {
 		return sandbox.Instance{}, err
+	}
+	if egress != nil {
+		// Only now: bwrap sets up the namespace's loopback after it reports the pid, and
+		// slirp4netns configuring the namespace meanwhile makes that fail. Once the runtime
+		// serves, bwrap's set-up is over.
+		pid, err := childPID(egress.infoR, time.Now().Add(listenTimeout))
+		if err != nil {
+			return sandbox.Instance{}, fmt.Errorf("%w: %s", err, logTail(dir))
+		}
+		if err := b.startSlirp(ctx, g, pid, egress, logFile, &st); err != nil {
+			return sandbox.Instance{}, fmt.Errorf("egress network: %w: %s", err, logTail(dir))
+		}
 	}
 	b.log.Info("sandbox started", "sandbox_id", req.ID, "pid", st.PID, "cgroup", g.Path())
 	return sandbox.Instance{
@@ -162,8 +192,8 @@ func runtimeCommand(req sandbox.StartRequest, ws string) []string {
 	if argv[0] == "agentd" {
 		argv[0] = runtimeBinary
 	}
-	return append(argv, "--listen", "fd:5", "--workspace", ws,
-		"--sandbox-id", req.ID, "--key-fd", "3")
+	return append(argv, "--listen", "fd:"+strconv.Itoa(fdListen), "--workspace", ws,
+		"--sandbox-id", req.ID, "--key-fd", strconv.Itoa(fdKey))
 }
 
 // argsMemfd returns an anonymous file holding args, each ended by a NUL, as bwrap's --args

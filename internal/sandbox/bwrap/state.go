@@ -14,6 +14,10 @@ type instanceState struct {
 	// it. They serve to reap it; the cgroup is what says whether the sandbox runs.
 	PID       int    `json:"pid,omitempty"`
 	StartTime uint64 `json:"start_time,omitempty"`
+	// SlirpPID and SlirpStartTime are the same for the first process of slirp4netns, where
+	// the network is egress.
+	SlirpPID       int    `json:"slirp_pid,omitempty"`
+	SlirpStartTime uint64 `json:"slirp_start_time,omitempty"`
 	// Cgroup is the sandbox's cgroup path relative to each hierarchy's root.
 	Cgroup string `json:"cgroup,omitempty"`
 }

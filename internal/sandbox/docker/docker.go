@@ -9,9 +9,15 @@
 // descriptor, and an environment variable would show in `docker inspect`). The agentd binary,
 // statically linked, is bind-mounted read-only at /.agentd/agentd, so it runs in any image.
 //
-// A container runs as root (user 0 inside the container, with Docker's default capabilities and
-// seccomp profile), whatever user its image names, so that the runtime can always read its key
-// and create its socket; Docker's init is its PID 1, so that orphaned commands are reaped.
+// A container runs as the unprivileged sandbox uid and gid (Options.UID), whatever user its image
+// names, with every capability dropped and no-new-privileges, so that no setuid file gives a
+// command more; Docker's init is its PID 1, so that orphaned commands are reaped. agentd gives
+// that uid the run directory, the key file and the workspace volume's directory on the host, so
+// the runtime can read its key and create its socket, and what the sandbox writes to its
+// workspace belongs to that uid (user-namespace remapping is not supported). Once the runtime
+// listens, the run directory goes back to root, so commands cannot take its socket. Network
+// egress is a bridge network of the backend's own that firewall rules keep off the host (see
+// network.go); none is Docker's none.
 // Containers and volumes carry labels that say they are agentd's, which sandbox and owner they
 // belong to, and which agentd (by its Root) manages them, so that two servers sharing an engine
 // never take each other's sandboxes for orphans. The container id is the Instance's state;
@@ -23,6 +29,7 @@
 package docker
 
 import (
+	"context"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
@@ -31,6 +38,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/moby/moby/client"
 
@@ -73,16 +82,24 @@ type Options struct {
 	// Binary is the agentd executable, statically linked; it replaces a spec command's first
 	// element "agentd".
 	Binary string
+	// UID is the unprivileged uid (and gid) containers run as; zero means DefaultUID. It must
+	// not be 0.
+	UID    int
 	Logger *slog.Logger
 }
+
+// DefaultUID is the uid and gid of containers when Options.UID is zero.
+const DefaultUID = 2000000000
 
 // Backend runs sandboxes as Docker containers. It is safe for concurrent use.
 type Backend struct {
 	cli      *client.Client
 	root     hostproc.Root
 	binary   string
+	uid      int
 	instance string // the labelInstance value of this backend's sandboxes
 	log      *slog.Logger
+	netMu    sync.Mutex // serialises the making and removing of the egress network
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -121,11 +138,18 @@ func New(opts Options) (*Backend, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.UID == 0 {
+		opts.UID = DefaultUID
+	}
+	if opts.UID < 0 {
+		return nil, fmt.Errorf("new docker backend: sandbox uid %d is not a uid", opts.UID)
+	}
 	sum := sha256.Sum256([]byte(root.Path))
 	return &Backend{
 		cli:      cli,
 		root:     root,
 		binary:   binary,
+		uid:      opts.UID,
 		instance: hex.EncodeToString(sum[:8]),
 		log:      opts.Logger.With("backend", Name),
 	}, nil
@@ -150,8 +174,20 @@ func checkStatic(path string) error {
 // Name returns "docker".
 func (b *Backend) Name() string { return Name }
 
-// Close closes the engine client's connections; sandboxes keep running. Safe to call twice.
-func (b *Backend) Close() error { return b.cli.Close() }
+// Close removes the egress network when no sandbox is left (so a removed data directory
+// leaves neither a network nor firewall rules behind), and closes the engine client's
+// connections; sandboxes keep running. Safe to call twice.
+func (b *Backend) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	if err := b.pruneNetwork(ctx); err != nil {
+		b.log.Warn("remove the egress network", "err", err)
+	}
+	return b.cli.Close()
+}
+
+// closeTimeout bounds Close's look at the engine.
+const closeTimeout = 30 * time.Second
 
 // dir is the host directory of sandbox id. The id is checked first: it ends up in RemoveAll
 // and in container and volume names.

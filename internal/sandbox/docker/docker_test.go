@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/internal/app"
+	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/docker/dockertest"
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
@@ -151,5 +153,22 @@ func TestConformance(t *testing.T) {
 		IsolatesNetwork:    true,
 		LimitsMemory:       true,
 		LimitsPIDs:         true,
+		Confines:           true,
+		AgentdPath:         binaryInContainer,
+		DefaultLimits:      defaultLimits(t),
+		KnownEscapes: map[string]string{
+			"RuntimeOutput": "Docker's init (PID 1) runs as the sandbox uid, like the commands, and holds the container's output: " +
+				"a command can append lines to the container's log (docker logs), though to no file of agentd's",
+		},
 	})
+}
+
+// defaultLimits are the limits of the default spec of a server with the default
+// configuration.
+func defaultLimits(t *testing.T) sandbox.Limits {
+	cfg, err := config.Load(nil, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return app.Specs(cfg)[0].Limits
 }

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -30,8 +31,9 @@ const cleanupTimeout = time.Minute
 const minMemory = 6 << 20
 
 // Start creates <Root>/<id>/ with the session key in it, the workspace volume and the
-// container, and starts the container. It returns once the container runs; the runtime
-// answers a moment later. The image must already be on the engine: Start does not pull.
+// container, and starts the container. It returns once the runtime has made its socket and
+// the run directory is sealed (see sealRunDir); the runtime answers a moment later. The image
+// must already be on the engine: Start does not pull.
 func (b *Backend) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.Instance, error) {
 	if err := checkSpec(req.Spec); err != nil {
 		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
@@ -65,20 +67,40 @@ func (b *Backend) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.
 
 // start makes the rest of the sandbox and starts its container.
 func (b *Backend) start(ctx context.Context, dir string, req sandbox.StartRequest) (sandbox.Instance, error) {
-	// Readable by root only; the runtime deletes it once read.
-	if err := os.WriteFile(keyPath(dir), []byte(req.SessionKey), 0o600); err != nil {
+	// Readable by the sandbox uid only; the runtime deletes it once read, and creates its
+	// socket beside it.
+	if err := os.WriteFile(keyPath(dir), []byte(req.SessionKey), 0o400); err != nil {
 		return sandbox.Instance{}, fmt.Errorf("write session key: %w", err)
+	}
+	for _, p := range []string{keyPath(dir), dir} {
+		if err := os.Chown(p, b.uid, b.uid); err != nil {
+			return sandbox.Instance{}, fmt.Errorf("give the run directory to the sandbox uid: %w", err)
+		}
 	}
 	labels := b.labels(req.ID, req.OwnerID)
 	vol := volumeName(req.ID)
-	if _, err := b.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: vol, Labels: labels}); err != nil {
+	created, err := b.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: vol, Labels: labels})
+	if err != nil {
 		return sandbox.Instance{}, fmt.Errorf("create workspace volume: %w", err)
 	}
+	// The engine runs on this machine, so its volume's directory is here to give to the
+	// sandbox uid; without that the runtime could not write its workspace.
+	if err := os.Chown(created.Volume.Mountpoint, b.uid, b.uid); err != nil {
+		return sandbox.Instance{}, fmt.Errorf("give the workspace volume to the sandbox uid (the engine must run on this machine): %w", err)
+	}
 	workdir := workingDir(req.Spec)
-	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+	hc := b.hostConfig(dir, vol, workdir, req.Spec)
+	if sandbox.NetworkOf(req.Spec) == sandbox.NetworkEgress {
+		name, err := b.egressNetwork(ctx)
+		if err != nil {
+			return sandbox.Instance{}, err
+		}
+		hc.NetworkMode = container.NetworkMode(name)
+	}
+	ctr, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:       containerName(req.ID),
 		Config:     b.containerConfig(req, workdir, labels),
-		HostConfig: b.hostConfig(dir, vol, workdir, req.Spec),
+		HostConfig: hc,
 	})
 	if cerrdefs.IsNotFound(err) {
 		return sandbox.Instance{}, fmt.Errorf("image %q is not on the engine (the docker backend does not pull images): %w", req.Spec.Image, err)
@@ -86,18 +108,21 @@ func (b *Backend) start(ctx context.Context, dir string, req sandbox.StartReques
 	if err != nil {
 		return sandbox.Instance{}, fmt.Errorf("create container: %w", err)
 	}
-	for _, w := range created.Warnings {
+	for _, w := range ctr.Warnings {
 		b.log.Warn("docker create: "+w, "sandbox_id", req.ID)
 	}
-	if _, err := b.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+	if _, err := b.cli.ContainerStart(ctx, ctr.ID, client.ContainerStartOptions{}); err != nil {
 		return sandbox.Instance{}, fmt.Errorf("start container: %w", err)
 	}
-	b.log.Info("sandbox started", "sandbox_id", req.ID, "container_id", created.ID, "image", req.Spec.Image)
+	if err := b.sealRunDir(ctx, dir, ctr.ID); err != nil {
+		return sandbox.Instance{}, err
+	}
+	b.log.Info("sandbox started", "sandbox_id", req.ID, "container_id", ctr.ID, "image", req.Spec.Image)
 	return sandbox.Instance{
 		ID:        req.ID,
 		Endpoint:  endpoint(dir),
 		Workspace: workdir,
-		State:     instanceState{ContainerID: created.ID}.encode(),
+		State:     instanceState{ContainerID: ctr.ID}.encode(),
 	}, nil
 }
 
@@ -127,7 +152,7 @@ func (b *Backend) containerConfig(req sandbox.StartRequest, workdir string, labe
 		Entrypoint: argv,
 		Env:        env,
 		WorkingDir: workdir,
-		User:       "0:0",
+		User:       fmt.Sprintf("%d:%d", b.uid, b.uid),
 		Labels:     labels,
 	}
 }
@@ -140,13 +165,23 @@ func (b *Backend) hostConfig(dir, vol, workdir string, spec sandbox.Spec) *conta
 		Mounts: []mount.Mount{
 			{Type: mount.TypeBind, Source: b.binary, Target: binaryInContainer, ReadOnly: true},
 			{Type: mount.TypeBind, Source: dir, Target: runInContainer},
-			{Type: mount.TypeVolume, Source: vol, Target: workdir},
+			// No copy of the image's directory into the volume: that would take back the
+			// ownership Start gave the sandbox uid.
+			{Type: mount.TypeVolume, Source: vol, Target: workdir, VolumeOptions: &mount.VolumeOptions{NoCopy: true}},
 		},
 		Init:      &init,
 		Resources: resources(spec.Limits),
+		// The sandbox uid needs no capability, and no setuid file may give it one.
+		CapDrop:     []string{"ALL"},
+		SecurityOpt: []string{"no-new-privileges"},
 	}
-	// "host" means network access, which a container gets through the engine's default
-	// network (a bridge), not by sharing the host's network namespace and its loopback.
+	if t := spec.Limits.TmpBytes; t > 0 {
+		// A /tmp of its own, bounded like bwrap's, rather than the container's unbounded layer.
+		hc.Tmpfs = map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", t)}
+	}
+	// "none" is Docker's none: a loopback of its own. "host" is the engine's default
+	// network (a bridge, which reaches the host's addresses), not the host's network
+	// namespace and its loopback. Start puts "egress" on the backend's own bridge.
 	if spec.Network == sandbox.NetworkNone {
 		hc.NetworkMode = network.NetworkNone
 	}
@@ -184,7 +219,7 @@ func (b *Backend) CheckSpec(spec sandbox.Spec) error { return checkSpec(spec) }
 // checkSpec rejects what this backend cannot do, naming all of it at once.
 func checkSpec(spec sandbox.Spec) error {
 	switch spec.Network {
-	case "", sandbox.NetworkHost, sandbox.NetworkNone:
+	case "", sandbox.NetworkEgress, sandbox.NetworkHost, sandbox.NetworkNone:
 	default:
 		return fmt.Errorf("unknown network policy %q", spec.Network)
 	}
@@ -211,6 +246,47 @@ func checkSpec(spec sandbox.Spec) error {
 	}
 	if len(missing) > 0 {
 		return &sandbox.UnsupportedError{Backend: Name, What: missing}
+	}
+	return nil
+}
+
+// socketTimeout bounds Start's wait for the runtime's socket.
+const socketTimeout = 30 * time.Second
+
+// sealRunDir waits until the runtime has made its socket in the run directory dir (it has
+// read and deleted its key by then), and then gives the directory back to root, read-only
+// for others: the commands, which run as the runtime's own uid, can then neither remove the
+// socket nor put one of their own in its place. The runtime keeps serving on the socket it
+// holds.
+func (b *Backend) sealRunDir(ctx context.Context, dir, containerID string) error {
+	deadline := time.Now().Add(socketTimeout)
+	for delay, next := time.Millisecond, time.Now().Add(time.Second); ; delay = min(2*delay, 50*time.Millisecond) {
+		if _, err := os.Lstat(socketPath(dir)); err == nil {
+			break
+		}
+		if time.Now().After(next) { // now and then, whether the container still runs
+			next = time.Now().Add(time.Second)
+			res, err := b.cli.ContainerInspect(ctx, containerID, client.ContainerInspectOptions{})
+			if err != nil {
+				return fmt.Errorf("wait for the runtime's socket: %w", err)
+			}
+			if res.Container.State == nil || !res.Container.State.Running {
+				return errors.New("the container exited before its runtime listened")
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the runtime made no socket within %v", socketTimeout)
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("wait for the runtime's socket: %w", err)
+		}
+		time.Sleep(delay)
+	}
+	if err := os.Chown(dir, 0, 0); err != nil {
+		return fmt.Errorf("seal the run directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return fmt.Errorf("seal the run directory: %w", err)
 	}
 	return nil
 }

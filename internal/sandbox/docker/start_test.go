@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -99,7 +100,7 @@ func TestContainerSettings(t *testing.T) {
 	}
 	c := waitRuntime(t, inst, key)
 	if res, err := c.Run(ctx, runtime.CommandRequest{Command: "pwd; id -u; echo $GREETING; ls -A /.agentd/run"}); err != nil ||
-		res.Output != "/home/agent/work\n0\nhello\nruntime.sock\n" {
+		res.Output != fmt.Sprintf("/home/agent/work\n%d\nhello\nruntime.sock\n", DefaultUID) {
 		t.Errorf("pwd, user, environment and run directory in the sandbox: %+v, %v", res, err)
 	}
 	if _, err := os.Stat(filepath.Join(root, id, "key")); !errors.Is(err, os.ErrNotExist) {
@@ -131,8 +132,10 @@ func TestContainerSettings(t *testing.T) {
 	if hc.NetworkMode != "none" || len(hc.PortBindings) > 0 || hc.PublishAllPorts {
 		t.Errorf("network %q, port bindings %v, publish all %v", hc.NetworkMode, hc.PortBindings, hc.PublishAllPorts)
 	}
-	if ct.Config.User != "0:0" || hc.Init == nil || !*hc.Init || hc.Privileged {
-		t.Errorf("user %q, init %v, privileged %v", ct.Config.User, hc.Init, hc.Privileged)
+	if ct.Config.User != fmt.Sprintf("%d:%d", DefaultUID, DefaultUID) || hc.Init == nil || !*hc.Init || hc.Privileged ||
+		!slices.Equal(hc.CapDrop, []string{"ALL"}) || !slices.Contains(hc.SecurityOpt, "no-new-privileges") {
+		t.Errorf("user %q, init %v, privileged %v, dropped capabilities %v, security options %v",
+			ct.Config.User, hc.Init, hc.Privileged, hc.CapDrop, hc.SecurityOpt)
 	}
 	mounts := map[string]string{}
 	for _, m := range ct.Mounts {

@@ -124,7 +124,9 @@ func (b *Backend) env(ws string, req sandbox.StartRequest) []string {
 func (b *Backend) Warning() string { return Warning }
 
 // Warning is the process backend's standing warning, shown in the log and the spec listing.
-const Warning = "the process backend does not isolate sandboxes: their commands run as the agentd user with full access to the host"
+// It is why the backend accepts specs with limits and the egress network: it enforces no
+// limit and cuts nothing, and says so once for every spec.
+const Warning = "the process backend does not isolate sandboxes: their commands run as the agentd user with full access to the host and its network, and no resource limit applies"
 
 // CheckSpec implements sandbox.SpecChecker.
 func (b *Backend) CheckSpec(spec sandbox.Spec) error { return checkSpec(spec) }
@@ -133,14 +135,11 @@ func (b *Backend) CheckSpec(spec sandbox.Spec) error { return checkSpec(spec) }
 func checkSpec(spec sandbox.Spec) error {
 	var missing []string
 	switch spec.Network {
-	case "", sandbox.NetworkHost:
+	case "", sandbox.NetworkEgress, sandbox.NetworkHost:
 	case sandbox.NetworkNone:
 		missing = append(missing, `network "none" (a process shares the host network)`)
 	default:
 		return fmt.Errorf("unknown network policy %q", spec.Network)
-	}
-	if spec.Limits != (sandbox.Limits{}) {
-		missing = append(missing, "resource limits")
 	}
 	if spec.Rootfs != "" {
 		missing = append(missing, "rootfs")

@@ -3,6 +3,11 @@
 // the agentd runtime, and starts (TryStart, StartSandbox, DestroyAllAtCleanup) that leave no
 // sandbox behind when a test fails.
 //
+// The suite ends with the escape suite (escape.go): what a hostile agent would try from inside
+// a sandbox of the default network and limits, each probe failing if its escape works. Backends
+// that confine their sandboxes (Options.Confines) run it; where one is known to fail a probe,
+// Options.KnownEscapes says why and the probe is skipped with that reason.
+//
 // The suite is the one home of the backend contract: what every backend must do is checked
 // there, in terms of sandbox.Backend, and a backend's own tests keep only what is its alone
 // (its arguments, cgroups, container settings). Where a check needs to know something of the

@@ -162,14 +162,19 @@ const memoryLimit = 256 << 20
 // checkMemory: a command that allocates without bound is killed inside its sandbox; the
 // sandbox's runtime, another sandbox and the host carry on.
 func (s *suite) checkMemory(t *testing.T) {
+	s.checkMemoryLimit(t, sandbox.Limits{MemoryBytes: memoryLimit})
+}
+
+// checkMemoryLimit is checkMemory in a sandbox with limits lim.
+func (s *suite) checkMemoryLimit(t *testing.T, lim sandbox.Limits) {
 	b := s.newBackend(t)
 	spec := s.spec()
-	spec.Limits.MemoryBytes = memoryLimit
+	spec.Limits = lim
 	hog, other := s.start(t, b, spec), s.start(t, b, s.spec())
 	// tail keeps the whole of a line in memory, and /dev/zero has no newline.
-	res := run(t, hog.client, fmt.Sprintf("head -c %d /dev/zero | tail > /dev/null; echo status=$?", 8*memoryLimit))
+	res := run(t, hog.client, fmt.Sprintf("head -c %d /dev/zero | tail > /dev/null; echo status=$?", 8*lim.MemoryBytes))
 	if !strings.Contains(res.Output, "status=137") {
-		t.Fatalf("a memory hog in a sandbox limited to %d MiB was not killed (SIGKILL, status 137): %+v", memoryLimit>>20, res)
+		t.Fatalf("a memory hog in a sandbox limited to %d MiB was not killed (SIGKILL, status 137): %+v", lim.MemoryBytes>>20, res)
 	}
 	if res := run(t, hog.client, "echo alive"); res.Output != "alive\n" {
 		t.Fatalf("the runtime of the hog's sandbox after the hog was killed: %+v", res)
@@ -184,20 +189,24 @@ func (s *suite) checkMemory(t *testing.T) {
 // them), so it is kept well above what the runtime needs.
 const pidLimit = 96
 
-// Shape of the fork-bomb check: the bomb must grow to bombGrowth processes, which it cannot do
-// unless it forks freely up to near the limit, and then it is counted pidSamples times.
-const (
-	bombGrowth = pidLimit / 2
-	pidSamples = 50
-)
+// The fork-bomb check counts the bomb pidSamples times once it has grown to half its limit,
+// which it cannot do unless it forks freely up to near the limit.
+const pidSamples = 50
 
 // checkPIDs: a fork bomb is held by Limits.PIDs: it grows to many processes but never reaches
 // the limit, and destroying the sandbox ends them all. The count of a bomb churns for ever
 // (forks fail, processes exit, others fork), so the check holds it to a bound rather than
 // waiting for it to settle; a bomb without a limit would pass the bound within moments.
 func (s *suite) checkPIDs(t *testing.T) {
+	s.checkPIDLimit(t, sandbox.Limits{PIDs: pidLimit})
+}
+
+// checkPIDLimit is checkPIDs in a sandbox with limits lim.
+func (s *suite) checkPIDLimit(t *testing.T, lim sandbox.Limits) {
+	pidLimit := int(lim.PIDs)
+	bombGrowth := pidLimit / 2
 	spec := s.spec()
-	spec.Limits.PIDs = pidLimit
+	spec.Limits = lim
 	bx := s.start(t, s.newBackend(t), spec)
 	// Every process of the bomb is a bash fork of this command, so its command line carries
 	// the marker. Each one forks two more and waits for them; forks beyond the limit fail.

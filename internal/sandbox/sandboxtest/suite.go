@@ -68,6 +68,20 @@ type Options struct {
 	// LimitsPIDs: with Limits.PIDs set, a fork bomb is held below that many processes, and
 	// destroying its sandbox ends it.
 	LimitsPIDs bool
+
+	// Confines: the backend passes the escape suite (testEscape) with its default network:
+	// nothing of the host is reachable from a sandbox, nothing of a sandbox from the host,
+	// the runtime is closed to the commands it runs, a setuid file gives no root, the default
+	// limits hold, and egress reaches past the host.
+	Confines bool
+	// AgentdPath is where commands in a sandbox find the agentd binary (/.agentd/agentd).
+	AgentdPath string
+	// DefaultLimits are the limits of the server's default spec, which the escape suite's
+	// memory hog and fork bomb run under.
+	DefaultLimits sandbox.Limits
+	// KnownEscapes names escape probes the backend fails, each with the reason; they are
+	// skipped with it rather than hidden.
+	KnownEscapes map[string]string
 }
 
 // StartFailure is a change to Spec that the backend accepts (it is no ErrUnsupported) but
@@ -109,6 +123,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) sandbox.Backend, opts Optio
 	t.Run("List", s.testList)
 	t.Run("Unsupported", s.testUnsupported)
 	t.Run("Isolation", s.testIsolation)
+	t.Run("Escape", s.testEscape)
 	// Every subtest destroys what it started when it ends, passed or failed, so the backend
 	// finds nothing left of the suite.
 	if ids := listIDs(t, newBackend(t)); len(ids) > 0 {

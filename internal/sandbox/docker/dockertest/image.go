@@ -23,7 +23,7 @@ import (
 var ImageTools = []string{
 	"bash", "cat", "chmod", "cp", "date", "dd", "echo", "env", "false", "grep", "head", "id",
 	"kill", "ln", "ls", "mkdir", "mv", "printf", "ps", "pwd", "rm", "rmdir", "sed", "seq",
-	"sleep", "sort", "stat", "tail", "touch", "tr", "true", "tty", "uname", "wc",
+	"sleep", "sort", "stat", "tail", "timeout", "touch", "tr", "true", "tty", "uname", "wc",
 }
 
 // ImagePath is the PATH of the test image, which its sandboxes keep.
