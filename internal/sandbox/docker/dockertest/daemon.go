@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,13 +110,25 @@ func Start(ctx context.Context) (_ *Daemon, err error) {
 	// Should this process die without stopping it, the daemon stops too (SIGTERM: it stops
 	// its containers and its containerd).
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := d.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start dockerd: %w", err)
-	}
+	// Pdeathsig follows the thread that started the child, not the process, and Go ends a
+	// thread whose goroutine exits while locked to it (as test code that enters a network
+	// namespace does). Started from such a thread, the daemon would stop in the middle of
+	// the tests; so it starts from a thread of its own, held until the daemon has exited.
+	started := make(chan error, 1)
 	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := d.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		d.waitErr = d.cmd.Wait()
 		close(d.exited)
 	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("start dockerd: %w", err)
+	}
 	if d.Client, err = client.New(client.WithHost(d.Host)); err != nil {
 		return nil, err
 	}
