@@ -35,7 +35,8 @@ func NewServer(h http.Handler, log *slog.Logger) *http.Server {
 
 // JSONRefusals wraps ln so that the answers net/http writes by itself, when it cannot read
 // a request at all (a malformed request line or header, headers over MaxHeaderBytes, a
-// missing Host, an unknown transfer encoding), carry {"detail": ...} as every other answer
+// missing Host, an unknown transfer encoding) or will not serve it (an Expect header other
+// than 100-continue), carry {"detail": ...} as every other answer
 // does, instead of plain text. Those answers never reach a handler; net/http writes each in
 // one Write, in one fixed form, which the connection rewrites.
 func JSONRefusals(ln net.Listener) net.Listener { return refusalListener{ln} }
@@ -83,6 +84,9 @@ func jsonRefusal(p []byte) ([]byte, bool) {
 	if !bytes.HasPrefix(p, []byte(proto)) {
 		return nil, false
 	}
+	if bytes.HasPrefix(p, []byte(expectationFailed)) && bytes.HasSuffix(p, []byte("\r\nContent-Length: 0\r\n\r\n")) {
+		return jsonAnswer(http.StatusExpectationFailed, `Expectation Failed: the only expectation supported is "Expect: 100-continue"`)
+	}
 	// The status line ends at the first CRLF; only a refusal has plainRefusal right after it.
 	end := bytes.Index(p, []byte("\r\n"))
 	if end < 0 || !bytes.HasPrefix(p[end:], []byte(plainRefusal)) {
@@ -97,6 +101,15 @@ func jsonRefusal(p []byte) ([]byte, bool) {
 	if detail == "Bad Request" {
 		detail = "Bad Request: the request line or a header could not be parsed"
 	}
+	return jsonAnswer(code, detail)
+}
+
+// expectationFailed starts net/http's answer to an Expect header other than 100-continue,
+// which it writes, without a body, before any handler runs. No handler of the API answers 417.
+const expectationFailed = "HTTP/1.1 417 Expectation Failed\r\nConnection: close\r\n"
+
+// jsonAnswer is a whole answer with {"detail": detail} that closes the connection.
+func jsonAnswer(code int, detail string) ([]byte, bool) {
 	body, err := json.Marshal(map[string]string{"detail": detail})
 	if err != nil {
 		return nil, false

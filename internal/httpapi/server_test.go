@@ -113,6 +113,8 @@ func TestRefusalsAreJSON(t *testing.T) {
 		{"headers too large", "GET /alive HTTP/1.1\r\nHost: agentd\r\nX-Big: " + strings.Repeat("a", 80<<10) + "\r\n\r\n", 431, "Request Header Fields Too Large"},
 		{"an unknown transfer encoding", "POST /api/settings HTTP/1.1\r\nHost: agentd\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "Unsupported transfer encoding"},
 		{"an unknown HTTP version", "GET /alive HTTP/2.5\r\nHost: agentd\r\n\r\n", 505, "HTTP Version Not Supported: unsupported protocol version"},
+		{"an unknown expectation", "POST /api/settings HTTP/1.1\r\nHost: agentd\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n{}", 417,
+			`Expectation Failed: the only expectation supported is "Expect: 100-continue"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := e.raw(tc.request)
