@@ -269,7 +269,7 @@ func checkSealedUnder(t *testing.T, dir, keyID, userID string, want map[string]s
 		var got string
 		var err error
 		if p, ok := strings.CutPrefix(name, "token "); ok {
-			_, got, _, err = gitprovider.NewService(st, kr, nil).Token(ctx, userID, p)
+			_, got, _, err = gitprovider.NewService(st, kr, gitprovider.Options{}).Token(ctx, userID, p)
 		} else {
 			got, _, err = settings.NewService(st, kr, nil).Secret(ctx, userID, name)
 		}

@@ -168,7 +168,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	}
 
 	userSettings := settings.NewService(st, keyring, nil)
-	gitProviders := gitprovider.NewService(st, keyring, nil)
+	gitProviders := gitprovider.NewService(st, keyring, gitprovider.Options{})
 	// A changed secret is masked in every event recorded from then on.
 	secretsChanged := func(userID string) { a.Conversations.SecretsChanged(userID) }
 	userSettings.OnSecretsChange(secretsChanged)
