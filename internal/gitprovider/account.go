@@ -106,7 +106,9 @@ func (s *Service) API(ctx context.Context, userID, provider string) (API, error)
 // same one.
 func (s *Service) check(ctx context.Context, userID string, stored map[string]Token, in []TokenInput) error {
 	in = slices.Clone(in)
-	slices.SortFunc(in, func(a, b TokenInput) int { return slices.Index(Providers, a.Provider) - slices.Index(Providers, b.Provider) })
+	slices.SortFunc(in, func(a, b TokenInput) int {
+		return slices.Index(Providers, a.Provider) - slices.Index(Providers, b.Provider)
+	})
 	for _, t := range in {
 		host := ""
 		if t.Host != nil {

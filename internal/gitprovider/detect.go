@@ -84,7 +84,7 @@ func (f *families) put(root, family string) {
 func (s *Service) detect(ctx context.Context, provider string, root *url.URL, token string, hc *http.Client) (endpoint, error) {
 	key := root.String()
 	if fam, ok := s.families.get(key); ok {
-		return endpoint{family: fam, base: root.JoinPath(familyPath[fam])}, nil
+		return endpoint{family: fam, base: apiBase(root, fam)}, nil
 	}
 	for _, p := range probes {
 		r := &rest{provider: provider, base: root, http: hc, auth: restAuth(p.family, token)}
@@ -94,7 +94,7 @@ func (s *Service) detect(ctx context.Context, provider string, root *url.URL, to
 		}
 		if p.matches(status, body) {
 			s.families.put(key, p.family)
-			return endpoint{family: p.family, base: root.JoinPath(familyPath[p.family])}, nil
+			return endpoint{family: p.family, base: apiBase(root, p.family)}, nil
 		}
 	}
 	return endpoint{}, newError(provider, ErrBadHost, nil,

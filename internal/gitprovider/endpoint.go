@@ -1,7 +1,6 @@
 package gitprovider
 
 import (
-	"context"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -116,7 +115,15 @@ func selfHosted(provider string, root *url.URL) endpoint {
 	if provider == Bitbucket {
 		family = FamilyBitbucketDC
 	}
-	return endpoint{family: family, base: root.JoinPath(familyPath[family])}
+	return endpoint{family: family, base: apiBase(root, family)}
+}
+
+// apiBase is where family's API lives below a server's root.
+func apiBase(root *url.URL, family string) *url.URL {
+	b := *root
+	b.Path = strings.TrimRight(root.Path, "/") + familyPath[family]
+	b.RawPath = ""
+	return &b
 }
 
 // restAuth is the Authorization header of REST calls with token. A Bitbucket Cloud token
@@ -163,6 +170,3 @@ func newAPI(provider string, ep endpoint, token string, hc *http.Client) API {
 		return &bitbucketDC{r}
 	}
 }
-
-// plainHTTP says whether a token may go to u over plain http for the user.
-type plainHTTP func(ctx context.Context, userID, host string) (bool, error)
