@@ -54,16 +54,16 @@ func parseHost(host string) (*url.URL, error) {
 		raw = "https://" + raw
 	}
 	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, fmt.Errorf("host %q is neither a host name nor an http(s) URL", host)
-	}
+	// The host is quoted back only once it is known to carry no credentials.
 	switch {
+	case err != nil:
+		return nil, fmt.Errorf("host is neither a host name nor an http(s) URL")
+	case u.User != nil:
+		return nil, fmt.Errorf("host %q carries credentials; send the token as the token", u.Redacted())
 	case u.Scheme != "https" && u.Scheme != "http":
 		return nil, fmt.Errorf("host %q: want https:// or http://", host)
 	case u.Hostname() == "":
 		return nil, fmt.Errorf("host %q names no host", host)
-	case u.User != nil:
-		return nil, fmt.Errorf("host %q carries credentials; send the token as the token", u.Redacted())
 	case u.RawQuery != "" || u.Fragment != "":
 		return nil, fmt.Errorf("host %q: a query or fragment has no place in a host", host)
 	}

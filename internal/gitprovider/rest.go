@@ -12,9 +12,14 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentd/agentd/internal/netpolicy"
 )
+
+// callTimeout bounds one call to a provider, so that a provider that hangs fails the request
+// that waits for it rather than holding it open.
+const callTimeout = 30 * time.Second
 
 // maxBody bounds what is read of one provider answer: listings are paged, so a larger body
 // is not a provider's API.
@@ -42,10 +47,11 @@ func (c *rest) request(ctx context.Context, method, path string, query url.Value
 		}
 		rd = bytes.NewReader(data)
 	}
-	resp, err := c.send(ctx, method, u, rd)
+	resp, cancel, err := c.send(ctx, method, u, rd)
 	if err != nil {
 		return nil, err
 	}
+	defer cancel()
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
@@ -68,10 +74,11 @@ func (c *rest) request(ctx context.Context, method, path string, query url.Value
 // probe GETs path and returns the status and the start of the body, whatever the status:
 // detection reads refusals too.
 func (c *rest) probe(ctx context.Context, path string) (int, []byte, error) {
-	resp, err := c.send(ctx, http.MethodGet, c.url(path, nil), nil)
+	resp, cancel, err := c.send(ctx, http.MethodGet, c.url(path, nil), nil)
 	if err != nil {
 		return 0, nil, err
 	}
+	defer cancel()
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	return resp.StatusCode, data, nil
@@ -82,7 +89,18 @@ func (c *rest) get(ctx context.Context, path string, query url.Values, out any) 
 }
 
 // send makes one request with the account's headers; body, when not nil, is JSON.
-func (c *rest) send(ctx context.Context, method string, u *url.URL, body io.Reader) (*http.Response, error) {
+// The answer's body must be read before cancel is called: cancel ends the call.
+func (c *rest) send(ctx context.Context, method string, u *url.URL, body io.Reader) (*http.Response, context.CancelFunc, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	resp, err := c.do(ctx, method, u, body)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return resp, cancel, nil
+}
+
+func (c *rest) do(ctx context.Context, method string, u *url.URL, body io.Reader) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return nil, newError(c.provider, ErrBadHost, err, "The %s address %s is not a usable URL", c.provider, c.base.Redacted())
