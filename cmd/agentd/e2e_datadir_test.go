@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentd/agentd/internal/app"
 	"github.com/agentd/agentd/internal/gitprovider"
+	"github.com/agentd/agentd/internal/gitprovider/providertest"
 	"github.com/agentd/agentd/internal/secret"
 	"github.com/agentd/agentd/internal/settings"
 	"github.com/agentd/agentd/internal/store/sqlite"
@@ -167,8 +168,11 @@ func TestRotateKey(t *testing.T) {
 	admin := s.client(key)
 	adminID := admin.me().ID
 	admin.do("POST", "/api/settings", map[string]any{"llm_model": "m", "llm_api_key": llmKey}, http.StatusOK, nil)
+	// A GitHub Enterprise host on loopback that knows the token, as agentd checks it.
+	ghe := providertest.NewGitHub(t)
+	ghe.AddUser(ghToken, providertest.User{Login: "admin"})
 	admin.do("POST", "/api/add-git-providers", map[string]any{"provider_tokens": map[string]any{
-		provider: map[string]any{"token": ghToken}}}, http.StatusOK, nil)
+		provider: map[string]any{"token": ghToken, "host": ghe.Root()}}}, http.StatusOK, nil)
 	sb := admin.startSandbox()
 	admin.waitTaskReady(admin.startConversationV1("sealed request").ID)
 
@@ -269,7 +273,7 @@ func checkSealedUnder(t *testing.T, dir, keyID, userID string, want map[string]s
 		var got string
 		var err error
 		if p, ok := strings.CutPrefix(name, "token "); ok {
-			_, got, _, err = gitprovider.NewService(st, kr, nil).Token(ctx, userID, p)
+			_, got, _, err = gitprovider.NewService(st, kr, gitprovider.Options{}).Token(ctx, userID, p)
 		} else {
 			got, _, err = settings.NewService(st, kr, nil).Secret(ctx, userID, name)
 		}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/gitprovider/providertest"
 )
 
 const restartAdminKey = "restart-admin-key-0123456789"
@@ -36,7 +38,10 @@ func (w world) convIDs() []string { return []string{w.convV1, w.convV0} }
 // provider token, a running and a paused sandbox, and a V1 and a V0 conversation, each started.
 func populate(t *testing.T, s *server, admin *client) world {
 	t.Helper()
-	w := world{llmModel: "gpt-e2e", ghHost: "github.example.com"}
+	// A GitHub Enterprise host on loopback that knows the token, as agentd checks it.
+	ghe := providertest.NewGitHub(t)
+	ghe.AddUser("ghp_e2e_token", providertest.User{Login: "admin"})
+	w := world{llmModel: "gpt-e2e", ghHost: ghe.Root()}
 	var bob userInfo
 	admin.do("POST", "/api/v1/users", map[string]any{"name": "bob"}, http.StatusCreated, &bob)
 	var created struct {

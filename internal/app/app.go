@@ -168,7 +168,19 @@ func New(ctx context.Context, o Options) (*App, error) {
 	}
 
 	userSettings := settings.NewService(st, keyring, nil)
-	gitProviders := gitprovider.NewService(st, keyring, nil)
+	gitProviders := gitprovider.NewService(st, keyring, gitprovider.Options{
+		Endpoints: gitprovider.Endpoints{GitHub: cfg.GitHubAPIURL, GitLab: cfg.GitLabAPIURL, Bitbucket: cfg.BitbucketAPIURL},
+		Client:    userHTTP,
+		// A token crosses the network in clear only to a host the administrator allowed.
+		PlainHTTP: func(ctx context.Context, userID, host string) (bool, error) {
+			u, err := st.GetUser(ctx, userID)
+			if err != nil {
+				return false, fmt.Errorf("user %s: %w", userID, err)
+			}
+			return urls.Admits(ctx, host, u.IsAdmin), nil
+		},
+		Logger: log,
+	})
 	// A changed secret is masked in every event recorded from then on.
 	secretsChanged := func(userID string) { a.Conversations.SecretsChanged(userID) }
 	userSettings.OnSecretsChange(secretsChanged)

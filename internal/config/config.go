@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -61,6 +62,12 @@ type Config struct {
 	// AllowInternal admits internal addresses (prefixes, addresses, host names) to the URLs
 	// users supply, such as their LLM base URL; see netpolicy.
 	AllowInternal []string
+	// GitHubAPIURL, GitLabAPIURL and BitbucketAPIURL are the API base URLs of the public
+	// git providers, used for tokens stored without a host; a user's host replaces them for
+	// that user. A Bitbucket base ending in /rest/api/1.0 is a Bitbucket Data Center server.
+	GitHubAPIURL    string
+	GitLabAPIURL    string
+	BitbucketAPIURL string
 	// RequestBodyTimeout bounds the time a request body takes to arrive.
 	RequestBodyTimeout time.Duration
 	// LogLevel is debug, info, warn or error; LogFormat is text or json.
@@ -164,8 +171,17 @@ func Options() []Option {
 			Doc: "Wire protocol of that API: openai (chat completions, also every compatible server) or anthropic (messages). Empty infers it from the model name (claude-* and anthropic/* are anthropic).",
 			set: func(c *Config, v string) error { c.LLMProvider = strings.ToLower(strings.TrimSpace(v)); return nil }},
 		{Flag: "allow-internal", Env: []string{"AGENTD_ALLOW_INTERNAL"}, File: "allow_internal", Default: "",
-			Doc: "Comma-separated internal addresses that users' URLs (their llm_base_url) may reach: prefixes (10.0.0.0/8, 127.0.0.0/8), addresses (::1) or host names (ollama.internal, admitting whatever the name resolves to). Otherwise loopback, private, link-local, cloud metadata and other internal addresses are refused for users who are not admins; the server's own URLs (llm-base-url) are not restricted.",
+			Doc: "Comma-separated internal addresses that users' URLs (their llm_base_url, their git providers' hosts) may reach: prefixes (10.0.0.0/8, 127.0.0.0/8), addresses (::1) or host names (ollama.internal, admitting whatever the name resolves to). Otherwise loopback, private, link-local, cloud metadata and other internal addresses are refused for users who are not admins; the server's own URLs (llm-base-url) are not restricted.",
 			set: func(c *Config, v string) error { c.AllowInternal = splitList(v); return nil }},
+		{Flag: "github-api-url", Env: []string{"AGENTD_GITHUB_API_URL"}, File: "github_api_url", Default: "https://api.github.com",
+			Doc: "GitHub's REST API for tokens stored without a host (or with github.com). A GitHub Enterprise Server's is https://<host>/api/v3; users may instead give their token's host.",
+			set: func(c *Config, v string) error { c.GitHubAPIURL = trimURL(v); return nil }},
+		{Flag: "gitlab-api-url", Env: []string{"AGENTD_GITLAB_API_URL"}, File: "gitlab_api_url", Default: "https://gitlab.com/api/v4",
+			Doc: "GitLab's REST API for tokens stored without a host (or with gitlab.com); a self-managed GitLab's is https://<host>/api/v4.",
+			set: func(c *Config, v string) error { c.GitLabAPIURL = trimURL(v); return nil }},
+		{Flag: "bitbucket-api-url", Env: []string{"AGENTD_BITBUCKET_API_URL"}, File: "bitbucket_api_url", Default: "https://api.bitbucket.org/2.0",
+			Doc: "Bitbucket's REST API for tokens stored without a host (or with bitbucket.org): Bitbucket Cloud's, or a Bitbucket Data Center server's (https://<host>/rest/api/1.0, recognised by that ending).",
+			set: func(c *Config, v string) error { c.BitbucketAPIURL = trimURL(v); return nil }},
 		{Flag: "request-body-timeout", Env: []string{"AGENTD_REQUEST_BODY_TIMEOUT"}, File: "request_body_timeout", Default: "60s",
 			Doc: "How long a request body may take to arrive; a slower one is answered 408 and its connection closed.",
 			set: func(c *Config, v string) error { return setDuration(&c.RequestBodyTimeout, v) }},
@@ -213,6 +229,8 @@ func Options() []Option {
 			set: func(c *Config, v string) error { c.LogFormat = v; return nil }},
 	}
 }
+
+func trimURL(v string) string { return strings.TrimRight(strings.TrimSpace(v), "/") }
 
 func splitList(v string) []string {
 	var out []string
@@ -377,6 +395,11 @@ func (c *Config) validate() error {
 	}
 	if c.LLMBaseURL != "" && !strings.HasPrefix(c.LLMBaseURL, "http://") && !strings.HasPrefix(c.LLMBaseURL, "https://") {
 		errs = append(errs, fmt.Errorf("llm base url %q: want an http(s) URL", c.LLMBaseURL))
+	}
+	for _, u := range []struct{ name, v string }{{"github api url", c.GitHubAPIURL}, {"gitlab api url", c.GitLabAPIURL}, {"bitbucket api url", c.BitbucketAPIURL}} {
+		if pu, err := url.Parse(u.v); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			errs = append(errs, fmt.Errorf("%s %q: want an http(s) URL", u.name, u.v))
+		}
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("log format %q: want text or json", c.LogFormat))

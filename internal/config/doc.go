@@ -47,7 +47,8 @@ sets it can always use it.
 
 ## URLs users supply
 
-agentd connects to some URLs that users choose, such as their ` + "`llm_base_url`" + `. For users who are not admins, those connections may not reach internal addresses:
+agentd connects to some URLs that users choose, such as their ` + "`llm_base_url`" + ` and the hosts of their git
+provider tokens. For users who are not admins, those connections may not reach internal addresses:
 loopback (` + "`127.0.0.0/8`" + `, ` + "`::1`" + `), private (` + "`10.0.0.0/8`" + `, ` + "`172.16.0.0/12`" + `, ` + "`192.168.0.0/16`" + `, ` + "`fc00::/7`" + `),
 link-local (` + "`169.254.0.0/16`" + `, ` + "`fe80::/10`" + `), cloud metadata (` + "`169.254.169.254`" + `, ` + "`fd00:ec2::254`" + ` and
 others), carrier-grade NAT (` + "`100.64.0.0/10`" + `), unspecified, multicast and reserved addresses, and the
@@ -59,6 +60,12 @@ which would hide the address from the check. ` + "`--allow-internal`" + ` admits
 to reach, such as a model server on the same machine (` + "`--allow-internal 127.0.0.1`" + `) or on the
 local network (` + "`10.1.2.0/24`" + `, ` + "`ollama.internal`" + `). Admins are not restricted, nor is the server's own
 ` + "`--llm-base-url`" + `.
+
+Calls to git providers are made for a user, so they go through the same check, also to the
+server's ` + "`--github-api-url`" + `, ` + "`--gitlab-api-url`" + ` and ` + "`--bitbucket-api-url`" + ` (point those at an internal
+server and allow it). A provider host a user gives may be plain ` + "`http://`" + ` only when the allow-list
+admits it (by name, by address, or by every address its name resolves to) or the user is an
+admin: otherwise the token would cross the network in clear.
 
 ## Sandbox specs
 

@@ -1,5 +1,10 @@
-// Package gitprovider knows the git hosting providers (GitHub, GitLab, Bitbucket and enterprise
-// hosts) and keeps each user's provider tokens, sealed.
+// Package gitprovider knows the git hosting providers (GitHub and GitHub Enterprise Server,
+// GitLab and self-managed GitLab, Bitbucket Cloud and Data Center, and enterprise hosts that
+// speak one of those APIs). It keeps each user's provider tokens, sealed, checks them with their
+// provider before storing them, calls the providers' REST APIs on the user's behalf through the
+// URL policy's client for that user, and says where a repository lives upstream and how agentd
+// authenticates to it (Remote). Tokens go only into the Authorization header of requests to
+// the provider they belong to: never into a URL, an error or a log line.
 package gitprovider
 
 import (

@@ -3,17 +3,38 @@ package gitprovider
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"sort"
 	"time"
 
+	"github.com/agentd/agentd/internal/netpolicy"
 	"github.com/agentd/agentd/internal/secret"
 )
 
-// Service stores users' provider tokens. Safe for concurrent use.
+// Options configure a Service; the zero value reaches the public providers through the URL
+// policy without an allow-list.
+type Options struct {
+	Now func() time.Time
+	// Endpoints are the public providers' API base URLs; an empty field is the default.
+	Endpoints Endpoints
+	// Client returns the HTTP client for calls on a user's behalf: the URL policy's client
+	// for that user. nil means the policy's client without an allow-list.
+	Client func(ctx context.Context, userID string) (*http.Client, error)
+	// PlainHTTP says whether the user may send a token over plain http to host (a name or an
+	// address): only where the URL policy admits the host for them. nil means never.
+	PlainHTTP func(ctx context.Context, userID, host string) (bool, error)
+	Logger    *slog.Logger
+}
+
+// Service keeps users' provider tokens, checks them with their providers, and calls the
+// providers' APIs with them. Safe for concurrent use.
 type Service struct {
-	store  Store
-	sealer secret.Sealer
-	now    func() time.Time
+	store    Store
+	sealer   secret.Sealer
+	o        Options
+	now      func() time.Time
+	families families
 	// changed is told the user whose tokens changed; see OnSecretsChange.
 	changed func(userID string)
 }
@@ -40,12 +61,31 @@ func (s *Service) SecretValues(ctx context.Context, userID string) ([]string, er
 	return out, nil
 }
 
-// NewService returns a Service. now may be nil.
-func NewService(store Store, sealer secret.Sealer, now func() time.Time) *Service {
-	if now == nil {
-		now = time.Now
+// NewService returns a Service.
+func NewService(store Store, sealer secret.Sealer, o Options) *Service {
+	if o.Now == nil {
+		o.Now = time.Now
 	}
-	return &Service{store: store, sealer: sealer, now: now}
+	if o.Endpoints.GitHub == "" {
+		o.Endpoints.GitHub = DefaultEndpoints.GitHub
+	}
+	if o.Endpoints.GitLab == "" {
+		o.Endpoints.GitLab = DefaultEndpoints.GitLab
+	}
+	if o.Endpoints.Bitbucket == "" {
+		o.Endpoints.Bitbucket = DefaultEndpoints.Bitbucket
+	}
+	if o.Client == nil {
+		strict, _ := netpolicy.New(nil) // an empty allow-list cannot be wrong
+		o.Client = func(context.Context, string) (*http.Client, error) { return strict.Client(false), nil }
+	}
+	if o.PlainHTTP == nil {
+		o.PlainHTTP = func(context.Context, string, string) (bool, error) { return false, nil }
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{store: store, sealer: sealer, o: o, now: o.Now}
 }
 
 // TokenInput is one provider entry sent by a client.
@@ -59,7 +99,8 @@ type TokenInput struct {
 // Store merges tokens into the user's set: a provider sent with a token gets that token; a
 // provider sent without one keeps its stored token (and takes the new host); providers not
 // sent are kept as they are. A provider sent without a token and with nothing stored is
-// skipped.
+// skipped. Every token sent, and every stored token sent with a new host, is checked with
+// its provider first; one that fails stores nothing, and the *Error names the provider.
 func (s *Service) Store(ctx context.Context, userID string, in []TokenInput) error {
 	stored, err := s.store.ProviderTokens(ctx, userID)
 	if err != nil {
@@ -68,6 +109,9 @@ func (s *Service) Store(ctx context.Context, userID string, in []TokenInput) err
 	byName := map[string]Token{}
 	for _, t := range stored {
 		byName[t.Provider] = t
+	}
+	if err := s.check(ctx, userID, byName, in); err != nil {
+		return err
 	}
 	now := s.now().UTC()
 	for _, t := range in {

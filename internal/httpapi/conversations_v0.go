@@ -77,6 +77,9 @@ func (a *API) createConversationV0(w http.ResponseWriter, r *http.Request) error
 	if cr.TaskRequest, err = json.Marshal(v1); err != nil {
 		return err
 	}
+	if err := a.checkRepository(r, cr.SelectedRepository, cr.GitProvider, false); err != nil {
+		return err
+	}
 	v, _, err := a.d.Conversations.Create(r.Context(), caller(r).ID, cr)
 	if err != nil {
 		return err

@@ -58,6 +58,9 @@ func (a *API) startAppConversation(w http.ResponseWriter, r *http.Request) error
 	if cr.TaskRequest, err = json.Marshal(req); err != nil {
 		return err
 	}
+	if err := a.checkRepository(r, cr.SelectedRepository, cr.GitProvider, true); err != nil {
+		return err
+	}
 	_, task, err := a.d.Conversations.Create(r.Context(), caller(r).ID, cr)
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"github.com/agentd/agentd/internal/app"
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/gitprovider/providertest"
 	"github.com/agentd/agentd/internal/httpapi"
 	"github.com/agentd/agentd/internal/sandbox/process"
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
@@ -41,6 +42,10 @@ type env struct {
 	sockets httpapi.SocketOptions
 	// sandboxClock is the sandbox service's clock: the real time until a test advances it.
 	sandboxClock *offsetClock
+	// providers are the git providers' APIs the server is configured with, on loopback.
+	providers map[string]*providertest.Server
+	tokens    map[[2]string]string // API key, provider → the token stored for that user
+	repos     map[string]bool      // provider/repository made at the doubles
 }
 
 // offsetClock is the real time plus an offset that a test moves forward, so that a test
@@ -80,10 +85,15 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	// Users' scripted models listen on loopback, as an operator's local model server would:
 	// the administrator allows it, as that operator would.
 	cfg.AllowInternal = []string{"127.0.0.0/8"}
+	// The public git providers are loopback doubles, reached as the internet ones would be.
+	providers := map[string]*providertest.Server{
+		"github": providertest.NewGitHub(t), "gitlab": providertest.NewGitLab(t), "bitbucket": providertest.NewBitbucket(t)}
+	cfg.GitHubAPIURL, cfg.GitLabAPIURL, cfg.BitbucketAPIURL = providers["github"].APIURL(), providers["gitlab"].APIURL(), providers["bitbucket"].APIURL()
 	for _, o := range opts {
 		o(&cfg)
 	}
-	e := &env{t: t, cfg: cfg, sandboxClock: &offsetClock{}}
+	e := &env{t: t, cfg: cfg, sandboxClock: &offsetClock{}, providers: providers,
+		tokens: map[[2]string]string{}, repos: map[string]bool{}}
 	// The HTTP server and listener are agentd serve's own, around a handler a restart swaps.
 	e.srv = httptest.NewUnstartedServer(nil)
 	e.srv.Config = httpapi.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -8,6 +8,7 @@ import (
 	"github.com/agentd/agentd/internal/auth"
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/gitprovider"
 	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/settings"
@@ -83,7 +84,45 @@ func mapError(err error) (status int, body any, internal bool) {
 	case errors.Is(err, auth.ErrNotFound):
 		return http.StatusNotFound, detail("Not found"), false
 	}
+	if status, ok := providerStatus(err); ok {
+		return status, detail(clientMessage(err, "The git provider failed")), false
+	}
 	return http.StatusInternalServerError, detail("Internal Server Error"), true
+}
+
+// providerStatuses are the statuses of failed git provider calls, each with a message that
+// names the provider and says what to do.
+var providerStatuses = []struct {
+	kind   error
+	status int
+}{
+	// No token stored, or the provider refused it: as OpenHands, 401.
+	{gitprovider.ErrNoToken, http.StatusUnauthorized},
+	{gitprovider.ErrTokenRefused, http.StatusUnauthorized},
+	// The repository, issue or pull request is not there for this token.
+	{gitprovider.ErrNotFound, http.StatusNotFound},
+	{gitprovider.ErrForbidden, http.StatusForbidden},
+	// What the caller sent cannot work: a host, a repository name, an operation the
+	// provider lacks, a request the provider refused on its merits.
+	{gitprovider.ErrBadHost, http.StatusUnprocessableEntity},
+	{gitprovider.ErrBadRepository, http.StatusUnprocessableEntity},
+	{gitprovider.ErrUnsupported, http.StatusUnprocessableEntity},
+	{gitprovider.ErrRejected, http.StatusUnprocessableEntity},
+	// The provider failed or could not be reached: a bad gateway, not agentd's fault.
+	{gitprovider.ErrUnavailable, http.StatusBadGateway},
+}
+
+func providerStatus(err error) (int, bool) {
+	var ge *gitprovider.Error
+	if !errors.As(err, &ge) {
+		return 0, false
+	}
+	for _, ps := range providerStatuses {
+		if errors.Is(ge.Kind, ps.kind) {
+			return ps.status, true
+		}
+	}
+	return 0, false
 }
 
 // stateMessage returns the client-facing message of a sandbox error: the sandbox package

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/internal/gitprovider/providertest"
 	"github.com/agentd/agentd/internal/llm/llmtest"
 	"github.com/agentd/agentd/internal/secret"
 )
@@ -43,6 +44,9 @@ func TestSecretsAreMasked(t *testing.T) {
 			"stdio_servers": []any{map[string]any{"name": "fs", "command": "mcp-fs", "env": map[string]any{"FS_TOKEN": secrets["settings MCP env"]}}},
 		},
 	}, http.StatusOK, nil)
+	// The providers know the tokens, so that agentd's check accepts them.
+	e.providers["github"].AddUser(secrets["provider token"], providertest.User{Login: "alice"})
+	e.providers["gitlab"].AddUser(secrets["token added mid-run"], providertest.User{Login: "alice"})
 	e.must("POST", "/api/add-git-providers", alice, map[string]any{
 		"provider_tokens": map[string]any{"github": map[string]any{"token": secrets["provider token"]}},
 	}, http.StatusOK, nil)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/agentd/agentd/internal/gitprovider/providertest"
 )
 
 // snapshot reads path as generic JSON, for before/after comparisons.
@@ -25,6 +27,7 @@ func TestRestartPersistence(t *testing.T) {
 	var second keyJSON
 	e.must("POST", "/api/keys", alice, map[string]any{"name": "second"}, http.StatusCreated, &second)
 
+	e.repo(alice, "github", "octo/widgets")
 	task, conv := e.newConversation(alice, map[string]any{"title": "survivor", "selected_repository": "octo/widgets"})
 	running := conv.SandboxID
 	e.run(alice, running, "echo before > note")
@@ -38,8 +41,11 @@ func TestRestartPersistence(t *testing.T) {
 	pausedCount := e.counter(paused)
 
 	e.must("POST", "/api/settings", alice, map[string]any{"llm_model": "test-model", "llm_api_key": "sk-secret-value"}, http.StatusOK, nil)
+	// A GitHub Enterprise host, where the token is good too.
+	ghe := providertest.NewGitHub(t)
+	ghe.AddUser("ghp_secret_value", providertest.User{Login: "alice"})
 	e.must("POST", "/api/add-git-providers", alice, map[string]any{
-		"provider_tokens": map[string]any{"github": map[string]any{"token": "ghp_secret_value", "host": "github.example.com"}},
+		"provider_tokens": map[string]any{"github": map[string]any{"token": "ghp_secret_value", "host": ghe.Root()}},
 	}, http.StatusOK, nil)
 
 	reads := []string{
@@ -91,7 +97,7 @@ func TestRestartPersistence(t *testing.T) {
 		if s.LLMModel == nil || *s.LLMModel != "test-model" || s.LLMAPIKey != nil || !s.LLMAPIKeySet {
 			t.Fatalf("settings after restart: %s", body)
 		}
-		if h, ok := s.ProviderTokensSet["github"]; !ok || h == nil || *h != "github.example.com" || len(s.ProviderTokensSet) != 1 {
+		if h, ok := s.ProviderTokensSet["github"]; !ok || h == nil || *h != ghe.Root() || len(s.ProviderTokensSet) != 1 {
 			t.Fatalf("provider_tokens_set after restart: %s", body)
 		}
 		if strings.Contains(string(body), "sk-secret-value") || strings.Contains(string(body), "ghp_secret_value") {

@@ -27,6 +27,22 @@ func errs(more map[int]string) map[int]string {
 	return out
 }
 
+// providerTokenErrors are the answers of a token check that fails.
+var providerTokenErrors = map[int]string{
+	http.StatusUnauthorized: "Missing or wrong API key, or a provider refused its token (the detail names it); nothing was stored.",
+	422:                     "A malformed body, or a provider host that cannot be used (malformed, plain http not allowed, no API there).",
+	http.StatusBadGateway:   "A provider could not be reached or failed; nothing was stored.",
+}
+
+// providerErrors are the answers of calls to the caller's git providers.
+var providerErrors = map[int]string{
+	http.StatusUnauthorized: "Missing or wrong API key, no token stored for the provider, or the provider refused it.",
+	403:                     "The provider's token may not do this.",
+	404:                     "The provider has no such repository, or the token may not see it.",
+	422:                     "A malformed query, repository name or provider host.",
+	http.StatusBadGateway:   "A provider could not be reached or failed.",
+}
+
 // agentConv is the path of a conversation in the conversation API.
 const agentConv = "/agent-server/{sandbox_id}/api/conversations/{conversation_id}"
 
@@ -69,7 +85,8 @@ func (a *API) routes() []route {
 
 		// Current generation: conversations and start tasks.
 		{wire.Operation{Method: "POST", Path: "/api/v1/app-conversations", Tag: "app-conversations", Summary: "Start a conversation; answers at once with its start task",
-			Body: apitypes.AppConversationStartRequest{}, Response: apitypes.AppConversationStartTask{}, Errors: errs(nil)}, a.startAppConversation},
+			Body: apitypes.AppConversationStartRequest{}, Response: apitypes.AppConversationStartTask{}, Errors: errs(map[int]string{
+				422: "A malformed body, or a selected_repository the caller's git provider tokens cannot reach.", http.StatusBadGateway: "The git provider could not be reached to check the repository."})}, a.startAppConversation},
 		{wire.Operation{Method: "GET", Path: "/api/v1/app-conversations", Tag: "app-conversations", Summary: "Get conversations by id (null for unknown ids)",
 			Query: apitypes.ConversationIDsQuery{}, Response: []*apitypes.AppConversation{}, Errors: errs(nil)}, a.batchGetAppConversations},
 		{wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/search", Tag: "app-conversations", Summary: "Search conversations, newest first",
@@ -82,6 +99,12 @@ func (a *API) routes() []route {
 			Query: apitypes.StartTaskSearchQuery{}, Response: apitypes.AppConversationStartTaskPage{}, Errors: errs(nil)}, a.searchStartTasks},
 		{wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/start-tasks/count", Tag: "app-conversations", Summary: "Count start tasks",
 			Query: apitypes.StartTaskCountQuery{}, Response: 0, Errors: errs(nil)}, a.countStartTasks},
+
+		// Git provider tokens, current generation (the same as the V0 endpoints).
+		{wire.Operation{Method: "POST", Path: "/api/v1/secrets/git-providers", Tag: "secrets", Summary: "Check git provider tokens with their providers and store them (sealed; never returned)",
+			Body: apitypes.POSTProviderModel{}, Response: apitypes.MessageResponse{}, Errors: errs(providerTokenErrors)}, a.addGitProviders},
+		{wire.Operation{Method: "DELETE", Path: "/api/v1/secrets/git-providers", Tag: "secrets", Summary: "Remove all stored git provider tokens",
+			Response: apitypes.MessageResponse{}, Errors: errs(nil)}, a.unsetProviderTokens},
 
 		// Sandboxes and specs.
 		{wire.Operation{Method: "GET", Path: "/api/v1/sandboxes/search", Tag: "sandboxes", Summary: "List sandboxes, newest first",
@@ -131,17 +154,25 @@ func (a *API) routes() []route {
 
 		// Legacy V0.
 		{wire.Operation{Method: "POST", Path: "/api/conversations", Tag: "v0", Summary: "Create and start a conversation",
-			Body: apitypes.InitSessionRequest{}, Response: apitypes.ConversationResponse{}, Errors: errs(map[int]string{409: "A conversation with that id exists."})}, a.createConversationV0},
+			Body: apitypes.InitSessionRequest{}, Response: apitypes.ConversationResponse{}, Errors: errs(map[int]string{
+				http.StatusUnauthorized: "Missing or wrong API key, or the caller's git provider tokens cannot reach the repository (as OpenHands).",
+				409:                     "A conversation with that id exists.", http.StatusBadGateway: "The git provider could not be reached to check the repository."})}, a.createConversationV0},
 		{wire.Operation{Method: "GET", Path: "/api/conversations", Tag: "v0", Summary: "List conversations, newest first",
 			Query: apitypes.ConversationListQuery{}, Response: apitypes.ConversationInfoResultSet{}, Errors: errs(nil)}, a.listConversationsV0},
 		{wire.Operation{Method: "GET", Path: "/api/conversations/{conversation_id}", Tag: "v0", Summary: "Get a conversation",
 			Response: apitypes.ConversationInfo{}, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, a.getConversationV0},
 		{wire.Operation{Method: "DELETE", Path: "/api/conversations/{conversation_id}", Tag: "v0", Summary: "Delete a conversation and its sandbox",
 			Response: true, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, a.deleteConversationV0},
-		{wire.Operation{Method: "POST", Path: "/api/add-git-providers", Tag: "v0", Summary: "Store git provider tokens (sealed; never returned)",
-			Body: apitypes.POSTProviderModel{}, Response: apitypes.MessageResponse{}, Errors: errs(nil)}, a.addGitProviders},
+		{wire.Operation{Method: "POST", Path: "/api/add-git-providers", Tag: "v0", Summary: "Check git provider tokens with their providers and store them (sealed; never returned)",
+			Body: apitypes.POSTProviderModel{}, Response: apitypes.MessageResponse{}, Errors: errs(providerTokenErrors)}, a.addGitProviders},
 		{wire.Operation{Method: "POST", Path: "/api/unset-provider-tokens", Tag: "v0", Summary: "Remove all stored git provider tokens",
 			Response: apitypes.MessageResponse{}, Errors: errs(nil)}, a.unsetProviderTokens},
+		{wire.Operation{Method: "GET", Path: "/api/user/repositories", Tag: "git", Summary: "One page of the caller's repositories at their git providers, most recently pushed first",
+			Query: apitypes.RepositoryListQuery{}, Response: []apitypes.Repository{}, Errors: errs(providerErrors)}, a.userRepositories},
+		{wire.Operation{Method: "GET", Path: "/api/user/repository/branches", Tag: "git", Summary: "One page of a repository's branches",
+			Query: apitypes.BranchListQuery{}, Response: apitypes.PaginatedBranchesResponse{}, Errors: errs(providerErrors)}, a.repositoryBranches},
+		{wire.Operation{Method: "GET", Path: "/api/user/suggested-tasks", Tag: "git", Summary: "Issues assigned to the caller, and their pull requests with conflicts, failing checks or reviews to answer",
+			Response: []apitypes.SuggestedTask{}, Errors: errs(providerErrors)}, a.suggestedTasks},
 		{wire.Operation{Method: "GET", Path: "/api/settings", Tag: "v0", Summary: "The caller's settings (secrets left out)",
 			Response: apitypes.SettingsView{}, Errors: errs(map[int]string{404: "No settings stored yet."})}, a.getSettings},
 		{wire.Operation{Method: "POST", Path: "/api/settings", Tag: "v0", Summary: "Store settings; absent or null fields keep their value",

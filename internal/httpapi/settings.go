@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/agentd/agentd/internal/apitypes"
@@ -54,7 +55,7 @@ func (a *API) addGitProviders(w http.ResponseWriter, r *http.Request) error {
 		in = append(in, ti)
 	}
 	if err := a.d.GitProviders.Store(r.Context(), uid, in); err != nil {
-		return err
+		return providerInputError(err)
 	}
 	if req.MCPConfig != nil {
 		// The MCP servers sent along become the user's MCP settings.
@@ -64,6 +65,15 @@ func (a *API) addGitProviders(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, apitypes.MessageResponse{Message: "Git providers stored"})
 	return nil
+}
+
+// providerInputError places a provider host that cannot be used at its field of the body.
+func providerInputError(err error) error {
+	var ge *gitprovider.Error
+	if errors.As(err, &ge) && errors.Is(ge.Kind, gitprovider.ErrBadHost) && ge.Provider != "" {
+		return problem("value_error", "Value error, "+ge.ClientMessage(), "body", "provider_tokens", ge.Provider, "host")
+	}
+	return err
 }
 
 func (a *API) unsetProviderTokens(w http.ResponseWriter, r *http.Request) error {

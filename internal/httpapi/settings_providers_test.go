@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/internal/gitprovider"
+	"github.com/agentd/agentd/internal/gitprovider/providertest"
 	"github.com/agentd/agentd/internal/wire"
 )
 
@@ -47,6 +48,12 @@ func TestGitProviders(t *testing.T) {
 	aliceID, alice := e.newUser("alice")
 	_, bob := e.newUser("bob")
 	rec := &bodyRecorder{e: e}
+	// Two GitHub Enterprise hosts and the configured GitLab know the tokens.
+	ghe, ghe2 := providertest.NewGitHub(t), providertest.NewGitHub(t)
+	ghe.AddUser(githubTokenPlain, providertest.User{Login: "alice"})
+	ghe2.AddUser(githubTokenPlain, providertest.User{Login: "alice"})
+	e.providers["github"].AddUser(githubToken2Plain, providertest.User{Login: "alice"})
+	e.providers["gitlab"].AddUser(gitlabTokenPlain, providertest.User{Login: "alice"})
 	tokensSet := func(key string) any { return e.settingsJSON(key)["provider_tokens_set"] }
 	checkTokens := func(t *testing.T, want map[string][2]string) { // provider → token, host
 		t.Helper()
@@ -60,10 +67,10 @@ func TestGitProviders(t *testing.T) {
 	}
 
 	wantMessage(t, rec.must("POST", "/api/add-git-providers", alice, map[string]any{"provider_tokens": map[string]any{
-		"github": map[string]any{"token": githubTokenPlain, "host": "github.example.com"},
+		"github": map[string]any{"token": githubTokenPlain, "host": ghe.Root()},
 		"gitlab": map[string]any{"token": gitlabTokenPlain},
 	}}, http.StatusOK), "Git providers stored")
-	checkTokens(t, map[string][2]string{"github": {githubTokenPlain, "github.example.com"}, "gitlab": {gitlabTokenPlain, ""}})
+	checkTokens(t, map[string][2]string{"github": {githubTokenPlain, ghe.Root()}, "gitlab": {gitlabTokenPlain, ""}})
 
 	t.Run("tokens alone are not settings", func(t *testing.T) {
 		// Tokens are kept apart from settings (as in OpenHands, whose secrets store is separate):
@@ -76,7 +83,7 @@ func TestGitProviders(t *testing.T) {
 
 	rec.must("POST", "/api/settings", alice, map[string]any{"language": "en"}, http.StatusOK)
 	t.Run("hosts shown, tokens not", func(t *testing.T) {
-		want := map[string]any{"github": "github.example.com", "gitlab": nil}
+		want := map[string]any{"github": ghe.Root(), "gitlab": nil}
 		if got := tokensSet(alice); !reflect.DeepEqual(got, want) {
 			t.Errorf("provider_tokens_set %v, want %v", got, want)
 		}
@@ -84,12 +91,12 @@ func TestGitProviders(t *testing.T) {
 
 	t.Run("empty token keeps the token and takes the new host", func(t *testing.T) {
 		rec.must("POST", "/api/add-git-providers", alice, map[string]any{"provider_tokens": map[string]any{
-			"github": map[string]any{"token": "", "host": "ghe.example.org", "user_id": "octocat"}}}, http.StatusOK)
-		checkTokens(t, map[string][2]string{"github": {githubTokenPlain, "ghe.example.org"}, "gitlab": {gitlabTokenPlain, ""}})
+			"github": map[string]any{"token": "", "host": ghe2.Root(), "user_id": "octocat"}}}, http.StatusOK)
+		checkTokens(t, map[string][2]string{"github": {githubTokenPlain, ghe2.Root()}, "gitlab": {gitlabTokenPlain, ""}})
 		if got := e.storedTokens(aliceID)["github"].ExternalUserID; got != "octocat" {
 			t.Errorf("stored user_id %q, want octocat", got)
 		}
-		want := map[string]any{"github": "ghe.example.org", "gitlab": nil}
+		want := map[string]any{"github": ghe2.Root(), "gitlab": nil}
 		if got := tokensSet(alice); !reflect.DeepEqual(got, want) {
 			t.Errorf("provider_tokens_set %v, want %v", got, want)
 		}

@@ -18,6 +18,9 @@ func TestV0ListConversations(t *testing.T) {
 	// does not matter to listings.
 	e := newEnv(t, func(c *config.Config) { c.MaxRunningSandboxes = 1 })
 	_, other := e.newUser("other")
+	e.repo(other, "github", "octo/a")
+	e.repo(adminKey, "github", "octo/a")
+	e.repo(adminKey, "github", "octo/b")
 	e.v0Create(other, map[string]any{"repository": "octo/a"})
 
 	var created []string // oldest first
@@ -144,6 +147,7 @@ func TestV0ListConversations(t *testing.T) {
 func TestV0GetConversation(t *testing.T) {
 	e := newEnv(t)
 	_, other := e.newUser("other")
+	e.repo(adminKey, "gitlab", "octo/x")
 	id := e.v0Create(adminKey, map[string]any{"repository": "octo/x", "selected_branch": "main", "git_provider": "gitlab"})
 	info := e.v0Get(adminKey, id)
 	if info.ConversationID != id || strOf(info.SelectedRepository) != "octo/x" || strOf(info.SelectedBranch) != "main" ||

@@ -177,6 +177,8 @@ func TestV0CreateAllFields(t *testing.T) {
 	st := e.inspectStore()
 	keyring := e.inspectKeyring()
 	owner := e.userIDOf(adminKey)
+	e.repo(adminKey, "github", "octo/hello")
+	e.repo(adminKey, "bitbucket", "octo/replay")
 
 	// Every field at once, except replay_json, which cannot go with an initial message
 	// (docs/api.md); it gets its own request below.
@@ -294,6 +296,8 @@ func TestV0SuggestedTask(t *testing.T) {
 
 func TestV0CreateMicroagent(t *testing.T) {
 	e := newEnv(t, func(c *config.Config) { c.MaxRunningSandboxes = 1 })
+	e.repo(adminKey, "gitlab", "octo/agents")
+	e.repo(adminKey, "github", "octo/mine")
 	for _, tc := range []struct {
 		name           string
 		body           map[string]any

@@ -14,7 +14,7 @@ func TestMalformedBodies(t *testing.T) {
 	_, alice := e.newUser("alice")
 	// Alice has settings and a token, so that a stray write would change a row.
 	e.must("POST", "/api/settings", alice, map[string]any{"language": "en", "llm_api_key": "k"}, http.StatusOK, nil)
-	e.must("POST", "/api/add-git-providers", alice, map[string]any{"provider_tokens": map[string]any{"github": map[string]any{"token": "t"}}}, http.StatusOK, nil)
+	e.token(alice, "github")
 	before := e.dbRows()
 
 	deep := func(depth int) string { return strings.Repeat("[", depth) + strings.Repeat("]", depth) }

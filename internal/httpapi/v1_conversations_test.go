@@ -182,6 +182,7 @@ func wantProblem(t *testing.T, status int, body []byte, typ string, loc ...any) 
 func TestV1Start(t *testing.T) {
 	e := newEnv(t)
 	userID, key := e.newUser("alice")
+	e.repo(key, "github", "octo/widgets")
 
 	req := map[string]any{
 		"title": "  Fix the build  ",
@@ -573,6 +574,7 @@ func TestV1SubConversation(t *testing.T) {
 	e := newEnv(t)
 	_, alice := e.newUser("alice")
 	_, bob := e.newUser("bob")
+	e.repo(alice, "github", "octo/widgets")
 	_, parent := e.newConversation(alice, map[string]any{"title": "parent", "selected_repository": "octo/widgets"})
 	_, bobConv := e.newConversation(bob, map[string]any{})
 

@@ -128,6 +128,38 @@ func (p *Policy) CheckURL(ctx context.Context, rawURL string, admin bool) error 
 	return nil
 }
 
+// Admits says whether the administrator's allow-list admits host for the user: a host name
+// on it, an address in it, or a name every address of which it admits (resolved now; a name
+// that does not resolve is not admitted). Admins are admitted. It decides where a user may
+// send a secret over plain http: only to what the administrator allowed, such as a server on
+// the local network, never across the internet in clear.
+func (p *Policy) Admits(ctx context.Context, host string, admin bool) bool {
+	if admin || host != "" && p.hosts[canonicalHost(host)] {
+		return true
+	}
+	if addr, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return p.allowed("", addr)
+	}
+	lookup := p.lookup
+	if lookup == nil {
+		lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	addrs, err := lookup(ctx, host)
+	if err != nil || len(addrs) == 0 {
+		return false
+	}
+	for _, addr := range addrs {
+		if !p.allowed(host, addr) {
+			return false
+		}
+	}
+	return true
+}
+
 // RefusedError is an address the policy refuses. Its text names the rule.
 type RefusedError struct {
 	// Host is the name that resolved to Addr, or "" when Addr was given as such.

@@ -107,3 +107,42 @@ func TestCheckURL(t *testing.T) {
 		}
 	}
 }
+
+func TestAdmits(t *testing.T) {
+	p, err := New([]string{"git.internal", "10.1.0.0/16", "::1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := map[string][]netip.Addr{
+		"gitlab.lan":     {netip.MustParseAddr("10.1.2.3")},
+		"half.lan":       {netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("93.184.215.14")},
+		"public.example": {netip.MustParseAddr("93.184.215.14")},
+	}
+	p.lookup = func(_ context.Context, host string) ([]netip.Addr, error) {
+		if a, ok := answers[host]; ok {
+			return a, nil
+		}
+		return nil, errors.New("no such host")
+	}
+	for _, tc := range []struct {
+		host  string
+		admin bool
+		want  bool
+	}{
+		{"git.internal", false, true},
+		{"GIT.internal.", false, true},
+		{"10.1.9.9", false, true},
+		{"::1", false, true},
+		{"[::1]", false, true},
+		{"gitlab.lan", false, true},
+		{"half.lan", false, false},
+		{"public.example", false, false},
+		{"127.0.0.1", false, false},
+		{"nowhere.example", false, false},
+		{"public.example", true, true},
+	} {
+		if got := p.Admits(t.Context(), tc.host, tc.admin); got != tc.want {
+			t.Errorf("Admits(%s, admin %v) = %v, want %v", tc.host, tc.admin, got, tc.want)
+		}
+	}
+}
