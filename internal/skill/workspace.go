@@ -54,6 +54,8 @@ type Found struct {
 	// TooLarge says the file was over the size bound and not read.
 	TooLarge bool
 	Size     int64
+	// Problem says why a file that is there could not be read.
+	Problem string
 }
 
 // Location is the file's path relative to the workspace.
@@ -84,6 +86,10 @@ func Load(found []Found) ([]Skill, []Warning) {
 	for _, f := range found {
 		loc := f.Location()
 		if f.SkillDir != "" && (excluded(f.Path) || inBundle(bundles, f)) {
+			continue
+		}
+		if f.Problem != "" {
+			warnings = append(warnings, Warning{loc, "the file could not be read: " + f.Problem})
 			continue
 		}
 		if f.TooLarge {

@@ -22,6 +22,7 @@ func TestLoad(t *testing.T) {
 		{SkillDir: ".openhands/microagents", Path: "tools/docker.md", Data: []byte("---\ntriggers:\n- docker\n---\nUse podman.")},
 		{SkillDir: ".openhands/microagents", Path: "broken.md", Data: []byte("---\ntriggers: [x]\n")},
 		{SkillDir: ".openhands/microagents", Path: "huge.md", TooLarge: true, Size: MaxFileBytes + 1},
+		{SkillDir: ".openhands/microagents", Path: "escape.md", Problem: "path escapes from parent"},
 		{Dir: "project", Path: "AGENTS.md", Data: []byte("Repository agents file.")},
 	}
 	skills, warnings := Load(found)
@@ -51,6 +52,7 @@ func TestLoad(t *testing.T) {
 		`.openhands/skills/deploy.md: a skill named "deploy" was loaded already`,
 		".openhands/microagents/broken.md: the frontmatter is not closed",
 		".openhands/microagents/huge.md: the file is 65537 bytes, over the limit of 65536",
+		".openhands/microagents/escape.md: the file could not be read: path escapes from parent",
 		`project/AGENTS.md: a skill named "agents" was loaded already`,
 	}
 	if len(ws) != len(wantWarnings) {
