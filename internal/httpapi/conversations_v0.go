@@ -54,7 +54,8 @@ func (a *API) createConversationV0(w http.ResponseWriter, r *http.Request) error
 		if cr.GitProvider == nil && cm.GitProvider != nil {
 			cr.GitProvider = (*string)(cm.GitProvider)
 		}
-		if cr.InitialText == "" {
+		// A client's own first message, or a replay's, stays; otherwise agentd writes the task.
+		if cr.InitialText == "" && req.ReplayJSON == nil {
 			cr.InitialText = conversation.MicroagentPrompt(*cr.SelectedRepository, deref(cm.Title))
 		}
 	}
