@@ -2,7 +2,9 @@ package conversation
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"path"
 	"strings"
 
@@ -41,10 +43,21 @@ func (s *Service) setUpSkills(ctx context.Context, t *StartTask) error {
 		return fmt.Errorf("set up skills: %w", err)
 	}
 	found, truncated, err := s.workspaceSkillFiles(ctx, t.OwnerID, t.SandboxID, v.SelectedRepository)
+	var early []skill.Warning
+	var old *runtime.StatusError
+	if errors.As(err, &old) && old.StatusCode == http.StatusNotFound {
+		// A sandbox started by an earlier version of agentd runs a runtime without the route:
+		// the conversation starts with the user's skills.
+		s.log.Warn("the sandbox's runtime cannot list skill files", "sandbox_id", t.SandboxID)
+		early = append(early, skill.Warning{Path: ".", Problem: "the sandbox runs an older agentd runtime that cannot read " +
+			"the workspace's skills; start the conversation in a new sandbox to have them"})
+		err = nil
+	}
 	if err != nil {
 		return fmt.Errorf("set up skills: %w", err)
 	}
 	ws, warnings := skill.Load(found)
+	warnings = append(early, warnings...)
 	if truncated {
 		warnings = append(warnings, skill.Warning{Path: ".", Problem: fmt.Sprintf(
 			"the workspace holds more skill files than a conversation loads (%d files, %d bytes in all): the rest were not read",
