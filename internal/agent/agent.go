@@ -22,7 +22,11 @@ type Agent struct {
 	cfg    Config
 	log    *slog.Logger
 	system string
-	specs  []llm.ToolSpec
+	// dynamic is the per-conversation part of the system message: the always-on skills.
+	dynamic string
+	specs   []llm.ToolSpec
+	// skillsSeen is the Seq of the last event activateKnowledge looked at.
+	skillsSeen int64
 
 	entries []entry
 	lastSeq int64
@@ -52,8 +56,9 @@ func New(o Options) *Agent {
 	}
 	return &Agent{
 		o: o, cfg: cfg, log: o.Logger,
-		system: buildSystemPrompt(cfg.Workspace, cfg.Instructions),
-		specs:  toolSpecs(),
+		system:  buildSystemPrompt(cfg.Workspace, cfg.Instructions),
+		dynamic: repoContext(cfg.Skills),
+		specs:   toolSpecs(),
 	}
 }
 
@@ -139,6 +144,9 @@ func (a *Agent) run(ctx context.Context) (Status, error) {
 			}
 		}
 		iteration++
+		if err := a.activateKnowledge(ctx); err != nil {
+			return a.status, err
+		}
 		if err := a.step(ctx); err != nil {
 			return a.fail(ctx, err)
 		}
@@ -159,9 +167,12 @@ func (a *Agent) overBudget() (spent float64, over bool) {
 func (a *Agent) prepare(ctx context.Context) error {
 	var evs []event.Event
 	if !a.has(func(e entry) bool { return e.ev.Kind == event.KindSystemPrompt }) {
-		ev, err := event.New(a.o.NewID(), a.o.Now(), event.SourceAgent, &event.SystemPromptEvent{
-			SystemPrompt: event.Text(a.system), Tools: toolDefinitions(),
-		})
+		sp := &event.SystemPromptEvent{SystemPrompt: event.Text(a.system), Tools: toolDefinitions()}
+		if a.dynamic != "" {
+			dc := event.Text(a.dynamic)
+			sp.DynamicContext = &dc
+		}
+		ev, err := event.New(a.o.NewID(), a.o.Now(), event.SourceAgent, sp)
 		if err != nil {
 			return err
 		}
@@ -267,7 +278,7 @@ func (a *Agent) complete(ctx context.Context) (llm.Response, error) {
 	}
 	return a.o.LLM.Complete(ctx, llm.Request{
 		Model:     a.cfg.Model,
-		Messages:  buildMessages(a.system, buildView(a.entries)),
+		Messages:  buildMessages(a.systemText(), buildView(a.entries)),
 		Tools:     a.specs,
 		MaxTokens: a.cfg.MaxTokens,
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/llm"
+	"github.com/agentd/agentd/internal/skill"
 	"github.com/agentd/agentd/internal/tool"
 )
 
@@ -47,6 +48,10 @@ type Config struct {
 	Workspace string
 	// Replay is a recorded trajectory to execute without the model (see ParseReplay).
 	Replay []ReplayAction
+	// Skills are the conversation's skills: the always-on ones are in the system message
+	// from the first call, each other one from the first user message holding one of its
+	// triggers.
+	Skills []skill.Skill
 }
 
 func (c Config) withDefaults() Config {

@@ -52,7 +52,7 @@ type StartTaskStatus string
 // EnumValues lists the accepted values.
 func (StartTaskStatus) EnumValues() []string {
 	return []string{"WORKING", "WAITING_FOR_SANDBOX", "PREPARING_REPOSITORY", "RUNNING_SETUP_SCRIPT",
-		"SETTING_UP_GIT_HOOKS", "STARTING_CONVERSATION", "READY", "ERROR"}
+		"SETTING_UP_GIT_HOOKS", "SETTING_UP_SKILLS", "STARTING_CONVERSATION", "READY", "ERROR"}
 }
 
 // StartTaskSortOrder orders start task searches.

@@ -29,6 +29,7 @@ import (
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/secret"
 	"github.com/agentd/agentd/internal/settings"
+	"github.com/agentd/agentd/internal/skill"
 	"github.com/agentd/agentd/internal/store/sqlite"
 )
 
@@ -168,6 +169,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	}
 
 	userSettings := settings.NewService(st, keyring, nil)
+	userSkills := skill.NewService(st, nil)
 	gitProviders := gitprovider.NewService(st, keyring, gitprovider.Options{
 		Endpoints: gitprovider.Endpoints{GitHub: cfg.GitHubAPIURL, GitLab: cfg.GitLabAPIURL, Bitbucket: cfg.BitbucketAPIURL},
 		Client:    userHTTP,
@@ -198,6 +200,18 @@ func New(ctx context.Context, o Options) (*App, error) {
 		NewLLM: newLLM, Retry: o.LLMRetry, Agent: o.Agent, UserHTTP: userHTTP,
 		Terminal: runtime.NewTerminalWaits(cfg.TerminalNoChangeTimeout, cfg.TerminalMaxWait),
 		Secrets:  []conversation.SecretSource{userSettings, gitProviders},
+		Skills:   st,
+		PullRequestOpen: func(ctx context.Context, ownerID, provider, repository string, number int) (bool, error) {
+			api, err := gitProviders.API(ctx, ownerID, provider)
+			if err != nil {
+				return false, err
+			}
+			pr, err := api.PullRequest(ctx, repository, number)
+			if err != nil {
+				return false, err
+			}
+			return pr.State == gitprovider.PullRequestOpen, nil
+		},
 		Runtimes: func(ctx context.Context, ownerID, sandboxID string) (conversation.Runtime, error) {
 			return a.Sandboxes.Client(ctx, ownerID, sandboxID)
 		},
@@ -221,6 +235,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Auth: users, Conversations: a.Conversations, Sandboxes: a.Sandboxes,
 		Settings:     userSettings,
 		GitProviders: gitProviders,
+		Skills:       userSkills,
 		Open:         keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: o.Version,
 		SpecWarnings: func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },
 		CORSOrigins:  cfg.CORSOrigins, Sockets: o.Sockets,

@@ -198,6 +198,7 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 	if tuning.MaxBudgetPerTask != nil {
 		cfg.MaxBudget = *tuning.MaxBudgetPerTask
 	}
+	cfg.Skills = s.skillsOf(ctx, convID)
 
 	metrics := &llm.Metrics{}
 	if len(v.Metrics) > 0 {

@@ -20,6 +20,7 @@ import (
 	"github.com/agentd/agentd/internal/runtime"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/secret"
+	"github.com/agentd/agentd/internal/skill"
 )
 
 // Sandboxes is what the conversation service needs of the sandbox service.
@@ -71,6 +72,13 @@ type Options struct {
 	Secrets []SecretSource
 	// NewEventID returns event ids; nil means dashed random UUIDs.
 	NewEventID func() string
+	// Skills keeps the users' skills and those each conversation starts with; nil gives
+	// conversations no skills.
+	Skills skill.Store
+	// PullRequestOpen says whether a pull request of a repository is open, with the owner's
+	// provider token; MicroagentConversations leaves out conversations whose last one is
+	// not. nil keeps them all.
+	PullRequestOpen func(ctx context.Context, ownerID, provider, repository string, number int) (bool, error)
 }
 
 // Service creates conversations and runs their start tasks in the background. Start tasks are

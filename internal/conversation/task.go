@@ -15,6 +15,7 @@ const (
 	TaskPreparingRepository  TaskStatus = "PREPARING_REPOSITORY"
 	TaskRunningSetupScript   TaskStatus = "RUNNING_SETUP_SCRIPT"
 	TaskSettingUpGitHooks    TaskStatus = "SETTING_UP_GIT_HOOKS"
+	TaskSettingUpSkills      TaskStatus = "SETTING_UP_SKILLS"
 	TaskStartingConversation TaskStatus = "STARTING_CONVERSATION"
 	TaskReady                TaskStatus = "READY"
 	TaskError                TaskStatus = "ERROR"

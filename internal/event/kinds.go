@@ -85,6 +85,8 @@ func Decode(e Event) (Body, error) {
 		b = new(SandboxPausedEvent)
 	case KindServerError:
 		b = new(ServerErrorEvent)
+	case KindSkillWarning:
+		b = new(SkillWarningEvent)
 	default:
 		b = new(unknown)
 	}

@@ -125,6 +125,13 @@ type PullRequest struct {
 	Comments   []Comment
 }
 
+// Pull request states, the same words for every provider (PullRequest.State).
+const (
+	PullRequestOpen   = "open"
+	PullRequestClosed = "closed"
+	PullRequestMerged = "merged"
+)
+
 // Check states, the same words for every provider.
 const (
 	CheckSuccess = "success"

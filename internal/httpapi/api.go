@@ -15,6 +15,7 @@ import (
 	"github.com/agentd/agentd/internal/netpolicy"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/settings"
+	"github.com/agentd/agentd/internal/skill"
 	"github.com/agentd/agentd/internal/wire"
 )
 
@@ -25,6 +26,7 @@ type Deps struct {
 	Sandboxes     *sandbox.Service
 	Settings      *settings.Service
 	GitProviders  *gitprovider.Service
+	Skills        *skill.Service
 	// Open unseals values the store keeps sealed (sandbox session keys).
 	Open   func(sealed []byte) ([]byte, error)
 	Logger *slog.Logger

@@ -54,6 +54,10 @@ func (a *API) createConversationV0(w http.ResponseWriter, r *http.Request) error
 		if cr.GitProvider == nil && cm.GitProvider != nil {
 			cr.GitProvider = (*string)(cm.GitProvider)
 		}
+		// A client's own first message, or a replay's, stays; otherwise agentd writes the task.
+		if cr.InitialText == "" && req.ReplayJSON == nil {
+			cr.InitialText = conversation.MicroagentPrompt(*cr.SelectedRepository, deref(cm.Title))
+		}
 	}
 	if req.ReplayJSON != nil && cr.InitialText != "" {
 		return problem("value_error", "Value error, a replay brings its own first message: send replay_json without initial_user_msg or suggested_task", "body", "replay_json")

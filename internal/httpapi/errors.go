@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/settings"
+	"github.com/agentd/agentd/internal/skill"
 	"github.com/agentd/agentd/internal/wire"
 )
 
@@ -81,6 +83,12 @@ func mapError(err error) (status int, body any, internal bool) {
 		return http.StatusNotFound, detail("Event not found"), false
 	case errors.Is(err, settings.ErrNotFound):
 		return http.StatusNotFound, detail("Settings not found"), false
+	case errors.Is(err, skill.ErrNotFound):
+		return http.StatusNotFound, detail("Skill not found"), false
+	case errors.Is(err, skill.ErrExists):
+		return http.StatusConflict, detail("A skill with that name exists: change it with PUT /api/v1/skills/{name}"), false
+	case errors.Is(err, skill.ErrTooMany):
+		return http.StatusConflict, detail(fmt.Sprintf("You keep %d skills, as many as allowed: delete one first", skill.MaxUserSkills)), false
 	case errors.Is(err, auth.ErrNotFound):
 		return http.StatusNotFound, detail("Not found"), false
 	}

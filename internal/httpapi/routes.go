@@ -124,6 +124,19 @@ func (a *API) routes() []route {
 		{wire.Operation{Method: "GET", Path: "/api/v1/sandbox-specs", Tag: "sandbox-specs", Summary: "Get sandbox specs by id (null for unknown ids)",
 			Query: apitypes.IDsQuery{}, Response: []*apitypes.SandboxSpecInfo{}, Errors: errs(nil)}, a.batchGetSpecs},
 
+		// The caller's own skills.
+		{wire.Operation{Method: "POST", Path: "/api/v1/skills", Tag: "skills", Summary: "Create a skill; every conversation the caller starts is given it",
+			Body: apitypes.SkillCreateRequest{}, Response: apitypes.SkillInfo{}, Status: 201,
+			Errors: errs(map[int]string{409: "The caller has a skill of that name, or as many skills as allowed."})}, a.createSkill},
+		{wire.Operation{Method: "GET", Path: "/api/v1/skills/search", Tag: "skills", Summary: "List the caller's skills, oldest first",
+			Query: apitypes.PageQuery{}, Response: apitypes.SkillPage{}, Errors: errs(nil)}, a.searchSkills},
+		{wire.Operation{Method: "GET", Path: "/api/v1/skills/{name}", Tag: "skills", Summary: "Get one of the caller's skills",
+			Response: apitypes.SkillInfo{}, Errors: errs(map[int]string{404: "The caller has no skill of that name."})}, a.getSkill},
+		{wire.Operation{Method: "PUT", Path: "/api/v1/skills/{name}", Tag: "skills", Summary: "Replace a skill's content, triggers and description",
+			Body: apitypes.SkillUpdateRequest{}, Response: apitypes.SkillInfo{}, Errors: errs(map[int]string{404: "The caller has no skill of that name."})}, a.updateSkill},
+		{wire.Operation{Method: "DELETE", Path: "/api/v1/skills/{name}", Tag: "skills", Summary: "Delete a skill",
+			Response: apitypes.Success{}, Errors: errs(map[int]string{404: "The caller has no skill of that name."})}, a.deleteSkill},
+
 		// Events of all the caller's conversations.
 		{wire.Operation{Method: "GET", Path: "/api/v1/events/search", Tag: "events", Summary: "Search the events of the caller's conversations, in log order",
 			Query: apitypes.EventSearchQuery{}, Response: apitypes.EventPage{}, Errors: errs(nil)}, a.searchEvents},
@@ -163,6 +176,8 @@ func (a *API) routes() []route {
 			Response: apitypes.ConversationInfo{}, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, a.getConversationV0},
 		{wire.Operation{Method: "DELETE", Path: "/api/conversations/{conversation_id}", Tag: "v0", Summary: "Delete a conversation and its sandbox",
 			Response: true, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, a.deleteConversationV0},
+		{wire.Operation{Method: "GET", Path: "/api/microagent-management/conversations", Tag: "v0", Summary: "List the conversations that write a microagent for a repository (create_microagent), newest first",
+			Query: apitypes.MicroagentConversationsQuery{}, Response: apitypes.ConversationInfoResultSet{}, Errors: errs(nil)}, a.microagentConversations},
 		{wire.Operation{Method: "POST", Path: "/api/add-git-providers", Tag: "v0", Summary: "Check git provider tokens with their providers and store them (sealed; never returned)",
 			Body: apitypes.POSTProviderModel{}, Response: apitypes.MessageResponse{}, Errors: errs(providerTokenErrors)}, a.addGitProviders},
 		{wire.Operation{Method: "POST", Path: "/api/unset-provider-tokens", Tag: "v0", Summary: "Remove all stored git provider tokens",

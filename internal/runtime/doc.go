@@ -10,5 +10,7 @@
 // out of band, not seen by the agent), POST /api/tools/{name} (a sandbox tool call for a
 // conversation: terminal, file_editor, glob, grep; see package tool), and
 // DELETE /api/tools/sessions/{conversation_id} (end a conversation's terminal and edit
-// history, when the conversation is deleted).
+// history, when the conversation is deleted), and POST /api/skill-files (find and read, within
+// bounds and confined to the workspace, the instruction files and skill files a repository
+// keeps for agents).
 package runtime

@@ -101,6 +101,7 @@ func (s *Server) routes() {
 	s.mux.Handle("/api/command", only(http.MethodPost, s.handleCommand))
 	s.mux.Handle("/api/tools/{name}", only(http.MethodPost, s.handleTool))
 	s.mux.Handle("/api/tools/sessions/{conversation_id}", only(http.MethodDelete, s.handleCloseToolSession))
+	s.mux.Handle("/api/skill-files", only(http.MethodPost, s.handleSkillFiles))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeDetail(w, http.StatusNotFound, "Not Found")
 	})

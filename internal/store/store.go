@@ -12,6 +12,7 @@ import (
 	"github.com/agentd/agentd/internal/gitprovider"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/settings"
+	"github.com/agentd/agentd/internal/skill"
 )
 
 // Store is everything agentd keeps durably.
@@ -22,6 +23,7 @@ type Store interface {
 	sandbox.Store
 	conversation.Store
 	event.Store
+	skill.Store
 
 	// Reseal rewrites every sealed value (settings secrets, provider tokens, sandbox session
 	// keys, conversation requests) through fn in one transaction. Key rotation uses it.

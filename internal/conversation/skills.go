@@ -1,0 +1,166 @@
+package conversation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/skill"
+)
+
+// SkillRuntime is the ability of a sandbox's runtime to find the skill files of its
+// workspace. The runtime the Runtimes option returns has it; one without it gives the
+// conversation the user's skills only.
+type SkillRuntime interface {
+	SkillFiles(ctx context.Context, req runtime.SkillFilesRequest) (runtime.SkillFilesResult, error)
+}
+
+// setUpSkills is the SETTING_UP_SKILLS step. It reads the user's skills and those the
+// workspace keeps (AGENTS.md and the like, .agents/skills, .openhands/skills and the legacy
+// .openhands/microagents, in the repository's directory and at the workspace's root) and
+// stores them with the conversation, so that the agent is given the same skills whenever it
+// runs, whatever the files say by then. A file that is no usable skill is skipped with a
+// SkillWarningEvent; it does not stop the conversation.
+func (s *Service) setUpSkills(ctx context.Context, t *StartTask) error {
+	t.Status = TaskSettingUpSkills
+	if err := s.saveTask(ctx, t); err != nil {
+		return err
+	}
+	if s.o.Skills == nil {
+		return nil
+	}
+	v, err := s.o.Store.GetConversation(ctx, t.OwnerID, t.ConversationID)
+	if err != nil {
+		return err
+	}
+	user, err := skill.All(ctx, s.o.Skills, t.OwnerID)
+	if err != nil {
+		return fmt.Errorf("set up skills: %w", err)
+	}
+	found, truncated, err := s.workspaceSkillFiles(ctx, t.OwnerID, t.SandboxID, v.SelectedRepository)
+	var early []skill.Warning
+	var old *runtime.StatusError
+	if errors.As(err, &old) && old.StatusCode == http.StatusNotFound {
+		// A sandbox started by an earlier version of agentd runs a runtime without the route:
+		// the conversation starts with the user's skills.
+		s.log.Warn("the sandbox's runtime cannot list skill files", "sandbox_id", t.SandboxID)
+		early = append(early, skill.Warning{Path: ".", Problem: "the sandbox runs an older agentd runtime that cannot read " +
+			"the workspace's skills; start the conversation in a new sandbox to have them"})
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("set up skills: %w", err)
+	}
+	ws, warnings := skill.Load(found)
+	warnings = append(early, warnings...)
+	if truncated {
+		warnings = append(warnings, skill.Warning{Path: ".", Problem: fmt.Sprintf(
+			"the workspace holds more skill files than a conversation loads (%d files, %d bytes in all): the rest were not read",
+			skill.MaxFiles, skill.MaxTotalBytes)})
+	}
+	all := skill.Merge(user, ws)
+	if err := s.o.Skills.PutConversationSkills(ctx, t.ConversationID, all); err != nil {
+		return fmt.Errorf("set up skills: %w", err)
+	}
+	s.log.Info("skills loaded", "conversation_id", t.ConversationID, "user", len(user), "workspace", len(ws), "skipped", len(warnings))
+	return s.recordSkillWarnings(ctx, v.Conversation, warnings)
+}
+
+// workspaceSkillFiles asks the sandbox's runtime for the skill files of the workspace.
+func (s *Service) workspaceSkillFiles(ctx context.Context, ownerID, sandboxID string, repo *string) ([]skill.Found, bool, error) {
+	if s.o.Runtimes == nil || sandboxID == "" {
+		return nil, false, nil
+	}
+	rt, err := s.o.Runtimes(ctx, ownerID, sandboxID)
+	if err != nil {
+		return nil, false, fmt.Errorf("reach the sandbox: %w", err)
+	}
+	sr, ok := rt.(SkillRuntime)
+	if !ok {
+		s.log.Warn("the sandbox's runtime cannot list skill files; the workspace's skills are not loaded", "sandbox_id", sandboxID)
+		return nil, false, nil
+	}
+	req := runtime.SkillFilesRequest{
+		Dirs: skillDirsOf(repo), SkillDirs: skill.Dirs, Exclude: skill.Excluded,
+		MaxFiles: skill.MaxFiles, MaxFileBytes: skill.MaxFileBytes, MaxTotalBytes: skill.MaxTotalBytes,
+	}
+	for _, rf := range skill.RootFiles {
+		req.RootFiles = append(req.RootFiles, rf.File)
+	}
+	res, err := sr.SkillFiles(ctx, req)
+	if err != nil {
+		return nil, false, &skillFilesError{err}
+	}
+	found := make([]skill.Found, 0, len(res.Files))
+	for _, f := range res.Files {
+		found = append(found, skill.Found{Dir: f.Dir, SkillDir: f.SkillDir, Path: f.Path, Data: f.Content,
+			TooLarge: f.TooLarge, Size: f.Size, Problem: f.Problem})
+	}
+	return found, res.Truncated, nil
+}
+
+// skillDirsOf returns where a workspace's skills are looked for: the directory a repository
+// named owner/name is cloned into (<workspace>/name), first, as the repository's own root,
+// then the workspace itself.
+func skillDirsOf(repo *string) []string {
+	if repo == nil {
+		return []string{""}
+	}
+	name := strings.TrimSuffix(path.Base(strings.Trim(*repo, "/")), ".git")
+	if name == "" || name == "." || name == ".." || name == "/" || strings.ContainsRune(name, 0) {
+		return []string{""}
+	}
+	return []string{name, ""}
+}
+
+// recordSkillWarnings records one SkillWarningEvent per skipped file, unless an earlier start
+// of the same conversation (cut short by a restart) recorded them already.
+func (s *Service) recordSkillWarnings(ctx context.Context, c Conversation, warnings []skill.Warning) error {
+	if len(warnings) == 0 {
+		return nil
+	}
+	n, err := s.o.Events.CountEvents(ctx, c.OwnerID, event.Filter{ConversationID: c.ID, Kind: event.KindSkillWarning})
+	if err != nil || n > 0 {
+		return err
+	}
+	evs := make([]event.Event, 0, len(warnings))
+	for _, w := range warnings {
+		s.log.Info("skill skipped", "conversation_id", c.ID, "path", w.Path, "problem", w.Problem)
+		ev, err := event.New(s.o.NewEventID(), s.o.Now(), event.SourceEnvironment,
+			&event.SkillWarningEvent{Path: w.Path, Detail: w.Problem})
+		if err != nil {
+			return err
+		}
+		evs = append(evs, ev)
+	}
+	return s.record(ctx, c, evs)
+}
+
+// skillsOf returns the skills the conversation was started with; none when they cannot be
+// read (the agent then runs without them, and the log says why).
+func (s *Service) skillsOf(ctx context.Context, convID string) []skill.Skill {
+	if s.o.Skills == nil {
+		return nil
+	}
+	skills, err := s.o.Skills.ConversationSkills(ctx, convID)
+	if err != nil {
+		s.log.Error("agent: read the conversation's skills", "conversation_id", convID, "err", err)
+	}
+	return skills
+}
+
+// skillFilesError: the runtime did not answer the request for the skill files.
+type skillFilesError struct{ err error }
+
+func (e *skillFilesError) Error() string { return e.err.Error() }
+func (e *skillFilesError) Unwrap() error { return e.err }
+
+// ClientMessage is the start task's detail.
+func (e *skillFilesError) ClientMessage() string {
+	return "the skills of the workspace could not be read from the sandbox"
+}
