@@ -224,6 +224,8 @@ func TestMicroagentManagement(t *testing.T) {
 	_, alice := e.newUser("alice")
 	_, bob := e.newUser("bob")
 	e.scripted(alice, llmtest.Text("On it."), llmtest.Text("On it."), llmtest.Text("On it."))
+	e.repo(alice, "github", "acme/api")
+	e.repo(alice, "github", "acme/web")
 
 	mine := e.v0Create(alice, map[string]any{"create_microagent": map[string]any{"repo": "acme/api", "git_provider": "github", "title": "running the tests"}})
 	custom := e.v0Create(alice, map[string]any{"initial_user_msg": "My own instructions.",
