@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -27,6 +29,9 @@ var errNoGit = &fileError{status: http.StatusNotImplemented, detail: "git is not
 type gitCmd struct {
 	s   *Server
 	dir string // where git runs, as the runtime sees it
+	// index, when set, is a copy of the repository's index for git to use (see
+	// withIndexCopy).
+	index string
 }
 
 // git returns a runner for a directory of the workspace.
@@ -38,6 +43,9 @@ func (s *Server) git(dir string) gitCmd { return gitCmd{s: s, dir: dir} }
 func (g gitCmd) env() []string {
 	ws, real := g.s.workspaceRoots()
 	env := append([]string{}, g.s.env...)
+	if g.index != "" {
+		env = append(env, "GIT_INDEX_FILE="+g.index)
+	}
 	return append(env,
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_OPTIONAL_LOCKS=0",
@@ -115,4 +123,47 @@ func (g gitCmd) tryLine(ctx context.Context, args ...string) (string, error) {
 		return "", nil
 	}
 	return s, err
+}
+
+// withIndexCopy returns a runner that uses a copy of the repository's index, and a function
+// that removes the copy. git diff writes the index back when it finds files whose content is
+// unchanged but whose stat data is not, taking the index's lock meanwhile (and
+// GIT_OPTIONAL_LOCKS does not stop it); an agent committing at that moment would fail. With a
+// copy, reading changes never touches the repository.
+func (g gitCmd) withIndexCopy(ctx context.Context) (gitCmd, func(), error) {
+	name, err := g.line(ctx, "rev-parse", "--git-path", "index")
+	if err != nil {
+		return g, nil, err
+	}
+	if !filepath.IsAbs(name) {
+		name = filepath.Join(g.dir, name)
+	}
+	tmp, err := os.MkdirTemp("", "agentd-git-index-")
+	if err != nil {
+		return g, nil, fmt.Errorf("copy the git index: %w", err)
+	}
+	done := func() { os.RemoveAll(tmp) }
+	g.index = filepath.Join(tmp, "index")
+	if err := copyFile(name, g.index); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		done()
+		return g, nil, fmt.Errorf("copy the git index: %w", err)
+	}
+	return g, done, nil
+}
+
+func copyFile(from, to string) error {
+	src, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(dst, src)
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

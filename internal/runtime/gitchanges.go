@@ -102,6 +102,11 @@ func (s *Server) repoChanges(ctx context.Context, dir, ref string) ([]GitChange,
 	if err != nil {
 		return nil, err
 	}
+	g, done, err := g.withIndexCopy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	// Rename detection off: a rename is then a deletion and an addition, which is what
 	// OpenHands reports a detected rename as.
 	out, err := g.run(ctx, "diff", "--name-status", "-z", "--no-renames", "--relative", "--no-ext-diff", base, "--")
