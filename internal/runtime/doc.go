@@ -11,4 +11,9 @@
 // conversation: terminal, file_editor, glob, grep; see package tool), and
 // DELETE /api/tools/sessions/{conversation_id} (end a conversation's terminal and edit
 // history, when the conversation is deleted).
+//
+// The workspace routes read and write the workspace without the agent, for the control plane
+// to relay: GET /api/file/list, /api/file/tree, /api/file/download, /api/file/serve and
+// /api/file/archive, POST /api/file/upload, GET /api/git/changes and /api/git/diff. Every path
+// they take is confined to the workspace, symbolic links included (see Server.resolve).
 package runtime

@@ -16,14 +16,14 @@ import (
 
 // workspaceRoutes adds the routes that read and write the workspace without the agent.
 func (s *Server) workspaceRoutes() {
-	s.mux.Handle("/api/file/list", only(http.MethodGet, s.handleFileList))
-	s.mux.Handle("/api/file/tree", only(http.MethodGet, s.handleFileTree))
-	s.mux.Handle("/api/file/download", only(http.MethodGet, s.handleDownload))
-	s.mux.Handle("/api/file/serve", only(http.MethodGet, s.handleServe))
-	s.mux.Handle("/api/file/upload", only(http.MethodPost, s.handleUpload))
-	s.mux.Handle("/api/file/archive", only(http.MethodGet, s.handleArchive))
-	s.mux.Handle("/api/git/changes", only(http.MethodGet, s.handleGitChanges))
-	s.mux.Handle("/api/git/diff", only(http.MethodGet, s.handleGitDiff))
+	s.mux.Handle(RouteFileList, only(http.MethodGet, s.handleFileList))
+	s.mux.Handle(RouteFileTree, only(http.MethodGet, s.handleFileTree))
+	s.mux.Handle(RouteFileDownload, only(http.MethodGet, s.handleDownload))
+	s.mux.Handle(RouteFileServe, only(http.MethodGet, s.handleServe))
+	s.mux.Handle(RouteFileUpload, only(http.MethodPost, s.handleUpload))
+	s.mux.Handle(RouteFileArchive, only(http.MethodGet, s.handleArchive))
+	s.mux.Handle(RouteGitChanges, only(http.MethodGet, s.handleGitChanges))
+	s.mux.Handle(RouteGitDiff, only(http.MethodGet, s.handleGitDiff))
 }
 
 // decodeQuery decodes r's query into dst, answering 422 itself when it does not fit.

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 
 	"github.com/agentd/agentd/internal/wire"
@@ -23,11 +24,17 @@ const uploadField = "file"
 // headers, other small fields.
 const multipartSlack = 1 << 20
 
-func (s *Server) maxUploadBytes() int64 {
-	if s.cfg.MaxUploadBytes > 0 {
-		return s.cfg.MaxUploadBytes
+// maxUploadBytes is the bound of an upload: the runtime's, or the control plane's when it
+// sends a lower one.
+func (s *Server) maxUploadBytes(r *http.Request) int64 {
+	limit := s.cfg.MaxUploadBytes
+	if limit <= 0 {
+		limit = DefaultMaxUploadBytes
 	}
-	return DefaultMaxUploadBytes
+	if n, err := strconv.ParseInt(r.Header.Get(HeaderMaxUpload), 10, 64); err == nil && n > 0 {
+		limit = min(limit, n)
+	}
+	return limit
 }
 
 // handleUpload writes the multipart field "file" to the path in the query, creating its
@@ -39,7 +46,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	if !decodeQuery(w, r, &q) {
 		return
 	}
-	limit := s.maxUploadBytes()
+	limit := s.maxUploadBytes(r)
 	r.Body = http.MaxBytesReader(w, r.Body, limit+multipartSlack)
 	if err := s.upload(r, q.Path, limit); err != nil {
 		var missing *wire.Error
@@ -50,7 +57,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		s.writeFileError(w, "upload", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Success{Success: true})
+	writeJSON(w, http.StatusOK, UploadResult{Success: true})
 }
 
 func (s *Server) upload(r *http.Request, name string, limit int64) error {

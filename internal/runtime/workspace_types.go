@@ -99,7 +99,7 @@ type GitDiff struct {
 	Original *string `json:"original"`
 }
 
-// Success is the answer of an upload, as OpenHands gives it.
-type Success struct {
+// UploadResult is the answer of an upload, as OpenHands gives it.
+type UploadResult struct {
 	Success bool `json:"success"`
 }
