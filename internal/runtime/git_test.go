@@ -250,3 +250,19 @@ func TestGitLeavesRepositoryAlone(t *testing.T) {
 		t.Error("reading the changes rewrote the index")
 	}
 }
+
+// TestGitStaysInWorkspace: a repository above the workspace (a data directory inside a
+// checkout) is none of the workspace's business.
+func TestGitStaysInWorkspace(t *testing.T) {
+	needGit(t)
+	w := newWorkspaceServer(t, 0)
+	parent := filepath.Dir(w.ws)
+	gitIn(t, parent, "init", "-q")
+	writeFiles(t, w.ws, map[string]string{"a.txt": "a"})
+	if got := w.changes(nil); len(got) != 0 {
+		t.Errorf("changes %v: the repository above the workspace was used", got)
+	}
+	if d, a := w.diff("a.txt", nil); a.status != http.StatusOK || d.Modified != nil || d.Original != nil {
+		t.Errorf("diff %d %s: want nulls, as for a file in no repository", a.status, a.body)
+	}
+}
