@@ -151,12 +151,19 @@ func (g gitCmd) withIndexCopy(ctx context.Context) (gitCmd, func(), error) {
 	return g, done, nil
 }
 
+// copyFile copies a file with its modification time: git trusts an index entry's stat data
+// only when the file is older than the index, and a copy that looked newer would hide a
+// change made in the same instant as the original index was written.
 func copyFile(from, to string) error {
 	src, err := os.Open(from)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
+	fi, err := src.Stat()
+	if err != nil {
+		return err
+	}
 	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
@@ -165,5 +172,8 @@ func copyFile(from, to string) error {
 	if cerr := dst.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return os.Chtimes(to, fi.ModTime(), fi.ModTime())
 }

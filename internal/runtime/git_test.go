@@ -266,3 +266,32 @@ func TestGitStaysInWorkspace(t *testing.T) {
 		t.Errorf("diff %d %s: want nulls, as for a file in no repository", a.status, a.body)
 	}
 }
+
+// TestGitChangesRacyClean: a change of the same size made in the instant the index was
+// written is still seen. git trusts an entry's stat data only when the file is older than the
+// index; the index's copy keeps the index's time, so git checks such entries' content as it
+// would with the index itself.
+func TestGitChangesRacyClean(t *testing.T) {
+	needGit(t)
+	w := newWorkspaceServer(t, 0)
+	gitIn(t, w.ws, "init", "-q")
+	gitIn(t, w.ws, "config", "core.trustctime", "false") // the change time cannot be set
+	writeFiles(t, w.ws, map[string]string{"a.txt": "aaaa"})
+	file := filepath.Join(w.ws, "a.txt")
+	// Older than the commit's index, so that the index records its stat data as they are.
+	then := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(file, then, then); err != nil {
+		t.Fatal(err)
+	}
+	commitAll(t, w.ws, "first")
+	// The change, then both the file and the index at the same instant: racily clean.
+	writeFiles(t, w.ws, map[string]string{"a.txt": "bbbb"})
+	for _, p := range []string{file, filepath.Join(w.ws, ".git", "index")} {
+		if err := os.Chtimes(p, then, then); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := w.changes(nil); !slices.Equal(got, []string{"UPDATED a.txt"}) {
+		t.Errorf("changes %v, want the same-size change made as the index was written", got)
+	}
+}

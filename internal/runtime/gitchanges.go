@@ -43,9 +43,13 @@ func (s *Server) gitChanges(ctx context.Context, dir, ref string) ([]GitChange, 
 		return nil, badPath("Not a directory: %s", p.abs)
 	}
 	nested := nestedRepos(host)
-	changes, err := s.repoChanges(ctx, host, ref)
-	if err != nil {
-		return nil, err
+	changes := []GitChange{}
+	// Without a .git here or above (in the workspace), there is no repository to ask git
+	// about, and a sandbox without git can say so too.
+	if repoAt(real, p.rel) != "" {
+		if changes, err = s.repoChanges(ctx, host, ref); err != nil {
+			return nil, err
+		}
 	}
 	changes = slices.DeleteFunc(changes, func(c GitChange) bool {
 		for _, n := range nested {
@@ -153,10 +157,16 @@ func splitNUL(b []byte) []string {
 }
 
 // closestRepo returns the directory of the repository a workspace path is in (relative to the
-// workspace, "." for its root), looking up from the path's own directory to the workspace
-// root; "" when there is none.
+// workspace, "." for its root): the nearest one holding a .git, from the path's own directory
+// up to the workspace root; "" when there is none.
 func closestRepo(real, rel string) string {
-	for dir := path.Dir(filepath.ToSlash(rel)); ; dir = path.Dir(dir) {
+	return repoAt(real, filepath.Dir(rel))
+}
+
+// repoAt is closestRepo for a directory: the directory itself or the nearest above it in the
+// workspace that holds a .git.
+func repoAt(real, dir string) string {
+	for dir = filepath.ToSlash(dir); ; dir = path.Dir(dir) {
 		if _, err := os.Lstat(filepath.Join(real, dir, ".git")); err == nil {
 			return dir
 		}
