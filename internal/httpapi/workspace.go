@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/agentd/agentd/internal/apitypes"
@@ -44,13 +45,13 @@ func (a *API) workspaceAnswer(r *http.Request, sandboxID, route string, q url.Va
 		wr.Body, wr.Size, wr.MaxUploadBytes = body, r.ContentLength, a.d.MaxUploadBytes
 	}
 	resp, err := c.Workspace(r.Context(), wr)
-	if body != nil && body.err != nil {
+	if body != nil && body.failure() != nil {
 		// The client's body broke off or went over its bound: that, not whatever the
 		// runtime made of the rest, is the answer.
 		if resp != nil {
 			resp.Body.Close()
 		}
-		return nil, bodyError(body.err)
+		return nil, bodyError(body.failure())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("workspace request to sandbox %s: %w", sandboxID, err)
@@ -88,18 +89,28 @@ func (a *API) relayWorkspace(w http.ResponseWriter, r *http.Request, sandboxID, 
 }
 
 // watchedBody remembers why reading a client's body failed, so that a body over its bound
-// is answered 413 whatever the runtime answered to the part it got.
+// is answered 413 whatever the runtime answered to the part it got. The transport may still
+// be reading it when the runtime's answer is back, hence the lock.
 type watchedBody struct {
 	io.ReadCloser
+	mu  sync.Mutex
 	err error
 }
 
 func (b *watchedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil && !errors.Is(err, io.EOF) {
+		b.mu.Lock()
 		b.err = err
+		b.mu.Unlock()
 	}
 	return n, err
+}
+
+func (b *watchedBody) failure() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
 }
 
 // agentServerWorkspace relays one of the agent server's workspace routes, whose query is the
