@@ -2,9 +2,11 @@ package runtime
 
 import "time"
 
-// The workspace routes read and write the sandbox's workspace without the agent. Their answers
-// are the ones OpenHands' agent server gives on the same paths (agentd relays them as they
-// are), except the directory listing, which is agentd's own.
+// The workspace routes read and write the sandbox's workspace without the agent. agentd
+// relays their answers as they are: for download, upload, archive and the git routes, the
+// ones OpenHands' agent server gives on the same paths; the tree is the answer of OpenHands'
+// per-conversation file list, serve its static workspace files; the directory listing is
+// agentd's own.
 
 // Workspace limits.
 const (
@@ -15,8 +17,6 @@ const (
 	MaxDiffFileBytes = 1 << 20
 	// MaxTreeFiles bounds the files of a workspace tree listing, as in OpenHands.
 	MaxTreeFiles = 2000
-	// MaxListLimit bounds one page of a directory listing.
-	MaxListLimit = 1000
 )
 
 // FileListQuery is the query of GET /api/file/list.
