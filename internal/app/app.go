@@ -239,7 +239,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Open:         keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: o.Version,
 		SpecWarnings: func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },
 		CORSOrigins:  cfg.CORSOrigins, Sockets: o.Sockets,
-		URLs: urls, BodyTimeout: cfg.RequestBodyTimeout,
+		URLs: urls, BodyTimeout: cfg.RequestBodyTimeout, MaxUploadBytes: cfg.MaxUploadMB << 20,
 		Checks: []httpapi.Check{
 			{Name: "store", Run: st.Ping},
 			{Name: "sandbox_backend", Run: a.Sandboxes.CheckBackend},

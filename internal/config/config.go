@@ -70,6 +70,8 @@ type Config struct {
 	BitbucketAPIURL string
 	// RequestBodyTimeout bounds the time a request body takes to arrive.
 	RequestBodyTimeout time.Duration
+	// MaxUploadMB bounds a file uploaded into a conversation's workspace, in MiB.
+	MaxUploadMB int64
 	// LogLevel is debug, info, warn or error; LogFormat is text or json.
 	LogLevel  string
 	LogFormat string
@@ -185,6 +187,9 @@ func Options() []Option {
 		{Flag: "request-body-timeout", Env: []string{"AGENTD_REQUEST_BODY_TIMEOUT"}, File: "request_body_timeout", Default: "60s",
 			Doc: "How long a request body may take to arrive; a slower one is answered 408 and its connection closed.",
 			set: func(c *Config, v string) error { return setDuration(&c.RequestBodyTimeout, v) }},
+		{Flag: "max-upload-mb", Env: []string{"AGENTD_MAX_UPLOAD_MB"}, File: "max_upload_mb", Default: "100",
+			Doc: "Largest file, in MiB, that may be uploaded into a conversation's workspace (at most 4096); a larger one is answered 413. The upload must also arrive within the request body timeout.",
+			set: func(c *Config, v string) error { return setInt64(&c.MaxUploadMB, v) }},
 		{Flag: "sandbox-idle-timeout", Env: []string{"AGENTD_SANDBOX_IDLE_TIMEOUT"}, File: "sandbox_idle_timeout", Default: "0",
 			Doc: "Pause a running sandbox nobody used for this long (no agent working in it, no command or tool call), e.g. 30m; the pause is recorded on its conversations. 0 never pauses.",
 			set: func(c *Config, v string) error { return setDuration(&c.SandboxIdleTimeout, v) }},
@@ -415,6 +420,9 @@ func (c *Config) validate() error {
 	}
 	if c.RequestBodyTimeout <= 0 {
 		errs = append(errs, errors.New("request body timeout must be positive"))
+	}
+	if c.MaxUploadMB <= 0 || c.MaxUploadMB > 4096 {
+		errs = append(errs, fmt.Errorf("max upload %d MiB: want 1 to 4096 (the runtime's own bound)", c.MaxUploadMB))
 	}
 	if _, err := netpolicy.New(c.AllowInternal); err != nil {
 		errs = append(errs, fmt.Errorf("allow internal: %w", err))

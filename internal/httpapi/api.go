@@ -49,6 +49,9 @@ type Deps struct {
 	// BodyTimeout bounds the time a request body takes to arrive; zero means
 	// DefaultBodyTimeout.
 	BodyTimeout time.Duration
+	// MaxUploadBytes bounds a file uploaded into a workspace; zero means
+	// DefaultMaxUploadBytes.
+	MaxUploadBytes int64
 }
 
 // API serves every HTTP endpoint of agentd serve. Close ends its WebSockets.
@@ -78,6 +81,9 @@ func New(d Deps) (*API, error) {
 	}
 	if d.BodyTimeout <= 0 {
 		d.BodyTimeout = DefaultBodyTimeout
+	}
+	if d.MaxUploadBytes <= 0 {
+		d.MaxUploadBytes = DefaultMaxUploadBytes
 	}
 	a := &API{d: d, log: d.Logger, sockets: newSockets(d.Sockets),
 		ready: &readiness{checks: d.Checks, now: d.Now, failing: map[string]bool{}}}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -40,11 +41,14 @@ func mapError(err error) (status int, body any, internal bool) {
 	var we *wire.Error
 	var se *statusError
 	var fe *conversation.FieldError
+	var rp *relayedProblem
 	switch {
 	case errors.As(err, &we):
 		return http.StatusUnprocessableEntity, map[string]any{"detail": we.Problems}, false
 	case errors.As(err, &se):
 		return se.status, detail(se.detail), false
+	case errors.As(err, &rp):
+		return rp.status, json.RawMessage(rp.body), false
 	case errors.As(err, &fe):
 		return http.StatusUnprocessableEntity, map[string]any{"detail": []wire.Problem{{
 			Type: "value_error", Loc: []any{"body", fe.Field}, Msg: "Value error, " + fe.Msg}}}, false

@@ -15,7 +15,11 @@ type handler func(w http.ResponseWriter, r *http.Request) error
 // time, authentication (unless public), and error mapping.
 func (a *API) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		limitBody(w, r, a.d.BodyTimeout)
+		limit := int64(maxBodyBytes)
+		if rt.op.FileField != "" {
+			limit = a.d.MaxUploadBytes + multipartSlack
+		}
+		limitBody(w, r, a.d.BodyTimeout, limit)
 		if !rt.op.Public {
 			var u auth.User
 			var err error

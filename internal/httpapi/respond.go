@@ -36,17 +36,23 @@ func readBody(r *http.Request) ([]byte, error) {
 		return nil, nil
 	}
 	data, err := io.ReadAll(r.Body)
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return nil, errStatus(http.StatusRequestEntityTooLarge, "Request body too large")
-	}
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return nil, errStatus(http.StatusRequestTimeout, "The request body did not arrive in time")
-	}
 	if err != nil {
-		return nil, errStatus(http.StatusBadRequest, "Could not read the request body")
+		return nil, bodyError(err)
 	}
 	return data, nil
+}
+
+// bodyError is the answer to a request whose body could not be read: over its bound (413),
+// too slow (408), or broken off.
+func bodyError(err error) error {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return errStatus(http.StatusRequestEntityTooLarge, "Request body too large")
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return errStatus(http.StatusRequestTimeout, "The request body did not arrive in time")
+	}
+	return errStatus(http.StatusBadRequest, "Could not read the request body")
 }
 
 // decodeBody reads and decodes a JSON body into dst, returning the raw bytes too.

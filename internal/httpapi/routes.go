@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/agentd/agentd/internal/apitypes"
+	"github.com/agentd/agentd/internal/runtime"
 	"github.com/agentd/agentd/internal/wire"
 )
 
@@ -59,6 +60,22 @@ func merge(a, b map[int]string) map[int]string {
 	}
 	return out
 }
+
+// agentSandbox is the path of a sandbox's agent server API.
+const agentSandbox = "/agent-server/{sandbox_id}/api"
+
+// Errors of the workspace routes.
+var (
+	workspaceErrors = map[int]string{
+		400: "The path leads out of the workspace (the detail says how), or names a directory where a file is expected.",
+		404: "No such file or directory, or no such sandbox of the caller's.",
+		409: "The sandbox is not RUNNING.",
+	}
+	appWorkspaceErrors = merge(workspaceErrors, map[int]string{
+		404: "No such conversation of the caller's, or no such file or directory.",
+		409: "The conversation is still starting, or its sandbox is not RUNNING.",
+	})
+)
 
 // routes is the whole route table.
 func (a *API) routes() []route {
@@ -164,6 +181,38 @@ func (a *API) routes() []route {
 			Response: apitypes.Success{}, Errors: errs(merge(agentNotFound, map[int]string{409: "The agent is already running, or the conversation is still starting."}))}, a.runAgent},
 		{wire.Operation{Method: "POST", Path: agentConv + "/pause", Tag: "conversation-api", Summary: "Pause the agent, interrupting the step in flight",
 			Response: apitypes.Success{}, Errors: errs(merge(agentNotFound, map[int]string{409: "The agent has finished, failed or is stuck: there is nothing to pause."}))}, a.pauseAgent},
+
+		// The workspace, without the agent: at the agent server's paths, and the current
+		// generation's per conversation.
+		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/file/list", Tag: "workspace", Summary: "List a directory of the workspace (agentd's own route)",
+			Query: runtime.FileListQuery{}, Response: runtime.FilePage{}, Errors: errs(workspaceErrors)}, h: a.agentServerWorkspace(runtime.RouteFileList)},
+		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/file/download", Tag: "workspace", Summary: "Download a file of the workspace",
+			Query: runtime.FileQuery{}, RawResponse: "application/octet-stream", Errors: errs(workspaceErrors)}, h: a.agentServerWorkspace(runtime.RouteFileDownload)},
+		{op: wire.Operation{Method: "POST", Path: agentSandbox + "/file/upload", Tag: "workspace", Summary: "Upload a file into the workspace, making its parent directories",
+			Query: runtime.FileQuery{}, FileField: "file", Response: apitypes.Success{},
+			Errors: errs(merge(workspaceErrors, map[int]string{413: "The file is larger than the server's bound (max_upload_mb)."}))}, h: a.agentServerWorkspace(runtime.RouteFileUpload)},
+		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/file/archive", Tag: "workspace", Summary: "Download a directory of the workspace as a tar.gz archive",
+			Query: runtime.ArchiveQuery{}, RawResponse: "application/gzip", Errors: errs(workspaceErrors)}, h: a.agentServerWorkspace(runtime.RouteFileArchive)},
+		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/git/changes", Tag: "workspace", Summary: "The files changed in the workspace's repository",
+			Query: runtime.GitChangesQuery{}, Response: []runtime.GitChange{}, Errors: errs(workspaceErrors)}, h: a.agentServerWorkspace(runtime.RouteGitChanges)},
+		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/git/changes/{path...}", Tag: "workspace", Summary: "The files changed, the directory in the path (older clients)",
+			Response: []runtime.GitChange{}, Errors: errs(workspaceErrors)}, h: a.agentServerGitByPath(runtime.RouteGitChanges)},
+		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/git/diff", Tag: "workspace", Summary: "A file's text now and at the base its changes are shown against",
+			Query: runtime.GitDiffQuery{}, Response: runtime.GitDiff{}, Errors: errs(workspaceErrors)}, h: a.agentServerWorkspace(runtime.RouteGitDiff)},
+		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/git/diff/{path...}", Tag: "workspace", Summary: "A file's diff, the file in the path (older clients)",
+			Response: runtime.GitDiff{}, Errors: errs(workspaceErrors)}, h: a.agentServerGitByPath(runtime.RouteGitDiff)},
+		{op: wire.Operation{Method: "GET", Path: agentConv + "/workspace", Tag: "workspace", Summary: "The workspace's index.html, served inline as a static site",
+			RawResponse: "application/octet-stream", Errors: errs(merge(workspaceErrors, agentNotFound))}, h: a.serveWorkspaceFile},
+		{op: wire.Operation{Method: "GET", Path: agentConv + "/workspace/{file_path...}", Tag: "workspace", Summary: "A file of the workspace (a directory's index.html) served inline as a static site",
+			RawResponse: "application/octet-stream", Errors: errs(merge(workspaceErrors, agentNotFound))}, h: a.serveWorkspaceFile},
+		{op: wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/file", Tag: "app-conversations", Summary: "A workspace file's text (\"\" when there is no such file)",
+			Query: apitypes.ConversationFileQuery{}, Response: "", Errors: errs(merge(appWorkspaceErrors, map[int]string{413: "The file is too large to answer as text."}))}, h: a.appConversationFile},
+		{op: wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/files", Tag: "app-conversations", Summary: "The regular files below a workspace directory, at most 2000",
+			Query: apitypes.ConversationFilesQuery{}, Response: []string{}, Errors: errs(appWorkspaceErrors)}, h: a.appConversationFiles},
+		{op: wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/git/changes", Tag: "app-conversations", Summary: "The files changed in the conversation's repository",
+			Query: runtime.GitChangesQuery{}, Response: []runtime.GitChange{}, Errors: errs(appWorkspaceErrors)}, h: a.appConversationGit(runtime.RouteGitChanges)},
+		{op: wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/git/diff", Tag: "app-conversations", Summary: "A file's text now and at the base its changes are shown against",
+			Query: runtime.GitDiffQuery{}, Response: runtime.GitDiff{}, Errors: errs(appWorkspaceErrors)}, h: a.appConversationGit(runtime.RouteGitDiff)},
 
 		// Legacy V0.
 		{wire.Operation{Method: "POST", Path: "/api/conversations", Tag: "v0", Summary: "Create and start a conversation",

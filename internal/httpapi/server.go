@@ -118,18 +118,29 @@ func jsonAnswer(code int, detail string) ([]byte, bool) {
 		code, http.StatusText(code), len(body)+1, body), true
 }
 
-// cleanPaths answers 404 to a path that is not in its clean form ("..", ".", "//"), as
-// written or once unescaped, where the ServeMux would redirect to the cleaned path: no
-// route of the API has such a path, and a redirect would send a client somewhere it did not
-// ask to go.
+// cleanPaths answers 404 to a path that is not in its clean form ("..", ".", "//") as
+// written, where the ServeMux would redirect to the cleaned path, or that holds a "." or
+// ".." element once unescaped: no route of the API has such a path, and a redirect would
+// send a client somewhere it did not ask to go. An escaped slash may stand at the start of
+// an element, as in a git route's absolute path (/api/git/changes/%2Fworkspace).
 func cleanPaths(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.EscapedPath(); p != cleanPath(p) || r.URL.Path != cleanPath(r.URL.Path) {
+		if p := r.URL.EscapedPath(); p != cleanPath(p) || hasDotElement(r.URL.Path) {
 			writeJSON(w, http.StatusNotFound, detail("Not Found"))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// hasDotElement reports whether a path has a "." or ".." element.
+func hasDotElement(p string) bool {
+	for elem := range strings.SplitSeq(p, "/") {
+		if elem == "." || elem == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // cleanPath is p as the ServeMux cleans it: rooted, without "." and ".." elements or

@@ -13,4 +13,9 @@
 // history, when the conversation is deleted), and POST /api/skill-files (find and read, within
 // bounds and confined to the workspace, the instruction files and skill files a repository
 // keeps for agents).
+//
+// The workspace routes read and write the workspace without the agent, for the control plane
+// to relay: GET /api/file/list, /api/file/tree, /api/file/download, /api/file/serve and
+// /api/file/archive, POST /api/file/upload, GET /api/git/changes and /api/git/diff. Every path
+// they take is confined to the workspace, symbolic links included (see Server.resolve).
 package runtime

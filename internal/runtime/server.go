@@ -38,6 +38,9 @@ type ServerConfig struct {
 	// terminal.DefaultMaxWait.
 	TerminalNoChangeTimeout time.Duration
 	TerminalMaxWait         time.Duration
+	// MaxUploadBytes bounds one file uploaded into the workspace; 0 means
+	// DefaultMaxUploadBytes.
+	MaxUploadBytes int64
 }
 
 // Server is the runtime's HTTP handler. It is safe for concurrent use; commands run in
@@ -102,6 +105,7 @@ func (s *Server) routes() {
 	s.mux.Handle("/api/tools/{name}", only(http.MethodPost, s.handleTool))
 	s.mux.Handle("/api/tools/sessions/{conversation_id}", only(http.MethodDelete, s.handleCloseToolSession))
 	s.mux.Handle("/api/skill-files", only(http.MethodPost, s.handleSkillFiles))
+	s.workspaceRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeDetail(w, http.StatusNotFound, "Not Found")
 	})

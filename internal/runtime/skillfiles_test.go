@@ -9,19 +9,6 @@ import (
 	"testing"
 )
 
-func writeFiles(t *testing.T, root string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func skillFilesRequest() SkillFilesRequest {
 	return SkillFilesRequest{
 		Dirs:      []string{"repo", ""},

@@ -19,6 +19,12 @@ type Operation struct {
 	Status                                  int            // success status, default 200
 	Errors                                  map[int]string // other statuses and their meaning, e.g. 401: "Missing or wrong API key"
 	Public                                  bool           // true: no security requirement
+	// FileField, when set, makes the body a multipart/form-data upload of one file in the
+	// field of that name (Body is then nil).
+	FileField string
+	// RawResponse, when set, is the media type of a success answer that is not JSON but a
+	// file's bytes (Response is then nil).
+	RawResponse string
 }
 
 // Info is the document's info object.
@@ -59,7 +65,9 @@ func OpenAPI(info Info, ops []Operation) (out []byte, err error) {
 		if !strings.HasPrefix(op.Path, "/") {
 			return nil, fmt.Errorf("wire: %s %s: path must start with /", op.Method, op.Path)
 		}
-		if _, dup := paths[op.Path][method]; dup {
+		// A ServeMux wildcard that takes the rest of the path, {name...}, is {name} here.
+		path := strings.ReplaceAll(op.Path, "...}", "}")
+		if _, dup := paths[path][method]; dup {
 			return nil, fmt.Errorf("wire: %s %s: defined twice", op.Method, op.Path)
 		}
 		o, err := g.operation(method, op)
@@ -71,10 +79,10 @@ func OpenAPI(info Info, ops []Operation) (out []byte, err error) {
 			return nil, fmt.Errorf("wire: %s %s: operationId %q used twice", op.Method, op.Path, id)
 		}
 		opIDs[id] = true
-		if paths[op.Path] == nil {
-			paths[op.Path] = map[string]any{}
+		if paths[path] == nil {
+			paths[path] = map[string]any{}
 		}
-		paths[op.Path][method] = o
+		paths[path][method] = o
 	}
 
 	schemas := g.finish(fixedSchemas)
@@ -150,7 +158,17 @@ func (g *schemaGen) operation(method string, op Operation) (map[string]any, erro
 	if len(params) > 0 {
 		o["parameters"] = params
 	}
-	if op.Body != nil {
+	switch {
+	case op.FileField != "":
+		o["requestBody"] = map[string]any{
+			"required": true,
+			"content": map[string]any{"multipart/form-data": map[string]any{"schema": map[string]any{
+				"type":       "object",
+				"properties": map[string]any{op.FileField: map[string]any{"type": "string", "format": "binary"}},
+				"required":   []string{op.FileField},
+			}}},
+		}
+	case op.Body != nil:
 		o["requestBody"] = map[string]any{
 			"required": true,
 			"content":  jsonContent(g.schemaOf(deref(reflect.TypeOf(op.Body)))),
@@ -163,7 +181,10 @@ func (g *schemaGen) operation(method string, op Operation) (map[string]any, erro
 		status = 200
 	}
 	ok := map[string]any{"description": "Successful Response"}
-	if op.Response != nil {
+	switch {
+	case op.RawResponse != "":
+		ok["content"] = map[string]any{op.RawResponse: map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
+	case op.Response != nil:
 		ok["content"] = jsonContent(g.schemaOf(deref(reflect.TypeOf(op.Response))))
 	}
 	responses[strconv.Itoa(status)] = ok
@@ -173,7 +194,7 @@ func (g *schemaGen) operation(method string, op Operation) (map[string]any, erro
 			"content":     jsonContent(map[string]any{"$ref": "#/components/schemas/ErrorDetail"}),
 		}
 	}
-	if op.Body != nil || op.Query != nil {
+	if op.Body != nil || op.Query != nil || op.FileField != "" {
 		desc := "Validation Error"
 		if d, ok := op.Errors[422]; ok {
 			desc = d
@@ -217,6 +238,7 @@ func pathParams(path string) ([]any, error) {
 		}
 		name := rest[open+1 : open+end]
 		name = strings.TrimSuffix(name, ":path") // Starlette's catch-all converter
+		name = strings.TrimSuffix(name, "...")   // the ServeMux's
 		if name == "" || strings.ContainsAny(name, "{/") || seen[name] {
 			return nil, fmt.Errorf("bad path parameter %q", name)
 		}

@@ -73,6 +73,8 @@ func sampleOps() []Operation {
 		{Method: "GET", Path: "/api/config", Response: Config{}},
 		{Method: "PUT", Path: "/api/servers/{kind}/{name}", Body: []StdioServer{}, Response: map[string]MCPServer{}},
 		{Method: "GET", Path: "/api/range", Query: &RangeQuery{}, Response: []int{}},
+		{Method: "POST", Path: "/api/upload", FileField: "file", Response: Token{}},
+		{Method: "GET", Path: "/api/files/{path...}", RawResponse: "application/octet-stream"},
 	}
 }
 

@@ -1,0 +1,339 @@
+package httpapi_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/runtime"
+)
+
+// wsConv is a conversation whose workspace a test reads and writes.
+type wsConv struct {
+	*agentConv
+	ws string // the workspace's path, as the sandbox sees it
+}
+
+// startWorkspaceConv starts a READY conversation and holds a repository in its workspace:
+// one commit, then a file changed, one deleted, one renamed and one new.
+func (e *env) startWorkspaceConv(key string) *wsConv {
+	e.t.Helper()
+	c := &wsConv{agentConv: e.startAgent(key, map[string]any{"initial_message": message("hello", false)})}
+	rt, err := e.app.Sandboxes.Client(context.Background(), e.userIDOf(key), c.sandboxID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	id, err := rt.Identity(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	c.ws = id.Workspace
+	const git = "git -c user.name=T -c user.email=t@example.com -c init.defaultBranch=main -c commit.gpgsign=false"
+	res, err := rt.Run(context.Background(), runtime.CommandRequest{Command: strings.Join([]string{
+		git + " init -q",
+		"printf 'one\\n' > mod.txt", "printf 'bye\\n' > del.txt", "printf 'moved\\n' > old.txt",
+		git + " add -A", git + " commit -q -m first",
+		"printf 'two\\n' > mod.txt", "rm del.txt", git + " mv old.txt new.txt", "printf 'new\\n' > untracked.txt",
+	}, " && ")})
+	if err != nil || res.ExitCode != 0 {
+		e.t.Fatalf("prepare the repository: %v %+v", err, res)
+	}
+	return c
+}
+
+// sandboxPath is a path of the conversation's agent server API.
+func (c *wsConv) sandboxPath(suffix string, q url.Values) string {
+	p := "/agent-server/" + c.sandboxID + "/api" + suffix
+	if len(q) > 0 {
+		p += "?" + q.Encode()
+	}
+	return p
+}
+
+// upload posts a multipart upload with key.
+func (e *env) upload(p, key string, content []byte) (int, []byte) {
+	e.t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("file", "x.bin")
+	fw.Write(content)
+	mw.Close()
+	req, err := http.NewRequest("POST", e.srv.URL+p, &body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("X-Session-API-Key", key)
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func changeList(t *testing.T, body []byte) []string {
+	t.Helper()
+	var changes []runtime.GitChange
+	if err := json.Unmarshal(body, &changes); err != nil {
+		t.Fatalf("decode changes %s: %v", body, err)
+	}
+	out := []string{}
+	for _, c := range changes {
+		out = append(out, c.Status+" "+c.Path)
+	}
+	return out
+}
+
+var wantChanges = []string{"DELETED del.txt", "UPDATED mod.txt", "ADDED new.txt", "DELETED old.txt", "ADDED untracked.txt"}
+
+// TestWorkspaceAgentServer: the workspace through the agent server's paths, with the
+// sandbox's session key and with the owner's API key alike.
+func TestWorkspaceAgentServer(t *testing.T) {
+	e := newEnv(t, func(c *config.Config) { c.MaxUploadMB = 1 })
+	_, alice := e.newUser("alice")
+	c := e.startWorkspaceConv(alice)
+
+	for _, key := range []struct{ name, key string }{{"session key", c.sessionKey}, {"owner's key", alice}} {
+		t.Run(key.name, func(t *testing.T) {
+			k := key.key
+			content := []byte("uploaded with the " + key.name)
+			target := "up/" + strings.ReplaceAll(key.name, " ", "-") + "/file.txt"
+			if st, b := e.upload(c.sandboxPath("/file/upload", url.Values{"path": {target}}), k, content); st != http.StatusOK || string(b) != "{\"success\":true}\n" {
+				t.Fatalf("upload: %d %s", st, b)
+			}
+			got := e.must("GET", c.sandboxPath("/file/download", url.Values{"path": {path.Join(c.ws, target)}}), k, nil, http.StatusOK, nil)
+			if !bytes.Equal(got, content) {
+				t.Errorf("download gave %q, want %q", got, content)
+			}
+
+			var page runtime.FilePage
+			e.must("GET", c.sandboxPath("/file/list", nil), k, nil, http.StatusOK, &page)
+			var names []string
+			for _, it := range page.Items {
+				names = append(names, it.Name+":"+it.Type)
+			}
+			for _, want := range []string{".git:directory", "mod.txt:file", "new.txt:file", "up:directory"} {
+				if !slices.Contains(names, want) {
+					t.Errorf("listing %v lacks %s", names, want)
+				}
+			}
+
+			changes := changeList(t, e.must("GET", c.sandboxPath("/git/changes", url.Values{"path": {c.ws}}), k, nil, http.StatusOK, nil))
+			for _, want := range append(slices.Clone(wantChanges), "ADDED "+target) {
+				if !slices.Contains(changes, want) {
+					t.Errorf("changes %v lack %s", changes, want)
+				}
+			}
+			var diff struct {
+				Modified *string `json:"modified"`
+				Original *string `json:"original"`
+			}
+			e.must("GET", c.sandboxPath("/git/diff", url.Values{"path": {"mod.txt"}}), k, nil, http.StatusOK, &diff)
+			if diff.Modified == nil || *diff.Modified != "two\n" || diff.Original == nil || *diff.Original != "one\n" {
+				t.Errorf("diff %+v", diff)
+			}
+		})
+	}
+
+	t.Run("git routes with the path in the URL", func(t *testing.T) {
+		got := changeList(t, e.must("GET", c.sandboxPath("/git/changes/"+url.PathEscape(c.ws), nil), alice, nil, http.StatusOK, nil))
+		if !slices.Contains(got, "UPDATED mod.txt") {
+			t.Errorf("changes by path %v", got)
+		}
+		var diff runtime.GitDiff
+		e.must("GET", c.sandboxPath("/git/diff/"+url.PathEscape(path.Join(c.ws, "del.txt")), nil), alice, nil, http.StatusOK, &diff)
+		if diff.Modified == nil || *diff.Modified != "" || diff.Original == nil || *diff.Original != "bye\n" {
+			t.Errorf("diff of a deleted file %+v", diff)
+		}
+	})
+
+	t.Run("archive", func(t *testing.T) {
+		status, body := e.call("GET", c.sandboxPath("/file/archive", nil), c.sessionKey, nil)
+		if status != http.StatusOK {
+			t.Fatalf("archive: %d %s", status, body)
+		}
+		gz, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(gz)
+		members := map[string]string{}
+		for {
+			h, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(tr)
+			members[h.Name] = string(b)
+		}
+		top := path.Base(c.ws)
+		if members[top+"/mod.txt"] != "two\n" || members[top+"/up/session-key/file.txt"] == "" {
+			t.Errorf("archive members %v", members)
+		}
+	})
+
+	t.Run("a static file of the conversation", func(t *testing.T) {
+		e.upload(c.sandboxPath("/file/upload", url.Values{"path": {"site/index.html"}}), alice, []byte("<p>hi</p>"))
+		for _, p := range []string{"/workspace/site/index.html", "/workspace/site"} {
+			req, _ := http.NewRequest("GET", e.srv.URL+c.path(p), nil)
+			req.Header.Set("X-Session-API-Key", c.sessionKey)
+			resp, err := e.srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || string(b) != "<p>hi</p>" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
+				resp.Header.Get("Content-Security-Policy") != "sandbox" {
+				t.Errorf("GET %s: %d %q %v", p, resp.StatusCode, b, resp.Header)
+			}
+		}
+	})
+
+	t.Run("refusals", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, path string
+			status     int
+			detail     string
+		}{
+			{"a path out of the workspace", c.sandboxPath("/file/download", url.Values{"path": {"../../etc/passwd"}}), http.StatusBadRequest, "is outside the workspace"},
+			{"an absolute path elsewhere", c.sandboxPath("/file/list", url.Values{"path": {"/etc"}}), http.StatusBadRequest, "is outside the workspace"},
+			{"a missing file", c.sandboxPath("/file/download", url.Values{"path": {"nope.txt"}}), http.StatusNotFound, "No such file or directory: " + path.Join(c.ws, "nope.txt")},
+			{"a directory for a file", c.sandboxPath("/file/download", url.Values{"path": {"up"}}), http.StatusBadRequest, "Not a file: " + path.Join(c.ws, "up")},
+			{"a static file out of the workspace", c.path("/workspace/%2Fetc%2Fpasswd"), http.StatusBadRequest, "is outside the workspace"},
+			{"a static file up the tree", c.path("/workspace/%2E%2E%2Fx"), http.StatusNotFound, "Not Found"},
+		} {
+			status, body := e.call("GET", tc.path, alice, nil)
+			if status != tc.status || !strings.Contains(string(body), tc.detail) {
+				t.Errorf("%s: %d %s, want %d %q", tc.name, status, body, tc.status, tc.detail)
+			}
+		}
+		if st, b := e.upload(c.sandboxPath("/file/upload", url.Values{"path": {"big.bin"}}), alice, make([]byte, 1<<20+1)); st != http.StatusRequestEntityTooLarge {
+			t.Errorf("an upload over max_upload_mb: %d %s", st, b)
+		}
+		if st, b := e.upload(c.sandboxPath("/file/upload", url.Values{"path": {"../escape.txt"}}), alice, []byte("x")); st != http.StatusBadRequest {
+			t.Errorf("an upload out of the workspace: %d %s", st, b)
+		}
+	})
+}
+
+// TestWorkspaceAccess: only the owner's key and the sandbox's own session key open a
+// workspace.
+func TestWorkspaceAccess(t *testing.T) {
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	_, bob := e.newUser("bob")
+	c := e.startWorkspaceConv(alice)
+	other := e.startAgent(bob, map[string]any{"initial_message": message("hi", false)})
+
+	routes := []string{
+		c.sandboxPath("/file/list", nil),
+		c.sandboxPath("/file/download", url.Values{"path": {"mod.txt"}}),
+		c.sandboxPath("/file/archive", nil),
+		c.sandboxPath("/git/changes", nil),
+		c.sandboxPath("/git/diff", url.Values{"path": {"mod.txt"}}),
+		c.path("/workspace/mod.txt"),
+	}
+	for _, p := range routes {
+		for _, tc := range []struct {
+			name, key string
+			status    int
+		}{
+			{"no key", "", http.StatusUnauthorized},
+			{"another user's key", bob, http.StatusNotFound},
+			{"another sandbox's session key", other.sessionKey, http.StatusUnauthorized},
+			{"a wrong key", "not-a-key", http.StatusUnauthorized},
+		} {
+			if status, body := e.call("GET", p, tc.key, nil); status != tc.status {
+				t.Errorf("GET %s with %s: %d %s, want %d", p, tc.name, status, body, tc.status)
+			}
+		}
+	}
+	if st, _ := e.upload(c.sandboxPath("/file/upload", url.Values{"path": {"bob.txt"}}), bob, []byte("x")); st != http.StatusNotFound {
+		t.Errorf("upload with another user's key: %d", st)
+	}
+	if st, _ := e.upload(c.sandboxPath("/file/upload", url.Values{"path": {"bob.txt"}}), other.sessionKey, []byte("x")); st != http.StatusUnauthorized {
+		t.Errorf("upload with another sandbox's session key: %d", st)
+	}
+	if status, _ := e.call("GET", c.sandboxPath("/file/download", url.Values{"path": {"bob.txt"}}), alice, nil); status != http.StatusNotFound {
+		t.Errorf("a refused upload wrote its file: download answered %d", status)
+	}
+
+	t.Run("a paused sandbox", func(t *testing.T) {
+		e.must("POST", "/api/v1/sandboxes/"+c.sandboxID+"/pause", alice, nil, http.StatusOK, nil)
+		status, body := e.call("GET", c.sandboxPath("/git/changes", nil), alice, nil)
+		if status != http.StatusConflict {
+			t.Errorf("changes of a paused sandbox: %d %s, want 409", status, body)
+		}
+		e.must("POST", "/api/v1/sandboxes/"+c.sandboxID+"/resume", alice, nil, http.StatusOK, nil)
+	})
+}
+
+// TestWorkspaceAppConversation: the current generation's routes per conversation.
+func TestWorkspaceAppConversation(t *testing.T) {
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	_, bob := e.newUser("bob")
+	c := e.startWorkspaceConv(alice)
+	base := "/api/v1/app-conversations/" + c.id
+
+	got := changeList(t, e.must("GET", base+"/git/changes?path="+url.QueryEscape(c.ws), alice, nil, http.StatusOK, nil))
+	if !slices.Equal(got, wantChanges) {
+		t.Errorf("changes %v, want %v", got, wantChanges)
+	}
+	var diff runtime.GitDiff
+	e.must("GET", base+"/git/diff?path=new.txt", alice, nil, http.StatusOK, &diff)
+	if diff.Modified == nil || *diff.Modified != "moved\n" || diff.Original == nil || *diff.Original != "" {
+		t.Errorf("diff of a renamed file's new name %+v", diff)
+	}
+
+	var files []string
+	e.must("GET", base+"/files", alice, nil, http.StatusOK, &files)
+	if !slices.Equal(files, []string{"mod.txt", "new.txt", "untracked.txt"}) {
+		t.Errorf("files %v (without .git)", files)
+	}
+	e.must("GET", base+"/files?path=nowhere", alice, nil, http.StatusOK, &files)
+	if len(files) != 0 {
+		t.Errorf("files of a missing directory %v, want none", files)
+	}
+
+	var text string
+	e.must("GET", base+"/file?file_path="+url.QueryEscape(path.Join(c.ws, "mod.txt")), alice, nil, http.StatusOK, &text)
+	if text != "two\n" {
+		t.Errorf("file text %q", text)
+	}
+	e.must("GET", base+"/file", alice, nil, http.StatusOK, &text)
+	if text != "" {
+		t.Errorf("the missing PLAN.md read %q, want \"\"", text)
+	}
+	if status, body := e.call("GET", base+"/file?file_path=/etc/passwd", alice, nil); status != http.StatusBadRequest ||
+		!strings.Contains(string(body), "is outside the workspace") {
+		t.Errorf("file out of the workspace: %d %s", status, body)
+	}
+
+	for _, p := range []string{base + "/git/changes", base + "/git/diff?path=mod.txt", base + "/files", base + "/file?file_path=mod.txt"} {
+		if status, body := e.call("GET", p, bob, nil); status != http.StatusNotFound {
+			t.Errorf("GET %s as another user: %d %s, want 404", p, status, body)
+		}
+		if status, _ := e.call("GET", p, c.sessionKey, nil); status != http.StatusUnauthorized {
+			t.Errorf("GET %s with the session key: %d, want 401 (the app routes take API keys)", p, status)
+		}
+	}
+}
