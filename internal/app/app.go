@@ -18,6 +18,7 @@ import (
 	"github.com/agentd/agentd/internal/auth"
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/customsecret"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/gitprovider"
 	"github.com/agentd/agentd/internal/httpapi"
@@ -169,10 +170,12 @@ func New(ctx context.Context, o Options) (*App, error) {
 
 	userSettings := settings.NewService(st, keyring, nil)
 	gitProviders := gitprovider.NewService(st, keyring, nil)
+	customSecrets := customsecret.NewService(st, keyring, nil)
 	// A changed secret is masked in every event recorded from then on.
 	secretsChanged := func(userID string) { a.Conversations.SecretsChanged(userID) }
 	userSettings.OnSecretsChange(secretsChanged)
 	gitProviders.OnSecretsChange(secretsChanged)
+	customSecrets.OnSecretsChange(secretsChanged)
 	newLLM := o.NewLLM
 	if newLLM == nil {
 		newLLM = NewLLM
@@ -185,7 +188,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 			BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey},
 		NewLLM: newLLM, Retry: o.LLMRetry, Agent: o.Agent, UserHTTP: userHTTP,
 		Terminal: runtime.NewTerminalWaits(cfg.TerminalNoChangeTimeout, cfg.TerminalMaxWait),
-		Secrets:  []conversation.SecretSource{userSettings, gitProviders},
+		Secrets:  []conversation.SecretSource{userSettings, gitProviders, customSecrets},
 		Runtimes: func(ctx context.Context, ownerID, sandboxID string) (conversation.Runtime, error) {
 			return a.Sandboxes.Client(ctx, ownerID, sandboxID)
 		},
@@ -207,9 +210,10 @@ func New(ctx context.Context, o Options) (*App, error) {
 
 	api, err := httpapi.New(httpapi.Deps{
 		Auth: users, Conversations: a.Conversations, Sandboxes: a.Sandboxes,
-		Settings:     userSettings,
-		GitProviders: gitProviders,
-		Open:         keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: o.Version,
+		Settings:      userSettings,
+		GitProviders:  gitProviders,
+		CustomSecrets: customSecrets,
+		Open:          keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: o.Version,
 		SpecWarnings: func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },
 		CORSOrigins:  cfg.CORSOrigins, Sockets: o.Sockets,
 		URLs: urls, BodyTimeout: cfg.RequestBodyTimeout,

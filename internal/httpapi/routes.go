@@ -101,6 +101,18 @@ func (a *API) routes() []route {
 		{wire.Operation{Method: "GET", Path: "/api/v1/sandbox-specs", Tag: "sandbox-specs", Summary: "Get sandbox specs by id (null for unknown ids)",
 			Query: apitypes.IDsQuery{}, Response: []*apitypes.SandboxSpecInfo{}, Errors: errs(nil)}, a.batchGetSpecs},
 
+		// Custom secrets: named values the agent's commands get as environment variables.
+		{wire.Operation{Method: "POST", Path: "/api/v1/secrets", Tag: "secrets", Summary: "Create a secret (sealed; its value is never returned)",
+			Body: apitypes.CustomSecretCreate{}, Response: apitypes.MessageResponse{}, Status: 201,
+			Errors: errs(map[int]string{409: "The caller has a secret of that name."})}, a.createSecret},
+		{wire.Operation{Method: "GET", Path: "/api/v1/secrets/search", Tag: "secrets", Summary: "List secrets by name: names and descriptions, never values",
+			Query: apitypes.CustomSecretSearchQuery{}, Response: apitypes.CustomSecretPage{}, Errors: errs(nil)}, a.searchSecrets},
+		{wire.Operation{Method: "PUT", Path: "/api/v1/secrets/{secret_id}", Tag: "secrets", Summary: "Change a secret's name, description or value; the id is its name",
+			Body: apitypes.CustomSecretUpdate{}, Response: apitypes.MessageResponse{},
+			Errors: errs(map[int]string{404: "No such secret.", 409: "The new name is another secret's."})}, a.updateSecret},
+		{wire.Operation{Method: "DELETE", Path: "/api/v1/secrets/{secret_id}", Tag: "secrets", Summary: "Delete a secret; conversations that named it no longer get it",
+			Response: apitypes.MessageResponse{}, Errors: errs(map[int]string{404: "No such secret."})}, a.deleteSecret},
+
 		// Events of all the caller's conversations.
 		{wire.Operation{Method: "GET", Path: "/api/v1/events/search", Tag: "events", Summary: "Search the events of the caller's conversations, in log order",
 			Query: apitypes.EventSearchQuery{}, Response: apitypes.EventPage{}, Errors: errs(nil)}, a.searchEvents},
