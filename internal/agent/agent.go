@@ -56,7 +56,7 @@ func New(o Options) *Agent {
 	}
 	return &Agent{
 		o: o, cfg: cfg, log: o.Logger,
-		system:  buildSystemPrompt(cfg.Workspace, cfg.Instructions),
+		system:  buildSystemPrompt(cfg.Workspace, cfg.Instructions) + secretsSection(cfg.Secrets),
 		dynamic: repoContext(cfg.Skills),
 		specs:   toolSpecs(),
 	}

@@ -44,6 +44,9 @@ type Config struct {
 	MaxBudget float64
 	// Instructions are the conversation_instructions, added to the system prompt.
 	Instructions string
+	// Secrets are the secrets the terminal's commands get as environment variables; the
+	// system prompt names them.
+	Secrets []SecretInfo
 	// Workspace is the absolute path of the workspace in the sandbox.
 	Workspace string
 	// Replay is a recorded trajectory to execute without the model (see ParseReplay).

@@ -35,6 +35,7 @@ func TestLoopWritesRunsFixesAndFinishes(t *testing.T) {
 			return "helo", 0
 		}
 		r.cfg.Instructions = "Answer in English."
+		r.cfg.Secrets = []SecretInfo{{Name: "DEPLOY_TOKEN", Description: "for the\n staging   API"}, {Name: "NO_DESCRIPTION"}}
 		r.log.userSays(t, "Write hello.py and make it print hello.", "data:image/png;base64,iVBORw0KGgo=")
 		if st := r.run(); st != StatusFinished {
 			t.Fatalf("status %s", st)
@@ -56,7 +57,8 @@ func TestLoopWritesRunsFixesAndFinishes(t *testing.T) {
 			t.Fatalf("%d model calls, want 5", len(reqs))
 		}
 		first := reqs[0]
-		for _, want := range []string{"/workspace/project", "<CONVERSATION_INSTRUCTIONS>", "Answer in English."} {
+		for _, want := range []string{"/workspace/project", "<CONVERSATION_INSTRUCTIONS>", "Answer in English.",
+			"<CUSTOM_SECRETS>", "* DEPLOY_TOKEN: for the staging API\n* NO_DESCRIPTION\n</CUSTOM_SECRETS>"} {
 			if !strings.Contains(first.System, want) {
 				t.Errorf("system prompt lacks %q", want)
 			}

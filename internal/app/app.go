@@ -18,6 +18,7 @@ import (
 	"github.com/agentd/agentd/internal/auth"
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/customsecret"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/gitprovider"
 	"github.com/agentd/agentd/internal/httpapi"
@@ -183,10 +184,12 @@ func New(ctx context.Context, o Options) (*App, error) {
 		},
 		Logger: log,
 	})
+	customSecrets := customsecret.NewService(st, keyring, nil)
 	// A changed secret is masked in every event recorded from then on.
 	secretsChanged := func(userID string) { a.Conversations.SecretsChanged(userID) }
 	userSettings.OnSecretsChange(secretsChanged)
 	gitProviders.OnSecretsChange(secretsChanged)
+	customSecrets.OnSecretsChange(secretsChanged)
 	newLLM := o.NewLLM
 	if newLLM == nil {
 		newLLM = NewLLM
@@ -198,9 +201,10 @@ func New(ctx context.Context, o Options) (*App, error) {
 		LLM: conversation.LLMDefaults{Provider: cfg.LLMProvider, Model: cfg.LLMModel,
 			BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey},
 		NewLLM: newLLM, Retry: o.LLMRetry, Agent: o.Agent, UserHTTP: userHTTP,
-		Terminal: runtime.NewTerminalWaits(cfg.TerminalNoChangeTimeout, cfg.TerminalMaxWait),
-		Secrets:  []conversation.SecretSource{userSettings, gitProviders},
-		Skills:   st,
+		Terminal:      runtime.NewTerminalWaits(cfg.TerminalNoChangeTimeout, cfg.TerminalMaxWait),
+		Secrets:       []conversation.SecretSource{userSettings, gitProviders, customSecrets},
+		CustomSecrets: customSecrets,
+		Skills:        st,
 		PullRequestOpen: func(ctx context.Context, ownerID, provider, repository string, number int) (bool, error) {
 			api, err := gitProviders.API(ctx, ownerID, provider)
 			if err != nil {
@@ -233,10 +237,11 @@ func New(ctx context.Context, o Options) (*App, error) {
 
 	api, err := httpapi.New(httpapi.Deps{
 		Auth: users, Conversations: a.Conversations, Sandboxes: a.Sandboxes,
-		Settings:     userSettings,
-		GitProviders: gitProviders,
-		Skills:       userSkills,
-		Open:         keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: o.Version,
+		Settings:      userSettings,
+		GitProviders:  gitProviders,
+		Skills:        userSkills,
+		CustomSecrets: customSecrets,
+		Open:          keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: o.Version,
 		SpecWarnings: func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },
 		CORSOrigins:  cfg.CORSOrigins, Sockets: o.Sockets,
 		URLs: urls, BodyTimeout: cfg.RequestBodyTimeout, MaxUploadBytes: cfg.MaxUploadMB << 20,

@@ -46,6 +46,12 @@ type Conversation struct {
 	// RequestSealed is the creation request exactly as received, sealed because it may hold
 	// secrets (MCP server keys). Nothing a client sent is lost.
 	RequestSealed []byte
+	// SecretNames are the secrets the conversation's agent may use, by name: its owner's
+	// stored custom secrets, and those its start request gave inline.
+	SecretNames []string
+	// SecretsSealed holds the inline ones: a sealed JSON object of name to value; nil when
+	// there are none.
+	SecretsSealed []byte
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 }

@@ -15,8 +15,8 @@ import (
 
 // Every event is masked for the secrets its conversation knows before it is stored or
 // published: the LLM key it runs with (the user's or the server's), the user's other secret
-// settings and MCP keys, their provider tokens, the MCP keys of its own request, and its
-// sandbox's session key. A command that prints a token therefore shows it to nobody, the
+// settings and MCP keys, their provider tokens and custom secrets, the MCP keys and secrets of
+// its own request, and its sandbox's session key. A command that prints a token therefore shows it to nobody, the
 // model included: the model reads the masked observations back from the log.
 
 // SecretSource lists secret values that a user's conversations may come across.
@@ -106,6 +106,13 @@ func (s *Service) secretValues(ctx context.Context, v Conversation) ([]string, e
 		}
 		_ = json.Unmarshal(raw, &req) // validated when stored; a request without MCP has none
 		values = append(values, req.MCPConfig.SecretValues()...)
+	}
+	inline, err := s.inlineSecrets(v)
+	if err != nil {
+		return nil, err
+	}
+	for _, val := range inline {
+		values = append(values, val)
 	}
 	if v.SandboxID != "" {
 		// The session key is masked where it can be read; a sandbox that is gone has none to

@@ -135,7 +135,7 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 			log.Error("agent: open stored request", "err", err)
 			return
 		}
-		_ = json.Unmarshal(raw, &req) // validated when stored; V1 requests have neither field
+		_ = json.Unmarshal(raw, &req) // validated when stored; V1 requests have no replay
 	}
 	cfg := agent.Config{
 		MaxIterations:         s.o.Agent.MaxIterations,
@@ -200,6 +200,15 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 	}
 	cfg.Skills = s.skillsOf(ctx, convID)
 
+	secrets, err := s.Secrets(ctx, v.Conversation)
+	if err != nil {
+		log.Error("agent: read the conversation's secrets", "err", err)
+		return
+	}
+	for _, sec := range secrets {
+		cfg.Secrets = append(cfg.Secrets, agent.SecretInfo{Name: sec.Name, Description: sec.Description})
+	}
+
 	metrics := &llm.Metrics{}
 	if len(v.Metrics) > 0 {
 		var snap llm.MetricsSnapshot
@@ -209,7 +218,7 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 	}
 	a := agent.New(agent.Options{
 		Config: cfg, LLM: client, Metrics: metrics, Logger: log,
-		Tools:          &sandboxTools{s: s, ownerID: ownerID, sandboxID: v.SandboxID, convID: convID},
+		Tools:          &sandboxTools{s: s, conv: v.Conversation},
 		Log:            &runnerLog{s: s, conv: v.Conversation},
 		PauseRequested: l.pause.Load,
 		Now:            s.o.Now, NewID: s.o.NewEventID,
@@ -285,28 +294,42 @@ func (s *Service) record(ctx context.Context, c Conversation, evs []event.Event)
 // sandboxTools runs sandbox tools in the conversation's sandbox. While the sandbox is paused
 // a call waits for it to be resumed; a call in flight when it is paused stays blocked in
 // the frozen runtime and completes after the resume.
+//
+// The terminal's commands get the conversation's secrets as environment variables, read for
+// every call: a value changed meanwhile reaches the next command.
 type sandboxTools struct {
-	s                          *Service
-	ownerID, sandboxID, convID string
+	s    *Service
+	conv Conversation
 }
 
 func (t *sandboxTools) Run(ctx context.Context, name string, args json.RawMessage) (tool.Result, error) {
-	if t.sandboxID == "" || t.s.o.Runtimes == nil {
+	ownerID, sandboxID := t.conv.OwnerID, t.conv.SandboxID
+	if sandboxID == "" || t.s.o.Runtimes == nil {
 		return tool.Result{}, fmt.Errorf("%w: the conversation has no sandbox", agent.ErrUnavailable)
 	}
-	if _, err := t.s.o.Sandboxes.WaitRunning(ctx, t.ownerID, t.sandboxID); err != nil {
+	if _, err := t.s.o.Sandboxes.WaitRunning(ctx, ownerID, sandboxID); err != nil {
 		if ctx.Err() != nil {
 			return tool.Result{}, ctx.Err()
 		}
 		return tool.Result{}, fmt.Errorf("%w: %v", agent.ErrUnavailable, sandboxProblem(err))
 	}
-	rt, err := t.s.o.Runtimes(ctx, t.ownerID, t.sandboxID)
+	rt, err := t.s.o.Runtimes(ctx, ownerID, sandboxID)
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("reach the sandbox: %w", err)
 	}
-	req := runtime.ToolRequest{ConversationID: t.convID, Arguments: args}
+	req := runtime.ToolRequest{ConversationID: t.conv.ID, Arguments: args}
 	if name == tool.Terminal {
 		req.Terminal = t.s.o.Terminal
+		secrets, err := t.s.Secrets(ctx, t.conv)
+		if err != nil {
+			return tool.Result{}, err
+		}
+		for _, sec := range secrets {
+			if req.Env == nil {
+				req.Env = map[string]string{}
+			}
+			req.Env[sec.Name] = sec.Value
+		}
 	}
 	return rt.RunTool(ctx, name, req)
 }

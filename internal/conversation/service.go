@@ -67,9 +67,12 @@ type Options struct {
 	// Terminal bounds the waits of the agents' terminal calls, sent with each call; nil
 	// leaves them to the runtime.
 	Terminal *runtime.TerminalWaits
-	// Secrets list the users' secrets (settings, provider tokens), which every event is
-	// masked for; call SecretsChanged when they change.
+	// Secrets list the users' secrets (settings, provider tokens, custom secrets), which
+	// every event is masked for; call SecretsChanged when they change.
 	Secrets []SecretSource
+	// CustomSecrets are the users' stored secrets, which conversations name for their agent's
+	// commands; nil means there are none.
+	CustomSecrets CustomSecrets
 	// NewEventID returns event ids; nil means dashed random UUIDs.
 	NewEventID func() string
 	// Skills keeps the users' skills and those each conversation starts with; nil gives
@@ -162,13 +165,19 @@ type CreateRequest struct {
 	// initial message, and the conversation needs no LLM settings.
 	ReplayJSON *string
 
+	// SecretNames name the owner's stored secrets that the agent's commands get; each must
+	// exist. InlineSecrets are more, given with their values (name to value).
+	SecretNames   []string
+	InlineSecrets map[string]string
+
 	// Raw is the request body as received; it is stored sealed.
 	Raw []byte
 	// TaskRequest is the V1 start request echoed by the start task (no secrets).
 	TaskRequest json.RawMessage
 }
 
-// FieldError says which request field refers to something that does not exist.
+// FieldError says which request field is wrong (it names something that does not exist, or
+// holds a value that cannot be), and why.
 type FieldError struct {
 	Field string
 	Msg   string
@@ -184,8 +193,10 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 	if convID == "" {
 		convID = s.o.NewID()
 	}
+	var parent View
 	if r.ParentID != nil {
-		parent, err := s.o.Store.GetConversation(ctx, ownerID, *r.ParentID)
+		var err error
+		parent, err = s.o.Store.GetConversation(ctx, ownerID, *r.ParentID)
 		if errors.Is(err, ErrNotFound) {
 			return View{}, StartTask{}, &FieldError{Field: "parent_conversation_id", Msg: "parent conversation not found"}
 		}
@@ -200,6 +211,14 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 		r.SelectedBranch = orPtr(r.SelectedBranch, parent.SelectedBranch)
 		r.GitProvider = orPtr(r.GitProvider, parent.GitProvider)
 		r.LLMModel = orPtr(r.LLMModel, parent.LLMModel)
+	}
+	secretNames, secretsSealed, err := s.secretsOf(ctx, ownerID, r)
+	if err != nil {
+		return View{}, StartTask{}, err
+	}
+	if r.ParentID != nil && len(secretNames) == 0 {
+		// A sub-conversation's agent works beside its parent's, with its secrets.
+		secretNames, secretsSealed = parent.SecretNames, parent.SecretsSealed
 	}
 	if r.ReplayJSON != nil {
 		rp, err := agent.ParseReplay(*r.ReplayJSON)
@@ -230,6 +249,7 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 		SelectedRepository: r.SelectedRepository, SelectedBranch: r.SelectedBranch,
 		GitProvider: r.GitProvider, Trigger: r.Trigger, PRNumbers: r.PRNumbers, LLMModel: r.LLMModel,
 		ParentID: r.ParentID, RequestSealed: sealed, CreatedAt: now, UpdatedAt: now,
+		SecretNames: secretNames, SecretsSealed: secretsSealed,
 	}
 	if c.PRNumbers == nil {
 		c.PRNumbers = []int{}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentd/agentd/internal/auth"
 	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/customsecret"
 	"github.com/agentd/agentd/internal/gitprovider"
 	"github.com/agentd/agentd/internal/netpolicy"
 	"github.com/agentd/agentd/internal/sandbox"
@@ -27,6 +28,7 @@ type Deps struct {
 	Settings      *settings.Service
 	GitProviders  *gitprovider.Service
 	Skills        *skill.Service
+	CustomSecrets *customsecret.Service
 	// Open unseals values the store keeps sealed (sandbox session keys).
 	Open   func(sealed []byte) ([]byte, error)
 	Logger *slog.Logger

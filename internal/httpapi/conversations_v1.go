@@ -30,6 +30,9 @@ func (a *API) startAppConversation(w http.ResponseWriter, r *http.Request) error
 	if req.SandboxID != nil {
 		cr.SandboxID = *req.SandboxID
 	}
+	if req.Secrets != nil {
+		cr.SecretNames, cr.InlineSecrets = req.Secrets.Stored, req.Secrets.Inline
+	}
 	if req.ParentConversationID != nil {
 		pid, err := normalizeUUID(*req.ParentConversationID)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentd/agentd/internal/auth"
 	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/customsecret"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/gitprovider"
 	"github.com/agentd/agentd/internal/paging"
@@ -42,6 +43,7 @@ func mapError(err error) (status int, body any, internal bool) {
 	var se *statusError
 	var fe *conversation.FieldError
 	var rp *relayedProblem
+	var ie *customsecret.InvalidError
 	switch {
 	case errors.As(err, &we):
 		return http.StatusUnprocessableEntity, map[string]any{"detail": we.Problems}, false
@@ -52,6 +54,9 @@ func mapError(err error) (status int, body any, internal bool) {
 	case errors.As(err, &fe):
 		return http.StatusUnprocessableEntity, map[string]any{"detail": []wire.Problem{{
 			Type: "value_error", Loc: []any{"body", fe.Field}, Msg: "Value error, " + fe.Msg}}}, false
+	case errors.As(err, &ie):
+		return http.StatusUnprocessableEntity, map[string]any{"detail": []wire.Problem{{
+			Type: "value_error", Loc: []any{"body", ie.Field}, Msg: "Value error, " + ie.Msg}}}, false
 	case errors.Is(err, paging.ErrBadCursor):
 		return http.StatusUnprocessableEntity, map[string]any{"detail": []wire.Problem{{
 			Type: "value_error", Loc: []any{"query", "page_id"}, Msg: "Value error, invalid page_id: pass back a next_page_id this server returned"}}}, false
@@ -93,6 +98,10 @@ func mapError(err error) (status int, body any, internal bool) {
 		return http.StatusConflict, detail("A skill with that name exists: change it with PUT /api/v1/skills/{name}"), false
 	case errors.Is(err, skill.ErrTooMany):
 		return http.StatusConflict, detail(fmt.Sprintf("You keep %d skills, as many as allowed: delete one first", skill.MaxUserSkills)), false
+	case errors.Is(err, customsecret.ErrExists):
+		return http.StatusConflict, detail("A secret with that name already exists"), false
+	case errors.Is(err, customsecret.ErrNotFound):
+		return http.StatusNotFound, detail("Secret not found"), false
 	case errors.Is(err, auth.ErrNotFound):
 		return http.StatusNotFound, detail("Not found"), false
 	}

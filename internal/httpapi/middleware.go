@@ -23,10 +23,14 @@ func (a *API) wrap(rt route) http.Handler {
 		if !rt.op.Public {
 			var u auth.User
 			var err error
-			if strings.HasPrefix(rt.op.Path, agentServerPrefix) {
+			switch {
+			case strings.HasPrefix(rt.op.Path, agentServerPrefix):
 				// The conversation API also takes the session key of its sandbox.
 				u, err = a.authenticateAgentServer(r)
-			} else {
+			case strings.HasPrefix(rt.op.Path, sandboxSettingsPrefix):
+				// What a sandbox may read of its owner's settings takes its key alone.
+				u, err = a.authenticateSessionKey(r.Context(), r.PathValue("sandbox_id"), requestKey(r))
+			default:
 				u, err = a.d.Auth.Authenticate(r.Context(), requestKey(r))
 			}
 			if err != nil {

@@ -193,6 +193,7 @@ func (ts *toolSessions) run(ctx context.Context, name string, req ToolRequest) (
 			ts.s.log.Error("start terminal", "conversation_id", conv, "err", err)
 			return tool.ErrorResult(name, "The terminal is not available in this sandbox: "+err.Error()), nil
 		}
+		t.SetEnv(req.Env)
 		return t.Run(ctx, a, req.Terminal.terminal()), nil
 	case tool.FileEditor:
 		var a tool.FileEditorArgs

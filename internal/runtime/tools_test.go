@@ -420,3 +420,48 @@ func TestTerminalWaits(t *testing.T) {
 	}
 	stop()
 }
+
+// TestTerminalEnv: the variables of a terminal call reach its command and the commands after
+// it while the calls keep sending them; a call without them unsets them. Other conversations'
+// terminals never get them, and neither does the runtime's environment.
+func TestTerminalEnv(t *testing.T) {
+	s, c, ws := newToolServer(t, time.Hour)
+	call := func(conv, command string, env map[string]string) string {
+		t.Helper()
+		raw, _ := json.Marshal(map[string]any{"command": command})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		res, err := c.RunTool(ctx, "terminal", ToolRequest{ConversationID: conv, Arguments: raw, Env: env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		obs := terminalObs(t, res)
+		if res.IsError || obs.ExitCode != 0 {
+			t.Fatalf("%q: %s", command, res.Text)
+		}
+		return obs.Content[0].Text
+	}
+	env := map[string]string{"DEPLOY_TOKEN": "tok-secret-value-1"}
+	if got := call("a", `echo "$DEPLOY_TOKEN"`, env); got != "tok-secret-value-1" {
+		t.Fatalf("DEPLOY_TOKEN reads %q", got)
+	}
+	if got := call("b", `echo "${DEPLOY_TOKEN-unset}"`, nil); got != "unset" {
+		t.Fatalf("another conversation's terminal reads %q", got)
+	}
+	if got := call("a", `echo "${DEPLOY_TOKEN-unset}"`, nil); got != "unset" {
+		t.Fatalf("a call without it reads %q", got)
+	}
+	for _, kv := range s.env {
+		if strings.Contains(kv, "tok-secret-value-1") {
+			t.Fatalf("the runtime's environment holds the value: %s", kv)
+		}
+	}
+	filepath.WalkDir(ws, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if b, _ := os.ReadFile(path); strings.Contains(string(b), "tok-secret-value-1") {
+				t.Errorf("%s holds the value", path)
+			}
+		}
+		return nil
+	})
+}

@@ -68,6 +68,12 @@ type ToolRequest struct {
 	// sends its configured values with every call, so that they hold in sandboxes started
 	// before a change; absent, or a zero field, means the runtime's own.
 	Terminal *TerminalWaits `json:"terminal,omitempty"`
+	// Env are the variables the terminal's commands get on top of the sandbox's environment:
+	// the secrets the conversation's agent may use. The control plane sends them with every
+	// terminal call, and each call's replace those of the one before, so that a changed value
+	// holds from the next command; a variable left out is unset. They reach the shell through
+	// its terminal, never through a file. Other tools ignore them.
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // TerminalWaits bound how long one terminal call waits for its command (see

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentd/agentd/internal/auth"
 	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/customsecret"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/gitprovider"
 	"github.com/agentd/agentd/internal/sandbox"
@@ -20,13 +21,15 @@ type Store interface {
 	auth.Store
 	settings.Store
 	gitprovider.Store
+	customsecret.Store
 	sandbox.Store
 	conversation.Store
 	event.Store
 	skill.Store
 
-	// Reseal rewrites every sealed value (settings secrets, provider tokens, sandbox session
-	// keys, conversation requests) through fn in one transaction. Key rotation uses it.
+	// Reseal rewrites every sealed value (settings secrets, provider tokens, custom secrets,
+	// sandbox session keys, conversation requests and secrets) through fn in one transaction.
+	// Key rotation uses it.
 	Reseal(ctx context.Context, fn func(sealed []byte) ([]byte, error)) error
 	// Ping reports whether the store answers: a read of its schema and a turn on its writing
 	// connection, within ctx. Readiness probes call it.

@@ -16,6 +16,7 @@ type Operation struct {
 	Query                                   any            // a zero value of the query struct type, or nil
 	Body                                    any            // a zero value of the body type, or nil
 	Response                                any            // zero value of the 2xx response type, or nil for no content
+	ResponseType                            string         // media type of the 2xx response; default application/json
 	Status                                  int            // success status, default 200
 	Errors                                  map[int]string // other statuses and their meaning, e.g. 401: "Missing or wrong API key"
 	Public                                  bool           // true: no security requirement
@@ -185,7 +186,11 @@ func (g *schemaGen) operation(method string, op Operation) (map[string]any, erro
 	case op.RawResponse != "":
 		ok["content"] = map[string]any{op.RawResponse: map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
 	case op.Response != nil:
-		ok["content"] = jsonContent(g.schemaOf(deref(reflect.TypeOf(op.Response))))
+		content := jsonContent(g.schemaOf(deref(reflect.TypeOf(op.Response))))
+		if op.ResponseType != "" {
+			content = map[string]any{op.ResponseType: content["application/json"]}
+		}
+		ok["content"] = content
 	}
 	responses[strconv.Itoa(status)] = ok
 	for code, desc := range op.Errors {

@@ -76,14 +76,23 @@ func insertConversation(ctx context.Context, tx *sql.Tx, c conversation.Conversa
 	if err != nil {
 		return err
 	}
+	names := c.SecretNames
+	if names == nil {
+		names = []string{}
+	}
+	secretNames, err := jsonArg(names)
+	if err != nil {
+		return err
+	}
 	_, err = tx.ExecContext(ctx,
 		`INSERT INTO conversations (id, owner_id, sandbox_id, version, title, title_fold, selected_repository,
 			selected_branch, git_provider, trigger_name, pr_numbers, llm_model, metrics, parent_id, request_sealed,
-			created_at, updated_at, execution_status)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			created_at, updated_at, execution_status, secret_names, secrets_sealed)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.ID, c.OwnerID, c.SandboxID, c.Version, c.Title, fold(c.Title), c.SelectedRepository,
 		c.SelectedBranch, c.GitProvider, c.Trigger, prs, c.LLMModel, rawArg(c.Metrics), c.ParentID,
-		blobArg(c.RequestSealed), nanos(c.CreatedAt), nanos(c.UpdatedAt), c.ExecutionStatus)
+		blobArg(c.RequestSealed), nanos(c.CreatedAt), nanos(c.UpdatedAt), c.ExecutionStatus,
+		secretNames, blobArg(c.SecretsSealed))
 	if isUnique(err) {
 		return conversation.ErrExists
 	}
@@ -96,7 +105,8 @@ func fold(s string) string { return strings.ToLower(s) }
 
 // viewSelect reads a conversation with the status of its sandbox (if the owner still has it)
 // and of its most recent start task. listSelect is the same without the sealed request, which
-// listings never use and which may be large (a replay).
+// listings never use and which may be large (a replay); its sealed secrets are small, and a
+// sandbox's listing of secrets reads them.
 const (
 	viewSelect = `SELECT c.id, c.owner_id, c.sandbox_id, c.version, c.title, c.selected_repository,
 	c.selected_branch, c.git_provider, c.trigger_name, c.pr_numbers, c.llm_model, c.metrics, c.parent_id,
@@ -106,7 +116,7 @@ const (
 	NULL, ` + viewRest
 )
 
-const viewRest = `c.created_at, c.updated_at, c.execution_status, s.status, s.session_key_sealed, t.status, t.detail
+const viewRest = `c.secret_names, c.secrets_sealed, c.created_at, c.updated_at, c.execution_status, s.status, s.session_key_sealed, t.status, t.detail
 FROM conversations c
 LEFT JOIN sandboxes s ON c.sandbox_id <> '' AND s.id = c.sandbox_id AND s.owner_id = c.owner_id
 LEFT JOIN start_tasks t ON t.id = (
@@ -117,17 +127,23 @@ LEFT JOIN start_tasks t ON t.id = (
 func scanView(sc scanner) (conversation.View, error) {
 	var v conversation.View
 	c := &v.Conversation
-	var prs string
+	var prs, secretNames string
 	var metrics, sbStatus, taskStatus, taskDetail sql.NullString
 	var created, updated int64
 	err := sc.Scan(&c.ID, &c.OwnerID, &c.SandboxID, &c.Version, &c.Title, &c.SelectedRepository,
 		&c.SelectedBranch, &c.GitProvider, &c.Trigger, &prs, &c.LLMModel, &metrics, &c.ParentID,
-		&c.RequestSealed, &created, &updated, &c.ExecutionStatus, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail)
+		&c.RequestSealed, &secretNames, &c.SecretsSealed, &created, &updated, &c.ExecutionStatus, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail)
 	if err != nil {
 		return conversation.View{}, err
 	}
 	if err := json.Unmarshal([]byte(prs), &c.PRNumbers); err != nil {
 		return conversation.View{}, fmt.Errorf("decode pr numbers of conversation %s: %w", c.ID, err)
+	}
+	if err := json.Unmarshal([]byte(secretNames), &c.SecretNames); err != nil {
+		return conversation.View{}, fmt.Errorf("decode secret names of conversation %s: %w", c.ID, err)
+	}
+	if len(c.SecretNames) == 0 {
+		c.SecretNames = nil
 	}
 	c.Metrics = fromRaw(metrics)
 	c.CreatedAt = fromNanos(created)

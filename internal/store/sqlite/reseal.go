@@ -37,8 +37,10 @@ type sealedColumn struct {
 // handled by resealSettings. A new sealed column must be added here.
 var sealedColumns = []sealedColumn{
 	{"provider_tokens", "token_sealed"},
+	{"custom_secrets", "value_sealed"},
 	{"sandboxes", "session_key_sealed"},
 	{"conversations", "request_sealed"},
+	{"conversations", "secrets_sealed"},
 }
 
 type sealedRow struct {

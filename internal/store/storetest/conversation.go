@@ -131,12 +131,13 @@ func testConversationView(t *testing.T, s store.Store) {
 	bare := newConversation(ownerA, "conv-bare", 3)
 	bare.SelectedRepository, bare.SelectedBranch, bare.GitProvider, bare.LLMModel = nil, nil, nil, nil
 	bare.PRNumbers, bare.Metrics, bare.RequestSealed = nil, nil, nil
+	bare.SecretNames, bare.SecretsSealed = nil, nil
 	ok(t, "create conversation without a task", s.CreateConversation(ctx, bare, conversation.StartTask{}, nil))
 	wantBare := conversation.View{Conversation: bare, SandboxStatus: sandbox.StatusMissing}
 
 	vs, _, err := s.ListConversations(ctx, ownerA, conversation.Filter{}, paging.Query{})
 	ok(t, "list conversations", err)
-	// Listings leave the sealed request out; GetConversation has it.
+	// Listings leave the sealed request out (GetConversation has it), not the sealed secrets.
 	listed := []conversation.View{wantBare, view(gone, goneTask), want}
 	for i := range listed {
 		listed[i].RequestSealed = nil

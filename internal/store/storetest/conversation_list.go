@@ -219,6 +219,7 @@ func testBadCursor(t *testing.T, s store.Store) {
 		checks := map[string]error{}
 		_, _, checks["ListUsers"] = s.ListUsers(ctx, q)
 		_, _, checks["ListSpecs"] = s.ListSpecs(ctx, q)
+		_, _, checks["ListCustomSecrets"] = s.ListCustomSecrets(ctx, ownerA, "", q)
 		_, _, checks["ListSandboxes"] = s.ListSandboxes(ctx, ownerA, q)
 		_, _, checks["ListConversations"] = s.ListConversations(ctx, ownerA, conversation.Filter{}, q)
 		_, _, checks["ListStartTasks"] = s.ListStartTasks(ctx, ownerA, conversation.TaskFilter{}, conversation.SortCreatedAtDesc, q)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentd/agentd/internal/auth"
 	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/customsecret"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/gitprovider"
 	"github.com/agentd/agentd/internal/sandbox"
@@ -91,8 +92,20 @@ func newConversation(owner, id string, i int) conversation.Conversation {
 		LLMModel:           ptr("model-a"),
 		Metrics:            json.RawMessage(`{"accumulated_cost": 0.5}`),
 		RequestSealed:      []byte("sealed request of " + id),
+		SecretNames:        []string{"API_TOKEN", "DEPLOY_KEY"},
+		SecretsSealed:      []byte("sealed secrets of " + id),
 		CreatedAt:          at(i),
 		UpdatedAt:          at(i),
+	}
+}
+
+func newCustomSecret(name string, i int) customsecret.Secret {
+	return customsecret.Secret{
+		Name:        name,
+		Description: "secret " + name,
+		ValueSealed: []byte("sealed value of " + name),
+		CreatedAt:   at(i),
+		UpdatedAt:   at(i),
 	}
 }
 

@@ -33,6 +33,8 @@ func testPersistence(t *testing.T, f Factory) {
 	ok(t, "put settings", s.PutSettings(ctx, set))
 	tokens := []gitprovider.Token{{Provider: gitprovider.GitHub, TokenSealed: []byte("sealed"), UpdatedAt: at(1)}}
 	ok(t, "replace tokens", s.ReplaceProviderTokens(ctx, ownerA, tokens))
+	sec := newCustomSecret("API_TOKEN", 1)
+	ok(t, "create secret", s.CreateCustomSecret(ctx, ownerA, sec))
 	spec := newSpec("spec-1", 1)
 	ok(t, "put spec", s.PutSpec(ctx, spec))
 	sb := newSandbox(ownerA, "sb-1", 1, sandbox.StatusRunning)
@@ -62,6 +64,9 @@ func testPersistence(t *testing.T, f Factory) {
 	gotTokens, err := s.ProviderTokens(ctx, ownerA)
 	ok(t, "get tokens after reopen", err)
 	equal(t, "tokens after reopen", gotTokens, tokens)
+	gotSecret, err := s.GetCustomSecret(ctx, ownerA, sec.Name)
+	ok(t, "get secret after reopen", err)
+	equal(t, "secret after reopen", gotSecret, sec)
 	gotSpec, err := s.GetSpec(ctx, spec.ID)
 	ok(t, "get spec after reopen", err)
 	equal(t, "spec after reopen", gotSpec, spec)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/customsecret"
 	"github.com/agentd/agentd/internal/gitprovider"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/settings"
@@ -17,6 +18,7 @@ import (
 type sealedWorld struct {
 	SettingsA, SettingsB settings.Record
 	Tokens               []gitprovider.Token
+	Secrets              []customsecret.Secret
 	Sandbox              sandbox.Sandbox
 	Conv, Bare           conversation.Conversation
 }
@@ -32,7 +34,10 @@ func (w sealedWorld) sealed() [][]byte {
 	for _, tk := range w.Tokens {
 		out = append(out, tk.TokenSealed)
 	}
-	return append(out, w.Sandbox.SessionKeySealed, w.Conv.RequestSealed)
+	for _, sec := range w.Secrets {
+		out = append(out, sec.ValueSealed)
+	}
+	return append(out, w.Sandbox.SessionKeySealed, w.Conv.RequestSealed, w.Conv.SecretsSealed)
 }
 
 func storeSealedWorld(t *testing.T, s store.Store) sealedWorld {
@@ -44,15 +49,19 @@ func storeSealedWorld(t *testing.T, s store.Store) sealedWorld {
 			{Provider: gitprovider.GitHub, TokenSealed: []byte("sealed gh"), UpdatedAt: at(1)},
 			{Provider: gitprovider.GitLab, TokenSealed: []byte("sealed gl"), UpdatedAt: at(1)},
 		},
+		Secrets: []customsecret.Secret{newCustomSecret("API_TOKEN", 1), newCustomSecret("DEPLOY_KEY", 1)},
 		Sandbox: newSandbox(ownerA, "sb-1", 1, sandbox.StatusRunning),
 		Conv:    newConversation(ownerA, "conv-1", 1),
 		Bare:    newConversation(ownerB, "conv-bare", 2),
 	}
 	w.SettingsA.Secrets["search_api_key"] = []byte("sealed search key")
-	w.Bare.RequestSealed = nil
+	w.Bare.RequestSealed, w.Bare.SecretsSealed = nil, nil
 	ok(t, "put settings", s.PutSettings(ctx, w.SettingsA))
 	ok(t, "put settings", s.PutSettings(ctx, w.SettingsB))
 	ok(t, "replace tokens", s.ReplaceProviderTokens(ctx, ownerA, w.Tokens))
+	for _, sec := range w.Secrets {
+		ok(t, "create secret", s.CreateCustomSecret(ctx, ownerA, sec))
+	}
 	ok(t, "create sandbox", s.CreateSandbox(ctx, w.Sandbox))
 	createConversation(t, s, w.Conv)
 	createConversation(t, s, w.Bare)
@@ -70,6 +79,8 @@ func readSealedWorld(t *testing.T, s store.Store, like sealedWorld) sealedWorld 
 	ok(t, "get settings", err)
 	w.Tokens, err = s.ProviderTokens(ctx, ownerA)
 	ok(t, "get tokens", err)
+	w.Secrets, err = s.CustomSecrets(ctx, ownerA)
+	ok(t, "get secrets", err)
 	w.Sandbox, err = s.GetSandbox(ctx, ownerA, like.Sandbox.ID)
 	ok(t, "get sandbox", err)
 	v, err := s.GetConversation(ctx, ownerA, like.Conv.ID)
@@ -109,11 +120,17 @@ func testReseal(t *testing.T, s store.Store) {
 		expect.Tokens[i].TokenSealed = reseal(before.Tokens[i].TokenSealed)
 	}
 	expect.Sandbox.SessionKeySealed = reseal(before.Sandbox.SessionKeySealed)
+	expect.Secrets = slices.Clone(before.Secrets)
+	for i := range expect.Secrets {
+		expect.Secrets[i].ValueSealed = reseal(before.Secrets[i].ValueSealed)
+	}
 	expect.Conv.RequestSealed = reseal(before.Conv.RequestSealed)
+	expect.Conv.SecretsSealed = reseal(before.Conv.SecretsSealed)
 	after := readSealedWorld(t, s, before)
 	equal(t, "settings A", after.SettingsA, expect.SettingsA)
 	equal(t, "settings B", after.SettingsB, expect.SettingsB)
 	equal(t, "tokens", after.Tokens, expect.Tokens)
+	equal(t, "custom secrets", after.Secrets, expect.Secrets)
 	equal(t, "sandbox", after.Sandbox, expect.Sandbox)
 	equal(t, "conversation", after.Conv, expect.Conv)
 	equal(t, "conversation without a request", after.Bare, expect.Bare)

@@ -39,6 +39,8 @@ func Run(t *testing.T, f Factory) {
 		{"BootstrapConcurrent", testBootstrapConcurrent},
 		{"Settings", testSettings},
 		{"ProviderTokens", testProviderTokens},
+		{"CustomSecrets", testCustomSecrets},
+		{"CustomSecretPaging", testCustomSecretPaging},
 		{"Specs", testSpecs},
 		{"Sandboxes", testSandboxes},
 		{"SandboxListAndCount", testSandboxListAndCount},

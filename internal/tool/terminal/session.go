@@ -83,8 +83,9 @@ type Session struct {
 	mu      sync.Mutex // guards the fields below, so Close need not wait for Run
 	sh      *shell
 	closed  bool
-	command string // the command line last started
-	script  string // the script file of that command, removed when it ends
+	command string            // the command line last started
+	script  string            // the script file of that command, removed when it ends
+	env     map[string]string // what the commands get on top of the environment; see SetEnv
 }
 
 // ErrClosed is what Run reports after Close.
@@ -232,6 +233,9 @@ func (s *Session) Run(ctx context.Context, a tool.TerminalArgs, w Waits) tool.Re
 			note += " Its last output was:\n" + clip(out, s.opts.MaxOutputChars/2, s.opts.OutputDir, fin.dropped)
 		}
 		notes = append(notes, note)
+	}
+	if err := s.syncEnv(ctx, sh); err != nil {
+		return s.errorResult(a.Command, "The command was not run: the terminal could not set its environment variables ("+err.Error()+"). Try again.")
 	}
 	// Bash prompts after every line at the top level, blank and comment lines too, so only
 	// the command itself is sent.

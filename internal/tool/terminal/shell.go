@@ -74,6 +74,10 @@ type shell struct {
 	final   *finished     // the busy command's end, once its prompt came back
 	last    prompt        // the latest prompt
 	lastOut time.Time     // when output last arrived (or a command was sent)
+
+	// env are the variables set on top of the environment (see Session.SetEnv); only the Run
+	// in progress touches it.
+	env map[string]string
 }
 
 // startShell starts bash as opts say and waits for its first prompt.
