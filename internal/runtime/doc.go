@@ -7,7 +7,8 @@
 // its own environment before it starts any command.
 //
 // Routes: GET /alive and /health (probes), GET /api/identity, POST /api/command (one command,
-// out of band, not seen by the agent), POST /api/tools/{name} (a sandbox tool call for a
+// out of band, not seen by the agent), POST /api/command/stream (the same, with the output
+// sent as it comes), POST /api/tools/{name} (a sandbox tool call for a
 // conversation: terminal, file_editor, glob, grep; see package tool), and
 // DELETE /api/tools/sessions/{conversation_id} (end a conversation's terminal and edit
 // history, when the conversation is deleted).

@@ -99,6 +99,7 @@ func (s *Server) routes() {
 	s.mux.Handle("/health", only(http.MethodGet, s.handleHealth))
 	s.mux.Handle("/api/identity", only(http.MethodGet, s.handleIdentity))
 	s.mux.Handle("/api/command", only(http.MethodPost, s.handleCommand))
+	s.mux.Handle("/api/command/stream", only(http.MethodPost, s.handleCommandStream))
 	s.mux.Handle("/api/tools/{name}", only(http.MethodPost, s.handleTool))
 	s.mux.Handle("/api/tools/sessions/{conversation_id}", only(http.MethodDelete, s.handleCloseToolSession))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
