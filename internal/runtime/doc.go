@@ -11,5 +11,6 @@
 // sent as it comes), POST /api/tools/{name} (a sandbox tool call for a
 // conversation: terminal, file_editor, glob, grep; see package tool), and
 // DELETE /api/tools/sessions/{conversation_id} (end a conversation's terminal and edit
-// history, when the conversation is deleted).
+// history, when the conversation is deleted), and GET /api/git/channel (agentd's channel for
+// the sandbox's git requests; see gitrelay.go).
 package runtime
