@@ -20,6 +20,7 @@ import (
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/gitprovider"
+	"github.com/agentd/agentd/internal/gitproxy"
 	"github.com/agentd/agentd/internal/httpapi"
 	"github.com/agentd/agentd/internal/llm"
 	"github.com/agentd/agentd/internal/llm/anthropic"
@@ -52,6 +53,10 @@ type Options struct {
 	SandboxNow func() time.Time
 	// Sockets tune the API's WebSockets; the zero value is the defaults.
 	Sockets httpapi.SocketOptions
+	// GitRemotes resolve the repositories of conversations to their upstream and the
+	// credentials agentd adds there (gitprovider.Service); nil means the server offers no
+	// repositories, and a conversation on one is refused.
+	GitRemotes gitproxy.Remotes
 }
 
 // NewLLM makes a model client for cfg with the adapter of its provider: Anthropic messages,
@@ -177,6 +182,12 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if newLLM == nil {
 		newLLM = NewLLM
 	}
+	var git conversation.GitChannels // a nil interface, not a nil *gitproxy.Service
+	var gitService *gitproxy.Service
+	if o.GitRemotes != nil {
+		gitService = newGitProxy(a, o.GitRemotes, userHTTP, log)
+		git = gitService
+	}
 	a.Conversations = conversation.NewService(conversation.Options{
 		Store: st, Sandboxes: a.Sandboxes, Sealer: keyring, Logger: log,
 		StartTimeout: cfg.SandboxStartTimeout,
@@ -189,8 +200,15 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Runtimes: func(ctx context.Context, ownerID, sandboxID string) (conversation.Runtime, error) {
 			return a.Sandboxes.Client(ctx, ownerID, sandboxID)
 		},
+		Remotes: o.GitRemotes, Git: git,
+		Repository: conversation.RepositoryOptions{CloneTimeout: cfg.GitCloneTimeout, SetupTimeout: cfg.SetupScriptTimeout,
+			AuthorName: cfg.GitAuthorName, AuthorEmail: cfg.GitAuthorEmail},
 	})
 	a.closers = append(a.closers, func() error { a.Conversations.Close(); return nil })
+	if gitService != nil {
+		// Closed before the services its channels call.
+		a.closers = append(a.closers, func() error { gitService.Close(); return nil })
+	}
 	if err := a.Conversations.Resume(ctx); err != nil {
 		return nil, err
 	}
@@ -226,6 +244,30 @@ func New(ctx context.Context, o Options) (*App, error) {
 	a.handler = api
 	ok = true
 	return a, nil
+}
+
+// newGitProxy is the proxy of the sandboxes' git: their conversations' repositories, their
+// runtimes once running, and the user's URL policy for the provider's host.
+func newGitProxy(a *App, remotes gitproxy.Remotes, userHTTP func(context.Context, string) (*http.Client, error), log *slog.Logger) *gitproxy.Service {
+	return gitproxy.NewService(gitproxy.Options{
+		Remotes: remotes,
+		Repositories: func(ctx context.Context, ownerID, sandboxID string) ([]gitproxy.Repository, error) {
+			refs, err := a.Conversations.Repositories(ctx, ownerID, sandboxID)
+			out := make([]gitproxy.Repository, len(refs))
+			for i, r := range refs {
+				out[i] = gitproxy.Repository{Provider: r.Provider, Name: r.Name}
+			}
+			return out, err
+		},
+		Runtime: func(ctx context.Context, ownerID, sandboxID string) (*runtime.Client, error) {
+			if _, err := a.Sandboxes.WaitRunning(ctx, ownerID, sandboxID); err != nil {
+				return nil, err
+			}
+			return a.Sandboxes.Client(ctx, ownerID, sandboxID)
+		},
+		HTTP:   userHTTP,
+		Logger: log,
+	})
 }
 
 // Handler serves the HTTP API.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentd/agentd/internal/runtime"
 	"github.com/agentd/agentd/internal/sandbox"
 )
 
@@ -38,6 +39,11 @@ func (s *Service) run(ctx context.Context, ch *channel) error {
 		if errors.Is(err, sandbox.ErrNotFound) || (errors.As(err, &nr) && nr.Status != sandbox.StatusPaused) {
 			log.Debug("git channel ends with its sandbox", "err", err)
 			return err
+		}
+		var se *runtime.StatusError
+		if errors.As(err, &se) && se.StatusCode == http.StatusNotFound {
+			log.Warn("the sandbox's runtime has no git relay: it is older than this server", "err", err)
+			return errors.New("the sandbox's runtime is too old for git: start a new sandbox")
 		}
 		if err == nil {
 			wait = retryAfter // it was open: try again at once, or nearly

@@ -46,6 +46,8 @@ type Server struct {
 	autoCreate bool
 	// creating serialises the creations of Remote.
 	creating sync.Mutex
+	// hold, when set, stops the next pack sent after its bytes (see HoldPack).
+	hold *packHold
 }
 
 // Request is one request the server saw.
@@ -122,6 +124,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("WWW-Authenticate", `Basic realm="gittest"`)
 		http.Error(w, "Bad credentials", http.StatusUnauthorized)
 		return
+	}
+	if r.Method == http.MethodPost && service == "git-upload-pack" {
+		s.mu.Lock()
+		if s.hold != nil && s.hold.armed() {
+			w = &holdWriter{ResponseWriter: w, hold: s.hold, ctx: r.Context()}
+		}
+		s.mu.Unlock()
 	}
 	h := &cgi.Handler{
 		Path: s.git,
@@ -293,3 +302,66 @@ func (s *Server) Remote(_ context.Context, _, provider, repository string) (gitp
 		AuthorName: Author.Name, AuthorEmail: Author.Email,
 	}, nil
 }
+
+// HoldPack makes the next answer to a fetch that is larger than after bytes stop there, its
+// start sent, until release is called: a test sees a clone in the middle of receiving its
+// objects. held is closed once it has stopped.
+func (s *Server) HoldPack(after int64) (held <-chan struct{}, release func()) {
+	h := &packHold{after: after, held: make(chan struct{}), release: make(chan struct{})}
+	s.mu.Lock()
+	s.hold = h
+	s.mu.Unlock()
+	var once sync.Once
+	return h.held, func() { once.Do(func() { close(h.release) }) }
+}
+
+type packHold struct {
+	after   int64
+	held    chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	used    bool
+}
+
+func (h *packHold) armed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.used
+}
+
+// take reports whether this answer is the one to hold (the first past the bound).
+func (h *packHold) take() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.used {
+		return false
+	}
+	h.used = true
+	return true
+}
+
+// holdWriter passes an answer on until it has written hold.after bytes, then waits.
+type holdWriter struct {
+	http.ResponseWriter
+	hold    *packHold
+	ctx     context.Context
+	written int64
+	done    bool
+}
+
+func (w *holdWriter) Write(p []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(p)
+	w.written += int64(n)
+	if err == nil && !w.done && w.written >= w.hold.after && w.hold.take() {
+		w.done = true
+		http.NewResponseController(w.ResponseWriter).Flush()
+		close(w.hold.held)
+		select {
+		case <-w.hold.release:
+		case <-w.ctx.Done():
+		}
+	}
+	return n, err
+}
+
+func (w *holdWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
