@@ -67,14 +67,15 @@ func benchRepository(ctx context.Context, s *server, git *gittest.Server, files,
 	}
 	what := fmt.Sprintf("conversation on a repository of %d files, creation to READY", files)
 	const base = "`git clone` of it on the host"
-	return []row{
-			timeRow(what+", p50", 50, creates, clones, base),
-			timeRow(what+", p99", 99, creates, clones, base),
-		}, []string{"repository: creation to READY covers the sandbox's start (process backend), the opening of its git channel, " +
-			"the clone through the proxy (git http-backend's pack streamed through agentd and the runtime's relay), the checkout " +
-			"and the clone's configuration; the `git clone` beside it fetches straight from the same loopback server, " +
-			"which makes the pack anew for each clone."},
-		nil
+	rows := []row{
+		timeRow(what+", p50", 50, creates, clones, base),
+		timeRow(what+", p99", 99, creates, clones, base),
+	}
+	note := "repository: creation to READY covers the sandbox's start (process backend), the opening of its git channel, " +
+		"the clone through the proxy (git http-backend's pack streamed through agentd and the runtime's relay), the checkout " +
+		"and the clone's configuration; the `git clone` beside it fetches straight from the same loopback server, " +
+		"which makes the pack anew for each clone."
+	return rows, []string{note}, nil
 }
 
 // timeClone clones benchRepo into dir, as a user on the host would with the token, and
