@@ -17,15 +17,20 @@ import (
 // (a sub-conversation in its parent's sandbox, a resumed start) is kept as it is.
 func (s *Service) clone(ctx context.Context, t *StartTask, w *workspaceRepo) error {
 	parent, tmp := path.Dir(w.dir), ".agentd-clone-"+w.name
-	probe := "cd -- " + shellQuote(parent) + " && if [ -d " + shellQuote(w.name+"/.git") + " ]; then echo clone; elif [ -e " +
-		shellQuote(w.name) + " ]; then echo other; else echo none; fi"
-	res, err := w.rt.Run(ctx, runtime.CommandRequest{Command: probe, TimeoutSeconds: 60})
+	probe := "cd -- " + shellQuote(parent) + " && if [ -d " + shellQuote(w.name+"/.git") + " ]; then echo clone; git -C " +
+		shellQuote(w.name) + " remote get-url origin; elif [ -e " + shellQuote(w.name) + " ]; then echo other; else echo none; fi"
+	res, err := w.rt.Run(ctx, runtime.CommandRequest{Command: probe, TimeoutSeconds: 60, Env: gitEnv})
 	if err != nil {
 		return fmt.Errorf("look for a clone of %s: %w", w.remote.Repository, err)
 	}
-	switch strings.TrimSpace(res.Output) {
+	found, origin, _ := strings.Cut(strings.TrimSpace(res.Output), "\n")
+	switch found {
 	case "clone":
-		return nil
+		// The relay's port may have changed since; the path names the repository.
+		if strings.HasSuffix(strings.TrimSpace(origin), "/"+w.remote.Provider+"/"+w.remote.Repository+".git") {
+			return nil
+		}
+		return &RepositoryError{Msg: fmt.Sprintf("the workspace has %s already, a clone of another repository than %s", w.name, w.remote.Repository)}
 	case "other":
 		return &RepositoryError{Msg: fmt.Sprintf("the workspace has %s already, and it is not a clone of %s", w.name, w.remote.Repository)}
 	}

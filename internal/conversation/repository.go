@@ -115,6 +115,9 @@ func (s *Service) prepareRepository(ctx context.Context, t *StartTask) error {
 	if s.o.Remotes == nil || s.o.Git == nil {
 		return &RepositoryError{Msg: ErrNoRepositories.Error()}
 	}
+	// A clone and a setup script may take long: the sandbox is in use meanwhile, never idle.
+	release := s.o.Sandboxes.Hold(t.SandboxID)
+	defer release()
 	t.Status, t.Detail = TaskPreparingRepository, "Cloning "+repo
 	if err := s.saveTask(ctx, t); err != nil {
 		return err

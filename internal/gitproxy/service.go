@@ -122,7 +122,7 @@ func (s *Service) keep(ownerID, sandboxID string) *channel {
 	return ch
 }
 
-// match returns the repository of the sandbox's conversations that t names, if any.
+// match reports whether t names a repository of the sandbox's conversations.
 func (s *Service) match(ctx context.Context, ownerID, sandboxID string, t target) (bool, error) {
 	repos, err := s.o.Repositories(ctx, ownerID, sandboxID)
 	if err != nil {

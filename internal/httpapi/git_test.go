@@ -233,3 +233,39 @@ func TestRepositoriesNotConfigured(t *testing.T) {
 	}
 	e.startConversation(alice, map[string]any{}) // without a repository it starts as ever
 }
+
+// TestRepositorySubConversation: a sub-conversation in its parent's sandbox works on the
+// parent's clone without cloning again; one on another repository of the same name is
+// refused rather than given the parent's clone.
+func TestRepositorySubConversation(t *testing.T) {
+	srv := gittest.Start(t, gitToken)
+	for _, repo := range []string{"octo/small", "other/small"} {
+		if err := srv.Create(repo, gittest.Commit{Files: map[string]string{"README.md": repo + "\n"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEnvGit(t, srv)
+	_, alice := e.newUser("alice")
+	parent := e.waitTaskReady(alice, e.startConversation(alice, map[string]any{"selected_repository": "octo/small"}).ID)
+	fetches := func() (n int) {
+		for _, r := range srv.Requests() {
+			if r.Method == "POST" && r.Service == "git-upload-pack" {
+				n++
+			}
+		}
+		return n
+	}
+	before := fetches()
+	child := e.waitTaskReady(alice, e.startConversation(alice, map[string]any{"parent_conversation_id": parent}).ID)
+	if got := e.getConversation(alice, child); strOf(got.SelectedRepository) != "octo/small" {
+		t.Fatalf("the sub-conversation's repository: %q", strOf(got.SelectedRepository))
+	}
+	if n := fetches(); n != before {
+		t.Errorf("the sub-conversation fetched again (%d fetches, %d before)", n, before)
+	}
+	other := e.startConversation(alice, map[string]any{"parent_conversation_id": parent, "selected_repository": "other/small"})
+	failed := e.waitTask(alice, other.ID, "ERROR")
+	if want := "the workspace has small already, a clone of another repository than other/small"; strOf(failed.Detail) != want {
+		t.Fatalf("detail %q, want %q", strOf(failed.Detail), want)
+	}
+}
