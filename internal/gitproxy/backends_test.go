@@ -29,9 +29,16 @@ var backendCases = []backendCase{
 	{"process", newProcess, func() sandbox.Spec { return sandboxtest.RuntimeSpec("git") }},
 	// No network at all: git reaches the relay on the sandbox's own loopback, and the relay
 	// reaches agentd through the channel agentd opened.
-	{"bwrap", newBwrap, func() sandbox.Spec {
+	{"bwrap-none", newBwrap, func() sandbox.Spec {
 		s := sandboxtest.RuntimeSpec("git")
 		s.Network = sandbox.NetworkNone
+		return s
+	}},
+	// The default network, which refuses the host's addresses: the loopback is the
+	// sandbox's own all the same.
+	{"bwrap-egress", newBwrap, func() sandbox.Spec {
+		s := sandboxtest.RuntimeSpec("git")
+		s.Network = sandbox.NetworkEgress
 		return s
 	}},
 }
