@@ -21,18 +21,18 @@ func (s *Service) clone(ctx context.Context, t *StartTask, w *workspaceRepo) err
 		shellQuote(w.name) + " remote get-url origin; elif [ -e " + shellQuote(w.name) + " ]; then echo other; else echo none; fi"
 	res, err := w.rt.Run(ctx, runtime.CommandRequest{Command: probe, TimeoutSeconds: 60, Env: gitEnv})
 	if err != nil {
-		return fmt.Errorf("look for a clone of %s: %w", w.remote.Repository, err)
+		return fmt.Errorf("look for a clone of %s: %w", w.repo, err)
 	}
 	found, origin, _ := strings.Cut(strings.TrimSpace(res.Output), "\n")
 	switch found {
 	case "clone":
 		// The relay's port may have changed since; the path names the repository.
-		if strings.HasSuffix(strings.TrimSpace(origin), "/"+w.remote.Provider+"/"+w.remote.Repository+".git") {
+		if strings.HasSuffix(strings.TrimSpace(origin), "/"+w.provider+"/"+w.repo+".git") {
 			return nil
 		}
-		return &RepositoryError{Msg: fmt.Sprintf("the workspace has %s already, a clone of another repository than %s", w.name, w.remote.Repository)}
+		return &RepositoryError{Msg: fmt.Sprintf("the workspace has %s already, a clone of another repository than %s", w.name, w.repo)}
 	case "other":
-		return &RepositoryError{Msg: fmt.Sprintf("the workspace has %s already, and it is not a clone of %s", w.name, w.remote.Repository)}
+		return &RepositoryError{Msg: fmt.Sprintf("the workspace has %s already, and it is not a clone of %s", w.name, w.repo)}
 	}
 
 	args := "git clone --progress"
@@ -49,24 +49,24 @@ func (s *Service) clone(ctx context.Context, t *StartTask, w *workspaceRepo) err
 	res, err = w.rt.RunStream(ctx, runtime.CommandRequest{Command: cmd, TimeoutSeconds: timeoutSeconds(timeout), Env: gitEnv},
 		func(out string) {
 			if p, changed := progress.feed(out); changed {
-				t.Detail = "Cloning " + w.remote.Repository + ": " + p
+				t.Detail = "Cloning " + w.repo + ": " + p
 				if err := s.saveTask(ctx, t); err != nil {
 					s.log.Warn("save clone progress", "task_id", t.ID, "err", err)
 				}
 			}
 		})
 	if err != nil {
-		return fmt.Errorf("clone %s: %w", w.remote.Repository, err)
+		return fmt.Errorf("clone %s: %w", w.repo, err)
 	}
 	switch {
 	case res.TimedOut:
-		return &RepositoryError{Msg: fmt.Sprintf("cloning %s took longer than %v", w.remote.Repository, timeout)}
+		return &RepositoryError{Msg: fmt.Sprintf("cloning %s took longer than %v", w.repo, timeout)}
 	case res.ExitCode == 0:
 		return nil
 	case w.branch != "" && missingBranch.MatchString(res.Output):
-		return &RepositoryError{Msg: fmt.Sprintf("branch %q not found in %s", w.branch, w.remote.Repository)}
+		return &RepositoryError{Msg: fmt.Sprintf("branch %q not found in %s", w.branch, w.repo)}
 	}
-	return &RepositoryError{Msg: "cloning " + w.remote.Repository + " failed: " + cloneFailure(res.Output)}
+	return &RepositoryError{Msg: "cloning " + w.repo + " failed: " + cloneFailure(res.Output)}
 }
 
 // defaultRepositoryTimeout bounds a clone and a setup script that the options leave open.

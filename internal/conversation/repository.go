@@ -93,7 +93,9 @@ func (s *Service) Repositories(ctx context.Context, ownerID, sandboxID string) (
 // workspaceRepo is a conversation's repository as its start prepares it.
 type workspaceRepo struct {
 	remote gitprovider.Remote
-	branch string
+	// provider and repo name the repository in the proxy's path.
+	provider, repo string
+	branch         string
 	// dir is the clone's directory in the sandbox, name its last element.
 	dir, name string
 	// url is the remote as git in the sandbox sees it.
@@ -190,10 +192,15 @@ func (s *Service) resolveRepository(ctx context.Context, t *StartTask, repo, pro
 	if err != nil {
 		return nil, fmt.Errorf("reach the sandbox: %w", err)
 	}
+	// The path names the repository as the conversation does, which is what the proxy
+	// matches it against; the provider the conversation names, else the one that has it.
+	if provider == "" {
+		provider = remote.Provider
+	}
 	return &workspaceRepo{
-		remote: remote, branch: branch, name: name, rt: rt,
+		remote: remote, branch: branch, name: name, rt: rt, provider: provider, repo: repo,
 		dir: path.Join(sb.Instance.Workspace, name),
-		url: strings.TrimRight(base, "/") + "/" + remote.Provider + "/" + remote.Repository + ".git",
+		url: strings.TrimRight(base, "/") + "/" + provider + "/" + repo + ".git",
 	}, nil
 }
 
@@ -223,7 +230,7 @@ func (s *Service) configureClone(ctx context.Context, ownerID string, w *workspa
 		return err
 	}
 	if res.ExitCode != 0 {
-		return &RepositoryError{Msg: "configuring the clone of " + w.remote.Repository + " failed: " + lastLines(res.Output, 3)}
+		return &RepositoryError{Msg: "configuring the clone of " + w.repo + " failed: " + lastLines(res.Output, 3)}
 	}
 	return nil
 }
@@ -258,7 +265,7 @@ func (w *workspaceRepo) run(ctx context.Context, cmd string, timeout time.Durati
 	res, err := w.rt.Run(ctx, runtime.CommandRequest{Command: "cd -- " + shellQuote(w.dir) + " && " + cmd,
 		TimeoutSeconds: timeoutSeconds(timeout), Env: gitEnv})
 	if err != nil {
-		return runtime.CommandResult{}, fmt.Errorf("in %s: %w", w.remote.Repository, err)
+		return runtime.CommandResult{}, fmt.Errorf("in %s: %w", w.repo, err)
 	}
 	return res, nil
 }

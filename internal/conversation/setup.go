@@ -118,7 +118,7 @@ func (w *workspaceRepo) installPreCommitHook(ctx context.Context) error {
 		return fmt.Errorf("install the pre-commit hook: %w", err)
 	}
 	if res.ExitCode != 0 {
-		return &RepositoryError{Msg: "installing the pre-commit hook of " + w.remote.Repository + " failed: " + lastLines(res.Output, 3)}
+		return &RepositoryError{Msg: "installing the pre-commit hook of " + w.repo + " failed: " + lastLines(res.Output, 3)}
 	}
 	return nil
 }

@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/agentd/agentd/internal/gitproxy/gittest"
 	"github.com/agentd/agentd/internal/llm/llmtest"
+	"github.com/agentd/agentd/internal/sandbox/hostproc"
 )
 
 // gitToken is the provider token of the git tests: it must appear nowhere but upstream.
@@ -184,11 +186,32 @@ func checkNoToken(t *testing.T, e *env, c *agentConv, ws string) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal(err)
 	}
-	// Under the process backend a sandbox sees every process of the host: the token is in
-	// none of their environments.
-	env := e.run(c.key, c.sandboxID, `for f in /proc/[0-9]*/environ; do cat "$f" 2>/dev/null; done; true`)
-	if strings.Contains(env, gitToken) {
-		t.Error("the environment of a process holds the token")
+	// What every process of the sandbox (the runtime's session) was started with.
+	runtimePID := e.runtimePID(c.sandboxID)
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs := 0
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := hostproc.ReadStat(pid); err != nil || st.Session != runtimePID {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "environ"))
+		if err != nil {
+			continue // it exited meanwhile
+		}
+		procs++
+		if strings.Contains(string(b), gitToken) {
+			t.Errorf("the environment of the sandbox's process %d holds the token", pid)
+		}
+	}
+	if procs < 2 {
+		t.Errorf("found %d processes of the sandbox (the runtime and the agent's shell at least)", procs)
 	}
 }
 
