@@ -183,10 +183,12 @@ func New(ctx context.Context, o Options) (*App, error) {
 		newLLM = NewLLM
 	}
 	var git conversation.GitChannels // a nil interface, not a nil *gitproxy.Service
-	var gitService *gitproxy.Service
 	if o.GitRemotes != nil {
-		gitService = newGitProxy(a, o.GitRemotes, userHTTP, log)
+		gitService := newGitProxy(a, o.GitRemotes, userHTTP, log)
 		git = gitService
+		// Closed after the conversations, whose start tasks open channels, and before the
+		// sandboxes and the store, which its channels use.
+		a.closers = append(a.closers, func() error { gitService.Close(); return nil })
 	}
 	a.Conversations = conversation.NewService(conversation.Options{
 		Store: st, Sandboxes: a.Sandboxes, Sealer: keyring, Logger: log,
@@ -205,10 +207,6 @@ func New(ctx context.Context, o Options) (*App, error) {
 			AuthorName: cfg.GitAuthorName, AuthorEmail: cfg.GitAuthorEmail},
 	})
 	a.closers = append(a.closers, func() error { a.Conversations.Close(); return nil })
-	if gitService != nil {
-		// Closed before the services its channels call.
-		a.closers = append(a.closers, func() error { gitService.Close(); return nil })
-	}
 	if err := a.Conversations.Resume(ctx); err != nil {
 		return nil, err
 	}
