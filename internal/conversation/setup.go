@@ -49,17 +49,14 @@ func (s *Service) runSetupScript(ctx context.Context, c Conversation, w *workspa
 		return fmt.Errorf("setup script: %w", err)
 	}
 	out := clipMiddle(res.Output, maxSetupOutput)
-	lines := []string{strings.TrimRight(out, "\n")}
-	switch {
-	case res.TimedOut:
-		lines = append(lines, fmt.Sprintf("[The setup script was stopped after %v.]", timeout))
-	default:
-		lines = append(lines, fmt.Sprintf("[Command finished with exit code %d]", res.ExitCode))
+	note := fmt.Sprintf("\n[Command finished with exit code %d]", res.ExitCode)
+	if res.TimedOut {
+		note = fmt.Sprintf("\n[The setup script was stopped after %v.]", timeout)
 	}
-	text := strings.TrimLeft(strings.Join(lines, "\n"), "\n")
+	text := strings.TrimLeft(strings.TrimRight(out, "\n")+note, "\n")
 	obs := tool.TerminalObservation{
 		Kind: tool.KindTerminal, Command: setupCommand, ExitCode: res.ExitCode, Timeout: res.TimedOut,
-		Metadata: tool.TerminalMetadata{ExitCode: res.ExitCode, PID: -1, WorkingDir: w.dir},
+		Metadata: tool.TerminalMetadata{ExitCode: res.ExitCode, PID: -1, WorkingDir: w.dir, Suffix: note},
 		Content:  tool.Content(out), IsError: res.ExitCode != 0,
 	}
 	if res.ExitCode != 0 {

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,7 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/gitproxy/gittest"
 	"github.com/agentd/agentd/internal/llm/llmtest"
 	"github.com/agentd/agentd/internal/sandbox/hostproc"
@@ -290,5 +293,35 @@ func TestRepositorySubConversation(t *testing.T) {
 	failed := e.waitTask(alice, other.ID, "ERROR")
 	if want := "the workspace has small already, a clone of another repository than other/small"; strOf(failed.Detail) != want {
 		t.Fatalf("detail %q, want %q", strOf(failed.Detail), want)
+	}
+}
+
+// TestRepositorySetupTimeout: a setup script that runs past its bound is stopped, says so in
+// its observation, and the conversation starts anyway.
+func TestRepositorySetupTimeout(t *testing.T) {
+	srv := gittest.Start(t, gitToken)
+	if err := srv.Create("octo/slow", gittest.Commit{Files: map[string]string{".openhands/setup.sh": "echo starting\nsleep 600\n"}}); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvGit(t, srv, func(c *config.Config) { c.SetupScriptTimeout = time.Second })
+	_, alice := e.newUser("alice")
+	id := e.waitTaskReady(alice, e.startConversation(alice, map[string]any{"selected_repository": "octo/slow"}).ID)
+	conv := e.getConversation(alice, id)
+	c := &agentConv{e: e, key: alice, id: id, sandboxID: conv.SandboxID, url: *conv.ConversationURL, sessionKey: *conv.SessionAPIKey}
+	evs := c.events()
+	if len(evs) < 2 || evs[1].Kind != "ObservationEvent" {
+		t.Fatalf("events %q", labels(evs))
+	}
+	var obs struct {
+		Timeout  bool `json:"timeout"`
+		Metadata struct {
+			Suffix string `json:"suffix"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(evs[1].Observation, &obs); err != nil {
+		t.Fatal(err)
+	}
+	if out := observationText(evs[1]); out != "starting\n" || !obs.Timeout || !strings.Contains(obs.Metadata.Suffix, "stopped after 1s") {
+		t.Fatalf("the setup script's observation: %q, %+v", out, obs)
 	}
 }
