@@ -36,6 +36,8 @@ type options struct {
 	steps         int
 	logs          int
 	events        int
+	repoFiles     int
+	repoRounds    int
 }
 
 func main() {
@@ -51,10 +53,12 @@ func main() {
 	flag.IntVar(&o.steps, "steps", 300, "agent steps to time per tool")
 	flag.IntVar(&o.logs, "logs", 200, "conversations whose event logs the memory figure stores")
 	flag.IntVar(&o.events, "events", 500, "events per conversation of the memory figure")
+	flag.IntVar(&o.repoFiles, "repo-files", 3000, "files of the repository that conversations are started on")
+	flag.IntVar(&o.repoRounds, "repo-rounds", 10, "conversations on a repository to time")
 	flag.Parse()
 	if o.starts < 1 || o.cycles < 1 || o.many < 1 || o.conversations < 1 || o.clients < 1 || o.duration <= 0 ||
-		o.steps < 2 || o.logs < 1 || o.events < 1 {
-		fmt.Fprintln(os.Stderr, "agentd-bench: -starts, -cycles, -many, -conversations, -clients, -duration, -steps, -logs and -events must be positive")
+		o.steps < 2 || o.logs < 1 || o.events < 1 || o.repoFiles < 1 || o.repoRounds < 1 {
+		fmt.Fprintln(os.Stderr, "agentd-bench: -starts, -cycles, -many, -conversations, -clients, -duration, -steps, -logs, -events, -repo-files and -repo-rounds must be positive")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -96,7 +100,13 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv, err := startServer(ctx, bin, filepath.Join(tmp, "data"), o.clients, logw)
+	progress("making a repository of %d files", o.repoFiles)
+	git, err := startGit(filepath.Join(tmp, "git"), o.repoFiles)
+	if err != nil {
+		return err
+	}
+	defer git.Close()
+	srv, err := startServer(ctx, bin, filepath.Join(tmp, "data"), o.clients, logw, git)
 	if err != nil {
 		return err
 	}
@@ -110,8 +120,16 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 	}
 	rep.rows = append(rep.rows, rows...)
 
+	progress("timing %d conversations on a repository of %d files", o.repoRounds, o.repoFiles)
+	rows, notes, err := benchRepository(ctx, srv, git, o.repoFiles, o.repoRounds, tmp)
+	if err != nil {
+		return err
+	}
+	rep.rows = append(rep.rows, rows...)
+	rep.notes = append(rep.notes, notes...)
+
 	progress("timing %d pause/resume cycles", o.cycles)
-	rows, notes, err := benchPause(ctx, srv, o.cycles)
+	rows, notes, err = benchPause(ctx, srv, o.cycles)
 	if err != nil {
 		return err
 	}

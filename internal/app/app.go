@@ -21,6 +21,7 @@ import (
 	"github.com/agentd/agentd/internal/customsecret"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/gitprovider"
+	"github.com/agentd/agentd/internal/gitproxy"
 	"github.com/agentd/agentd/internal/httpapi"
 	"github.com/agentd/agentd/internal/llm"
 	"github.com/agentd/agentd/internal/llm/anthropic"
@@ -54,6 +55,9 @@ type Options struct {
 	SandboxNow func() time.Time
 	// Sockets tune the API's WebSockets; the zero value is the defaults.
 	Sockets httpapi.SocketOptions
+	// GitRemotes resolve the repositories of conversations to their upstream and the
+	// credentials agentd adds there; nil means the users' git providers (gitprovider.Service).
+	GitRemotes gitproxy.Remotes
 }
 
 // NewLLM makes a model client for cfg with the adapter of its provider: Anthropic messages,
@@ -194,6 +198,16 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if newLLM == nil {
 		newLLM = NewLLM
 	}
+	// Conversations' repositories are the users' providers' unless a caller (a test) sets
+	// another resolver.
+	remotes := o.GitRemotes
+	if remotes == nil {
+		remotes = gitProviders
+	}
+	git := newGitProxy(a, remotes, userHTTP, log)
+	// Closed after the conversations, whose start tasks open channels, and before the
+	// sandboxes and the store, which its channels use.
+	a.closers = append(a.closers, func() error { git.Close(); return nil })
 	a.Conversations = conversation.NewService(conversation.Options{
 		Store: st, Sandboxes: a.Sandboxes, Sealer: keyring, Logger: log,
 		StartTimeout: cfg.SandboxStartTimeout,
@@ -219,6 +233,9 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Runtimes: func(ctx context.Context, ownerID, sandboxID string) (conversation.Runtime, error) {
 			return a.Sandboxes.Client(ctx, ownerID, sandboxID)
 		},
+		Remotes: remotes, Git: git,
+		Repository: conversation.RepositoryOptions{CloneTimeout: cfg.GitCloneTimeout, SetupTimeout: cfg.SetupScriptTimeout,
+			AuthorName: cfg.GitAuthorName, AuthorEmail: cfg.GitAuthorEmail},
 	})
 	a.closers = append(a.closers, func() error { a.Conversations.Close(); return nil })
 	if err := a.Conversations.Resume(ctx); err != nil {
@@ -258,6 +275,30 @@ func New(ctx context.Context, o Options) (*App, error) {
 	a.handler = api
 	ok = true
 	return a, nil
+}
+
+// newGitProxy is the proxy of the sandboxes' git: their conversations' repositories, their
+// runtimes once running, and the user's URL policy for the provider's host.
+func newGitProxy(a *App, remotes gitproxy.Remotes, userHTTP func(context.Context, string) (*http.Client, error), log *slog.Logger) *gitproxy.Service {
+	return gitproxy.NewService(gitproxy.Options{
+		Remotes: remotes,
+		Repositories: func(ctx context.Context, ownerID, sandboxID string) ([]gitproxy.Repository, error) {
+			refs, err := a.Conversations.Repositories(ctx, ownerID, sandboxID)
+			out := make([]gitproxy.Repository, len(refs))
+			for i, r := range refs {
+				out[i] = gitproxy.Repository{Provider: r.Provider, Name: r.Name}
+			}
+			return out, err
+		},
+		Runtime: func(ctx context.Context, ownerID, sandboxID string) (*runtime.Client, error) {
+			if _, err := a.Sandboxes.WaitRunning(ctx, ownerID, sandboxID); err != nil {
+				return nil, err
+			}
+			return a.Sandboxes.Client(ctx, ownerID, sandboxID)
+		},
+		HTTP:   userHTTP,
+		Logger: log,
+	})
 }
 
 // Handler serves the HTTP API.

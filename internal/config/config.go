@@ -88,6 +88,14 @@ type Config struct {
 	// SandboxUID is the unprivileged host uid and gid of every sandbox's processes (bwrap,
 	// docker). It is never 0.
 	SandboxUID int
+	// GitCloneTimeout bounds the clone of a conversation's repository, SetupScriptTimeout
+	// its .openhands/setup.sh.
+	GitCloneTimeout    time.Duration
+	SetupScriptTimeout time.Duration
+	// GitAuthorName and GitAuthorEmail are the author of the agents' commits for users
+	// whose settings and git provider name none.
+	GitAuthorName  string
+	GitAuthorEmail string
 }
 
 // SpecConfig is a sandbox spec in the config file.
@@ -226,6 +234,18 @@ func Options() []Option {
 		{Flag: "sandbox-uid", Env: []string{"AGENTD_SANDBOX_UID"}, File: "sandbox_uid", Default: "2000000000",
 			Doc: "Host uid and gid that the processes of every bwrap and docker sandbox run as: unprivileged, never 0, and used by nothing else on the machine. Files that sandboxes create in their workspaces belong to it.",
 			set: func(c *Config, v string) error { return setInt(&c.SandboxUID, v) }},
+		{Flag: "git-clone-timeout", Env: []string{"AGENTD_GIT_CLONE_TIMEOUT"}, File: "git_clone_timeout", Default: "10m",
+			Doc: "How long the clone of a conversation's repository may take before its start fails; at most 1h.",
+			set: func(c *Config, v string) error { return setDuration(&c.GitCloneTimeout, v) }},
+		{Flag: "setup-script-timeout", Env: []string{"AGENTD_SETUP_SCRIPT_TIMEOUT"}, File: "setup_script_timeout", Default: "10m",
+			Doc: "How long a repository's .openhands/setup.sh may run when its conversation starts; it is stopped then, and the conversation starts anyway (as in OpenHands, which allows 600 s). At most 1h.",
+			set: func(c *Config, v string) error { return setDuration(&c.SetupScriptTimeout, v) }},
+		{Flag: "git-author-name", Env: []string{"AGENTD_GIT_AUTHOR_NAME"}, File: "git_author_name", Default: "openhands",
+			Doc: "Author name of the commits agents make in a repository, for users whose settings (git_user_name) and git provider name none; the provider's login comes first.",
+			set: func(c *Config, v string) error { c.GitAuthorName = strings.TrimSpace(v); return nil }},
+		{Flag: "git-author-email", Env: []string{"AGENTD_GIT_AUTHOR_EMAIL"}, File: "git_author_email", Default: "openhands@all-hands.dev",
+			Doc: "Author e-mail of those commits, for users whose settings (git_user_email) and git provider name none.",
+			set: func(c *Config, v string) error { c.GitAuthorEmail = strings.TrimSpace(v); return nil }},
 		{Flag: "log-level", Env: []string{"AGENTD_LOG_LEVEL"}, File: "log_level", Default: "info",
 			Doc: "Log level: debug, info, warn or error.",
 			set: func(c *Config, v string) error { c.LogLevel = v; return nil }},
@@ -432,6 +452,13 @@ func (c *Config) validate() error {
 	}
 	if c.TerminalMaxWait <= 0 {
 		errs = append(errs, errors.New("terminal max wait must be positive"))
+	}
+	// The runtime runs no command for longer than an hour.
+	if c.GitCloneTimeout <= 0 || c.GitCloneTimeout > time.Hour {
+		errs = append(errs, errors.New("git clone timeout must be positive and at most 1h"))
+	}
+	if c.SetupScriptTimeout <= 0 || c.SetupScriptTimeout > time.Hour {
+		errs = append(errs, errors.New("setup script timeout must be positive and at most 1h"))
 	}
 	seen := map[string]bool{}
 	for i, s := range c.Specs {

@@ -27,9 +27,12 @@ var ErrAlreadyRunning = errors.New("the conversation's agent is already running"
 // ErrNotReady: the conversation is still starting (or failed to start).
 var ErrNotReady = errors.New("the conversation is not ready")
 
-// Runtime is what the runner needs of a sandbox's runtime: running tools.
+// Runtime is what the service needs of a sandbox's runtime: running tools, and commands of
+// its own (a conversation's start prepares its repository with them).
 type Runtime interface {
 	RunTool(ctx context.Context, name string, req runtime.ToolRequest) (tool.Result, error)
+	Run(ctx context.Context, req runtime.CommandRequest) (runtime.CommandResult, error)
+	RunStream(ctx context.Context, req runtime.CommandRequest, onOutput func(string)) (runtime.CommandResult, error)
 }
 
 // AgentOptions tune the agent loop for every conversation (tests shorten them).
@@ -218,7 +221,7 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 	}
 	a := agent.New(agent.Options{
 		Config: cfg, LLM: client, Metrics: metrics, Logger: log,
-		Tools:          &sandboxTools{s: s, conv: v.Conversation},
+		Tools: &sandboxTools{s: s, conv: v.Conversation, git: deref(v.SelectedRepository) != ""},
 		Log:            &runnerLog{s: s, conv: v.Conversation},
 		PauseRequested: l.pause.Load,
 		Now:            s.o.Now, NewID: s.o.NewEventID,
@@ -300,6 +303,9 @@ func (s *Service) record(ctx context.Context, c Conversation, evs []event.Event)
 type sandboxTools struct {
 	s    *Service
 	conv Conversation
+	// git: the conversation works on a repository, so its sandbox's git channel is kept
+	// open (after a restart of agentd, from the first tool call on).
+	git bool
 }
 
 func (t *sandboxTools) Run(ctx context.Context, name string, args json.RawMessage) (tool.Result, error) {
@@ -316,6 +322,9 @@ func (t *sandboxTools) Run(ctx context.Context, name string, args json.RawMessag
 	rt, err := t.s.o.Runtimes(ctx, ownerID, sandboxID)
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("reach the sandbox: %w", err)
+	}
+	if t.git && t.s.o.Git != nil {
+		t.s.o.Git.Keep(ownerID, sandboxID)
 	}
 	req := runtime.ToolRequest{ConversationID: t.conv.ID, Arguments: args}
 	if name == tool.Terminal {

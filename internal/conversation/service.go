@@ -82,6 +82,12 @@ type Options struct {
 	// provider token; MicroagentConversations leaves out conversations whose last one is
 	// not. nil keeps them all.
 	PullRequestOpen func(ctx context.Context, ownerID, provider, repository string, number int) (bool, error)
+	// Remotes resolve the conversations' repositories upstream and Git opens the sandboxes'
+	// git channels (see repository.go); with either nil, a conversation on a repository is
+	// refused (ErrNoRepositories). Repository tunes the repository steps of a start.
+	Remotes    Remotes
+	Git        GitChannels
+	Repository RepositoryOptions
 }
 
 // Service creates conversations and runs their start tasks in the background. Start tasks are
@@ -228,6 +234,9 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 		r.InitialText, r.ImageURLs = rp.Text, rp.ImageURLs
 	} else if _, _, err := s.resolveLLM(ctx, ownerID, r.LLMModel); err != nil {
 		return View{}, StartTask{}, err
+	}
+	if deref(r.SelectedRepository) != "" && (s.o.Remotes == nil || s.o.Git == nil) {
+		return View{}, StartTask{}, ErrNoRepositories
 	}
 	if r.SandboxID != "" {
 		if _, err := s.o.Sandboxes.Get(ctx, ownerID, r.SandboxID); errors.Is(err, sandbox.ErrNotFound) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/gitprovider/providertest"
+	"github.com/agentd/agentd/internal/gitproxy/gittest"
 	"github.com/agentd/agentd/internal/httpapi"
 	"github.com/agentd/agentd/internal/sandbox/process"
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
@@ -46,6 +48,29 @@ type env struct {
 	providers map[string]*providertest.Server
 	tokens    map[[2]string]string // API key, provider → the token stored for that user
 	repos     map[string]bool      // provider/repository made at the doubles
+	// git is the git provider of the conversations' repositories; nil means the server
+	// offers none.
+	git *gittest.Server
+	// logs holds what the server logged.
+	logs *logBuffer
+}
+
+// logBuffer collects the server's log.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // offsetClock is the real time plus an offset that a test moves forward, so that a test
@@ -69,7 +94,17 @@ func (c *offsetClock) Advance(d time.Duration) {
 
 type envOption func(*config.Config)
 
+// newEnv starts a server whose git provider makes any repository a conversation names.
 func newEnv(t *testing.T, opts ...envOption) *env {
+	t.Helper()
+	git := gittest.Start(t, "ghp_default-provider-token-0123456789")
+	git.AutoCreate()
+	return newEnvGit(t, git, opts...)
+}
+
+// newEnvGit starts a server with git as the git provider of its conversations' repositories
+// (nil: none).
+func newEnvGit(t *testing.T, git *gittest.Server, opts ...envOption) *env {
 	t.Helper()
 	// A short directory: sandbox socket paths under it must fit a unix socket address.
 	dir := sandboxtest.ShortDir(t)
@@ -93,7 +128,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		o(&cfg)
 	}
 	e := &env{t: t, cfg: cfg, sandboxClock: &offsetClock{}, providers: providers,
-		tokens: map[[2]string]string{}, repos: map[string]bool{}}
+		tokens: map[[2]string]string{}, repos: map[string]bool{}, git: git, logs: &logBuffer{}}
 	// The HTTP server and listener are agentd serve's own, around a handler a restart swaps.
 	e.srv = httptest.NewUnstartedServer(nil)
 	e.srv.Config = httpapi.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -130,9 +165,14 @@ func (e *env) newBackend() *process.Backend {
 func (e *env) start() {
 	e.t.Helper()
 	e.backend = e.newBackend()
-	a, err := app.New(context.Background(), app.Options{Config: e.cfg, Backend: e.backend, Version: "test",
+	o := app.Options{Config: e.cfg, Backend: e.backend, Version: "test",
 		LLMRetry: fastRetry, Agent: e.agent, SandboxWatchInterval: 100 * time.Millisecond,
-		SandboxNow: e.sandboxClock.Now, Sockets: e.sockets})
+		SandboxNow: e.sandboxClock.Now, Sockets: e.sockets,
+		Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	if e.git != nil {
+		o.GitRemotes = e.git
+	}
+	a, err := app.New(context.Background(), o)
 	if err != nil {
 		e.backend.Close()
 		e.t.Fatal(err)

@@ -66,6 +66,8 @@ func mapError(err error) (status int, body any, internal bool) {
 		return http.StatusForbidden, detail("Admin rights required"), false
 	case errors.Is(err, auth.ErrConflict):
 		return http.StatusConflict, detail("A user with that name already exists"), false
+	case errors.Is(err, conversation.ErrNoRepositories):
+		return http.StatusBadRequest, detail("Repositories are not configured on this server: a conversation cannot work on one"), false
 	case errors.Is(err, conversation.ErrNoLLM):
 		return http.StatusBadRequest, detail(clientMessage(err, "No usable LLM settings")), false
 	case errors.Is(err, conversation.ErrAlreadyRunning):

@@ -1,292 +1,318 @@
 package httpapi_test
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"net/http"
-	"net/http/httptest"
-	"reflect"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/internal/config"
-	"github.com/agentd/agentd/internal/gitprovider/providertest"
-	"github.com/agentd/agentd/internal/wire"
+	"github.com/agentd/agentd/internal/gitproxy/gittest"
+	"github.com/agentd/agentd/internal/llm/llmtest"
+	"github.com/agentd/agentd/internal/sandbox/hostproc"
 )
 
-// wantStatusDetail fails unless the answer has the status and a detail holding every part.
-func wantStatusDetail(t *testing.T, status int, body []byte, wantStatus int, parts ...string) {
+// gitToken is the provider token of the git tests: it must appear nowhere but upstream.
+const gitToken = "ghp_e2eGitTokenMustNeverShow0123456789"
+
+// manyFiles are n files of random (incompressible) content, so that a clone of them takes a
+// pack of a few hundred KiB.
+func manyFiles(t *testing.T, n int) map[string]string {
 	t.Helper()
-	if status != wantStatus {
-		t.Fatalf("status %d body %s, want %d", status, body, wantStatus)
+	files := map[string]string{}
+	b := make([]byte, 128)
+	for i := range n {
+		rand.Read(b)
+		files[fmt.Sprintf("src/d%02d/f%04d.txt", i%50, i)] = hex.EncodeToString(b) + "\n"
 	}
-	wantDetail(t, body, parts...)
+	return files
 }
 
-// TestAddGitProvidersChecksTokens: each token is checked with its provider (at its host)
-// before anything is stored; a refused token is a 401 naming the provider, and the request
-// stores nothing. The V1 routes do the same.
-func TestAddGitProvidersChecksTokens(t *testing.T) {
-	// A provider that is down, as the server's Bitbucket.
-	down := httptest.NewServer(http.NotFoundHandler())
-	down.Close()
-	e := newEnv(t, func(c *config.Config) { c.BitbucketAPIURL = down.URL + "/2.0" })
-	aliceID, alice := e.newUser("alice")
-	rec := &bodyRecorder{e: e}
-	goodGH, goodGL := e.providerUser("github", "alice"), e.providerUser("gitlab", "alice")
-	const refused = "ghp_REFUSED-by-the-provider-0042"
-	post := func(path string, tokens map[string]any) (int, []byte) {
-		return rec.call("POST", path, alice, map[string]any{"provider_tokens": tokens})
+// widgets makes octo/widgets: main, and a branch dev with a setup script that waits for a
+// file the test writes (so that the test sees the step run) and a pre-commit script.
+func widgets(t *testing.T, srv *gittest.Server) {
+	t.Helper()
+	err := srv.Create("octo/widgets",
+		gittest.Commit{Files: manyFiles(t, 2000), Message: "many files"},
+		gittest.Commit{Branch: "dev", Files: map[string]string{
+			".openhands/setup.sh": "echo \"setup ran on $(git rev-parse --abbrev-ref HEAD)\"\n" +
+				"until [ -e ../setup-go ]; do sleep 0.02; done\n" +
+				"env | sort\n" +
+				"echo setup-done > ../setup-marker\n",
+			".openhands/pre-commit.sh": "#!/bin/sh\necho pre-commit-ran >> \"$(git rev-parse --git-dir)/pre-commit.log\"\n",
+		}},
+	)
+	if err != nil {
+		t.Fatal(err)
 	}
-
-	t.Run("a refused token stores nothing", func(t *testing.T) {
-		before := e.dbRows()
-		for _, path := range []string{"/api/add-git-providers", "/api/v1/secrets/git-providers"} {
-			status, body := post(path, map[string]any{"gitlab": map[string]any{"token": goodGL}, "github": map[string]any{"token": refused}})
-			wantStatusDetail(t, status, body, http.StatusUnauthorized, "github", "refused")
-		}
-		checkDBUnchanged(t, before, e.dbRows())
-	})
-
-	t.Run("good tokens are stored", func(t *testing.T) {
-		wantMessage(t, rec.must("POST", "/api/add-git-providers", alice, map[string]any{"provider_tokens": map[string]any{
-			"github": map[string]any{"token": goodGH}, "gitlab": map[string]any{"token": goodGL}}}, http.StatusOK), "Git providers stored")
-		if got := e.storedTokens(aliceID); string(got["github"].TokenSealed) != goodGH || string(got["gitlab"].TokenSealed) != goodGL {
-			t.Errorf("stored %v", got)
-		}
-	})
-
-	t.Run("hosts", func(t *testing.T) {
-		before := e.dbRows()
-		for _, tc := range []struct {
-			name, provider, host, msg string
-		}{
-			{"plain http to a host the administrator did not allow", "gitlab", "http://10.255.255.1", "plain http"},
-			{"not a host", "github", "ftp://git.example", "https://"},
-			{"enterprise_sso without a host", "enterprise_sso", "", "needs a host"},
-		} {
-			t.Run(tc.name, func(t *testing.T) {
-				tok := map[string]any{"token": "tok-for-a-bad-host-0043"}
-				if tc.host != "" {
-					tok["host"] = tc.host
-				}
-				status, body := post("/api/add-git-providers", map[string]any{tc.provider: tok})
-				var got struct {
-					Detail []struct {
-						Loc []any  `json:"loc"`
-						Msg string `json:"msg"`
-					} `json:"detail"`
-				}
-				if status != http.StatusUnprocessableEntity || json.Unmarshal(body, &got) != nil || len(got.Detail) != 1 {
-					t.Fatalf("status %d body %s, want one 422 problem", status, body)
-				}
-				if want := []any{"body", "provider_tokens", tc.provider, "host"}; !reflect.DeepEqual(got.Detail[0].Loc, want) || !strings.Contains(got.Detail[0].Msg, tc.msg) {
-					t.Errorf("problem %+v, want at %v saying %q", got.Detail[0], want, tc.msg)
-				}
-			})
-		}
-		checkDBUnchanged(t, before, e.dbRows())
-	})
-
-	t.Run("a provider that is down", func(t *testing.T) {
-		before := e.dbRows()
-		status, body := post("/api/add-git-providers", map[string]any{"bitbucket": map[string]any{"token": "bb-token-0044"}})
-		wantStatusDetail(t, status, body, http.StatusBadGateway, "could not be reached")
-		checkDBUnchanged(t, before, e.dbRows())
-	})
-
-	t.Run("enterprise_sso: the host's API is detected", func(t *testing.T) {
-		gl := providertest.NewGitLab(t)
-		gl.AddUser("glpat-enterprise-0045", providertest.User{Login: "alice"})
-		wantMessage(t, rec.must("POST", "/api/v1/secrets/git-providers", alice, map[string]any{"provider_tokens": map[string]any{
-			"enterprise_sso": map[string]any{"token": "glpat-enterprise-0045", "host": gl.Root()}}}, http.StatusOK), "Git providers stored")
-		if got := e.storedTokens(aliceID)["enterprise_sso"]; got.Host != gl.Root() {
-			t.Errorf("stored %+v", got)
-		}
-		gl.AddRepo(providertest.Repo{FullName: "corp/tool", Branches: []string{"x"}})
-		var page struct {
-			Branches []struct {
-				Name string `json:"name"`
-			} `json:"branches"`
-		}
-		rec.must("GET", "/api/user/repository/branches?repository=corp/tool&selected_provider=enterprise_sso", alice, nil, http.StatusOK)
-		e.must("GET", "/api/user/repository/branches?repository=corp/tool", alice, nil, http.StatusOK, &page)
-		if len(page.Branches) != 2 {
-			t.Errorf("branches %+v", page)
-		}
-	})
-
-	t.Run("V1 delete removes them", func(t *testing.T) {
-		wantMessage(t, rec.must("DELETE", "/api/v1/secrets/git-providers", alice, nil, http.StatusOK), "Unset Git provider tokens")
-		if got := e.storedTokens(aliceID); len(got) != 0 {
-			t.Errorf("stored after delete %v", got)
-		}
-	})
-
-	rec.checkNone(t, []string{goodGH, goodGL, refused, "glpat-enterprise-0045", "bb-token-0044", "tok-for-a-bad-host-0043"})
 }
 
-type repoJSON struct {
-	ID          string  `json:"id"`
-	FullName    string  `json:"full_name"`
-	GitProvider string  `json:"git_provider"`
-	IsPublic    bool    `json:"is_public"`
-	LinkHeader  *string `json:"link_header"`
-	MainBranch  *string `json:"main_branch"`
-	OwnerType   *string `json:"owner_type"`
-	PushedAt    *string `json:"pushed_at"`
-}
-
-// TestUserRepositories: the caller's repositories, a page at a time, from one provider or
-// from each of theirs, in OpenHands' shape.
-func TestUserRepositories(t *testing.T) {
-	e := newEnv(t)
+// TestRepositoryConversation: a conversation on a private repository and branch clones it
+// through the proxy (its progress on the start task), runs its setup script (its output in
+// the events) and installs its pre-commit hook; the agent commits and pushes a new branch as
+// the user's provider login, before and after agentd restarts; and the token is nowhere in
+// the events, the server's log, the API's answers, the sandbox's files or the environment of
+// its processes.
+func TestRepositoryConversation(t *testing.T) {
+	srv := gittest.Start(t, gitToken)
+	widgets(t, srv)
+	e := newEnvGit(t, srv)
 	_, alice := e.newUser("alice")
-	_, bob := e.newUser("bob")
-	for _, r := range []string{"octo/one", "octo/two", "octo/three"} {
-		e.repo(alice, "github", r)
-	}
-	e.repo(alice, "gitlab", "group/sub/lab")
-	list := func(query string) []repoJSON {
-		var out []repoJSON
-		e.must("GET", "/api/user/repositories"+query, alice, nil, http.StatusOK, &out)
-		return out
-	}
-	names := func(rs []repoJSON) []string {
-		var out []string
-		for _, r := range rs {
-			out = append(out, r.GitProvider+":"+r.FullName)
-		}
-		return out
-	}
-
-	first := list("?selected_provider=github&page=1&per_page=2&sort=pushed")
-	if got, want := names(first), []string{"github:octo/three", "github:octo/two"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("first page %v, want %v", got, want)
-	}
-	r := first[0]
-	if r.LinkHeader == nil || !strings.Contains(*r.LinkHeader, "page=2") || !strings.Contains(*r.LinkHeader, `rel="next"`) ||
-		r.MainBranch == nil || *r.MainBranch != "main" || !r.IsPublic || r.ID == "" || r.OwnerType == nil || r.PushedAt == nil {
-		t.Errorf("repository %+v", r)
-	}
-	last := list("?selected_provider=github&page=2&per_page=2")
-	if got := names(last); !reflect.DeepEqual(got, []string{"github:octo/one"}) || last[0].LinkHeader != nil {
-		t.Errorf("last page %v (link %v)", got, last[0].LinkHeader)
-	}
-	if got, want := names(list("")), []string{"github:octo/three", "github:octo/two", "github:octo/one", "gitlab:group/sub/lab"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("all providers %v, want %v", got, want)
-	}
-
-	status, body := e.call("GET", "/api/user/repositories", bob, nil)
-	wantStatusDetail(t, status, body, http.StatusUnauthorized, "No git provider token")
-	status, body = e.call("GET", "/api/user/repositories?selected_provider=bitbucket", alice, nil)
-	wantStatusDetail(t, status, body, http.StatusUnauthorized, "No bitbucket token")
-	status, body = e.call("GET", "/api/user/repositories?per_page=0", alice, nil)
-	assertProblems(t, status, body, []wire.Problem{problemAt("greater_than_equal", "Input should be greater than or equal to 1", "query", "per_page")})
-}
-
-// TestRepositoryBranches: a repository's branches, a page at a time, from the provider whose
-// token reaches it.
-func TestRepositoryBranches(t *testing.T) {
-	e := newEnv(t)
-	_, alice := e.newUser("alice")
-	e.token(alice, "gitlab")
-	e.providers["gitlab"].AddRepo(providertest.Repo{FullName: "group/app", Branches: []string{"dev", "feature"}})
-	var page struct {
-		Branches []struct {
-			Name      string `json:"name"`
-			CommitSHA string `json:"commit_sha"`
-			Protected bool   `json:"protected"`
-		} `json:"branches"`
-		HasNextPage bool `json:"has_next_page"`
-		CurrentPage int  `json:"current_page"`
-		PerPage     int  `json:"per_page"`
-		TotalCount  *int `json:"total_count"`
-	}
-	e.must("GET", "/api/user/repository/branches?repository=group/app&page=1&per_page=2", alice, nil, http.StatusOK, &page)
-	if len(page.Branches) != 2 || page.Branches[0].Name != "main" || !page.Branches[0].Protected || page.Branches[0].CommitSHA == "" ||
-		!page.HasNextPage || page.CurrentPage != 1 || page.PerPage != 2 || page.TotalCount == nil || *page.TotalCount != 3 {
-		t.Errorf("first page %+v", page)
-	}
-	e.must("GET", "/api/user/repository/branches?repository=group/app&page=2&per_page=2", alice, nil, http.StatusOK, &page)
-	if len(page.Branches) != 1 || page.Branches[0].Name != "feature" || page.HasNextPage {
-		t.Errorf("second page %+v", page)
-	}
-	status, body := e.call("GET", "/api/user/repository/branches?repository=group/elsewhere", alice, nil)
-	wantStatusDetail(t, status, body, http.StatusNotFound, "gitlab", "group/elsewhere")
-	status, body = e.call("GET", "/api/user/repository/branches?repository=../../etc", alice, nil)
-	wantStatusDetail(t, status, body, http.StatusUnprocessableEntity, "..")
-	status, body = e.call("GET", "/api/user/repository/branches", alice, nil)
-	assertProblems(t, status, body, []wire.Problem{problemAt("missing", "Field required", "query", "repository")})
-}
-
-// TestSuggestedTasks: assigned issues and the caller's pull requests that need them, in
-// OpenHands' shape.
-func TestSuggestedTasks(t *testing.T) {
-	e := newEnv(t)
-	_, alice := e.newUser("alice")
-	e.token(alice, "github")
-	login := "user0"
-	gh := e.providers["github"]
-	gh.AddRepo(providertest.Repo{FullName: "octo/app", Branches: []string{"fix"}})
-	issue := gh.AddIssue(providertest.Issue{Repo: "octo/app", Title: "Crash", Assignees: []string{login}})
-	pr := gh.AddPullRequest(providertest.PullRequest{Repo: "octo/app", Title: "Fix", Author: login, Head: "fix", Base: "main",
-		Checks: []providertest.Check{{Name: "ci", State: "failure"}}})
-	var tasks []map[string]any
-	e.must("GET", "/api/user/suggested-tasks", alice, nil, http.StatusOK, &tasks)
-	want := []map[string]any{
-		{"git_provider": "github", "task_type": "FAILING_CHECKS", "repo": "octo/app", "issue_number": float64(pr), "title": "Fix"},
-		{"git_provider": "github", "task_type": "OPEN_ISSUE", "repo": "octo/app", "issue_number": float64(issue), "title": "Crash"},
-	}
-	if !reflect.DeepEqual(tasks, want) {
-		t.Errorf("tasks %v, want %v", tasks, want)
-	}
-	_, bob := e.newUser("bob")
-	status, body := e.call("GET", "/api/user/suggested-tasks", bob, nil)
-	wantStatusDetail(t, status, body, http.StatusUnauthorized, "No git provider token")
-}
-
-// TestCreateChecksRepository: a conversation on a repository the caller's tokens cannot reach
-// is refused at once, V0 with OpenHands' 401, V1 with a 422 at selected_repository, and
-// nothing is stored.
-func TestCreateChecksRepository(t *testing.T) {
-	e := newEnv(t)
-	_, alice := e.newUser("alice")
-	e.repo(alice, "github", "octo/reachable")
-	e.providers["github"].AddRepo(providertest.Repo{FullName: "octo/private", Private: true, Members: []string{"someone"}})
-	before := e.dbRows()
-	for _, tc := range []struct {
-		name, repo, provider string
-		detail               []string
-	}{
-		{"private to someone else", "octo/private", "github", []string{"octo/private", "github"}},
-		{"nowhere", "octo/nowhere", "", []string{"octo/nowhere"}},
-		{"no token for the provider", "octo/reachable", "gitlab", []string{"gitlab"}},
-		{"not a repository name", "octo/../x", "", []string{"octo/../x"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			v0 := map[string]any{"repository": tc.repo, "initial_user_msg": "hi"}
-			v1 := map[string]any{"selected_repository": tc.repo}
-			if tc.provider != "" {
-				v0["git_provider"], v1["git_provider"] = tc.provider, tc.provider
-			}
-			status, body := e.call("POST", "/api/conversations", alice, v0)
-			wantStatusDetail(t, status, body, http.StatusUnauthorized, append([]string{"Unable to access repo"}, tc.detail...)...)
-			status, body = e.call("POST", "/api/v1/app-conversations", alice, v1)
-			var got struct {
-				Detail []struct {
-					Loc []any  `json:"loc"`
-					Msg string `json:"msg"`
-				} `json:"detail"`
-			}
-			if status != http.StatusUnprocessableEntity || json.Unmarshal(body, &got) != nil || len(got.Detail) != 1 ||
-				!reflect.DeepEqual(got.Detail[0].Loc, []any{"body", "selected_repository"}) {
-				t.Fatalf("V1: status %d body %s, want a 422 at selected_repository", status, body)
-			}
+	// The repositories are the user's at the provider, as conversation creation checks.
+	e.repo(alice, "github", "octo/widgets")
+	push := func(branch string) llmtest.Step {
+		return callIn(t, "terminal", func(ws string) map[string]any {
+			return map[string]any{"command": "cd " + ws + "/widgets && git checkout -q -b " + branch + " && echo " + branch +
+				" > " + branch + ".txt && git add . && git commit -q -m " + branch + " && git push -q origin " + branch + " 2>&1; echo pushed-" + branch}
 		})
 	}
-	checkDBUnchanged(t, before, e.dbRows())
-	id := e.v0Create(alice, map[string]any{"repository": "octo/reachable", "git_provider": "github"})
-	if info := e.v0Get(alice, id); strOf(info.SelectedRepository) != "octo/reachable" {
-		t.Errorf("created %+v", info)
+	e.scripted(alice,
+		push("agent-work"),
+		llmtest.Calls(llmtest.Call("finish", `{"message":"pushed"}`)),
+		push("after-restart"),
+		llmtest.Calls(llmtest.Call("finish", `{"message":"pushed again"}`)),
+	)
+
+	held, release := srv.HoldPack(256 << 10)
+	t.Cleanup(release)
+	task := e.startConversation(alice, map[string]any{
+		"initial_message":     message("push a branch", true),
+		"selected_repository": "octo/widgets", "selected_branch": "dev", "git_provider": "github",
+	})
+	<-held
+	var seen v1Task
+	e.eventually("clone progress on the start task", func() bool {
+		seen = *e.getTask(alice, task.ID)
+		return seen.Status == "PREPARING_REPOSITORY" && seen.Detail != nil &&
+			strings.HasPrefix(*seen.Detail, "Cloning octo/widgets: receiving objects ")
+	}, func() string { return fmt.Sprintf("%s %v", seen.Status, strOf(seen.Detail)) })
+	release()
+
+	e.eventually("the setup script", func() bool {
+		seen = *e.getTask(alice, task.ID)
+		return seen.Status == "RUNNING_SETUP_SCRIPT"
+	}, func() string { return fmt.Sprintf("%s %v", seen.Status, strOf(seen.Detail)) })
+	ws := filepath.Join(e.sandboxDir(*seen.SandboxID), "workspace")
+	if err := os.WriteFile(filepath.Join(ws, "setup-go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ready := e.waitTask(alice, task.ID, "READY")
+	if ready.Detail != nil && *ready.Detail != "" {
+		t.Errorf("READY with detail %q", *ready.Detail)
+	}
+	conv := e.getConversation(alice, *ready.AppConversationID)
+	c := &agentConv{e: e, key: alice, id: conv.ID, sandboxID: conv.SandboxID, url: *conv.ConversationURL, sessionKey: *conv.SessionAPIKey}
+	c.waitStatus("finished")
+
+	// The setup script ran on the branch, and is in the log as the environment's command.
+	evs := c.events()
+	wantLabels(t, evs[:3], "MessageEvent:user", "ActionEvent:terminal", "ObservationEvent:terminal")
+	if evs[1].Source != "environment" || !strings.Contains(string(evs[1].Action), ".openhands/setup.sh") {
+		t.Errorf("the setup script's action: %s %s", evs[1].Source, evs[1].Action)
+	}
+	if out := observationText(evs[2]); !strings.Contains(out, "setup ran on dev") {
+		t.Errorf("the setup script's output: %q", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "setup-marker")); err != nil || string(b) != "setup-done\n" {
+		t.Errorf("the setup script did not finish: %q, %v", b, err)
+	}
+
+	// The agent's commit went upstream as the user's provider login, through the hook.
+	checkPushed := func(branch string) {
+		t.Helper()
+		got, err := srv.Git("octo/widgets", "log", "-1", "--format=%an <%ae> %s", branch)
+		if want := gittest.Author.Name + " <" + gittest.Author.Email + "> " + branch + "\n"; err != nil || got != want {
+			t.Fatalf("upstream %s: %q, %v; want %q", branch, got, err, want)
+		}
+	}
+	checkPushed("agent-work")
+	if b, err := os.ReadFile(filepath.Join(ws, "widgets", ".git", "pre-commit.log")); err != nil || string(b) != "pre-commit-ran\n" {
+		t.Errorf("the pre-commit hook: %q, %v", b, err)
+	}
+	cfg, err := os.ReadFile(filepath.Join(ws, "widgets", ".git", "config"))
+	if err != nil || !strings.Contains(string(cfg), "url = http://127.0.0.1:") || !strings.Contains(string(cfg), "/github/octo/widgets.git") {
+		t.Errorf("the clone's remote:\n%s (%v)", cfg, err)
+	}
+
+	// agentd restarts; the agent's next push reopens the sandbox's git channel.
+	e.restart()
+	c.api("POST", "/events", message("push another", true), http.StatusOK, nil)
+	c.waitStatus("finished")
+	checkPushed("after-restart")
+
+	for _, r := range srv.Requests() {
+		if !r.Authorized {
+			t.Errorf("a request reached the provider without the token: %+v", r)
+		}
+	}
+	checkNoToken(t, e, c, ws)
+}
+
+// checkNoToken fails t if gitToken is in an event, the server's log, an API answer about the
+// conversation, a file of the sandbox's workspace, or the environment of a process the
+// sandbox can see.
+func checkNoToken(t *testing.T, e *env, c *agentConv, ws string) {
+	t.Helper()
+	var answers []string
+	answers = append(answers, string(c.api("GET", "/events/search?limit=100", nil, http.StatusOK, nil)))
+	answers = append(answers, string(c.api("GET", "", nil, http.StatusOK, nil)))
+	answers = append(answers, string(e.must("GET", "/api/v1/app-conversations?ids="+c.id, c.key, nil, http.StatusOK, nil)))
+	answers = append(answers, string(e.must("GET", "/api/v1/app-conversations/start-tasks/search", c.key, nil, http.StatusOK, nil)))
+	for _, a := range answers {
+		if strings.Contains(a, gitToken) {
+			t.Errorf("an API answer holds the token: %.300s", a)
+		}
+	}
+	if strings.Contains(e.logs.String(), gitToken) {
+		t.Error("the server's log holds the token")
+	}
+	err := filepath.WalkDir(ws, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(b), gitToken) {
+			t.Errorf("the sandbox's file %s holds the token", path)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	// What every process of the sandbox (the runtime's session) was started with.
+	runtimePID := e.runtimePID(c.sandboxID)
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs := 0
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := hostproc.ReadStat(pid); err != nil || st.Session != runtimePID {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "environ"))
+		if err != nil {
+			continue // it exited meanwhile
+		}
+		procs++
+		if strings.Contains(string(b), gitToken) {
+			t.Errorf("the environment of the sandbox's process %d holds the token", pid)
+		}
+	}
+	if procs < 2 {
+		t.Errorf("found %d processes of the sandbox (the runtime and the agent's shell at least)", procs)
+	}
+}
+
+// TestRepositoryMissingBranch: a branch the repository lacks fails the start with that detail.
+func TestRepositoryMissingBranch(t *testing.T) {
+	srv := gittest.Start(t, gitToken)
+	if err := srv.Create("octo/small", gittest.Commit{Files: map[string]string{"README.md": "small\n"}}); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvGit(t, srv)
+	_, alice := e.newUser("alice")
+	// The repositories are the user's at the provider, as conversation creation checks.
+	e.repo(alice, "github", "octo/small")
+	e.repo(alice, "github", "octo/absent")
+	task := e.startConversation(alice, map[string]any{"selected_repository": "octo/small", "selected_branch": "nope"})
+	failed := e.waitTask(alice, task.ID, "ERROR")
+	if want := `branch "nope" not found in octo/small`; strOf(failed.Detail) != want {
+		t.Fatalf("detail %q, want %q", strOf(failed.Detail), want)
+	}
+
+	// A repository the provider lists but whose git server does not have it fails with the
+	// provider's words.
+	task = e.startConversation(alice, map[string]any{"selected_repository": "octo/absent"})
+	failed = e.waitTask(alice, task.ID, "ERROR")
+	if want := "repository octo/absent was not found with your git provider tokens"; strOf(failed.Detail) != want {
+		t.Fatalf("detail %q, want %q", strOf(failed.Detail), want)
+	}
+}
+
+// TestRepositorySubConversation: a sub-conversation in its parent's sandbox works on the
+// parent's clone without cloning again; one on another repository of the same name is
+// refused rather than given the parent's clone.
+func TestRepositorySubConversation(t *testing.T) {
+	srv := gittest.Start(t, gitToken)
+	for _, repo := range []string{"octo/small", "other/small"} {
+		if err := srv.Create(repo, gittest.Commit{Files: map[string]string{"README.md": repo + "\n"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEnvGit(t, srv)
+	_, alice := e.newUser("alice")
+	// The repositories are the user's at the provider, as conversation creation checks.
+	e.repo(alice, "github", "octo/small")
+	e.repo(alice, "github", "other/small")
+	parent := e.waitTaskReady(alice, e.startConversation(alice, map[string]any{"selected_repository": "octo/small"}).ID)
+	fetches := func() (n int) {
+		for _, r := range srv.Requests() {
+			if r.Method == "POST" && r.Service == "git-upload-pack" {
+				n++
+			}
+		}
+		return n
+	}
+	before := fetches()
+	child := e.waitTaskReady(alice, e.startConversation(alice, map[string]any{"parent_conversation_id": parent}).ID)
+	if got := e.getConversation(alice, child); strOf(got.SelectedRepository) != "octo/small" {
+		t.Fatalf("the sub-conversation's repository: %q", strOf(got.SelectedRepository))
+	}
+	if n := fetches(); n != before {
+		t.Errorf("the sub-conversation fetched again (%d fetches, %d before)", n, before)
+	}
+	other := e.startConversation(alice, map[string]any{"parent_conversation_id": parent, "selected_repository": "other/small"})
+	failed := e.waitTask(alice, other.ID, "ERROR")
+	if want := "the workspace has small already, a clone of another repository than other/small"; strOf(failed.Detail) != want {
+		t.Fatalf("detail %q, want %q", strOf(failed.Detail), want)
+	}
+}
+
+// TestRepositorySetupTimeout: a setup script that runs past its bound is stopped, says so in
+// its observation, and the conversation starts anyway.
+func TestRepositorySetupTimeout(t *testing.T) {
+	srv := gittest.Start(t, gitToken)
+	if err := srv.Create("octo/slow", gittest.Commit{Files: map[string]string{".openhands/setup.sh": "echo starting\nsleep 600\n"}}); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvGit(t, srv, func(c *config.Config) { c.SetupScriptTimeout = time.Second })
+	_, alice := e.newUser("alice")
+	// The repositories are the user's at the provider, as conversation creation checks.
+	e.repo(alice, "github", "octo/slow")
+	id := e.waitTaskReady(alice, e.startConversation(alice, map[string]any{"selected_repository": "octo/slow"}).ID)
+	conv := e.getConversation(alice, id)
+	c := &agentConv{e: e, key: alice, id: id, sandboxID: conv.SandboxID, url: *conv.ConversationURL, sessionKey: *conv.SessionAPIKey}
+	evs := c.events()
+	if len(evs) < 2 || evs[1].Kind != "ObservationEvent" {
+		t.Fatalf("events %q", labels(evs))
+	}
+	var obs struct {
+		Timeout  bool `json:"timeout"`
+		Metadata struct {
+			Suffix string `json:"suffix"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(evs[1].Observation, &obs); err != nil {
+		t.Fatal(err)
+	}
+	if out := observationText(evs[1]); out != "starting\n" || !obs.Timeout || !strings.Contains(obs.Metadata.Suffix, "stopped after 1s") {
+		t.Fatalf("the setup script's observation: %q, %+v", out, obs)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/gitproxy/gittest"
 	"github.com/agentd/agentd/internal/wire"
 )
 
@@ -174,6 +175,10 @@ func TestV0CreateExistingConversationID(t *testing.T) {
 
 func TestV0CreateAllFields(t *testing.T) {
 	e := newEnv(t)
+	// The conversation checks out the branch it names.
+	if err := e.git.Create("octo/hello", gittest.Commit{}, gittest.Commit{Branch: "dev"}); err != nil {
+		t.Fatal(err)
+	}
 	st := e.inspectStore()
 	keyring := e.inspectKeyring()
 	owner := e.userIDOf(adminKey)

@@ -15,17 +15,18 @@ import (
 // leaves a background process holding its stdout would otherwise never return.
 const pipeGrace = 100 * time.Millisecond
 
-// runCommand runs req (already validated, Cwd absolute) and collects its output.
+// runCommand runs req (already validated, Cwd absolute) and collects its output; onOutput,
+// when set, is given the output as it is kept.
 //
 // The command gets its own process group so a timeout or a client that goes away kills it
 // with everything it started. It stays in the runtime's session: backends freeze a sandbox by
 // session, so a command must not leave it.
-func (s *Server) runCommand(ctx context.Context, req CommandRequest) (CommandResult, error) {
+func (s *Server) runCommand(ctx context.Context, req CommandRequest, onOutput func([]byte)) (CommandResult, error) {
 	timeout := time.Duration(req.TimeoutSeconds) * time.Second
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	out := &cappedBuffer{limit: MaxOutputBytes}
+	out := &cappedBuffer{limit: MaxOutputBytes, onKeep: onOutput}
 	cmd := exec.CommandContext(runCtx, s.shell, "-c", req.Command)
 	cmd.Dir = req.Cwd
 	cmd.Env = s.commandEnv(req.Env)

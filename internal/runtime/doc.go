@@ -7,12 +7,14 @@
 // its own environment before it starts any command.
 //
 // Routes: GET /alive and /health (probes), GET /api/identity, POST /api/command (one command,
-// out of band, not seen by the agent), POST /api/tools/{name} (a sandbox tool call for a
+// out of band, not seen by the agent), POST /api/command/stream (the same, with the output
+// sent as it comes), POST /api/tools/{name} (a sandbox tool call for a
 // conversation: terminal, file_editor, glob, grep; see package tool), and
 // DELETE /api/tools/sessions/{conversation_id} (end a conversation's terminal and edit
 // history, when the conversation is deleted), and POST /api/skill-files (find and read, within
 // bounds and confined to the workspace, the instruction files and skill files a repository
-// keeps for agents).
+// keeps for agents), and GET /api/git/channel (agentd's channel for the sandbox's git
+// requests; see gitrelay.go).
 //
 // The workspace routes read and write the workspace without the agent, for the control plane
 // to relay: GET /api/file/list, /api/file/tree, /api/file/download, /api/file/serve and

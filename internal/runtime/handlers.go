@@ -31,15 +31,31 @@ func (s *Server) handleIdentity(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
+	req, ok := s.commandRequest(w, r)
+	if !ok {
+		return
+	}
+	res, err := s.runCommand(r.Context(), req, nil)
+	if err != nil {
+		s.log.Error("run command", "err", err)
+		writeDetail(w, http.StatusInternalServerError, "Internal Server Error")
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// commandRequest reads and checks the body of a command request, or answers the problem
+// and reports false.
+func (s *Server) commandRequest(w http.ResponseWriter, r *http.Request) (CommandRequest, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeDetail(w, http.StatusRequestEntityTooLarge, "Request body too large")
-			return
+			return CommandRequest{}, false
 		}
 		writeDetail(w, http.StatusBadRequest, "Could not read the request body")
-		return
+		return CommandRequest{}, false
 	}
 	req, err := decodeCommandRequest(body)
 	if err == nil {
@@ -48,18 +64,12 @@ func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
 	var invalid *wire.Error
 	if errors.As(err, &invalid) {
 		writeJSON(w, http.StatusUnprocessableEntity, map[string][]wire.Problem{"detail": invalid.Problems})
-		return
+		return CommandRequest{}, false
 	}
 	if err != nil {
 		s.log.Error("decode command", "err", err)
 		writeDetail(w, http.StatusInternalServerError, "Internal Server Error")
-		return
+		return CommandRequest{}, false
 	}
-	res, err := s.runCommand(r.Context(), req)
-	if err != nil {
-		s.log.Error("run command", "err", err)
-		writeDetail(w, http.StatusInternalServerError, "Internal Server Error")
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	return req, true
 }

@@ -12,18 +12,22 @@ type cappedBuffer struct {
 	buf       []byte
 	limit     int
 	truncated bool
+	// onKeep, when set, is given each piece of output as it is kept, in order.
+	onKeep func([]byte)
 }
 
 func (b *cappedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	room := b.limit - len(b.buf)
-	if len(p) > room {
+	kept := p
+	if room := b.limit - len(b.buf); len(p) > room {
 		b.truncated = true
-		b.buf = append(b.buf, p[:max(room, 0)]...)
-		return len(p), nil
+		kept = p[:max(room, 0)]
 	}
-	b.buf = append(b.buf, p...)
+	b.buf = append(b.buf, kept...)
+	if b.onKeep != nil && len(kept) > 0 {
+		b.onKeep(kept)
+	}
 	return len(p), nil
 }
 

@@ -55,6 +55,7 @@ type Server struct {
 	startedAt time.Time
 	mux       *http.ServeMux
 	tools     *toolSessions
+	relay     *gitRelay
 }
 
 // NewServer checks cfg and builds the handler.
@@ -91,6 +92,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		mux:       http.NewServeMux(),
 	}
 	s.tools = newToolSessions(s)
+	s.relay = newGitRelay(cfg.Logger)
 	s.routes()
 	return s, nil
 }
@@ -102,6 +104,8 @@ func (s *Server) routes() {
 	s.mux.Handle("/health", only(http.MethodGet, s.handleHealth))
 	s.mux.Handle("/api/identity", only(http.MethodGet, s.handleIdentity))
 	s.mux.Handle("/api/command", only(http.MethodPost, s.handleCommand))
+	s.mux.Handle("/api/command/stream", only(http.MethodPost, s.handleCommandStream))
+	s.mux.Handle("/api/git/channel", only(http.MethodGet, s.handleGitChannel))
 	s.mux.Handle("/api/tools/{name}", only(http.MethodPost, s.handleTool))
 	s.mux.Handle("/api/tools/sessions/{conversation_id}", only(http.MethodDelete, s.handleCloseToolSession))
 	s.mux.Handle("/api/skill-files", only(http.MethodPost, s.handleSkillFiles))
@@ -111,10 +115,11 @@ func (s *Server) routes() {
 	})
 }
 
-// Close ends every tool session, killing the processes their terminals run. Tool calls after
-// Close are answered 503. It is safe to call more than once.
+// Close ends every tool session, killing the processes their terminals run, and stops the
+// git relay. Tool calls after Close are answered 503. It is safe to call more than once.
 func (s *Server) Close() error {
 	s.tools.closeAll()
+	s.relay.close()
 	return nil
 }
 

@@ -2,8 +2,6 @@ package gitprovider
 
 import "net/url"
 
-// identical to remote.go of the git path; the merge keeps one.
-
 // Remote is where a conversation's repository lives upstream and how agentd authenticates
 // to it. It is agentd's alone: none of it enters a sandbox.
 type Remote struct {
