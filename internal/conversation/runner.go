@@ -221,7 +221,7 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 	}
 	a := agent.New(agent.Options{
 		Config: cfg, LLM: client, Metrics: metrics, Logger: log,
-		Tools: &sandboxTools{s: s, conv: v.Conversation, git: deref(v.SelectedRepository) != ""},
+		Tools:          &sandboxTools{s: s, conv: v.Conversation, git: deref(v.SelectedRepository) != ""},
 		Log:            &runnerLog{s: s, conv: v.Conversation},
 		PauseRequested: l.pause.Load,
 		Now:            s.o.Now, NewID: s.o.NewEventID,
