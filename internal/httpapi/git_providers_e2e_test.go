@@ -1,0 +1,75 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/internal/gitprovider/providertest"
+	"github.com/agentd/agentd/internal/gitproxy/gittest"
+	"github.com/agentd/agentd/internal/llm/llmtest"
+)
+
+// TestRepositoryThroughProviders: the whole path, for GitHub, GitLab and Bitbucket, with only
+// the providers standing in: the token is checked by the provider's API (a refused one is not
+// stored), the private repository is resolved by the provider's API to its clone URL, and git
+// in the sandbox clones the branch and pushes a new one through agentd's proxy, which adds the
+// token upstream; the commit carries the provider login, the setup script ran, and the token
+// is nowhere the sandbox or the user can see.
+func TestRepositoryThroughProviders(t *testing.T) {
+	for _, provider := range []string{"github", "gitlab", "bitbucket"} {
+		t.Run(provider, func(t *testing.T) {
+			srv := gittest.Start(t, gitToken)
+			err := srv.Create("octo/private",
+				gittest.Commit{Files: map[string]string{"README.md": "private\n"}},
+				gittest.Commit{Branch: "dev", Files: map[string]string{
+					".openhands/setup.sh": "echo \"setup ran on $(git rev-parse --abbrev-ref HEAD)\"\n"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := newEnvGit(t, nil) // the users' providers resolve repositories, as in agentd serve
+			_, alice := e.newUser("alice")
+			p := e.providers[provider]
+			p.AddUser(gitToken, providertest.User{ID: 42, Login: "octo", Name: "Octo Cat", Email: "octo@example.com"})
+			tokens := func(tok string) map[string]any {
+				return map[string]any{"provider_tokens": map[string]any{provider: map[string]any{"token": tok}}}
+			}
+			e.must("POST", "/api/add-git-providers", alice, tokens("refused-token-0123456789"), http.StatusUnauthorized, nil)
+			e.must("POST", "/api/add-git-providers", alice, tokens(gitToken), http.StatusOK, nil)
+			p.AddRepo(providertest.Repo{FullName: "octo/private", Private: true, Members: []string{"octo"},
+				Branches: []string{"main", "dev"}, CloneURL: srv.URL() + "/octo/private.git"})
+
+			e.scripted(alice,
+				callIn(t, "terminal", func(ws string) map[string]any {
+					return map[string]any{"command": "cd " + ws + "/private && git checkout -q -b agent-work && echo work > work.txt" +
+						" && git add . && git commit -q -m agent-work && git push -q origin agent-work 2>&1; echo pushed"}
+				}),
+				llmtest.Calls(llmtest.Call("finish", `{"message":"pushed"}`)),
+			)
+			task := e.startConversation(alice, map[string]any{
+				"initial_message":     message("push a branch", true),
+				"selected_repository": "octo/private", "selected_branch": "dev", "git_provider": provider,
+			})
+			ready := e.waitTask(alice, task.ID, "READY")
+			conv := e.getConversation(alice, *ready.AppConversationID)
+			c := &agentConv{e: e, key: alice, id: conv.ID, sandboxID: conv.SandboxID, url: *conv.ConversationURL, sessionKey: *conv.SessionAPIKey}
+			c.waitStatus("finished")
+
+			evs := c.events()
+			if len(evs) < 3 || !strings.Contains(observationText(evs[2]), "setup ran on dev") {
+				t.Errorf("the setup script's output is not in the events: %d events", len(evs))
+			}
+			got, err := srv.Git("octo/private", "log", "-1", "--format=%an %s", "agent-work")
+			if want := "octo agent-work\n"; err != nil || got != want {
+				t.Fatalf("upstream agent-work: %q, %v; want %q", got, err, want)
+			}
+			for _, r := range srv.Requests() {
+				if !r.Authorized {
+					t.Errorf("a request reached the git server without the token: %+v", r)
+				}
+			}
+			checkNoToken(t, e, c, filepath.Join(e.sandboxDir(conv.SandboxID), "workspace"))
+		})
+	}
+}
