@@ -23,15 +23,14 @@ import (
 // fixture is one provider's double with a user whose token agentd stored, a repository with
 // an issue and a pull request that needs attention, and the tools for that repository.
 type fixture struct {
-	srv     *providertest.Server
-	token   string
-	repo    string
-	issue   int
-	pull    int
-	set     *providertool.Set
-	mu      sync.Mutex
-	opened  []int
-	readSet []string
+	srv    *providertest.Server
+	token  string
+	repo   string
+	issue  int
+	pull   int
+	set    *providertool.Set
+	mu     sync.Mutex
+	opened []int
 }
 
 func newFixture(t *testing.T, provider string) *fixture {
