@@ -163,18 +163,19 @@ type ProcessorSpec struct {
 
 // AppConversationStartRequest is the body of POST /api/v1/app-conversations.
 type AppConversationStartRequest struct {
-	SandboxID            *string              `json:"sandbox_id" doc:"Use this sandbox instead of starting one; it is resumed if paused."`
-	InitialMessage       *SendMessageRequest  `json:"initial_message"`
-	Processors           []ProcessorSpec      `json:"processors"`
-	LLMModel             *string              `json:"llm_model"`
-	SelectedRepository   *string              `json:"selected_repository"`
-	SelectedBranch       *string              `json:"selected_branch"`
-	GitProvider          *ProviderType        `json:"git_provider"`
-	Title                *string              `json:"title"`
-	Trigger              *ConversationTrigger `json:"trigger"`
-	PRNumber             []int                `json:"pr_number"`
-	ParentConversationID *string              `json:"parent_conversation_id"`
-	AgentType            *AgentType           `json:"agent_type"`
+	SandboxID            *string               `json:"sandbox_id" doc:"Use this sandbox instead of starting one; it is resumed if paused."`
+	InitialMessage       *SendMessageRequest   `json:"initial_message"`
+	Processors           []ProcessorSpec       `json:"processors"`
+	LLMModel             *string               `json:"llm_model"`
+	SelectedRepository   *string               `json:"selected_repository"`
+	SelectedBranch       *string               `json:"selected_branch"`
+	GitProvider          *ProviderType         `json:"git_provider"`
+	Title                *string               `json:"title"`
+	Trigger              *ConversationTrigger  `json:"trigger"`
+	PRNumber             []int                 `json:"pr_number"`
+	ParentConversationID *string               `json:"parent_conversation_id"`
+	AgentType            *AgentType            `json:"agent_type"`
+	SuggestedTask        *SuggestedTaskRequest `json:"suggested_task" doc:"Work on an issue or pull request: agentd writes the first message (its text replaces initial_message's) and the trigger defaults to suggested_task."`
 }
 
 // MetricsSnapshot is the token usage and cost of a conversation, as the agent loop records

@@ -198,9 +198,10 @@ func New(ctx context.Context, o Options) (*App, error) {
 		LLM: conversation.LLMDefaults{Provider: cfg.LLMProvider, Model: cfg.LLMModel,
 			BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey},
 		NewLLM: newLLM, Retry: o.LLMRetry, Agent: o.Agent, UserHTTP: userHTTP,
-		Terminal: runtime.NewTerminalWaits(cfg.TerminalNoChangeTimeout, cfg.TerminalMaxWait),
-		Secrets:  []conversation.SecretSource{userSettings, gitProviders},
-		Skills:   st,
+		Terminal:  runtime.NewTerminalWaits(cfg.TerminalNoChangeTimeout, cfg.TerminalMaxWait),
+		Secrets:   []conversation.SecretSource{userSettings, gitProviders},
+		Skills:    st,
+		Providers: gitProviders,
 		PullRequestOpen: func(ctx context.Context, ownerID, provider, repository string, number int) (bool, error) {
 			api, err := gitProviders.API(ctx, ownerID, provider)
 			if err != nil {

@@ -199,6 +199,10 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 		cfg.MaxBudget = *tuning.MaxBudgetPerTask
 	}
 	cfg.Skills = s.skillsOf(ctx, convID)
+	provider := s.providerTools(ctx, v.Conversation)
+	if provider != nil {
+		cfg.Tools = provider.Tools()
+	}
 
 	metrics := &llm.Metrics{}
 	if len(v.Metrics) > 0 {
@@ -209,7 +213,8 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 	}
 	a := agent.New(agent.Options{
 		Config: cfg, LLM: client, Metrics: metrics, Logger: log,
-		Tools:          &sandboxTools{s: s, ownerID: ownerID, sandboxID: v.SandboxID, convID: convID},
+		Tools: conversationTools{provider: provider,
+			sandbox: &sandboxTools{s: s, ownerID: ownerID, sandboxID: v.SandboxID, convID: convID}},
 		Log:            &runnerLog{s: s, conv: v.Conversation},
 		PauseRequested: l.pause.Load,
 		Now:            s.o.Now, NewID: s.o.NewEventID,

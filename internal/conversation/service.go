@@ -79,6 +79,9 @@ type Options struct {
 	// provider token; MicroagentConversations leaves out conversations whose last one is
 	// not. nil keeps them all.
 	PullRequestOpen func(ctx context.Context, ownerID, provider, repository string, number int) (bool, error)
+	// Providers reach the users' git providers: the agent's provider tools, the content of
+	// suggested tasks. nil gives agents no provider tools and suggested tasks no content.
+	Providers Providers
 }
 
 // Service creates conversations and runs their start tasks in the background. Start tasks are

@@ -219,9 +219,11 @@ func (s *Set) providerFailure(name string, number int, what string, err error) t
 	var text string
 	switch {
 	case errors.As(err, &ge):
-		text = fmt.Sprintf("Could not %s: %s", what, ge.ClientMessage())
+		text = fmt.Sprintf("Could not %s: %s", what, strings.TrimRight(ge.ClientMessage(), "."))
 		if errors.Is(err, gitprovider.ErrUnavailable) {
-			text += " Try again later, or go on without it."
+			text += ". Try again later, or go on without it."
+		} else {
+			text += "."
 		}
 	default:
 		text = fmt.Sprintf("Could not %s: the %s API could not be used; the server log has the cause.", what, s.words.Provider)
