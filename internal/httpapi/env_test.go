@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -46,6 +47,27 @@ type env struct {
 	providers map[string]*providertest.Server
 	tokens    map[[2]string]string // API key, provider → the token stored for that user
 	repos     map[string]bool      // provider/repository made at the doubles
+	// logs is every line the server logged, for tests that look for what must never be
+	// logged.
+	logs *lockedBuffer
+}
+
+// lockedBuffer is a buffer the server's goroutines write to while a test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // offsetClock is the real time plus an offset that a test moves forward, so that a test
@@ -93,7 +115,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		o(&cfg)
 	}
 	e := &env{t: t, cfg: cfg, sandboxClock: &offsetClock{}, providers: providers,
-		tokens: map[[2]string]string{}, repos: map[string]bool{}}
+		tokens: map[[2]string]string{}, repos: map[string]bool{}, logs: &lockedBuffer{}}
 	// The HTTP server and listener are agentd serve's own, around a handler a restart swaps.
 	e.srv = httptest.NewUnstartedServer(nil)
 	e.srv.Config = httpapi.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -131,6 +153,7 @@ func (e *env) start() {
 	e.t.Helper()
 	e.backend = e.newBackend()
 	a, err := app.New(context.Background(), app.Options{Config: e.cfg, Backend: e.backend, Version: "test",
+		Logger:   slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		LLMRetry: fastRetry, Agent: e.agent, SandboxWatchInterval: 100 * time.Millisecond,
 		SandboxNow: e.sandboxClock.Now, Sockets: e.sockets})
 	if err != nil {
