@@ -24,6 +24,7 @@ type Agent struct {
 	system string
 	// dynamic is the per-conversation part of the system message: the always-on skills.
 	dynamic string
+	tools   toolset
 	specs   []llm.ToolSpec
 	// skillsSeen is the Seq of the last event activateKnowledge looked at.
 	skillsSeen int64
@@ -54,11 +55,13 @@ func New(o Options) *Agent {
 	if cfg.MaxBudget > 0 {
 		o.Metrics.SetMaxBudget(cfg.MaxBudget) // the stats show the budget beside the cost
 	}
+	tools := toolset{extra: cfg.Tools}
 	return &Agent{
 		o: o, cfg: cfg, log: o.Logger,
 		system:  buildSystemPrompt(cfg.Workspace, cfg.Instructions) + secretsSection(cfg.Secrets),
 		dynamic: repoContext(cfg.Skills),
-		specs:   toolSpecs(),
+		tools:   tools,
+		specs:   tools.specs(),
 	}
 }
 
@@ -167,7 +170,7 @@ func (a *Agent) overBudget() (spent float64, over bool) {
 func (a *Agent) prepare(ctx context.Context) error {
 	var evs []event.Event
 	if !a.has(func(e entry) bool { return e.ev.Kind == event.KindSystemPrompt }) {
-		sp := &event.SystemPromptEvent{SystemPrompt: event.Text(a.system), Tools: toolDefinitions()}
+		sp := &event.SystemPromptEvent{SystemPrompt: event.Text(a.system), Tools: a.tools.definitions()}
 		if a.dynamic != "" {
 			dc := event.Text(a.dynamic)
 			sp.DynamicContext = &dc
@@ -300,7 +303,7 @@ func (a *Agent) act(ctx context.Context, resp llm.Response, toolCalls []llm.Tool
 		if tc.ID == "" {
 			tc.ID = "call_" + strings.ReplaceAll(a.o.NewID(), "-", "")[:24]
 		}
-		calls[i] = parseCall(tc)
+		calls[i] = a.tools.parseCall(tc)
 		body := &event.ActionEvent{
 			Thought: []event.TextPart{}, Action: calls[i].action, ToolName: calls[i].name,
 			ToolCallID: tc.ID, LLMResponseID: resp.ResponseID, SecurityRisk: "UNKNOWN",

@@ -55,6 +55,9 @@ type Config struct {
 	// from the first call, each other one from the first user message holding one of its
 	// triggers.
 	Skills []skill.Skill
+	// Tools are offered beside the built-in ones and run by the Executor: the
+	// conversation's git provider tools.
+	Tools []tool.Tool
 }
 
 func (c Config) withDefaults() Config {
@@ -86,7 +89,7 @@ type Log interface {
 	Append(ctx context.Context, evs []event.Event) error
 }
 
-// Executor runs the tools that live in the sandbox. Run blocks until the tool answers,
+// Executor runs the tools that live in the sandbox, and those of Config.Tools. Run blocks until the tool answers,
 // however long the sandbox stays paused meanwhile, or until ctx ends. A tool that failed at
 // its task is a tool.Result with IsError set; an error return means the call could not be
 // made. Errors wrapping ErrUnavailable end the run.

@@ -208,7 +208,7 @@ func (a *Agent) replay(ctx context.Context, n int) error {
 	}
 	args := a.remapPaths(ra.Args)
 	tc := llm.ToolCall{ID: replayCallPrefix + strconv.Itoa(n), Name: ra.Tool, Arguments: string(args)}
-	c := parseCall(tc)
+	c := a.tools.parseCall(tc)
 	thought := []event.TextPart{}
 	if strings.TrimSpace(ra.Thought) != "" {
 		thought = []event.TextPart{event.Text(ra.Thought)}

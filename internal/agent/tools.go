@@ -38,10 +38,44 @@ var summaryParam = map[string]any{
 	"description": "A short summary (about ten words) of what this call does, shown to the user.",
 }
 
-// toolSpecs returns the tools offered to the model, in the registry's order.
-func toolSpecs() []llm.ToolSpec {
+// toolset is what the model is offered: the built-in tools, then the conversation's own
+// (its git provider's), which the Executor runs.
+type toolset struct{ extra []tool.Tool }
+
+func (ts toolset) all() []tool.Tool { return append(tool.Builtin(), ts.extra...) }
+
+func (ts toolset) lookup(name string) (tool.Tool, bool) {
+	if t, ok := tool.Lookup(name); ok {
+		return t, true
+	}
+	for _, t := range ts.extra {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return tool.Tool{}, false
+}
+
+// kinds returns the class names of a tool and its action: OpenHands' for the built-in
+// tools, and for the others the same pattern on the tool's name (read_issue: ReadIssueTool,
+// ReadIssueAction).
+func kinds(name string) (toolKind, actionKind string) {
+	if k, ok := toolKinds[name]; ok {
+		return k.tool, k.action
+	}
+	var b strings.Builder
+	for _, part := range strings.Split(name, "_") {
+		if part != "" {
+			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+	}
+	return b.String() + "Tool", b.String() + "Action"
+}
+
+// specs returns the tools offered to the model, in order.
+func (ts toolset) specs() []llm.ToolSpec {
 	var specs []llm.ToolSpec
-	for _, t := range tool.Builtin() {
+	for _, t := range ts.all() {
 		params := t.Parameters()
 		props, _ := params["properties"].(map[string]any)
 		if props == nil {
@@ -58,14 +92,14 @@ func toolSpecs() []llm.ToolSpec {
 	return specs
 }
 
-// toolDefinitions are the tools as the SystemPromptEvent lists them.
-func toolDefinitions() []json.RawMessage {
+// definitions are the tools as the SystemPromptEvent lists them.
+func (ts toolset) definitions() []json.RawMessage {
 	var out []json.RawMessage
-	for _, t := range tool.Builtin() {
-		k := toolKinds[t.Name]
+	for _, t := range ts.all() {
+		toolKind, actionKind := kinds(t.Name)
 		b, _ := json.Marshal(map[string]any{
-			"kind": k.tool, "title": t.Name, "description": t.Description,
-			"action_type": k.action, "observation_type": t.ObservationKind,
+			"kind": toolKind, "title": t.Name, "description": t.Description,
+			"action_type": actionKind, "observation_type": t.ObservationKind,
 			"annotations": map[string]any{"readOnlyHint": t.ReadOnly},
 		})
 		out = append(out, b)
@@ -90,9 +124,9 @@ type call struct {
 }
 
 // parseCall validates one tool call. An invalid call has problem set.
-func parseCall(tc llm.ToolCall) call {
+func (ts toolset) parseCall(tc llm.ToolCall) call {
 	c := call{llm: tc, name: tc.Name}
-	t, ok := tool.Lookup(tc.Name)
+	t, ok := ts.lookup(tc.Name)
 	if !ok {
 		if real, isAlias := aliases[strings.ToLower(tc.Name)]; isAlias {
 			t, ok = tool.Lookup(real)
@@ -101,7 +135,7 @@ func parseCall(tc llm.ToolCall) call {
 	}
 	if !ok {
 		var names []string
-		for _, t := range tool.Builtin() {
+		for _, t := range ts.all() {
 			names = append(names, t.Name)
 		}
 		c.problem = fmt.Sprintf("Tool %q does not exist. Available tools: %s.", tc.Name, strings.Join(names, ", "))
@@ -124,7 +158,7 @@ func parseCall(tc llm.ToolCall) call {
 		}
 	}
 	args := t.NewArgs()
-	if err := tool.DecodeArgs(c.name, raw, args); err != nil {
+	if err := t.DecodeArgs(raw, args); err != nil {
 		var ae *tool.ArgsError
 		if errors.As(err, &ae) {
 			c.problem = ae.Error()
@@ -139,7 +173,8 @@ func parseCall(tc llm.ToolCall) call {
 		return c
 	}
 	c.args, c.argsJSON = args, b
-	c.action = actionObject(toolKinds[c.name].action, b)
+	_, actionKind := kinds(c.name)
+	c.action = actionObject(actionKind, b)
 	return c
 }
 

@@ -11,17 +11,17 @@ import (
 
 // InitSessionRequest is the body of POST /api/conversations.
 type InitSessionRequest struct {
-	Repository               *string           `json:"repository" doc:"Repository to work on, owner/repo."`
-	GitProvider              *ProviderType     `json:"git_provider"`
-	SelectedBranch           *string           `json:"selected_branch"`
-	InitialUserMsg           *string           `json:"initial_user_msg"`
-	ImageURLs                []string          `json:"image_urls"`
-	ReplayJSON               *string           `json:"replay_json" doc:"A recorded trajectory: a JSON list of events, as a string."`
-	SuggestedTask            *SuggestedTask    `json:"suggested_task"`
-	CreateMicroagent         *CreateMicroagent `json:"create_microagent"`
-	ConversationInstructions *string           `json:"conversation_instructions"`
-	MCPConfig                *MCPConfig        `json:"mcp_config"`
-	ConversationID           *string           `json:"conversation_id" doc:"Requested id: 1-100 letters, digits, '-' and '_'."`
+	Repository               *string               `json:"repository" doc:"Repository to work on, owner/repo."`
+	GitProvider              *ProviderType         `json:"git_provider"`
+	SelectedBranch           *string               `json:"selected_branch"`
+	InitialUserMsg           *string               `json:"initial_user_msg"`
+	ImageURLs                []string              `json:"image_urls"`
+	ReplayJSON               *string               `json:"replay_json" doc:"A recorded trajectory: a JSON list of events, as a string."`
+	SuggestedTask            *SuggestedTaskRequest `json:"suggested_task"`
+	CreateMicroagent         *CreateMicroagent     `json:"create_microagent"`
+	ConversationInstructions *string               `json:"conversation_instructions"`
+	MCPConfig                *MCPConfig            `json:"mcp_config"`
+	ConversationID           *string               `json:"conversation_id" doc:"Requested id: 1-100 letters, digits, '-' and '_'."`
 }
 
 // WireStrict rejects unknown keys.
@@ -54,7 +54,19 @@ func (r *InitSessionRequest) ValidateWire(c *wire.Checker) {
 	}
 }
 
-// SuggestedTask asks the agent to work on an issue or pull request.
+// SuggestedTaskRequest asks the agent to work on an issue or pull request of the
+// conversation's repository: agentd writes the first message, with the issue's or pull
+// request's content read from the provider.
+type SuggestedTaskRequest struct {
+	GitProvider *ProviderType `json:"git_provider" doc:"The provider of repo; absent: the conversation's git_provider, else the first of the user's providers whose token reaches repo."`
+	TaskType    *TaskType     `json:"task_type" doc:"What to do; absent: OPEN_ISSUE. CREATE_MICROAGENT has no task here (see create_microagent)."`
+	Repo        string        `json:"repo" wire:"required" doc:"The repository, owner/name; it becomes the conversation's repository when the request names none, and must be it otherwise."`
+	IssueNumber int           `json:"issue_number" wire:"required,min=1" doc:"The number of the issue, or of the pull (merge) request."`
+	Title       string        `json:"title" wire:"required"`
+}
+
+// SuggestedTask is an issue or pull request that needs the user, as GET
+// /api/user/suggested-tasks lists them.
 type SuggestedTask struct {
 	GitProvider ProviderType `json:"git_provider" wire:"required"`
 	TaskType    TaskType     `json:"task_type" wire:"required"`

@@ -54,9 +54,8 @@ func TestInitSessionRequestValidation(t *testing.T) {
 		{"bad conversation id", `{"conversation_id": "a/b"}`, []wire.Problem{{Type: "value_error", Loc: []any{"body", "conversation_id"},
 			Msg: "Value error, conversation_id must be 1-100 characters of letters, digits, '-' and '_'"}}},
 		{"replay not a list", `{"replay_json": "{\"a\": 1}"}`, []wire.Problem{{Type: "value_error", Loc: []any{"body", "replay_json"}, Msg: "Value error, replay_json must be a JSON list of events"}}},
+		// git_provider and task_type may be left out.
 		{"suggested task incomplete", `{"suggested_task": {"repo": "a/b"}}`, []wire.Problem{
-			{Type: "missing", Loc: []any{"body", "suggested_task", "git_provider"}, Msg: "Field required"},
-			{Type: "missing", Loc: []any{"body", "suggested_task", "task_type"}, Msg: "Field required"},
 			{Type: "missing", Loc: []any{"body", "suggested_task", "issue_number"}, Msg: "Field required"},
 			{Type: "missing", Loc: []any{"body", "suggested_task", "title"}, Msg: "Field required"},
 		}},

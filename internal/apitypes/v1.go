@@ -176,8 +176,9 @@ type AppConversationStartRequest struct {
 	ParentConversationID *string              `json:"parent_conversation_id"`
 	AgentType            *AgentType           `json:"agent_type"`
 	// ConversationInstructions are added to the agent's system prompt, as the V0 field.
-	ConversationInstructions *string       `json:"conversation_instructions" doc:"System-level instructions for the agent (agentd addition: the V0 field, on V1)."`
-	Secrets                  *StartSecrets `json:"secrets" doc:"The secrets the agent's commands get as environment variables: an object of name to value, or the names of the caller's stored secrets. Values are never shown."`
+	ConversationInstructions *string               `json:"conversation_instructions" doc:"System-level instructions for the agent (agentd addition: the V0 field, on V1)."`
+	Secrets                  *StartSecrets         `json:"secrets" doc:"The secrets the agent's commands get as environment variables: an object of name to value, or the names of the caller's stored secrets. Values are never shown."`
+	SuggestedTask            *SuggestedTaskRequest `json:"suggested_task" doc:"Work on an issue or pull request: agentd writes the first message (its text replaces initial_message's) and the trigger defaults to suggested_task."`
 }
 
 // MetricsSnapshot is the token usage and cost of a conversation, as the agent loop records

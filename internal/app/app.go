@@ -219,6 +219,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Secrets:       []conversation.SecretSource{userSettings, gitProviders, customSecrets},
 		CustomSecrets: customSecrets,
 		Skills:        st,
+		Providers:     gitProviders,
 		PullRequestOpen: func(ctx context.Context, ownerID, provider, repository string, number int) (bool, error) {
 			api, err := gitProviders.API(ctx, ownerID, provider)
 			if err != nil {

@@ -202,6 +202,10 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 		cfg.MaxBudget = *tuning.MaxBudgetPerTask
 	}
 	cfg.Skills = s.skillsOf(ctx, convID)
+	provider := s.providerTools(ctx, v.Conversation)
+	if provider != nil {
+		cfg.Tools = provider.Tools()
+	}
 
 	secrets, err := s.Secrets(ctx, v.Conversation)
 	if err != nil {
@@ -221,7 +225,8 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 	}
 	a := agent.New(agent.Options{
 		Config: cfg, LLM: client, Metrics: metrics, Logger: log,
-		Tools:          &sandboxTools{s: s, conv: v.Conversation, git: deref(v.SelectedRepository) != ""},
+		Tools: conversationTools{provider: provider,
+			sandbox: &sandboxTools{s: s, conv: v.Conversation, git: deref(v.SelectedRepository) != ""}},
 		Log:            &runnerLog{s: s, conv: v.Conversation},
 		PauseRequested: l.pause.Load,
 		Now:            s.o.Now, NewID: s.o.NewEventID,

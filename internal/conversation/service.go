@@ -88,6 +88,9 @@ type Options struct {
 	Remotes    Remotes
 	Git        GitChannels
 	Repository RepositoryOptions
+	// Providers reach the users' git providers: the agent's provider tools, the content of
+	// suggested tasks. nil gives agents no provider tools and suggested tasks no content.
+	Providers Providers
 }
 
 // Service creates conversations and runs their start tasks in the background. Start tasks are

@@ -2,7 +2,6 @@ package conversation
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/agentd/agentd/internal/sandbox"
@@ -44,26 +43,6 @@ func TestTaskDetailHidesInternalText(t *testing.T) {
 	} {
 		if got := taskDetail(tc.err); got != tc.want {
 			t.Errorf("taskDetail(%v) = %q, want %q", tc.err, got, tc.want)
-		}
-	}
-}
-
-func TestSuggestedTaskPrompt(t *testing.T) {
-	for _, task := range []string{"MERGE_CONFLICTS", "FAILING_CHECKS", "UNRESOLVED_COMMENTS", "OPEN_ISSUE"} {
-		for _, p := range []string{"github", "gitlab", "bitbucket"} {
-			got, err := SuggestedTaskPrompt(p, task, "acme/api", 42)
-			if err != nil || !strings.Contains(got, "acme/api") || !strings.Contains(got, "#42") {
-				t.Errorf("%s on %s: %q, %v", task, p, got, err)
-			}
-		}
-	}
-	gl, _ := SuggestedTaskPrompt("gitlab", "OPEN_ISSUE", "a/b", 1)
-	if !strings.Contains(gl, "GITLAB_TOKEN") || !strings.Contains(gl, "merge request") {
-		t.Errorf("gitlab prompt uses another provider's words: %q", gl)
-	}
-	for _, tc := range [][2]string{{"github", "OPEN_PR"}, {"github", "CREATE_MICROAGENT"}, {"enterprise_sso", "OPEN_ISSUE"}} {
-		if _, err := SuggestedTaskPrompt(tc[0], tc[1], "a/b", 1); !errors.Is(err, ErrUnsupportedTask) {
-			t.Errorf("%v: err = %v, want ErrUnsupportedTask", tc, err)
 		}
 	}
 }

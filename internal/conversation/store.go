@@ -25,6 +25,10 @@ type Store interface {
 	SubConversationIDs(ctx context.Context, ownerID string, parentIDs []string) (map[string][]string, error)
 	// UpdateConversation writes SandboxID, Title, Metrics, LLMModel and UpdatedAt.
 	UpdateConversation(ctx context.Context, c Conversation) error
+	// AddPRNumber appends number to the conversation's PRNumbers, unless it is there already,
+	// and sets its UpdatedAt to at, in one transaction. ErrNotFound when the owner has no
+	// such conversation.
+	AddPRNumber(ctx context.Context, ownerID, id string, number int, at time.Time) error
 	// RecordEvents appends evs to the conversation's log, as event.Store's AppendEvents does,
 	// and applies u to the conversation in the same transaction. ErrNotFound when the
 	// conversation does not exist.

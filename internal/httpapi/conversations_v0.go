@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 
@@ -33,18 +32,15 @@ func (a *API) createConversationV0(w http.ResponseWriter, r *http.Request) error
 	if req.InitialUserMsg != nil {
 		cr.InitialText = *req.InitialUserMsg
 	}
+	if req.ReplayJSON != nil && (cr.InitialText != "" || req.SuggestedTask != nil) {
+		return problem("value_error", "Value error, a replay brings its own first message: send replay_json without initial_user_msg or suggested_task", "body", "replay_json")
+	}
 	switch {
 	case req.SuggestedTask != nil:
-		st := req.SuggestedTask
-		prompt, err := conversation.SuggestedTaskPrompt(string(st.GitProvider), string(st.TaskType), st.Repo, st.IssueNumber)
-		if errors.Is(err, conversation.ErrUnsupportedTask) {
-			return problem("value_error", "Value error, "+strings.TrimPrefix(err.Error(), conversation.ErrUnsupportedTask.Error()+": "), "body", "suggested_task")
-		}
-		if err != nil {
+		cr.Trigger = nil // the task's
+		if err := applySuggestedTask(req.SuggestedTask, &cr); err != nil {
 			return err
 		}
-		cr.InitialText = prompt
-		cr.Trigger = ptr("suggested_task")
 	case req.CreateMicroagent != nil:
 		cm := req.CreateMicroagent
 		cr.Trigger = ptr("microagent_management")
@@ -59,8 +55,14 @@ func (a *API) createConversationV0(w http.ResponseWriter, r *http.Request) error
 			cr.InitialText = conversation.MicroagentPrompt(*cr.SelectedRepository, deref(cm.Title))
 		}
 	}
-	if req.ReplayJSON != nil && cr.InitialText != "" {
-		return problem("value_error", "Value error, a replay brings its own first message: send replay_json without initial_user_msg or suggested_task", "body", "replay_json")
+	if err := a.checkRepository(r, cr.SelectedRepository, cr.GitProvider, false); err != nil {
+		return err
+	}
+	if req.SuggestedTask != nil {
+		// As in OpenHands, the task's message replaces initial_user_msg.
+		if cr.InitialText, err = a.suggestedTaskPrompt(r, req.SuggestedTask, &cr); err != nil {
+			return err
+		}
 	}
 	cr.ReplayJSON = req.ReplayJSON
 	// The start task echoes the request in the current generation's shape.
@@ -79,9 +81,6 @@ func (a *API) createConversationV0(w http.ResponseWriter, r *http.Request) error
 		v1.InitialMessage = msg
 	}
 	if cr.TaskRequest, err = json.Marshal(v1); err != nil {
-		return err
-	}
-	if err := a.checkRepository(r, cr.SelectedRepository, cr.GitProvider, false); err != nil {
 		return err
 	}
 	v, _, err := a.d.Conversations.Create(r.Context(), caller(r).ID, cr)

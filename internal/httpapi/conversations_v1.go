@@ -55,6 +55,11 @@ func (a *API) startAppConversation(w http.ResponseWriter, r *http.Request) error
 		}
 		cr.InitialText = strings.Join(texts, "\n")
 	}
+	if req.SuggestedTask != nil {
+		if err := applySuggestedTask(req.SuggestedTask, &cr); err != nil {
+			return err
+		}
+	}
 	if req.PRNumber == nil {
 		req.PRNumber = []int{}
 	}
@@ -63,6 +68,11 @@ func (a *API) startAppConversation(w http.ResponseWriter, r *http.Request) error
 	}
 	if err := a.checkRepository(r, cr.SelectedRepository, cr.GitProvider, true); err != nil {
 		return err
+	}
+	if req.SuggestedTask != nil {
+		if cr.InitialText, err = a.suggestedTaskPrompt(r, req.SuggestedTask, &cr); err != nil {
+			return err
+		}
 	}
 	_, task, err := a.d.Conversations.Create(r.Context(), caller(r).ID, cr)
 	if err != nil {

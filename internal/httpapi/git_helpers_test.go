@@ -23,7 +23,14 @@ func (e *env) token(key, provider string) string {
 	if tok, ok := e.tokens[[2]string{key, provider}]; ok {
 		return tok
 	}
-	tok := e.providerUser(provider, fmt.Sprintf("user%d", len(e.tokens)))
+	return e.storeToken(key, provider, fmt.Sprintf("user%d", len(e.tokens)))
+}
+
+// storeToken registers login at the provider's double and stores its token for the user
+// with the API key, in place of any they had.
+func (e *env) storeToken(key, provider, login string) string {
+	e.t.Helper()
+	tok := e.providerUser(provider, login)
 	e.must("POST", "/api/add-git-providers", key, map[string]any{"provider_tokens": map[string]any{provider: map[string]any{"token": tok}}}, http.StatusOK, nil)
 	e.tokens[[2]string{key, provider}] = tok
 	return tok

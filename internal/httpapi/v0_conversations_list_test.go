@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/gitprovider/providertest"
 	"github.com/agentd/agentd/internal/wire"
 )
 
@@ -31,6 +32,7 @@ func TestV0ListConversations(t *testing.T) {
 			body["repository"] = "octo/a"
 		case 1:
 			body["repository"] = "octo/b"
+			e.providers["github"].AddIssue(providertest.Issue{Repo: "octo/b", Number: i, Title: "t"})
 			body["suggested_task"] = map[string]any{"git_provider": "github", "task_type": "OPEN_ISSUE", "repo": "octo/b", "issue_number": i, "title": "t"}
 		}
 		created = append(created, e.v0Create(adminKey, body))

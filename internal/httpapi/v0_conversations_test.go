@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/gitproxy/gittest"
+	"github.com/agentd/agentd/internal/gitprovider/providertest"
 	"github.com/agentd/agentd/internal/wire"
 )
 
@@ -183,6 +184,7 @@ func TestV0CreateAllFields(t *testing.T) {
 	keyring := e.inspectKeyring()
 	owner := e.userIDOf(adminKey)
 	e.repo(adminKey, "github", "octo/hello")
+	e.providers["github"].AddIssue(providertest.Issue{Repo: "octo/hello", Number: 7, Title: "Crash", Body: "It crashes."})
 	e.repo(adminKey, "bitbucket", "octo/replay")
 
 	// Every field at once, except replay_json, which cannot go with an initial message
@@ -209,7 +211,7 @@ func TestV0CreateAllFields(t *testing.T) {
 		images                          []string
 	}{
 		{"all but replay", all, "all-fields", "octo/hello", "dev", "github", "suggested_task",
-			"Work on issue #7 in the repository octo/hello.", []string{"https://img.example/a.png"}},
+			`You are working on issue #7 in the repository octo/hello on GitHub: "Crash".`, []string{"https://img.example/a.png"}},
 		// The replay's first message is the user's, and becomes the initial message.
 		{"replay", replay, "replayed", "octo/replay", "main", "bitbucket", "microagent_management", "hi", nil},
 	} {
@@ -246,56 +248,6 @@ func TestV0CreateAllFields(t *testing.T) {
 	}
 	for _, id := range []string{"all-fields", "replayed"} {
 		e.v0WaitStatus(adminKey, id, "RUNNING")
-	}
-}
-
-func TestV0SuggestedTask(t *testing.T) {
-	e := newEnv(t, func(c *config.Config) { c.MaxRunningSandboxes = 1 })
-	st := e.inspectStore()
-	owner := e.userIDOf(adminKey)
-	for _, tc := range []struct {
-		provider, taskType string
-		want               []string // in the prompt
-	}{
-		{"github", "MERGE_CONFLICTS", []string{"pull request (PR) #12", "octo/repo", "merge conflicts", "GITHUB_TOKEN"}},
-		{"gitlab", "FAILING_CHECKS", []string{"merge request (MR) #12", "octo/repo", "GitLab CI pipelines", "GITLAB_TOKEN"}},
-		{"bitbucket", "UNRESOLVED_COMMENTS", []string{"pull request (PR) #12", "octo/repo", "review comment", "BITBUCKET_TOKEN"}},
-		{"github", "OPEN_ISSUE", []string{"issue #12", "octo/repo", "GitHub API"}},
-	} {
-		t.Run(tc.provider+" "+tc.taskType, func(t *testing.T) {
-			id := e.v0Create(adminKey, map[string]any{
-				"initial_user_msg": "ignored",
-				"suggested_task":   map[string]any{"git_provider": tc.provider, "task_type": tc.taskType, "repo": "octo/repo", "issue_number": 12, "title": "t"},
-			})
-			if tr := strOf(e.v0Get(adminKey, id).Trigger); tr != "suggested_task" {
-				t.Errorf("trigger %q, want suggested_task", tr)
-			}
-			text, _ := storedFirstMessage(t, st, owner, id)
-			for _, w := range tc.want {
-				if !strings.Contains(text, w) {
-					t.Errorf("prompt %q lacks %q", text, w)
-				}
-			}
-			if strings.Contains(text, "ignored") {
-				t.Errorf("prompt %q keeps initial_user_msg", text)
-			}
-		})
-	}
-
-	e.v0Settle(adminKey)
-	before := e.dbRows()
-	for _, tc := range []struct{ provider, taskType, msg string }{
-		{"github", "OPEN_PR", `Value error, task type "OPEN_PR" has no prompt`},
-		{"gitlab", "CREATE_MICROAGENT", `Value error, task type "CREATE_MICROAGENT" has no prompt`},
-		{"enterprise_sso", "OPEN_ISSUE", `Value error, provider "enterprise_sso" has no task prompts`},
-	} {
-		t.Run("unsupported "+tc.provider+" "+tc.taskType, func(t *testing.T) {
-			status, body := e.call("POST", "/api/conversations", adminKey, map[string]any{
-				"suggested_task": map[string]any{"git_provider": tc.provider, "task_type": tc.taskType, "repo": "octo/repo", "issue_number": 1, "title": "t"},
-			})
-			assertProblems(t, status, body, []wire.Problem{problemAt("value_error", tc.msg, "body", "suggested_task")})
-			checkDBUnchanged(t, before, e.dbRows())
-		})
 	}
 }
 

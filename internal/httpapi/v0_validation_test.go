@@ -79,10 +79,12 @@ func TestV0CreateValidation(t *testing.T) {
 		{"replay_json not JSON", `{"replay_json": "[{"}`, []wire.Problem{p("value_error", "Value error, replay_json must be a JSON list of events", at("replay_json"))}},
 		{"replay_json item not an object", `{"replay_json": "[{}, 1]"}`, []wire.Problem{p("value_error", "Value error, replay_json item 1 must be an event object", at("replay_json"))}},
 		{"suggested_task string", `{"suggested_task": "fix it"}`, []wire.Problem{p("model_attributes_type", msgModel, at("suggested_task"))}},
+		// git_provider and task_type may be left out (the conversation's provider, OPEN_ISSUE).
 		{"suggested_task empty", `{"suggested_task": {}}`, []wire.Problem{
-			p("missing", msgMissing, at("suggested_task", "git_provider")), p("missing", msgMissing, at("suggested_task", "task_type")),
 			p("missing", msgMissing, at("suggested_task", "repo")), p("missing", msgMissing, at("suggested_task", "issue_number")),
 			p("missing", msgMissing, at("suggested_task", "title"))}},
+		{"suggested_task number 0", task(`"issue_number": 0`), []wire.Problem{
+			p("greater_than_equal", "Input should be greater than or equal to 1", at("suggested_task", "issue_number"))}},
 		{"suggested_task number as string", task(`"issue_number": "7"`), []wire.Problem{p("int_type", "Input should be a valid integer", at("suggested_task", "issue_number"))}},
 		{"suggested_task fractional number", task(`"issue_number": 7.5`), []wire.Problem{
 			p("int_from_float", "Input should be a valid integer, got a number with a fractional part", at("suggested_task", "issue_number"))}},
@@ -171,8 +173,6 @@ func TestV0CreateValidation(t *testing.T) {
 			p("enum", msgProvider, at("git_provider")),
 			p("string_type", msgStr, at("initial_user_msg")),
 			p("list_type", "Input should be a valid list", at("image_urls")),
-			p("missing", msgMissing, at("suggested_task", "git_provider")),
-			p("missing", msgMissing, at("suggested_task", "task_type")),
 			p("missing", msgMissing, at("suggested_task", "issue_number")),
 			p("missing", msgMissing, at("suggested_task", "title")),
 			p("value_error", msgNoScheme, mcpAt("sse_servers", 0, "url")),

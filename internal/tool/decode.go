@@ -65,6 +65,13 @@ func DecodeArgs(name string, raw json.RawMessage, dst any) error {
 	if !ok {
 		return fmt.Errorf("decode args: unknown tool %q", name)
 	}
+	return t.DecodeArgs(raw, dst)
+}
+
+// DecodeArgs decodes the model's arguments for t into dst, as the package's DecodeArgs does
+// for a built-in tool.
+func (t Tool) DecodeArgs(raw json.RawMessage, dst any) error {
+	name := t.Name
 	if reflect.TypeOf(dst) != reflect.PointerTo(t.args) {
 		return fmt.Errorf("decode args: tool %s takes %s, not %T", name, t.args, dst)
 	}

@@ -70,18 +70,21 @@ func (t Tool) NewArgs() any { return reflect.New(t.args).Interface() }
 // registry is built on first use; its order is the order tools are offered to the model.
 var registry = sync.OnceValue(func() []Tool {
 	tools := []Tool{
-		newTool(Terminal, terminalDescription, Sandbox, false, KindTerminal, TerminalArgs{}),
-		newTool(FileEditor, fileEditorDescription, Sandbox, false, KindFileEditor, FileEditorArgs{}),
-		newTool(Glob, globDescription, Sandbox, true, KindGlob, GlobArgs{}),
-		newTool(Grep, grepDescription, Sandbox, true, KindGrep, GrepArgs{}),
-		newTool(TaskTracker, taskTrackerDescription, ControlPlane, false, KindTaskTracker, TaskTrackerArgs{}),
-		newTool(Think, thinkDescription, ControlPlane, true, KindThink, ThinkArgs{}),
-		newTool(Finish, finishDescription, ControlPlane, true, KindFinish, FinishArgs{}),
+		New(Terminal, terminalDescription, Sandbox, false, KindTerminal, TerminalArgs{}),
+		New(FileEditor, fileEditorDescription, Sandbox, false, KindFileEditor, FileEditorArgs{}),
+		New(Glob, globDescription, Sandbox, true, KindGlob, GlobArgs{}),
+		New(Grep, grepDescription, Sandbox, true, KindGrep, GrepArgs{}),
+		New(TaskTracker, taskTrackerDescription, ControlPlane, false, KindTaskTracker, TaskTrackerArgs{}),
+		New(Think, thinkDescription, ControlPlane, true, KindThink, ThinkArgs{}),
+		New(Finish, finishDescription, ControlPlane, true, KindFinish, FinishArgs{}),
 	}
 	return tools
 })
 
-func newTool(name, desc string, place Place, readOnly bool, kind string, args any) Tool {
+// New describes a tool whose arguments are the struct args (a value, not a pointer), decoded
+// with package wire. The built-in tools are made with it, and so are the tools a conversation
+// has beside them (its git provider's).
+func New(name, desc string, place Place, readOnly bool, kind string, args any) Tool {
 	t := reflect.TypeOf(args)
 	return Tool{
 		Name:            name,
@@ -111,4 +114,32 @@ func Lookup(name string) (Tool, bool) {
 func InSandbox(name string) bool {
 	t, ok := Lookup(name)
 	return ok && t.Place == Sandbox
+}
+
+// WithParamDocs returns t with the descriptions of some parameters replaced: for tools whose
+// parameters are best described in words known only when the tool is offered (a provider's
+// name for its pull requests, the conversation's repository). A name that is not a parameter
+// is a programming error.
+func (t Tool) WithParamDocs(docs map[string]string) Tool {
+	base := t.schema
+	t.schema = sync.OnceValue(func() []byte {
+		var m map[string]any
+		if err := json.Unmarshal(base(), &m); err != nil {
+			panic("tool: " + t.Name + ": schema: " + err.Error())
+		}
+		props, _ := m["properties"].(map[string]any)
+		for name, doc := range docs {
+			p, ok := props[name].(map[string]any)
+			if !ok {
+				panic("tool: " + t.Name + ": no parameter " + name)
+			}
+			p["description"] = doc
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			panic("tool: " + t.Name + ": schema: " + err.Error())
+		}
+		return b
+	})
+	return t
 }

@@ -111,6 +111,8 @@ type Server struct {
 	created  []PullRequest
 	requests []string
 	numbers  map[string]int // repository → last issue or pull request number
+	// failing is the status every request answers while it is not 0 (see Fail).
+	failing int
 }
 
 func newServer(t testing.TB, family, prefix string, routes func(s *Server, mux *http.ServeMux)) *Server {
@@ -120,7 +122,12 @@ func newServer(t testing.TB, family, prefix string, routes func(s *Server, mux *
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.requests = append(s.requests, r.Method+" "+r.URL.Path)
+		failing := s.failing
 		s.mu.Unlock()
+		if failing != 0 {
+			http.Error(w, http.StatusText(failing), failing)
+			return
+		}
 		mux.ServeHTTP(w, r)
 	}))
 	t.Cleanup(s.srv.Close)
@@ -194,6 +201,14 @@ func (s *Server) AddPullRequest(p PullRequest) int {
 	}
 	s.pulls = append(s.pulls, &p)
 	return p.Number
+}
+
+// Fail makes every request answer status, as a provider that is down does (503), until
+// Fail(0).
+func (s *Server) Fail(status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failing = status
 }
 
 // Created returns the pull requests opened through the API, in order.

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/event"
@@ -183,6 +185,39 @@ func (s *Store) UpdateConversation(ctx context.Context, c conversation.Conversat
 	}
 	if err != nil {
 		return fmt.Errorf("update conversation %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+func (s *Store) AddPRNumber(ctx context.Context, ownerID, id string, number int, at time.Time) error {
+	err := checkTimes(at)
+	if err == nil {
+		err = s.write(ctx, func(tx *sql.Tx) error {
+			var raw string
+			err := tx.QueryRowContext(ctx, `SELECT pr_numbers FROM conversations WHERE id = ? AND owner_id = ?`, id, ownerID).Scan(&raw)
+			if errors.Is(err, sql.ErrNoRows) {
+				return conversation.ErrNotFound
+			}
+			if err != nil {
+				return err
+			}
+			var prs []int
+			if err := json.Unmarshal([]byte(raw), &prs); err != nil {
+				return fmt.Errorf("decode pr numbers: %w", err)
+			}
+			if !slices.Contains(prs, number) {
+				prs = append(prs, number)
+			}
+			b, err := jsonArg(prs)
+			if err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, `UPDATE conversations SET pr_numbers = ?, updated_at = ? WHERE id = ?`, b, nanos(at), id)
+			return err
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("add pr number to conversation %s: %w", id, err)
 	}
 	return nil
 }

@@ -62,6 +62,30 @@ func testConversations(t *testing.T, s store.Store) {
 	equal(t, "cleared conversation", got, view(cleared, task))
 
 	is(t, "update missing conversation", s.UpdateConversation(ctx, newConversation(ownerA, "conv-missing", 1)), conversation.ErrNotFound)
+
+	// AddPRNumber appends a number once, and sets the time of the change.
+	ok(t, "add a pr number", s.AddPRNumber(ctx, ownerA, c.ID, 31, at(12)))
+	ok(t, "add it again", s.AddPRNumber(ctx, ownerA, c.ID, 31, at(13)))
+	ok(t, "add another", s.AddPRNumber(ctx, ownerA, c.ID, 5, at(14)))
+	withPRs := cleared
+	withPRs.PRNumbers = append(append([]int(nil), cleared.PRNumbers...), 31, 5)
+	withPRs.UpdatedAt = at(14)
+	got, err = s.GetConversation(ctx, ownerA, c.ID)
+	ok(t, "get conversation with pr numbers", err)
+	equal(t, "conversation with pr numbers", got, view(withPRs, task))
+	is(t, "add a pr number to a missing conversation", s.AddPRNumber(ctx, ownerA, "conv-missing", 1, at(15)), conversation.ErrNotFound)
+	is(t, "B adds a pr number to A's conversation", s.AddPRNumber(ctx, ownerB, c.ID, 1, at(15)), conversation.ErrNotFound)
+
+	// A conversation stored without a list gets one.
+	bare := newConversation(ownerA, "conv-no-prs", 3)
+	bare.PRNumbers = nil
+	ok(t, "create conversation without pr numbers", s.CreateConversation(ctx, bare, conversation.StartTask{}, nil))
+	ok(t, "add its first pr number", s.AddPRNumber(ctx, ownerA, bare.ID, 2, at(16)))
+	got, err = s.GetConversation(ctx, ownerA, bare.ID)
+	ok(t, "get it", err)
+	if len(got.PRNumbers) != 1 || got.PRNumbers[0] != 2 {
+		t.Fatalf("pr numbers %v, want [2]", got.PRNumbers)
+	}
 }
 
 func testConversationOwnership(t *testing.T, s store.Store) {

@@ -1,0 +1,81 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/llm/llmtest"
+	"github.com/agentd/agentd/internal/tool"
+)
+
+// issueArgs are the arguments of a tool a conversation has beside the built-in ones.
+type issueArgs struct {
+	Number int `json:"number" wire:"required,min=1" doc:"The issue's number."`
+}
+
+func (issueArgs) WireStrict() {}
+
+// withIssues runs read_issue itself and leaves every other tool to the fake sandbox.
+type withIssues struct{ *fakeTools }
+
+func (w withIssues) Run(ctx context.Context, name string, args json.RawMessage) (tool.Result, error) {
+	if name != "read_issue" {
+		return w.fakeTools.Run(ctx, name, args)
+	}
+	var a struct{ Number int }
+	json.Unmarshal(args, &a)
+	text := "Issue 3: it crashes."
+	if a.Number != 3 {
+		text = "no such issue"
+	}
+	return tool.NewResult(text, a.Number != 3, map[string]any{"kind": "GitProviderObservation", "content": tool.Content(text), "is_error": a.Number != 3}), nil
+}
+
+// TestConfigTools: the tools of Config.Tools are offered beside the built-in ones, checked
+// against their own schema, run by the executor, and named in the log as OpenHands names a
+// tool's classes.
+func TestConfigTools(t *testing.T) {
+	forEachProvider(t, func(t *testing.T, p int) {
+		r := newRig(t, p,
+			llmtest.Calls(llmtest.Call("read_issue", `{"number": 3}`)),
+			llmtest.Calls(llmtest.Call("read_issue", `{"number": "three"}`)),
+			llmtest.Text("It crashes."),
+		)
+		r.log.userSays(t, "What does issue 3 say?")
+		r.cfg.Tools = []tool.Tool{tool.New("read_issue", "Read an issue.", tool.ControlPlane, true, "GitProviderObservation", issueArgs{})}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		a := New(Options{Config: r.cfg, LLM: r.llm, Tools: withIssues{r.tools}, Log: r.log})
+		if st, err := a.Run(ctx); err != nil || st != StatusFinished {
+			t.Fatalf("run: %v %v", st, err)
+		}
+		reqs := r.srv.Requests()
+		names := toolNames(reqs[0].Tools)
+		if !slices.Contains(names, "read_issue") || !slices.Contains(names, tool.Terminal) {
+			t.Fatalf("offered %v", names)
+		}
+		texts := toolTexts(reqs[2])
+		if len(texts) != 2 || texts[0] != "Issue 3: it crashes." || !strings.Contains(texts[1], "number") {
+			t.Fatalf("the model read %q", texts)
+		}
+		r.wantKinds("MessageEvent:user", "SystemPromptEvent", "execution_status=running", "ActionEvent:read_issue", "ObservationEvent:read_issue",
+			"ActionEvent:read_issue", "AgentErrorEvent", "MessageEvent:agent", "execution_status=finished")
+		act := r.log.bodies(event.KindAction)[0].(*event.ActionEvent)
+		if !strings.HasPrefix(string(act.Action), `{"kind":"ReadIssueAction","number":3`) {
+			t.Errorf("action %s", act.Action)
+		}
+		sp := r.log.bodies(event.KindSystemPrompt)[0].(*event.SystemPromptEvent)
+		var found bool
+		for _, d := range sp.Tools {
+			found = found || strings.Contains(string(d), `"kind":"ReadIssueTool"`)
+		}
+		if !found {
+			t.Errorf("the system prompt's tools lack ReadIssueTool")
+		}
+	})
+}
