@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,8 +16,9 @@ import (
 // the providers standing in: the token is checked by the provider's API (a refused one is not
 // stored), the private repository is resolved by the provider's API to its clone URL, and git
 // in the sandbox clones the branch and pushes a new one through agentd's proxy, which adds the
-// token upstream; the commit carries the provider login, the setup script ran, and the token
-// is nowhere the sandbox or the user can see.
+// token upstream; the agent opens a pull (merge) request with agentd's provider tool and its
+// number is the conversation's pr_number; the commit carries the provider login, the setup
+// script ran, and the token is nowhere the sandbox or the user can see.
 func TestRepositoryThroughProviders(t *testing.T) {
 	for _, provider := range []string{"github", "gitlab", "bitbucket"} {
 		t.Run(provider, func(t *testing.T) {
@@ -37,14 +39,18 @@ func TestRepositoryThroughProviders(t *testing.T) {
 			}
 			e.must("POST", "/api/add-git-providers", alice, tokens("refused-token-0123456789"), http.StatusUnauthorized, nil)
 			e.must("POST", "/api/add-git-providers", alice, tokens(gitToken), http.StatusOK, nil)
+			// The provider's API knows the branch the agent pushes (its double does not read the
+			// git server).
 			p.AddRepo(providertest.Repo{FullName: "octo/private", Private: true, Members: []string{"octo"},
-				Branches: []string{"main", "dev"}, CloneURL: srv.URL() + "/octo/private.git"})
+				Branches: []string{"main", "dev", "agent-work"}, CloneURL: srv.URL() + "/octo/private.git"})
+			create := map[string]string{"github": "create_pull_request", "gitlab": "create_merge_request", "bitbucket": "create_pull_request"}[provider]
 
 			e.scripted(alice,
 				callIn(t, "terminal", func(ws string) map[string]any {
 					return map[string]any{"command": "cd " + ws + "/private && git checkout -q -b agent-work && echo work > work.txt" +
 						" && git add . && git commit -q -m agent-work && git push -q origin agent-work 2>&1; echo pushed"}
 				}),
+				call(create, map[string]any{"title": "Agent work", "head": "agent-work", "base": "dev"}),
 				llmtest.Calls(llmtest.Call("finish", `{"message":"pushed"}`)),
 			)
 			task := e.startConversation(alice, map[string]any{
@@ -63,6 +69,13 @@ func TestRepositoryThroughProviders(t *testing.T) {
 			got, err := srv.Git("octo/private", "log", "-1", "--format=%an %s", "agent-work")
 			if want := "octo agent-work\n"; err != nil || got != want {
 				t.Fatalf("upstream agent-work: %q, %v; want %q", got, err, want)
+			}
+			created := p.Created()
+			if len(created) != 1 || created[0].Head != "agent-work" || created[0].Base != "dev" {
+				t.Fatalf("opened at the provider: %+v; want agent-work into dev", created)
+			}
+			if got := e.getConversation(alice, conv.ID).PRNumber; !slices.Equal(got, []int{created[0].Number}) {
+				t.Errorf("pr_number %v, want [%d]", got, created[0].Number)
 			}
 			for _, r := range srv.Requests() {
 				if !r.Authorized {

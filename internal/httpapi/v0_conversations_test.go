@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/internal/config"
-	"github.com/agentd/agentd/internal/gitproxy/gittest"
 	"github.com/agentd/agentd/internal/gitprovider/providertest"
+	"github.com/agentd/agentd/internal/gitproxy/gittest"
 	"github.com/agentd/agentd/internal/wire"
 )
 
