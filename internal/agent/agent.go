@@ -58,7 +58,7 @@ func New(o Options) *Agent {
 	tools := toolset{extra: cfg.Tools}
 	return &Agent{
 		o: o, cfg: cfg, log: o.Logger,
-		system:  buildSystemPrompt(cfg.Workspace, cfg.Instructions) + secretsSection(cfg.Secrets),
+		system:  buildSystemPrompt(cfg.Workspace, cfg.Instructions) + repositorySection(cfg.Repository) + secretsSection(cfg.Secrets),
 		dynamic: repoContext(cfg.Skills),
 		tools:   tools,
 		specs:   tools.specs(),

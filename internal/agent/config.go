@@ -49,6 +49,8 @@ type Config struct {
 	Secrets []SecretInfo
 	// Workspace is the absolute path of the workspace in the sandbox.
 	Workspace string
+	// Repository is the repository the conversation works on; its zero value means none.
+	Repository Repository
 	// Replay is a recorded trajectory to execute without the model (see ParseReplay).
 	Replay []ReplayAction
 	// Skills are the conversation's skills: the always-on ones are in the system message

@@ -35,6 +35,7 @@ func TestLoopWritesRunsFixesAndFinishes(t *testing.T) {
 			return "helo", 0
 		}
 		r.cfg.Instructions = "Answer in English."
+		r.cfg.Repository = Repository{Name: "octo/widgets", Dir: "/workspace/project/widgets", Branch: "dev", Request: "merge request"}
 		r.cfg.Secrets = []SecretInfo{{Name: "DEPLOY_TOKEN", Description: "for the\n staging   API"}, {Name: "NO_DESCRIPTION"}}
 		r.log.userSays(t, "Write hello.py and make it print hello.", "data:image/png;base64,iVBORw0KGgo=")
 		if st := r.run(); st != StatusFinished {
@@ -58,6 +59,7 @@ func TestLoopWritesRunsFixesAndFinishes(t *testing.T) {
 		}
 		first := reqs[0]
 		for _, want := range []string{"/workspace/project", "<CONVERSATION_INSTRUCTIONS>", "Answer in English.",
+			"The repository octo/widgets is cloned at /workspace/project/widgets, with the branch dev checked out.", "open the merge request",
 			"<CUSTOM_SECRETS>", "* DEPLOY_TOKEN: for the staging API\n* NO_DESCRIPTION\n</CUSTOM_SECRETS>"} {
 			if !strings.Contains(first.System, want) {
 				t.Errorf("system prompt lacks %q", want)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"sync/atomic"
 	"time"
 
@@ -205,6 +206,13 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 	provider := s.providerTools(ctx, v.Conversation)
 	if provider != nil {
 		cfg.Tools = provider.Tools()
+	}
+	if repo := deref(v.SelectedRepository); repo != "" && cfg.Workspace != "" {
+		// Where the start's PREPARING_REPOSITORY step cloned it (see resolveRepository).
+		cfg.Repository = agent.Repository{Name: repo, Dir: path.Join(cfg.Workspace, path.Base(repo)), Branch: deref(v.SelectedBranch)}
+		if provider != nil {
+			cfg.Repository.Request = provider.Words().Request
+		}
 	}
 
 	secrets, err := s.Secrets(ctx, v.Conversation)

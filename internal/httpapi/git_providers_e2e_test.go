@@ -45,7 +45,7 @@ func TestRepositoryThroughProviders(t *testing.T) {
 				Branches: []string{"main", "dev", "agent-work"}, CloneURL: srv.URL() + "/octo/private.git"})
 			create := map[string]string{"github": "create_pull_request", "gitlab": "create_merge_request", "bitbucket": "create_pull_request"}[provider]
 
-			e.scripted(alice,
+			llmSrv := e.scripted(alice,
 				callIn(t, "terminal", func(ws string) map[string]any {
 					return map[string]any{"command": "cd " + ws + "/private && git checkout -q -b agent-work && echo work > work.txt" +
 						" && git add . && git commit -q -m agent-work && git push -q origin agent-work 2>&1; echo pushed"}
@@ -62,6 +62,11 @@ func TestRepositoryThroughProviders(t *testing.T) {
 			c := &agentConv{e: e, key: alice, id: conv.ID, sandboxID: conv.SandboxID, url: *conv.ConversationURL, sessionKey: *conv.SessionAPIKey}
 			c.waitStatus("finished")
 
+			// The model is told where the clone is and how its changes leave the sandbox.
+			if reqs := llmSrv.Requests(); len(reqs) == 0 || !strings.Contains(reqs[0].System, "The repository octo/private is cloned at ") ||
+				!strings.Contains(reqs[0].System, "/private, with the branch dev checked out") {
+				t.Errorf("the system prompt does not say where the repository is")
+			}
 			evs := c.events()
 			if len(evs) < 3 || !strings.Contains(observationText(evs[2]), "setup ran on dev") {
 				t.Errorf("the setup script's output is not in the events: %d events", len(evs))
