@@ -40,7 +40,7 @@ func benchBwrap(ctx context.Context, o options, bin, dataDir string, logw io.Wri
 	if err != nil {
 		return nil, []string{"bwrap rows skipped: the bwrap backend does not work here: " + err.Error()}, nil
 	}
-	s, err := startServerWith(ctx, b, dataDir, o.clients, log, nil)
+	s, err := startServerWith(ctx, b, dataDir, o.clients, log, "")
 	if err != nil {
 		return nil, nil, err
 	}

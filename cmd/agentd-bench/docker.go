@@ -56,7 +56,7 @@ func benchDocker(ctx context.Context, binary, tmp string, logw io.Writer, progre
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := startServerWith(ctx, withImage{b, benchImage}, dataDir, 1, log, nil)
+	srv, err := startServerWith(ctx, withImage{b, benchImage}, dataDir, 1, log, "")
 	if err != nil {
 		return nil, nil, err
 	}

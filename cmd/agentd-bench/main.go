@@ -106,11 +106,16 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 		return err
 	}
 	defer git.Close()
-	srv, err := startServer(ctx, bin, filepath.Join(tmp, "data"), o.clients, logw, git)
+	github, closeGitHub := startGitHub(git)
+	defer closeGitHub()
+	srv, err := startServer(ctx, bin, filepath.Join(tmp, "data"), o.clients, logw, github.APIURL())
 	if err != nil {
 		return err
 	}
 	defer srv.close()
+	if err := srv.storeGitHubToken(ctx); err != nil {
+		return err
+	}
 
 	rep := report{machine: m, options: o, binary: bin}
 	progress("timing %d sandbox starts", o.starts)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agentd/agentd/internal/gitprovider/providertest"
 	"github.com/agentd/agentd/internal/gitproxy/gittest"
 )
 
@@ -46,6 +47,34 @@ func startGit(dir string, n int) (*gittest.Server, error) {
 	return srv, nil
 }
 
+// cleanups closes what a provider double opened, as a test would at its end.
+type cleanups []func()
+
+func (c *cleanups) Cleanup(f func()) { *c = append(*c, f) }
+
+// startGitHub starts a GitHub API on loopback that knows the bench's user (by its token) and
+// its repository on git, as github.com knows a user's private repository: agentd checks the
+// token there, and resolves the repository there to its clone URL and the credentials git
+// needs, as for any user. The returned func stops it.
+func startGitHub(git *gittest.Server) (*providertest.Server, func()) {
+	var c cleanups
+	gh := providertest.NewGitHub(&c)
+	gh.AddUser(benchGitToken, providertest.User{ID: 1, Login: "bench", Name: "Bench", Email: "bench@example.com"})
+	gh.AddRepo(providertest.Repo{FullName: benchRepo, Private: true, Members: []string{"bench"},
+		CloneURL: git.URL() + "/" + benchRepo + ".git"})
+	return gh, func() {
+		for i := len(c) - 1; i >= 0; i-- {
+			c[i]()
+		}
+	}
+}
+
+// storeGitHubToken stores the bench user's GitHub token, which agentd checks with the API.
+func (s *server) storeGitHubToken(ctx context.Context) error {
+	return s.call(ctx, "POST", "/api/add-git-providers",
+		map[string]any{"provider_tokens": map[string]any{"github": map[string]any{"token": benchGitToken}}}, nil)
+}
+
 // benchRepository times n conversations on benchRepo from creation to READY, each beside a
 // `git clone` of it on the host. Each conversation is deleted (with its sandbox) outside the
 // timed part.
@@ -71,7 +100,8 @@ func benchRepository(ctx context.Context, s *server, git *gittest.Server, files,
 		timeRow(what+", p50", 50, creates, clones, base),
 		timeRow(what+", p99", 99, creates, clones, base),
 	}
-	note := "repository: creation to READY covers the sandbox's start (process backend), the opening of its git channel, " +
+	note := "repository: creation to READY covers the check of the repository with the provider's API (a GitHub API on loopback), " +
+		"the sandbox's start (process backend), the opening of its git channel, " +
 		"the clone through the proxy (git http-backend's pack streamed through agentd and the runtime's relay), the checkout " +
 		"and the clone's configuration; the `git clone` beside it fetches straight from the same loopback server, " +
 		"which makes the pack anew for each clone."
@@ -99,7 +129,7 @@ func (s *server) timeRepositoryConversation(ctx context.Context) (time.Duration,
 		ID string `json:"id"`
 	}
 	t0 := time.Now()
-	if err := s.call(ctx, "POST", "/api/v1/app-conversations", map[string]any{"selected_repository": benchRepo}, &task); err != nil {
+	if err := s.call(ctx, "POST", "/api/v1/app-conversations", map[string]any{"selected_repository": benchRepo, "git_provider": "github"}, &task); err != nil {
 		return 0, err
 	}
 	var convID string

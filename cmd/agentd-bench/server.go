@@ -14,7 +14,6 @@ import (
 
 	"github.com/agentd/agentd/internal/app"
 	"github.com/agentd/agentd/internal/config"
-	"github.com/agentd/agentd/internal/gitproxy"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/process"
 )
@@ -33,15 +32,15 @@ type server struct {
 	log     *slog.Logger
 }
 
-// startServer builds the server on dataDir with the process backend, its conversations'
-// repositories at git. Its logs (warnings and worse) go to logw.
-func startServer(ctx context.Context, binary, dataDir string, clients int, logw io.Writer, git gitproxy.Remotes) (*server, error) {
+// startServer builds the server on dataDir with the process backend, the GitHub API of its
+// users at githubAPI ("": the public one). Its logs (warnings and worse) go to logw.
+func startServer(ctx context.Context, binary, dataDir string, clients int, logw io.Writer, githubAPI string) (*server, error) {
 	log := benchLogger(logw)
 	b, err := process.New(process.Options{Root: filepath.Join(dataDir, "sandboxes", "process"), Binary: binary, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	return startServerWith(ctx, b, dataDir, clients, log, git)
+	return startServerWith(ctx, b, dataDir, clients, log, githubAPI)
 }
 
 func benchLogger(logw io.Writer) *slog.Logger {
@@ -52,14 +51,17 @@ func benchLogger(logw io.Writer) *slog.Logger {
 const specNoNetwork = "no-network"
 
 // startServerWith builds the server on dataDir with backend b, which it closes with itself
-// (also when it fails), and git as the provider of repositories (nil: none).
-func startServerWith(ctx context.Context, b sandbox.Backend, dataDir string, clients int, log *slog.Logger, git gitproxy.Remotes) (_ *server, err error) {
+// (also when it fails), and the GitHub API at githubAPI ("": the public one).
+func startServerWith(ctx context.Context, b sandbox.Backend, dataDir string, clients int, log *slog.Logger, githubAPI string) (_ *server, err error) {
 	key := "bench-" + rand.Text()
 	cfg, err := config.Load(append([]string{"--data-dir", dataDir, "--admin-key", key,
 		"--sandbox-backend", b.Name(), "--addr", "127.0.0.1:0"}, llmFlags()...), func(string) string { return "" })
 	if err != nil {
 		b.Close()
 		return nil, err
+	}
+	if githubAPI != "" {
+		cfg.GitHubAPIURL = githubAPI
 	}
 	// The default spec has the egress network; this one, none, to measure the difference.
 	cfg.Specs = append(cfg.Specs, config.SpecConfig{ID: specNoNetwork, Network: "none"})
@@ -69,7 +71,7 @@ func startServerWith(ctx context.Context, b sandbox.Backend, dataDir string, cli
 			s.close()
 		}
 	}()
-	if s.app, err = app.New(ctx, app.Options{Config: cfg, Backend: b, Logger: log, Version: "bench", GitRemotes: git}); err != nil {
+	if s.app, err = app.New(ctx, app.Options{Config: cfg, Backend: b, Logger: log, Version: "bench"}); err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)

@@ -19,7 +19,7 @@ type account struct {
 	provider string
 	family   string
 	token    string
-	start    func(t testing.TB) *providertest.Server
+	start    func(t providertest.Cleaner) *providertest.Server
 	// configured: the double is the server's configured API; otherwise the user's host.
 	configured bool
 	prefix     string // the repositories' owner (Data Center: a project key)

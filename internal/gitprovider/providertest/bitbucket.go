@@ -7,14 +7,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 )
 
 // NewBitbucket starts a Bitbucket Cloud REST API 2.0 (developer.atlassian.com/cloud/bitbucket)
 // under /2.0, in place of https://api.bitbucket.org/2.0. A token is an access token (Bearer)
 // or user:app-password (basic credentials).
-func NewBitbucket(t testing.TB) *Server {
+func NewBitbucket(t Cleaner) *Server {
 	return newServer(t, "bitbucket", "/2.0", func(s *Server, mux *http.ServeMux) {
 		b := &bbAPI{s}
 		p := "/2.0"

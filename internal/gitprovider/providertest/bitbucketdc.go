@@ -6,13 +6,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"testing"
 )
 
 // NewBitbucketDC starts a Bitbucket Data Center REST API (developer.atlassian.com/server/
 // bitbucket) under /rest/api/1.0, with the build-status API beside it; Root() is what a
 // user gives as its host. Repositories are PROJECT/slug.
-func NewBitbucketDC(t testing.TB) *Server {
+func NewBitbucketDC(t Cleaner) *Server {
 	return newServer(t, "bitbucket_data_center", "/rest/api/1.0", func(s *Server, mux *http.ServeMux) {
 		d := &dcAPI{s}
 		p := "/rest/api/1.0"

@@ -6,14 +6,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 )
 
 // NewGitHub starts a GitHub REST API (docs.github.com/rest) as GitHub Enterprise Server
 // serves it, under /api/v3: APIURL() is what the server's configuration names in place of
 // https://api.github.com, Root() what a user gives as an Enterprise host.
-func NewGitHub(t testing.TB) *Server {
+func NewGitHub(t Cleaner) *Server {
 	return newServer(t, "github", "/api/v3", func(s *Server, mux *http.ServeMux) {
 		g := &ghAPI{s}
 		p := "/api/v3"

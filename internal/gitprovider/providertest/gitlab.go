@@ -6,13 +6,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 )
 
 // NewGitLab starts a GitLab REST API v4 (docs.gitlab.com/api) under /api/v4, as gitlab.com
 // and self-managed GitLab serve it.
-func NewGitLab(t testing.TB) *Server {
+func NewGitLab(t Cleaner) *Server {
 	return newServer(t, "gitlab", "/api/v4", func(s *Server, mux *http.ServeMux) {
 		g := &glAPI{s}
 		p := "/api/v4"

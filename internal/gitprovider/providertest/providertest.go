@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -115,7 +114,11 @@ type Server struct {
 	failing int
 }
 
-func newServer(t testing.TB, family, prefix string, routes func(s *Server, mux *http.ServeMux)) *Server {
+// Cleaner is what a server needs of its user: a *testing.T, or a benchmark's own list of
+// things to close. The server closes with it.
+type Cleaner interface{ Cleanup(func()) }
+
+func newServer(t Cleaner, family, prefix string, routes func(s *Server, mux *http.ServeMux)) *Server {
 	s := &Server{Family: family, prefix: prefix, users: map[string]User{}, numbers: map[string]int{}}
 	mux := http.NewServeMux()
 	routes(s, mux)
