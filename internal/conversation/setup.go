@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/id"
 	"github.com/agentd/agentd/internal/tool"
 )
 
@@ -23,21 +24,36 @@ const maxSetupOutput = 30_000
 // ObservationEvent, source "environment"), so that the user sees its output and the agent
 // knows what ran before it started. Its exit status does not stop the start, as in OpenHands.
 func (s *Service) runSetupScript(ctx context.Context, c Conversation, w *workspaceRepo) error {
-	callID := "call_setup_" + strings.ReplaceAll(s.o.NewEventID(), "-", "")[:16]
-	args, _ := json.Marshal(map[string]string{"command": setupCommand})
-	action, _ := json.Marshal(map[string]string{"kind": "TerminalAction", "command": setupCommand})
-	summary := "run the repository's setup script"
-	actEv, err := event.New(s.o.NewEventID(), s.o.Now(), event.SourceEnvironment, &event.ActionEvent{
-		Thought: []event.TextPart{}, Action: action, ToolName: tool.Terminal, ToolCallID: callID,
-		ToolCall:     event.ToolCall{ID: callID, Name: tool.Terminal, Arguments: string(args), Origin: "completion"},
-		SecurityRisk: "UNKNOWN", Summary: &summary,
-	})
+	// The script's events have ids of their own conversation's, so that a start a restart
+	// cut short records them once: a script that finished is not run again, and one that was
+	// interrupted runs again under the action already recorded.
+	actID, obsID := id.Named(c.ID+"/setup-script/action"), id.Named(c.ID+"/setup-script/observation")
+	seen, err := s.o.Events.GetEvents(ctx, c.OwnerID, []string{actID, obsID})
 	if err != nil {
-		return err
+		return fmt.Errorf("look for the setup script's events: %w", err)
 	}
-	actEv.ConversationID = c.ID
-	if err := s.record(ctx, c, []event.Event{actEv}); err != nil {
-		return fmt.Errorf("record the setup script: %w", err)
+	if seen[1] != nil {
+		return nil
+	}
+	callID := "call_setup_" + strings.ReplaceAll(actID, "-", "")[:16]
+	actEv := seen[0]
+	if actEv == nil {
+		args, _ := json.Marshal(map[string]string{"command": setupCommand})
+		action, _ := json.Marshal(map[string]string{"kind": "TerminalAction", "command": setupCommand})
+		summary := "run the repository's setup script"
+		ev, err := event.New(actID, s.o.Now(), event.SourceEnvironment, &event.ActionEvent{
+			Thought: []event.TextPart{}, Action: action, ToolName: tool.Terminal, ToolCallID: callID,
+			ToolCall:     event.ToolCall{ID: callID, Name: tool.Terminal, Arguments: string(args), Origin: "completion"},
+			SecurityRisk: "UNKNOWN", Summary: &summary,
+		})
+		if err != nil {
+			return err
+		}
+		ev.ConversationID = c.ID
+		if err := s.record(ctx, c, []event.Event{ev}); err != nil {
+			return fmt.Errorf("record the setup script: %w", err)
+		}
+		actEv = &ev
 	}
 
 	timeout := s.o.Repository.SetupTimeout
@@ -63,7 +79,7 @@ func (s *Service) runSetupScript(ctx context.Context, c Conversation, w *workspa
 		s.log.Info("setup script failed; the conversation starts anyway", "conversation_id", c.ID, "exit_code", res.ExitCode, "timed_out", res.TimedOut)
 	}
 	obsJSON, _ := json.Marshal(obs)
-	obsEv, err := event.New(s.o.NewEventID(), s.o.Now(), event.SourceEnvironment, &event.ObservationEvent{
+	obsEv, err := event.New(obsID, s.o.Now(), event.SourceEnvironment, &event.ObservationEvent{
 		Observation: obsJSON, ActionID: actEv.ID, ToolName: tool.Terminal, ToolCallID: callID,
 	})
 	if err != nil {

@@ -316,3 +316,42 @@ func TestRepositorySetupTimeout(t *testing.T) {
 		t.Fatalf("the setup script's observation: %q, %+v", out, obs)
 	}
 }
+
+// TestRepositorySetupAfterRestart: a restart of agentd while the setup script runs resumes the
+// start, which runs the script again under the action already recorded: the log holds the
+// script once, with one result.
+func TestRepositorySetupAfterRestart(t *testing.T) {
+	srv := gittest.Start(t, gitToken)
+	widgets(t, srv) // its setup script waits for ../setup-go
+	e := newEnvGit(t, srv)
+	_, alice := e.newUser("alice")
+	e.repo(alice, "github", "octo/widgets")
+	e.scripted(alice, llmtest.Calls(llmtest.Call("finish", `{"message":"done"}`)))
+	task := e.startConversation(alice, map[string]any{
+		"initial_message":     message("look around", true),
+		"selected_repository": "octo/widgets", "selected_branch": "dev", "git_provider": "github",
+	})
+	var seen v1Task
+	e.eventually("the setup script", func() bool {
+		seen = *e.getTask(alice, task.ID)
+		return seen.Status == "RUNNING_SETUP_SCRIPT"
+	}, func() string { return fmt.Sprintf("%s %v", seen.Status, strOf(seen.Detail)) })
+	e.restart()
+	ws := filepath.Join(e.sandboxDir(*seen.SandboxID), "workspace")
+	if err := os.WriteFile(filepath.Join(ws, "setup-go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ready := e.waitTask(alice, task.ID, "READY")
+	conv := e.getConversation(alice, *ready.AppConversationID)
+	c := &agentConv{e: e, key: alice, id: conv.ID, sandboxID: conv.SandboxID, url: *conv.ConversationURL, sessionKey: *conv.SessionAPIKey}
+	c.waitStatus("finished")
+	var setup []string
+	for _, ev := range c.events() {
+		if ev.Source == "environment" && ev.ToolName == "terminal" {
+			setup = append(setup, ev.Kind)
+		}
+	}
+	if strings.Join(setup, ",") != "ActionEvent,ObservationEvent" {
+		t.Fatalf("the setup script's events: %v, want one action and its observation\n%v", setup, labels(c.events()))
+	}
+}

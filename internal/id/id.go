@@ -3,6 +3,7 @@ package id
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"math/big"
 )
@@ -20,6 +21,17 @@ func New() string {
 // Dashed returns a random UUID (version 4) in its canonical dashed form, as event ids use.
 func Dashed() string {
 	h := New()
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// Named returns the dashed UUID (version 8, RFC 9562) that name always maps to: the id of a
+// thing that must exist once, such as an event a restart may try to record again.
+func Named(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	b := sum[:16]
+	b[6] = b[6]&0x0f | 0x80
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b)
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
