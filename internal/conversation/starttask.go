@@ -120,6 +120,12 @@ func (s *Service) walk(ctx context.Context, t *StartTask, specID string) error {
 	if err := s.setUpSkills(ctx, t); err != nil {
 		return err
 	}
+	// OpenHands' last step before READY, when its agent server takes the conversation; here
+	// the conversation is the control plane's already, so the step is saved and passed.
+	t.Status = TaskStartingConversation
+	if err := s.saveTask(ctx, t); err != nil {
+		return err
+	}
 	t.Status = TaskReady
 	t.Detail = ""
 	return s.saveTask(ctx, t)
