@@ -234,7 +234,7 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 	a := agent.New(agent.Options{
 		Config: cfg, LLM: client, Metrics: metrics, Logger: log,
 		Tools: conversationTools{provider: provider,
-			sandbox: &sandboxTools{s: s, conv: v.Conversation, git: deref(v.SelectedRepository) != ""}},
+			sandbox: &sandboxTools{s: s, conv: v.Conversation}},
 		Log:            &runnerLog{s: s, conv: v.Conversation},
 		PauseRequested: l.pause.Load,
 		Now:            s.o.Now, NewID: s.o.NewEventID,
@@ -316,9 +316,6 @@ func (s *Service) record(ctx context.Context, c Conversation, evs []event.Event)
 type sandboxTools struct {
 	s    *Service
 	conv Conversation
-	// git: the conversation works on a repository, so its sandbox's git channel is kept
-	// open (after a restart of agentd, from the first tool call on).
-	git bool
 }
 
 func (t *sandboxTools) Run(ctx context.Context, name string, args json.RawMessage) (tool.Result, error) {
@@ -336,7 +333,9 @@ func (t *sandboxTools) Run(ctx context.Context, name string, args json.RawMessag
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("reach the sandbox: %w", err)
 	}
-	if t.git && t.s.o.Git != nil {
+	// A conversation on a repository keeps its sandbox's git channel open (after a restart of
+	// agentd, from the first tool call on).
+	if deref(t.conv.SelectedRepository) != "" && t.s.o.Git != nil {
 		t.s.o.Git.Keep(ownerID, sandboxID)
 	}
 	req := runtime.ToolRequest{ConversationID: t.conv.ID, Arguments: args}

@@ -372,3 +372,39 @@ func TestRemoteAcrossProviders(t *testing.T) {
 	_, err = e.svc.Remote(ctx, e.userID, "github", "group/sub/project")
 	wantKind(t, err, gitprovider.ErrBadRepository)
 }
+
+// TestRemoteIsCached: a Remote resolved a moment ago is given again without calls to the
+// provider (a clone is several git requests, each resolved); storing the user's tokens again
+// drops it.
+func TestRemoteIsCached(t *testing.T) {
+	gh := providertest.NewGitHub(t)
+	gh.AddUser("ghp_cached", providertest.User{Login: "octo", Email: "octo@example.com"})
+	gh.AddRepo(providertest.Repo{FullName: "octo/app"})
+	e := newEnv(t, envOptions{endpoints: gitprovider.Endpoints{GitHub: gh.APIURL()}})
+	e.mustStore("github", "ghp_cached", "")
+	ctx := context.Background()
+	resolve := func() gitprovider.Remote {
+		t.Helper()
+		r, err := e.svc.Remote(ctx, e.userID, "github", "octo/app")
+		if err != nil || r.Repository != "octo/app" || r.URL == nil {
+			t.Fatalf("Remote: %+v, %v", r, err)
+		}
+		return r
+	}
+	first := resolve()
+	asked := len(gh.Requests())
+	second := resolve()
+	if got := len(gh.Requests()); got != asked {
+		t.Errorf("the second Remote called the provider: %d requests, then %d", asked, got)
+	}
+	second.URL.Host = "changed.example"
+	if third := resolve(); third.URL.String() != first.URL.String() {
+		t.Errorf("a caller's change reached the cache: %s, want %s", third.URL, first.URL)
+	}
+	e.mustStore("github", "ghp_cached", "")
+	asked = len(gh.Requests())
+	resolve()
+	if got := len(gh.Requests()); got == asked {
+		t.Error("Remote after the tokens were stored again did not call the provider")
+	}
+}

@@ -11,8 +11,22 @@ import (
 // that reaches it with their token. With provider "" it is the first of the user's providers
 // (in the order of Providers) whose token reaches the repository; with a provider, only that
 // one. The clone URL is the one the provider gives, without any user name in it; it may be
-// plain http only where the URL policy admits its host for the user.
+// plain http only where the URL policy admits its host for the user. A Remote resolved in the
+// last remoteTTL is given again without asking the provider, unless the user's tokens changed.
 func (s *Service) Remote(ctx context.Context, userID, provider, repository string) (Remote, error) {
+	key := remoteKey{userID, provider, repository}
+	if r, ok := s.remotes.get(key, s.now()); ok {
+		return r, nil
+	}
+	r, err := s.resolve(ctx, userID, provider, repository)
+	if err != nil {
+		return Remote{}, err
+	}
+	s.remotes.put(key, r, s.now())
+	return r, nil
+}
+
+func (s *Service) resolve(ctx context.Context, userID, provider, repository string) (Remote, error) {
 	a, repo, err := s.reach(ctx, userID, provider, repository)
 	if err != nil {
 		return Remote{}, err

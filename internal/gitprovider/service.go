@@ -35,6 +35,7 @@ type Service struct {
 	o        Options
 	now      func() time.Time
 	families families
+	remotes  remoteCache
 	// changed is told the user whose tokens changed; see OnSecretsChange.
 	changed func(userID string)
 }
@@ -144,6 +145,7 @@ func (s *Service) Store(ctx context.Context, userID string, in []TokenInput) err
 	if err := s.store.ReplaceProviderTokens(ctx, userID, out); err != nil {
 		return fmt.Errorf("store provider tokens: %w", err)
 	}
+	s.remotes.forget(userID)
 	if s.changed != nil {
 		s.changed(userID)
 	}
@@ -155,6 +157,7 @@ func (s *Service) Unset(ctx context.Context, userID string) error {
 	if err := s.store.ReplaceProviderTokens(ctx, userID, nil); err != nil {
 		return fmt.Errorf("unset provider tokens: %w", err)
 	}
+	s.remotes.forget(userID)
 	if s.changed != nil {
 		s.changed(userID)
 	}
