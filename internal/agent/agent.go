@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd/agentd/internal/confirm"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/id"
 	"github.com/agentd/agentd/internal/llm"
@@ -32,6 +33,8 @@ type Agent struct {
 	entries []entry
 	lastSeq int64
 	status  Status
+	// policy is the conversation's confirmation policy, as the log last set it.
+	policy confirm.Policy
 }
 
 // New returns an Agent; Run starts it.
@@ -97,6 +100,11 @@ func (a *Agent) run(ctx context.Context) (Status, error) {
 	if err := a.prepare(ctx); err != nil {
 		return a.status, err
 	}
+	if a.status == StatusWaitingForConfirmation {
+		if err := a.answerPending(ctx); err != nil {
+			return a.fail(ctx, err)
+		}
+	}
 	for iteration := 0; ; {
 		if err := a.refresh(ctx); err != nil {
 			return a.status, err
@@ -151,6 +159,9 @@ func (a *Agent) run(ctx context.Context) (Status, error) {
 			return a.status, err
 		}
 		if err := a.step(ctx); err != nil {
+			if errors.Is(err, errWaiting) {
+				return a.status, nil
+			}
 			return a.fail(ctx, err)
 		}
 	}
@@ -166,7 +177,8 @@ func (a *Agent) overBudget() (spent float64, over bool) {
 }
 
 // prepare records the system prompt the first time, and answers the tool calls a previous
-// process left without a result: they were cut short by a restart.
+// process left without a result: they were cut short by a restart. Actions waiting for the
+// user's confirmation have no result either, and keep waiting.
 func (a *Agent) prepare(ctx context.Context) error {
 	var evs []event.Event
 	if !a.has(func(e entry) bool { return e.ev.Kind == event.KindSystemPrompt }) {
@@ -181,7 +193,11 @@ func (a *Agent) prepare(ctx context.Context) error {
 		}
 		evs = append(evs, ev)
 	}
-	for _, act := range a.orphans() {
+	var interrupted []*event.ActionEvent
+	if a.status != StatusWaitingForConfirmation {
+		interrupted = a.orphans()
+	}
+	for _, act := range interrupted {
 		ev, err := event.New(a.o.NewID(), a.o.Now(), event.SourceAgent, &event.AgentErrorEvent{
 			ToolName: act.ToolName, ToolCallID: act.ToolCallID, Error: restartInterrupted,
 		})
@@ -194,18 +210,22 @@ func (a *Agent) prepare(ctx context.Context) error {
 }
 
 // orphans are the actions without a result.
-func (a *Agent) orphans() []*event.ActionEvent {
+func (a *Agent) orphans() []*event.ActionEvent { return orphans(a.entries) }
+
+func orphans(entries []entry) []*event.ActionEvent {
 	answered := map[string]bool{}
-	for _, e := range a.entries {
+	for _, e := range entries {
 		switch b := e.body.(type) {
 		case *event.ObservationEvent:
 			answered[b.ToolCallID] = true
 		case *event.AgentErrorEvent:
 			answered[b.ToolCallID] = true
+		case *event.UserRejectObservation:
+			answered[b.ToolCallID] = true
 		}
 	}
 	var out []*event.ActionEvent
-	for _, e := range a.entries {
+	for _, e := range entries {
 		if act, ok := e.body.(*event.ActionEvent); ok && !answered[act.ToolCallID] {
 			out = append(out, act)
 		}
@@ -293,6 +313,7 @@ var errNoLLM = errors.New("no LLM is configured for this conversation")
 // result as soon as it is known.
 func (a *Agent) act(ctx context.Context, resp llm.Response, toolCalls []llm.ToolCall, stats event.Event) error {
 	calls := make([]call, len(toolCalls))
+	risks := make([]confirm.Risk, len(toolCalls))
 	actions := make([]event.Event, len(toolCalls))
 	evs := []event.Event{stats}
 	var thought []event.TextPart
@@ -304,9 +325,10 @@ func (a *Agent) act(ctx context.Context, resp llm.Response, toolCalls []llm.Tool
 			tc.ID = "call_" + strings.ReplaceAll(a.o.NewID(), "-", "")[:24]
 		}
 		calls[i] = a.tools.parseCall(tc)
+		risks[i] = a.assess(calls[i])
 		body := &event.ActionEvent{
 			Thought: []event.TextPart{}, Action: calls[i].action, ToolName: calls[i].name,
-			ToolCallID: tc.ID, LLMResponseID: resp.ResponseID, SecurityRisk: "UNKNOWN",
+			ToolCallID: tc.ID, LLMResponseID: resp.ResponseID, SecurityRisk: string(risks[i]),
 			ToolCall: event.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments, Origin: "completion"},
 			Summary:  calls[i].summary,
 		}
@@ -334,8 +356,20 @@ func (a *Agent) act(ctx context.Context, resp llm.Response, toolCalls []llm.Tool
 		}
 		evs = append(evs, ev)
 	}
+	waiting := a.mustConfirm(calls, risks)
+	if waiting {
+		// With the actions, in one append: a restart finds them waiting, never half-recorded.
+		st, err := a.statusEvent(StatusWaitingForConfirmation)
+		if err != nil {
+			return err
+		}
+		evs = append(evs, st)
+	}
 	if err := a.append(ctx, evs...); err != nil {
 		return err
+	}
+	if waiting {
+		return errWaiting
 	}
 	for i, c := range calls {
 		if c.problem != "" {
@@ -564,10 +598,18 @@ func (a *Agent) refresh(ctx context.Context) error {
 		}
 		a.entries = append(a.entries, entry{ev: ev, body: body})
 		a.lastSeq = max(a.lastSeq, ev.Seq)
-		if su, ok := body.(*event.StateUpdateEvent); ok && su.Key == event.StateExecutionStatus {
-			var s Status
-			if json.Unmarshal(su.Value, &s) == nil {
-				a.status = s
+		if su, ok := body.(*event.StateUpdateEvent); ok {
+			switch su.Key {
+			case event.StateExecutionStatus:
+				var s Status
+				if json.Unmarshal(su.Value, &s) == nil {
+					a.status = s
+				}
+			case event.StateConfirmationPolicy:
+				var p confirm.Policy
+				if json.Unmarshal(su.Value, &p) == nil {
+					a.policy = p
+				}
 			}
 		}
 	}

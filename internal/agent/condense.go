@@ -151,6 +151,8 @@ func render(it item, limit int) string {
 		return "[RESULT " + b.ToolName + "]\n" + clip(it.e.ev.LLMText, limit)
 	case *event.AgentErrorEvent:
 		return "[ERROR " + b.ToolName + "]\n" + clip(b.Error, limit)
+	case *event.UserRejectObservation:
+		return "[REJECTED " + b.ToolName + "]\n" + clip(b.RejectionReason, limit)
 	}
 	return ""
 }

@@ -50,7 +50,7 @@ func detectStuck(log []entry) verdict {
 				continue
 			}
 			window = append(window, e)
-		case *event.ActionEvent, *event.ObservationEvent, *event.AgentErrorEvent:
+		case *event.ActionEvent, *event.ObservationEvent, *event.AgentErrorEvent, *event.UserRejectObservation:
 			window = append(window, e)
 		}
 	}
@@ -109,6 +109,8 @@ func pairs(window []entry) []pair {
 			results[b.ToolCallID] = pair{result: "observation:" + e.ev.LLMText}
 		case *event.AgentErrorEvent:
 			results[b.ToolCallID] = pair{result: "error:" + b.Error, error: true}
+		case *event.UserRejectObservation:
+			results[b.ToolCallID] = pair{result: "rejected:" + b.RejectionReason}
 		}
 	}
 	var out []pair

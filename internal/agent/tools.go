@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentd/agentd/internal/confirm"
 	"github.com/agentd/agentd/internal/llm"
 	"github.com/agentd/agentd/internal/tool"
 )
@@ -83,6 +84,11 @@ func (ts toolset) specs() []llm.ToolSpec {
 			params["properties"] = props
 		}
 		props["summary"] = summaryParam
+		if !t.ReadOnly {
+			// As OpenHands' LLM security analyzer: the model rates every call that changes
+			// something; the confirmation policy reads the rating.
+			props["security_risk"] = confirm.RiskParam()
+		}
 		b, err := json.Marshal(params)
 		if err != nil {
 			panic("agent: tool schema of " + t.Name + ": " + err.Error())
@@ -119,6 +125,8 @@ type call struct {
 	// action is the action object recorded in the ActionEvent; nil for an invalid call.
 	action  json.RawMessage
 	summary *string
+	// rated is the model's security_risk argument, as given.
+	rated string
 	// problem is the error the model sees for an invalid call.
 	problem string
 }
@@ -148,6 +156,7 @@ func (ts toolset) parseCall(tc llm.ToolCall) call {
 		if s, ok := obj["summary"].(string); ok {
 			c.summary = &s
 		}
+		c.rated, _ = obj["security_risk"].(string)
 		if c.name == tool.FileEditor && obj["command"] == nil {
 			// Models that know a different editor leave the command out; the arguments
 			// given say which one was meant.

@@ -15,7 +15,8 @@ type entry struct {
 }
 
 // item is one element of the view, the part of the log the model sees: a message, an action,
-// the result of an action (an observation or an agent error), or a condensation summary.
+// the result of an action (an observation, an agent error or the user's rejection), or a
+// condensation summary.
 type item struct {
 	id   string
 	e    *entry // nil for a summary
@@ -40,6 +41,8 @@ func (it item) resultOf() string {
 		return b.ToolCallID
 	case *event.AgentErrorEvent:
 		return b.ToolCallID
+	case *event.UserRejectObservation:
+		return b.ToolCallID
 	}
 	return ""
 }
@@ -52,7 +55,7 @@ func buildView(log []entry) []item {
 		switch b := e.body.(type) {
 		case *event.MessageEvent, *event.ActionEvent, *event.ObservationEvent:
 			view = append(view, item{id: e.ev.ID, e: e})
-		case *event.AgentErrorEvent:
+		case *event.AgentErrorEvent, *event.UserRejectObservation:
 			view = append(view, item{id: e.ev.ID, e: e})
 		case *event.Condensation:
 			forgotten := make(map[string]bool, len(b.ForgottenEventIDs))
@@ -132,6 +135,8 @@ func (b *messageBuilder) add(it item) {
 		b.result(ev.ToolCallID, ev.ToolName, it.e.ev.LLMText)
 	case *event.AgentErrorEvent:
 		b.result(ev.ToolCallID, ev.ToolName, ev.Error)
+	case *event.UserRejectObservation:
+		b.result(ev.ToolCallID, ev.ToolName, ev.LLMText())
 	}
 }
 
