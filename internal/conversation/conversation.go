@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/agentd/agentd/internal/confirm"
 	"github.com/agentd/agentd/internal/sandbox"
 )
 
@@ -42,7 +43,10 @@ type Conversation struct {
 	// ExecutionStatus is the agent's state (agent.Status), empty until the start task is
 	// READY. It copies the last execution_status update of the event log.
 	ExecutionStatus string
-	ParentID        *string
+	// ConfirmationPolicy says which of the agent's actions wait for the user's confirmation;
+	// it copies the last confirmation_policy update of the event log (zero: never).
+	ConfirmationPolicy confirm.Policy
+	ParentID           *string
 	// RequestSealed is the creation request exactly as received, sealed because it may hold
 	// secrets (MCP server keys). Nothing a client sent is lost.
 	RequestSealed []byte

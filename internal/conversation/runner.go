@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/agent"
+	"github.com/agentd/agentd/internal/confirm"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/llm"
 	"github.com/agentd/agentd/internal/runtime"
@@ -298,6 +299,12 @@ func (s *Service) record(ctx context.Context, c Conversation, evs []event.Event)
 			if json.Unmarshal(su.Value, &stats) == nil && len(stats.UsageToMetrics["default"]) > 0 {
 				u.Metrics = stats.UsageToMetrics["default"]
 			}
+		case event.StateConfirmationPolicy:
+			var p confirm.Policy
+			if err := json.Unmarshal(su.Value, &p); err != nil {
+				return fmt.Errorf("record events: %w", err)
+			}
+			u.ConfirmationPolicy = &p
 		}
 	}
 	if err := s.o.Store.RecordEvents(ctx, c.ID, evs, u); err != nil {

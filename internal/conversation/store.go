@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/agentd/agentd/internal/confirm"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/paging"
 )
@@ -23,7 +24,8 @@ type Store interface {
 	// SubConversationIDs returns, for each of the parents, the ids of the owner's
 	// conversations that name it as parent, oldest first. Parents without any are absent.
 	SubConversationIDs(ctx context.Context, ownerID string, parentIDs []string) (map[string][]string, error)
-	// UpdateConversation writes SandboxID, Title, Metrics, LLMModel and UpdatedAt.
+	// UpdateConversation writes SandboxID, Title, Metrics, LLMModel and UpdatedAt. The
+	// execution status, metrics and confirmation policy change with RecordEvents.
 	UpdateConversation(ctx context.Context, c Conversation) error
 	// AddPRNumber appends number to the conversation's PRNumbers, unless it is there already,
 	// and sets its UpdatedAt to at, in one transaction. ErrNotFound when the owner has no
@@ -50,7 +52,8 @@ type Store interface {
 
 // StateUpdate is what RecordEvents changes on the conversation; zero fields stay as they are.
 type StateUpdate struct {
-	ExecutionStatus string
-	Metrics         json.RawMessage
-	UpdatedAt       time.Time
+	ExecutionStatus    string
+	Metrics            json.RawMessage
+	ConfirmationPolicy *confirm.Policy
+	UpdatedAt          time.Time
 }

@@ -86,15 +86,23 @@ func insertConversation(ctx context.Context, tx *sql.Tx, c conversation.Conversa
 	if err != nil {
 		return err
 	}
+	policy := ""
+	if !c.ConfirmationPolicy.IsNever() {
+		b, err := json.Marshal(c.ConfirmationPolicy)
+		if err != nil {
+			return err
+		}
+		policy = string(b)
+	}
 	_, err = tx.ExecContext(ctx,
 		`INSERT INTO conversations (id, owner_id, sandbox_id, version, title, title_fold, selected_repository,
 			selected_branch, git_provider, trigger_name, pr_numbers, llm_model, metrics, parent_id, request_sealed,
-			created_at, updated_at, execution_status, secret_names, secrets_sealed)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			created_at, updated_at, execution_status, secret_names, secrets_sealed, confirmation_policy)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.ID, c.OwnerID, c.SandboxID, c.Version, c.Title, fold(c.Title), c.SelectedRepository,
 		c.SelectedBranch, c.GitProvider, c.Trigger, prs, c.LLMModel, rawArg(c.Metrics), c.ParentID,
 		blobArg(c.RequestSealed), nanos(c.CreatedAt), nanos(c.UpdatedAt), c.ExecutionStatus,
-		secretNames, blobArg(c.SecretsSealed))
+		secretNames, blobArg(c.SecretsSealed), policy)
 	if isUnique(err) {
 		return conversation.ErrExists
 	}
@@ -118,7 +126,7 @@ const (
 	NULL, ` + viewRest
 )
 
-const viewRest = `c.secret_names, c.secrets_sealed, c.created_at, c.updated_at, c.execution_status, s.status, s.session_key_sealed, t.status, t.detail
+const viewRest = `c.secret_names, c.secrets_sealed, c.created_at, c.updated_at, c.execution_status, c.confirmation_policy, s.status, s.session_key_sealed, t.status, t.detail
 FROM conversations c
 LEFT JOIN sandboxes s ON c.sandbox_id <> '' AND s.id = c.sandbox_id AND s.owner_id = c.owner_id
 LEFT JOIN start_tasks t ON t.id = (
@@ -129,12 +137,12 @@ LEFT JOIN start_tasks t ON t.id = (
 func scanView(sc scanner) (conversation.View, error) {
 	var v conversation.View
 	c := &v.Conversation
-	var prs, secretNames string
+	var prs, secretNames, policy string
 	var metrics, sbStatus, taskStatus, taskDetail sql.NullString
 	var created, updated int64
 	err := sc.Scan(&c.ID, &c.OwnerID, &c.SandboxID, &c.Version, &c.Title, &c.SelectedRepository,
 		&c.SelectedBranch, &c.GitProvider, &c.Trigger, &prs, &c.LLMModel, &metrics, &c.ParentID,
-		&c.RequestSealed, &secretNames, &c.SecretsSealed, &created, &updated, &c.ExecutionStatus, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail)
+		&c.RequestSealed, &secretNames, &c.SecretsSealed, &created, &updated, &c.ExecutionStatus, &policy, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail)
 	if err != nil {
 		return conversation.View{}, err
 	}
@@ -146,6 +154,11 @@ func scanView(sc scanner) (conversation.View, error) {
 	}
 	if len(c.SecretNames) == 0 {
 		c.SecretNames = nil
+	}
+	if policy != "" {
+		if err := json.Unmarshal([]byte(policy), &c.ConfirmationPolicy); err != nil {
+			return conversation.View{}, fmt.Errorf("decode confirmation policy of conversation %s: %w", c.ID, err)
+		}
 	}
 	c.Metrics = fromRaw(metrics)
 	c.CreatedAt = fromNanos(created)
@@ -270,6 +283,13 @@ func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []e
 		}
 		if len(u.Metrics) > 0 {
 			sets, args = append(sets, "metrics = ?"), append(args, string(u.Metrics))
+		}
+		if u.ConfirmationPolicy != nil {
+			b, err := json.Marshal(*u.ConfirmationPolicy)
+			if err != nil {
+				return err
+			}
+			sets, args = append(sets, "confirmation_policy = ?"), append(args, string(b))
 		}
 		if !u.UpdatedAt.IsZero() {
 			sets, args = append(sets, "updated_at = ?"), append(args, nanos(u.UpdatedAt))

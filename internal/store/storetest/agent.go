@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/agentd/agentd/internal/confirm"
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/paging"
@@ -30,6 +31,14 @@ func testRecordEvents(t *testing.T, s store.Store) {
 	ok(t, "get conversation", err)
 	c.ExecutionStatus, c.Metrics, c.UpdatedAt = "running", metrics, at(5)
 	equal(t, "conversation after record", got, view(c, task))
+
+	// The confirmation policy is kept whole; a later record without one leaves it.
+	medium := confirm.Policy{Kind: confirm.KindRisky, Threshold: confirm.Medium}
+	ok(t, "record policy", s.RecordEvents(ctx, c.ID, nil, conversation.StateUpdate{ConfirmationPolicy: &medium}))
+	c.ConfirmationPolicy = medium
+	got, err = s.GetConversation(ctx, ownerA, c.ID)
+	ok(t, "get conversation", err)
+	equal(t, "conversation after the policy", got, view(c, task))
 
 	// Zero fields leave the conversation as it is.
 	ok(t, "record without update", s.RecordEvents(ctx, c.ID, []event.Event{newEvent("", "e3", 3)}, conversation.StateUpdate{}))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/auth"
+	"github.com/agentd/agentd/internal/confirm"
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/customsecret"
 	"github.com/agentd/agentd/internal/event"
@@ -94,6 +95,7 @@ func newConversation(owner, id string, i int) conversation.Conversation {
 		RequestSealed:      []byte("sealed request of " + id),
 		SecretNames:        []string{"API_TOKEN", "DEPLOY_KEY"},
 		SecretsSealed:      []byte("sealed secrets of " + id),
+		ConfirmationPolicy: confirm.Always,
 		CreatedAt:          at(i),
 		UpdatedAt:          at(i),
 	}
