@@ -117,21 +117,21 @@ type ConversationStats struct {
 // AgentConversationInfo is a conversation as the conversation API (OpenHands' agent server
 // API, served under conversation_url) shows it.
 type AgentConversationInfo struct {
-	ID                   string            `json:"id" doc:"A dashed UUID (ids that are not UUIDs are shown as they are)."`
-	Title                *string           `json:"title"`
-	ExecutionStatus      ExecutionStatus   `json:"execution_status"`
-	Agent                AgentSpec         `json:"agent"`
-	Workspace            AgentWorkspace    `json:"workspace"`
-	MaxIterations        int               `json:"max_iterations"`
-	StuckDetection       bool              `json:"stuck_detection"`
-	ConfirmationPolicy   Kinded            `json:"confirmation_policy"`
-	Stats                ConversationStats `json:"stats"`
-	Metrics              *MetricsSnapshot  `json:"metrics"`
-	Tags                 map[string]string `json:"tags"`
-	ParentConversationID *string           `json:"parent_conversation_id"`
-	SubConversationIDs   []string          `json:"sub_conversation_ids"`
-	CreatedAt            time.Time         `json:"created_at"`
-	UpdatedAt            time.Time         `json:"updated_at"`
+	ID                   string             `json:"id" doc:"A dashed UUID (ids that are not UUIDs are shown as they are)."`
+	Title                *string            `json:"title"`
+	ExecutionStatus      ExecutionStatus    `json:"execution_status"`
+	Agent                AgentSpec          `json:"agent"`
+	Workspace            AgentWorkspace     `json:"workspace"`
+	MaxIterations        int                `json:"max_iterations"`
+	StuckDetection       bool               `json:"stuck_detection"`
+	ConfirmationPolicy   ConfirmationPolicy `json:"confirmation_policy"`
+	Stats                ConversationStats  `json:"stats"`
+	Metrics              *MetricsSnapshot   `json:"metrics"`
+	Tags                 map[string]string  `json:"tags"`
+	ParentConversationID *string            `json:"parent_conversation_id"`
+	SubConversationIDs   []string           `json:"sub_conversation_ids"`
+	CreatedAt            time.Time          `json:"created_at"`
+	UpdatedAt            time.Time          `json:"updated_at"`
 }
 
 // AgentFinalResponse is the agent's last answer: the message of its last finish call or the

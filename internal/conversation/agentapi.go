@@ -35,10 +35,13 @@ func (s *Service) ready(ctx context.Context, ownerID, convID string) (View, erro
 }
 
 // SendMessage appends a user message. An agent that had stopped (finished, stuck, error,
-// paused) becomes idle. With run, the agent runs to answer it (a loop that is running
-// already sees it at its next step); without, it waits for run. A message sent while the
-// conversation still starts is answered once it is ready.
+// paused) becomes idle; actions waiting for confirmation are rejected with the message as
+// the reason, as OpenHands does. With run, the agent runs to answer it (a loop that is
+// running already sees it at its next step); without, it waits for run. A message sent while
+// the conversation still starts is answered once it is ready.
 func (s *Service) SendMessage(ctx context.Context, ownerID, convID string, m Message, run bool) error {
+	s.confirmMu.Lock()
+	defer s.confirmMu.Unlock()
 	v, err := s.o.Store.GetConversation(ctx, ownerID, convID)
 	if err != nil {
 		return err
@@ -48,9 +51,16 @@ func (s *Service) SendMessage(ctx context.Context, ownerID, convID string, m Mes
 		return err
 	}
 	evs := []event.Event{ev}
+	from := agent.Status(v.ExecutionStatus)
+	if from == agent.StatusWaitingForConfirmation {
+		rejections, err := s.rejectPending(ctx, v.Conversation, m.Text)
+		if err != nil {
+			return err
+		}
+		evs = append(rejections, evs...)
+	}
 	// A stopped agent (finished, stuck, failed, paused) becomes idle at once: it has a new
 	// message to answer, and a client polling for its status never reads the old one.
-	from := agent.Status(v.ExecutionStatus)
 	if from.Terminal() || from == agent.StatusPaused {
 		st, err := event.NewStateUpdate(s.o.NewEventID(), s.o.Now(), event.StateExecutionStatus, agent.StatusIdle)
 		if err != nil {
@@ -112,6 +122,16 @@ func (s *Service) PauseAgent(ctx context.Context, ownerID, convID string) error 
 	default:
 		return &agent.TransitionError{From: from, To: agent.StatusPaused}
 	}
+	var evs []event.Event
+	if from == agent.StatusWaitingForConfirmation {
+		s.confirmMu.Lock()
+		defer s.confirmMu.Unlock()
+		rejections, err := s.rejectPending(ctx, v.Conversation, pauseRejection)
+		if err != nil {
+			return err
+		}
+		evs = rejections[:len(rejections)-1] // without the idle status: it becomes paused
+	}
 	pause, err := event.New(s.o.NewEventID(), s.o.Now(), event.SourceUser, &event.PauseEvent{})
 	if err != nil {
 		return err
@@ -120,7 +140,7 @@ func (s *Service) PauseAgent(ctx context.Context, ownerID, convID string) error 
 	if err != nil {
 		return err
 	}
-	if err := s.record(ctx, v.Conversation, []event.Event{pause, st}); err != nil {
+	if err := s.record(ctx, v.Conversation, append(evs, pause, st)); err != nil {
 		return fmt.Errorf("pause conversation %s: %w", convID, err)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/agent"
+	"github.com/agentd/agentd/internal/confirm"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/id"
 	"github.com/agentd/agentd/internal/llm"
@@ -108,6 +109,10 @@ type Service struct {
 	tasks map[string]context.CancelFunc // conversation id → its start task's cancel
 	loops map[string]*loop              // conversation id → its agent loop
 
+	// confirmMu serializes the answers to pending actions (a response, a message, a pause),
+	// so that no action is answered twice.
+	confirmMu sync.Mutex
+
 	red redactors
 }
 
@@ -174,6 +179,10 @@ type CreateRequest struct {
 	// initial message, and the conversation needs no LLM settings.
 	ReplayJSON *string
 
+	// ConfirmationPolicy is the policy the conversation starts with; nil takes the parent's,
+	// else the one the owner's settings choose.
+	ConfirmationPolicy *confirm.Policy
+
 	// SecretNames name the owner's stored secrets that the agent's commands get; each must
 	// exist. InlineSecrets are more, given with their values (name to value).
 	SecretNames   []string
@@ -203,6 +212,7 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 		convID = s.o.NewID()
 	}
 	var parent View
+	var parentPtr *View
 	if r.ParentID != nil {
 		var err error
 		parent, err = s.o.Store.GetConversation(ctx, ownerID, *r.ParentID)
@@ -212,6 +222,7 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 		if err != nil {
 			return View{}, StartTask{}, fmt.Errorf("create conversation: %w", err)
 		}
+		parentPtr = &parent
 		// A sub-conversation shares its parent's sandbox and repository unless told otherwise.
 		if r.SandboxID == "" {
 			r.SandboxID = parent.SandboxID
@@ -248,6 +259,10 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 			return View{}, StartTask{}, fmt.Errorf("create conversation: %w", err)
 		}
 	}
+	policy, err := s.confirmationPolicy(ctx, ownerID, r.ConfirmationPolicy, parentPtr)
+	if err != nil {
+		return View{}, StartTask{}, fmt.Errorf("create conversation: %w", err)
+	}
 	title := r.Title
 	if title == "" {
 		title = "Conversation " + convID[:min(5, len(convID))]
@@ -261,7 +276,7 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 		SelectedRepository: r.SelectedRepository, SelectedBranch: r.SelectedBranch,
 		GitProvider: r.GitProvider, Trigger: r.Trigger, PRNumbers: r.PRNumbers, LLMModel: r.LLMModel,
 		ParentID: r.ParentID, RequestSealed: sealed, CreatedAt: now, UpdatedAt: now,
-		SecretNames: secretNames, SecretsSealed: secretsSealed,
+		SecretNames: secretNames, SecretsSealed: secretsSealed, ConfirmationPolicy: policy,
 	}
 	if c.PRNumbers == nil {
 		c.PRNumbers = []int{}
@@ -271,6 +286,15 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 		SandboxID: r.SandboxID, Request: r.TaskRequest, CreatedAt: now, UpdatedAt: now,
 	}
 	var first []event.Event
+	if !policy.IsNever() {
+		// In the log too: the agent reads its policy there.
+		ev, err := event.NewStateUpdate(id.Dashed(), now, event.StateConfirmationPolicy, policy)
+		if err != nil {
+			return View{}, StartTask{}, err
+		}
+		ev.ConversationID = convID
+		first = append(first, ev)
+	}
 	if r.InitialText != "" || len(r.ImageURLs) > 0 {
 		ev, err := event.NewUserMessage(id.Dashed(), now, r.InitialText, r.ImageURLs)
 		if err != nil {

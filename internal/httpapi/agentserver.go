@@ -128,7 +128,7 @@ func (a *API) agentConversationInfo(ctx context.Context, ownerID string, v conve
 		Workspace:            apitypes.AgentWorkspace{Kind: "LocalWorkspace", WorkingDir: ag.Workspace},
 		MaxIterations:        ag.MaxIterations,
 		StuckDetection:       ag.StuckDetection,
-		ConfirmationPolicy:   apitypes.Kinded{Kind: "NeverConfirm"},
+		ConfirmationPolicy:   policyWire(c.ConfirmationPolicy),
 		Stats:                apitypes.ConversationStats{UsageToMetrics: map[string]apitypes.MetricsSnapshot{}},
 		Metrics:              metricsOf(c.Metrics),
 		Tags:                 map[string]string{},

@@ -33,6 +33,9 @@ func (a *API) startAppConversation(w http.ResponseWriter, r *http.Request) error
 	if req.Secrets != nil {
 		cr.SecretNames, cr.InlineSecrets = req.Secrets.Stored, req.Secrets.Inline
 	}
+	if req.ConfirmationPolicy != nil {
+		cr.ConfirmationPolicy = ptr(policyOf(*req.ConfirmationPolicy))
+	}
 	if req.ParentConversationID != nil {
 		pid, err := normalizeUUID(*req.ParentConversationID)
 		if err != nil {

@@ -72,6 +72,8 @@ func mapError(err error) (status int, body any, internal bool) {
 		return http.StatusBadRequest, detail(clientMessage(err, "No usable LLM settings")), false
 	case errors.Is(err, conversation.ErrAlreadyRunning):
 		return http.StatusConflict, detail("The conversation's agent is already running"), false
+	case errors.Is(err, conversation.ErrNotWaiting):
+		return http.StatusConflict, detail("No action is waiting for confirmation"), false
 	case errors.Is(err, conversation.ErrNotReady):
 		return http.StatusConflict, detail("The conversation is still starting (or failed to start): see its start task"), false
 	case conversation.IsTransition(err):

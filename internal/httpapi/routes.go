@@ -201,6 +201,10 @@ func (a *API) routes() []route {
 			Response: apitypes.Success{}, Errors: errs(merge(agentNotFound, map[int]string{409: "The agent is already running, or the conversation is still starting."}))}, a.runAgent},
 		{wire.Operation{Method: "POST", Path: agentConv + "/pause", Tag: "conversation-api", Summary: "Pause the agent, interrupting the step in flight",
 			Response: apitypes.Success{}, Errors: errs(merge(agentNotFound, map[int]string{409: "The agent has finished, failed or is stuck: there is nothing to pause."}))}, a.pauseAgent},
+		{wire.Operation{Method: "POST", Path: agentConv + "/confirmation_policy", Tag: "conversation-api", Summary: "Set which of the agent's actions wait for the user's confirmation",
+			Body: apitypes.SetConfirmationPolicyRequest{}, Response: apitypes.Success{}, Errors: errs(agentNotFound)}, a.setConfirmationPolicy},
+		{wire.Operation{Method: "POST", Path: agentConv + "/events/respond_to_confirmation", Tag: "conversation-api", Summary: "Accept the actions waiting for confirmation (they run), or reject them with a reason the agent reads",
+			Body: apitypes.ConfirmationResponseRequest{}, Response: apitypes.Success{}, Errors: errs(merge(agentNotFound, map[int]string{409: "No action is waiting for confirmation, or the conversation is still starting."}))}, a.respondToConfirmation},
 
 		// The workspace, without the agent: at the agent server's paths, and the current
 		// generation's per conversation.
