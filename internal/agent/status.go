@@ -41,9 +41,9 @@ var transitions = map[Status]map[Status]string{
 		StatusIdle:    "a user message without run",
 	},
 	StatusWaitingForConfirmation: {
-		StatusRunning: "the user confirmed",
-		StatusIdle:    "the user rejected",
-		StatusPaused:  "pause",
+		StatusRunning: "the user confirmed (or run), or a message reached the loop as it stopped to wait and rejected the actions",
+		StatusIdle:    "the user rejected the actions, with a reason or a message",
+		StatusPaused:  "pause, which rejects the actions",
 	},
 	StatusFinished: {
 		StatusRunning: "a new user message with run",

@@ -97,8 +97,8 @@ func (s *Service) RunAgent(ctx context.Context, ownerID, convID string) error {
 // PauseAgent pauses the agent: a running loop stops at once, abandoning the model call or
 // tool call in flight (a tool call is answered with an error saying the pause interrupted
 // it; a terminal command it started runs on in the sandbox), and records the pause; an idle
-// agent is paused at once. A finished, stuck or failed agent cannot be paused
-// (*agent.TransitionError).
+// agent is paused at once, and so is one waiting for confirmation, its actions rejected. A
+// finished, stuck or failed agent cannot be paused (*agent.TransitionError).
 func (s *Service) PauseAgent(ctx context.Context, ownerID, convID string) error {
 	v, err := s.o.Store.GetConversation(ctx, ownerID, convID)
 	if err != nil {
