@@ -60,21 +60,38 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := a.Server()
+	servers := []*http.Server{a.Server()}
+	listeners := []net.Listener{ln}
+	agentAddr := "off"
+	if agentSrv := a.AgentServer(); agentSrv != nil {
+		aln, err := net.Listen("tcp", cfg.AgentServerAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("listen for the agent-server API (agent_server_addr): %w", err)
+		}
+		servers, listeners = append(servers, agentSrv), append(listeners, aln)
+		agentAddr = aln.Addr().String()
+	}
 	log.Info("agentd serving", "addr", ln.Addr().String(), "public_url", cfg.PublicURL,
+		"agent_server_addr", agentAddr, "agent_server_url", cfg.AgentServerPublicURL,
 		"data_dir", cfg.DataDir, "sandbox_backend", backend.Name(), "version", version)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(app.Listener(ln)) }()
+	errc := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() { errc <- srv.Serve(app.Listener(listeners[i])) }()
+	}
+	var serveErr error
 	select {
 	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
+		serveErr = fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
+		log.Info("shutting down")
 	}
-	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Warn("shutdown", "err", err)
+	for _, srv := range servers {
+		if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("shutdown", "err", err)
+		}
 	}
-	return nil
+	return serveErr
 }

@@ -12,6 +12,8 @@ import (
 type ExposedURL struct {
 	Name string `json:"name"`
 	URL  string `json:"url"`
+	// Port is the URL's port (80 or 443 when it names none); OpenHands' model requires it.
+	Port int `json:"port"`
 }
 
 // SandboxInfo describes a sandbox.

@@ -80,7 +80,9 @@ type App struct {
 	Conversations *conversation.Service
 
 	handler http.Handler
-	log     *slog.Logger
+	// agentServer serves the agent-server base; nil when the configuration has none.
+	agentServer http.Handler
+	log         *slog.Logger
 
 	closeOnce sync.Once
 	closers   []func() error // run in reverse order
@@ -260,8 +262,9 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Skills:        userSkills,
 		CustomSecrets: customSecrets,
 		Open:          keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: o.Version,
-		SpecWarnings: func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },
-		CORSOrigins:  cfg.CORSOrigins, Sockets: o.Sockets,
+		AgentServerURL: cfg.AgentServerPublicURL,
+		SpecWarnings:   func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },
+		CORSOrigins:    cfg.CORSOrigins, Sockets: o.Sockets,
 		URLs: urls, BodyTimeout: cfg.RequestBodyTimeout, MaxUploadBytes: cfg.MaxUploadMB << 20,
 		Checks: []httpapi.Check{
 			{Name: "store", Run: st.Ping},
@@ -274,6 +277,9 @@ func New(ctx context.Context, o Options) (*App, error) {
 	// First to close: the WebSockets, which the HTTP server's shutdown leaves open.
 	a.closers = append(a.closers, func() error { api.Close(); return nil })
 	a.handler = api
+	if cfg.AgentServerAddr != "" {
+		a.agentServer = api.AgentServer()
+	}
 	ok = true
 	return a, nil
 }
@@ -308,6 +314,20 @@ func (a *App) Handler() http.Handler { return a.handler }
 // Server returns the HTTP server of the API, with its timeouts and bounds, to serve on a
 // listener wrapped by Listener.
 func (a *App) Server() *http.Server { return httpapi.NewServer(a.handler, a.log) }
+
+// AgentServerHandler serves the agent-server base (the conversation API at its root); nil
+// when the configuration has none.
+func (a *App) AgentServerHandler() http.Handler { return a.agentServer }
+
+// AgentServer returns the HTTP server of the agent-server base, to serve on the configured
+// agent-server address with a listener wrapped by Listener; nil when the configuration has
+// none.
+func (a *App) AgentServer() *http.Server {
+	if a.agentServer == nil {
+		return nil
+	}
+	return httpapi.NewServer(a.agentServer, a.log)
+}
 
 // Listener wraps ln for Server, so that the answers net/http gives by itself (to a request
 // it cannot parse) carry a JSON detail too.

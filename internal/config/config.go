@@ -28,6 +28,12 @@ type Config struct {
 	DataDir string
 	// PublicURL is how clients reach this server; URLs handed to clients start with it.
 	PublicURL string
+	// AgentServerAddr is the listen address of the agent-server base (the conversation API
+	// at the root, where OpenHands' clients look for it); empty when there is none.
+	AgentServerAddr string
+	// AgentServerPublicURL is how clients reach the agent-server base; conversation URLs
+	// start with it. Empty when there is no base.
+	AgentServerPublicURL string
 	// SandboxBackend is "auto", "process", "bwrap" or "docker". auto picks the best the
 	// machine offers.
 	SandboxBackend string
@@ -144,6 +150,12 @@ func Options() []Option {
 		{Flag: "public-url", Env: []string{"AGENTD_PUBLIC_URL"}, File: "public_url", Default: "",
 			Doc: "Base URL clients use to reach this server (default: http://<addr>).",
 			set: func(c *Config, v string) error { c.PublicURL = strings.TrimRight(v, "/"); return nil }},
+		{Flag: "agent-server-addr", Env: []string{"AGENTD_AGENT_SERVER_ADDR"}, File: "agent_server_addr", Default: "auto",
+			Doc: "Listen address of the agent-server API: the conversation API at the root of a listener of its own (/api/conversations/…, /sockets/events/…, /api/file/…, /api/git/…, /api/bash/…), where OpenHands' web app and SDK clients look for it; conversation_url and AGENT_SERVER URLs lead there. auto: the host of addr with the next port (127.0.0.1:3001 beside the default addr). off: no such listener; those URLs then lead to the main server's /agent-server/<sandbox id> prefix, which clients that keep only the host of a conversation_url cannot use.",
+			set: func(c *Config, v string) error { c.AgentServerAddr = v; return nil }},
+		{Flag: "agent-server-public-url", Env: []string{"AGENTD_AGENT_SERVER_PUBLIC_URL"}, File: "agent_server_public_url", Default: "",
+			Doc: "Base URL clients use to reach the agent-server API (default: http://<agent-server-addr>). It must keep the API at its root: a path in it is lost on clients that keep only the host.",
+			set: func(c *Config, v string) error { c.AgentServerPublicURL = strings.TrimRight(v, "/"); return nil }},
 		{Flag: "sandbox-backend", Env: []string{"AGENTD_SANDBOX_BACKEND"}, File: "sandbox_backend", Default: "auto",
 			Doc: "Sandbox backend: auto, process, bwrap or docker. auto uses the best one the machine offers.",
 			set: func(c *Config, v string) error { c.SandboxBackend = v; return nil }},
@@ -487,11 +499,55 @@ func (c *Config) validate() error {
 		c.DataDir = abs
 	}
 	if c.PublicURL == "" {
-		host, port, _ := net.SplitHostPort(c.Addr)
-		if host == "" || host == "0.0.0.0" || host == "::" {
-			host = "127.0.0.1"
-		}
-		c.PublicURL = "http://" + net.JoinHostPort(host, port)
+		c.PublicURL = localURL(c.Addr)
 	}
+	errs = append(errs, c.agentServer())
 	return errors.Join(errs...)
+}
+
+// localURL is the URL of a listen address for a client on this machine.
+func localURL(addr string) string {
+	host, port, _ := net.SplitHostPort(addr)
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// agentServer resolves the agent-server address ("auto", "off" or host:port) and its
+// public URL.
+func (c *Config) agentServer() error {
+	switch c.AgentServerAddr {
+	case "off", "":
+		c.AgentServerAddr, c.AgentServerPublicURL = "", ""
+		return nil
+	case "auto":
+		host, port, err := net.SplitHostPort(c.Addr)
+		if err != nil {
+			return nil // reported for addr
+		}
+		p, err := strconv.Atoi(port)
+		switch {
+		case err != nil:
+			return fmt.Errorf("agent server addr auto: addr %q has no numeric port: set agent_server_addr", c.Addr)
+		case p == 0:
+			// A port the system picks for the main listener: the same for this one.
+		case p >= 65535:
+			return fmt.Errorf("agent server addr auto: addr %q leaves no next port: set agent_server_addr", c.Addr)
+		default:
+			p++
+		}
+		c.AgentServerAddr = net.JoinHostPort(host, strconv.Itoa(p))
+	default:
+		if _, _, err := net.SplitHostPort(c.AgentServerAddr); err != nil {
+			return fmt.Errorf("agent server addr %q: want host:port, auto or off", c.AgentServerAddr)
+		}
+	}
+	if _, port, _ := net.SplitHostPort(c.Addr); c.AgentServerAddr == c.Addr && port != "0" {
+		return fmt.Errorf("agent server addr %q: the main server listens there", c.AgentServerAddr)
+	}
+	if c.AgentServerPublicURL == "" {
+		c.AgentServerPublicURL = localURL(c.AgentServerAddr)
+	}
+	return nil
 }

@@ -98,7 +98,8 @@ func (s *Service) RunAgent(ctx context.Context, ownerID, convID string) error {
 // tool call in flight (a tool call is answered with an error saying the pause interrupted
 // it; a terminal command it started runs on in the sandbox), and records the pause; an idle
 // agent is paused at once, and so is one waiting for confirmation, its actions rejected. A
-// finished, stuck or failed agent cannot be paused (*agent.TransitionError).
+// finished, stuck or failed agent has nothing to pause: that is no error, as OpenHands'
+// agent servers answer (its SDK client fails on any refusal).
 func (s *Service) PauseAgent(ctx context.Context, ownerID, convID string) error {
 	v, err := s.o.Store.GetConversation(ctx, ownerID, convID)
 	if err != nil {
@@ -116,11 +117,9 @@ func (s *Service) PauseAgent(ctx context.Context, ownerID, convID string) error 
 	s.mu.Unlock()
 	from := agent.Status(v.ExecutionStatus)
 	switch from {
-	case agent.StatusPaused:
-		return nil
 	case "", agent.StatusIdle, agent.StatusRunning, agent.StatusWaitingForConfirmation:
 	default:
-		return &agent.TransitionError{From: from, To: agent.StatusPaused}
+		return nil // paused already, or nothing runs
 	}
 	var evs []event.Event
 	if from == agent.StatusWaitingForConfirmation {

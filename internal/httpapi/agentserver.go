@@ -2,12 +2,10 @@ package httpapi
 
 import (
 	"context"
-	"crypto/subtle"
 	"net/http"
 	"strings"
 
 	"github.com/agentd/agentd/internal/apitypes"
-	"github.com/agentd/agentd/internal/auth"
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/paging"
@@ -20,56 +18,6 @@ import (
 
 // agentServerPrefix is the path of a sandbox's AGENT_SERVER URL.
 const agentServerPrefix = "/agent-server/"
-
-// agentServerURL is the AGENT_SERVER exposed URL of a sandbox.
-func (a *API) agentServerURL(sandboxID string) string {
-	return strings.TrimRight(a.d.PublicURL, "/") + agentServerPrefix + sandboxID
-}
-
-// conversationURL is where clients talk to a conversation.
-func (a *API) conversationURL(sandboxID, convID string) string {
-	return a.agentServerURL(sandboxID) + "/api/conversations/" + convID
-}
-
-// authenticateAgentServer accepts the owner's API key or the session key of the sandbox in
-// the path, compared in constant time. Whoever authenticates acts as the sandbox's owner.
-func (a *API) authenticateAgentServer(r *http.Request) (auth.User, error) {
-	return a.authenticateSandboxKey(r.Context(), r.PathValue("sandbox_id"), requestKey(r))
-}
-
-// authenticateSandboxKey checks a key given for the conversation API of a sandbox.
-func (a *API) authenticateSandboxKey(ctx context.Context, sandboxID, key string) (auth.User, error) {
-	if key == "" {
-		return auth.User{}, auth.ErrUnauthorized
-	}
-	if u, err := a.d.Auth.Authenticate(ctx, key); err == nil {
-		if _, err := a.d.Sandboxes.Get(ctx, u.ID, sandboxID); err != nil {
-			return auth.User{}, err
-		}
-		return u, nil
-	}
-	return a.authenticateSessionKey(ctx, sandboxID, key)
-}
-
-// authenticateSessionKey accepts only the session key of the sandbox, compared in constant
-// time; whoever holds it acts as the sandbox's owner.
-func (a *API) authenticateSessionKey(ctx context.Context, sandboxID, key string) (auth.User, error) {
-	if key == "" {
-		return auth.User{}, auth.ErrUnauthorized
-	}
-	sb, err := a.d.Sandboxes.Get(ctx, "", sandboxID)
-	if err != nil || len(sb.SessionKeySealed) == 0 {
-		return auth.User{}, auth.ErrUnauthorized
-	}
-	want, err := a.d.Open(sb.SessionKeySealed)
-	if err != nil {
-		return auth.User{}, err
-	}
-	if subtle.ConstantTimeCompare(want, []byte(key)) != 1 {
-		return auth.User{}, auth.ErrUnauthorized
-	}
-	return auth.User{ID: sb.OwnerID}, nil
-}
 
 // agentConversation reads the conversation in the path; it must live in the sandbox in the
 // path.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentd/agentd/internal/auth"
@@ -34,7 +35,11 @@ type Deps struct {
 	Logger *slog.Logger
 	// PublicURL is the base URL clients reach this server at.
 	PublicURL string
-	Version   string
+	// AgentServerURL is the base URL clients reach the agent-server base (AgentServer) at;
+	// conversation URLs and AGENT_SERVER URLs start with it. Empty: there is no such base,
+	// and those URLs lead to the /agent-server/<sandbox id> prefix of this server.
+	AgentServerURL string
+	Version        string
 	// SpecWarnings says what the active sandbox backend cannot honour for a spec.
 	SpecWarnings func(sandbox.Spec) []string
 	// CORSOrigins are the browser origins allowed to call the API (see config).
@@ -61,10 +66,15 @@ type API struct {
 	d       Deps
 	log     *slog.Logger
 	handler http.Handler
-	openapi []byte
-	sockets *sockets
-	keys    keyCache
-	ready   *readiness
+	// agentHandler serves the agent-server base.
+	agentHandler http.Handler
+	openapi      []byte
+	sockets      *sockets
+	keys         keyCache
+	ready        *readiness
+	// started and lastSeen (unix nanoseconds of the last request) answer /server_info.
+	started  time.Time
+	lastSeen atomic.Int64
 }
 
 // New builds the API and its OpenAPI document.
@@ -88,14 +98,17 @@ func New(d Deps) (*API, error) {
 		d.MaxUploadBytes = DefaultMaxUploadBytes
 	}
 	a := &API{d: d, log: d.Logger, sockets: newSockets(d.Sockets),
-		ready: &readiness{checks: d.Checks, now: d.Now, failing: map[string]bool{}}}
+		ready:   &readiness{checks: d.Checks, now: d.Now, failing: map[string]bool{}},
+		started: d.Now()}
+	a.lastSeen.Store(a.started.UnixNano())
 	doc, err := OpenAPI()
 	if err != nil {
 		return nil, fmt.Errorf("build openapi document: %w", err)
 	}
 	a.openapi = doc
 	mux := http.NewServeMux()
-	for _, rt := range a.routes() {
+	rts := a.routes()
+	for _, rt := range rts {
 		h := a.wrap(rt)
 		mux.Handle(rt.op.Method+" "+rt.op.Path, h)
 	}
@@ -106,6 +119,7 @@ func New(d Deps) (*API, error) {
 		return errNotFoundRoute
 	}, op: wire.Operation{Public: true}}))
 	a.handler = a.recoverer(a.logRequests(a.cors(cleanPaths(mux))))
+	a.agentHandler = a.agentBaseHandler(rts)
 	return a, nil
 }
 

@@ -81,7 +81,7 @@ func (a *API) startAppConversation(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, startTask(task))
+	writeJSON(w, http.StatusOK, a.startTask(task))
 	return nil
 }
 
@@ -188,7 +188,7 @@ func (a *API) batchGetStartTasks(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		st := startTask(t)
+		st := a.startTask(t)
 		out[i] = &st
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -226,7 +226,7 @@ func (a *API) searchStartTasks(w http.ResponseWriter, r *http.Request) error {
 	}
 	page := apitypes.AppConversationStartTaskPage{Items: make([]apitypes.AppConversationStartTask, len(tasks)), NextPageID: optString(next)}
 	for i, t := range tasks {
-		page.Items[i] = startTask(t)
+		page.Items[i] = a.startTask(t)
 	}
 	writeJSON(w, http.StatusOK, page)
 	return nil

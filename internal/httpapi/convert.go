@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"encoding/json"
+	"net/url"
+	"strconv"
 
 	"github.com/agentd/agentd/internal/apitypes"
 	"github.com/agentd/agentd/internal/conversation"
@@ -35,9 +37,25 @@ func (a *API) sandboxInfo(sb sandbox.Sandbox) apitypes.SandboxInfo {
 	}
 	if sb.Status == sandbox.StatusRunning {
 		info.SessionAPIKey = a.sessionKey(sb.Status, sb.SessionKeySealed)
-		info.ExposedURLs = []apitypes.ExposedURL{{Name: "AGENT_SERVER", URL: a.agentServerURL(sb.ID)}}
+		u := a.agentServerURL(sb.ID)
+		info.ExposedURLs = []apitypes.ExposedURL{{Name: "AGENT_SERVER", URL: u, Port: urlPort(u)}}
 	}
 	return info
+}
+
+// urlPort is the port of a URL this server made, 80 or 443 when it names none.
+func urlPort(raw string) int {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return 0
+	}
+	if p, err := strconv.Atoi(u.Port()); err == nil {
+		return p
+	}
+	if u.Scheme == "https" {
+		return 443
+	}
+	return 80
 }
 
 func (a *API) specInfo(s sandbox.Spec) apitypes.SandboxSpecInfo {
@@ -140,7 +158,8 @@ func (a *API) conversationInfo(v conversation.View) apitypes.ConversationInfo {
 	return info
 }
 
-func startTask(t conversation.StartTask) apitypes.AppConversationStartTask {
+// startTask shows a task; a READY one carries the agent server's URL, as OpenHands fills it.
+func (a *API) startTask(t conversation.StartTask) apitypes.AppConversationStartTask {
 	out := apitypes.AppConversationStartTask{
 		ID: t.ID, CreatedByUserID: optString(t.OwnerID), Status: apitypes.StartTaskStatus(t.Status),
 		Detail: optString(t.Detail), SandboxID: optString(t.SandboxID),
@@ -148,6 +167,9 @@ func startTask(t conversation.StartTask) apitypes.AppConversationStartTask {
 	}
 	if t.Status == conversation.TaskReady {
 		out.AppConversationID = optString(t.ConversationID)
+		if out.AgentServerURL == nil && t.SandboxID != "" {
+			out.AgentServerURL = ptr(a.agentServerURL(t.SandboxID))
+		}
 	}
 	if len(t.Request) > 0 {
 		// The request was validated when stored; a decode failure leaves the echo empty.

@@ -36,8 +36,11 @@ type env struct {
 	cfg     config.Config
 	srv     *httptest.Server
 	handler atomic.Pointer[http.Handler]
-	app     *app.App
-	backend *process.Backend
+	// agentSrv serves the agent-server base when the env was made withAgentServer.
+	agentSrv     *httptest.Server
+	agentHandler atomic.Pointer[http.Handler]
+	app          *app.App
+	backend      *process.Backend
 	// agent tunes the agent loop of the app (iteration limit, condensation).
 	agent conversation.AgentOptions
 	// sockets tunes the app's WebSockets (timeouts).
@@ -94,6 +97,10 @@ func (c *offsetClock) Advance(d time.Duration) {
 
 type envOption func(*config.Config)
 
+// withAgentServer serves the agent-server base on a second test server, as agentd serve
+// does on its second listener.
+func withAgentServer(c *config.Config) { c.AgentServerAddr = "on" }
+
 // newEnv starts a server whose git provider makes any repository a conversation names.
 func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
@@ -117,6 +124,9 @@ func newEnvGit(t *testing.T, git *gittest.Server, opts ...envOption) *env {
 	// A server-wide model that answers every request with a short text, so that conversations
 	// can be created; tests of the agent point users' settings at scripted servers instead.
 	cfg.LLMModel, cfg.LLMBaseURL, cfg.LLMAPIKey = "gpt-4o", defaultLLM(t), "sk-default-llm"
+	// The agent-server base is off unless a test asks for it (withAgentServer): conversation
+	// URLs then lead to the prefix of the one test server.
+	cfg.AgentServerAddr, cfg.AgentServerPublicURL = "", ""
 	// Users' scripted models listen on loopback, as an operator's local model server would:
 	// the administrator allows it, as that operator would.
 	cfg.AllowInternal = []string{"127.0.0.0/8"}
@@ -129,6 +139,16 @@ func newEnvGit(t *testing.T, git *gittest.Server, opts ...envOption) *env {
 	}
 	e := &env{t: t, cfg: cfg, sandboxClock: &offsetClock{}, providers: providers,
 		tokens: map[[2]string]string{}, repos: map[string]bool{}, git: git, logs: &logBuffer{}}
+	if cfg.AgentServerAddr != "" {
+		e.agentSrv = httptest.NewUnstartedServer(nil)
+		e.agentSrv.Config = httpapi.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			(*e.agentHandler.Load()).ServeHTTP(w, r)
+		}), nil)
+		e.agentSrv.Listener = httpapi.JSONRefusals(e.agentSrv.Listener)
+		e.agentSrv.Start()
+		t.Cleanup(e.agentSrv.Close)
+		e.cfg.AgentServerAddr, e.cfg.AgentServerPublicURL = e.agentSrv.Listener.Addr().String(), e.agentSrv.URL
+	}
 	// The HTTP server and listener are agentd serve's own, around a handler a restart swaps.
 	e.srv = httptest.NewUnstartedServer(nil)
 	e.srv.Config = httpapi.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -180,6 +200,10 @@ func (e *env) start() {
 	e.app = a
 	h := a.Handler()
 	e.handler.Store(&h)
+	if e.agentSrv != nil {
+		ah := a.AgentServerHandler()
+		e.agentHandler.Store(&ah)
+	}
 }
 
 // stop closes the app; sandboxes keep running, as when the server stops.

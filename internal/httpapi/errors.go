@@ -60,7 +60,7 @@ func mapError(err error) (status int, body any, internal bool) {
 	case errors.Is(err, paging.ErrBadCursor):
 		return http.StatusUnprocessableEntity, map[string]any{"detail": []wire.Problem{{
 			Type: "value_error", Loc: []any{"query", "page_id"}, Msg: "Value error, invalid page_id: pass back a next_page_id this server returned"}}}, false
-	case errors.Is(err, auth.ErrUnauthorized):
+	case errors.Is(err, auth.ErrUnauthorized), errors.Is(err, sandbox.ErrSessionKey):
 		return http.StatusUnauthorized, detail("Unauthorized"), false
 	case errors.Is(err, auth.ErrForbidden):
 		return http.StatusForbidden, detail("Admin rights required"), false

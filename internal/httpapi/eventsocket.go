@@ -87,10 +87,22 @@ func (a *API) eventSocket(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	sandboxID := r.PathValue("sandbox_id")
 	// An id no conversation can have is refused as an unknown one, once authenticated.
 	convID, idErr := conversationIDFromPath(r)
 	key, keyGiven := socketKey(r, q)
+	var u auth.User
+	var identErr error
+	sandboxID := r.PathValue("sandbox_id")
+	if keyGiven {
+		// A key the client opened the socket with is checked before the upgrade, and a bad
+		// one refused with 403, as OpenHands' agent servers do; an unknown conversation is
+		// told after it (4004), as before.
+		u, sandboxID, identErr = a.socketIdentity(r.Context(), r, key)
+		if isAuthFailure(identErr) {
+			writeJSON(w, http.StatusForbidden, detail("Authentication failed: not the sandbox's session key, nor its owner's API key"))
+			return
+		}
+	}
 	if !a.sockets.open() {
 		a.writeError(w, r, errStatus(http.StatusServiceUnavailable, reasonShutdown))
 		return
@@ -121,15 +133,46 @@ func (a *API) eventSocket(w http.ResponseWriter, r *http.Request) {
 		<-pingDone
 	}()
 
-	u, ok := s.authenticate(sandboxID, key, keyGiven)
-	if !ok {
+	if identErr != nil {
+		s.fail(identErr)
 		return
+	}
+	if !keyGiven {
+		var ok bool
+		if u, sandboxID, ok = s.authenticate(r); !ok {
+			return
+		}
 	}
 	if idErr != nil {
 		s.fail(conversation.ErrNotFound)
 		return
 	}
 	s.serve(u.ID, sandboxID, convID, q)
+}
+
+// socketIdentity checks a key given for an event socket and finds the sandbox the socket is
+// for: the one in the path, or at the agent-server base the key's own sandbox or the
+// sandbox of the user's conversation in the path.
+func (a *API) socketIdentity(ctx context.Context, r *http.Request, key string) (auth.User, string, error) {
+	sandboxID := r.PathValue("sandbox_id")
+	if sandboxID == "" {
+		var err error
+		if sandboxID, err = a.baseSandbox(ctx, key, key, r); err != nil {
+			var se *statusError
+			if errors.As(err, &se) {
+				// A malformed conversation id: no conversation has it.
+				err = conversation.ErrNotFound
+			}
+			return auth.User{}, "", err
+		}
+	}
+	u, err := a.authenticateSandboxKey(ctx, sandboxID, key)
+	return u, sandboxID, err
+}
+
+// isAuthFailure reports whether err says a key is wrong.
+func isAuthFailure(err error) bool {
+	return errors.Is(err, auth.ErrUnauthorized) || errors.Is(err, sandbox.ErrSessionKey)
 }
 
 // read hands the client's data frames to the handler until the connection ends. Reading
@@ -170,22 +213,20 @@ func (s *eventSocket) keepAlive() {
 	}
 }
 
-// authenticate checks the key the client opened the socket with or, without one, the key
-// of its first frame ({"type": "auth", "session_api_key": "..."}), awaited for
-// AuthTimeout. A failure closes the socket.
-func (s *eventSocket) authenticate(sandboxID, key string, given bool) (auth.User, bool) {
-	if !given {
-		var ok bool
-		if key, ok = s.awaitAuthFrame(); !ok {
-			return auth.User{}, false
-		}
+// authenticate awaits the key of a client that opened the socket without one, in its first
+// frame ({"type": "auth", "session_api_key": "..."}), for AuthTimeout, and checks it. A
+// failure closes the socket.
+func (s *eventSocket) authenticate(r *http.Request) (auth.User, string, bool) {
+	key, ok := s.awaitAuthFrame()
+	if !ok {
+		return auth.User{}, "", false
 	}
-	u, err := s.a.authenticateSandboxKey(s.a.sockets.ctx, sandboxID, key)
+	u, sandboxID, err := s.a.socketIdentity(s.a.sockets.ctx, r, key)
 	if err != nil {
 		s.fail(err)
-		return auth.User{}, false
+		return auth.User{}, "", false
 	}
-	return u, true
+	return u, sandboxID, true
 }
 
 func (s *eventSocket) awaitAuthFrame() (string, bool) {
@@ -459,7 +500,7 @@ func (s *eventSocket) fail(err error) {
 	switch {
 	case s.a.sockets.ctx.Err() != nil:
 		s.close(websocket.StatusGoingAway, reasonShutdown)
-	case errors.Is(err, auth.ErrUnauthorized):
+	case isAuthFailure(err):
 		s.close(closeAuthFailed, "Authentication failed")
 	case errors.Is(err, conversation.ErrNotFound), errors.Is(err, sandbox.ErrNotFound):
 		// Also a valid owner's key used for a sandbox of someone else's, as the REST API's 404.

@@ -54,6 +54,21 @@ func dialSocket(t *testing.T, u string, header http.Header) *testSocket {
 	return &testSocket{t: t, c: c}
 }
 
+// wantRefused dials a socket whose handshake must be refused with status.
+func wantRefused(t *testing.T, u string, header http.Header, status int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), socketWait)
+	defer cancel()
+	c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: header})
+	if err == nil {
+		c.CloseNow()
+		t.Fatalf("dial %s: the socket opened, want %d before the upgrade", u, status)
+	}
+	if resp == nil || resp.StatusCode != status {
+		t.Fatalf("dial %s: %v (answer %+v), want %d", u, err, resp, status)
+	}
+}
+
 // keyHeader sends key as X-Session-API-Key.
 func keyHeader(key string) http.Header { return http.Header{"X-Session-API-Key": {key}} }
 
@@ -206,8 +221,9 @@ func sameLog(t *testing.T, what string, gotIDs []string, gotRaw [][]byte, wantID
 }
 
 // TestEventSocketAuth: the key in the query, in the header, or in the first frame opens the
-// socket, whose first frame is the full state; a wrong key, a first frame that is no auth
-// frame, or none in time closes it with 4001; an unknown conversation with 4004.
+// socket, whose first frame is the full state; a wrong key in the query or the header is
+// refused before the upgrade (403); a wrong key in the first frame, a first frame that is no
+// auth frame, or none in time closes it with 4001; an unknown conversation with 4004.
 func TestEventSocketAuth(t *testing.T) {
 	e := newEnv(t)
 	// A first frame sent at once always beats this, however busy the machine.
@@ -226,26 +242,32 @@ func TestEventSocketAuth(t *testing.T) {
 		header http.Header
 		first  any // a first frame to send, if any
 		want   websocket.StatusCode
+		// refused is the HTTP status of a handshake refused before the upgrade.
+		refused int
 	}{
 		{name: "session key in the query", url: c.socketURL("session_api_key=" + url.QueryEscape(c.sessionKey))},
 		{name: "owner's key in the header", url: c.socketURL(""), header: keyHeader(alice)},
 		{name: "owner's key as a bearer token", url: c.socketURL(""), header: http.Header{"Authorization": {"Bearer " + alice}}},
 		{name: "session key in the first frame", url: c.socketURL(""), first: authFrame(c.sessionKey)},
 		{name: "query before header", url: c.socketURL("session_api_key=" + url.QueryEscape(c.sessionKey)), header: keyHeader("wrong")},
-		{name: "wrong key in the query", url: c.socketURL("session_api_key=wrong"), want: 4001},
-		{name: "empty key in the query", url: c.socketURL("session_api_key="), want: 4001},
-		{name: "wrong key in the header", url: c.socketURL(""), header: keyHeader("wrong"), want: 4001},
+		{name: "wrong key in the query", url: c.socketURL("session_api_key=wrong"), refused: http.StatusForbidden},
+		{name: "empty key in the query", url: c.socketURL("session_api_key="), refused: http.StatusForbidden},
+		{name: "wrong key in the header", url: c.socketURL(""), header: keyHeader("wrong"), refused: http.StatusForbidden},
 		{name: "wrong key in the first frame", url: c.socketURL(""), first: authFrame("wrong"), want: 4001},
 		{name: "first frame is no auth frame", url: c.socketURL(""), first: message("hi", true), want: 4001},
 		{name: "first frame is not JSON", url: c.socketURL(""), first: "hello", want: 4001},
 		{name: "another user's key", url: c.socketURL(""), header: keyHeader(bob), want: 4004},
-		{name: "the session key of another sandbox", url: c.socketURL(""), header: keyHeader(c2.sessionKey), want: 4001},
+		{name: "the session key of another sandbox", url: c.socketURL(""), header: keyHeader(c2.sessionKey), refused: http.StatusForbidden},
 		{name: "unknown conversation", url: strings.Replace(c.socketURL(""), c.id, "0123456789abcdef0123456789abcdef", 1), header: keyHeader(alice), want: 4004},
 		{name: "unknown conversation, first-frame auth", url: strings.Replace(c.socketURL(""), c.id, "0123456789abcdef0123456789abcdef", 1), first: authFrame(c.sessionKey), want: 4004},
 		{name: "malformed conversation id", url: strings.Replace(c.socketURL(""), c.id, "not..an-id", 1), header: keyHeader(alice), want: 4004},
 		{name: "conversation of another sandbox", url: strings.Replace(c.socketURL(""), c.id, c2.id, 1), header: keyHeader(alice), want: 4004},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.refused != 0 {
+				wantRefused(t, tc.url, tc.header, tc.refused)
+				return
+			}
 			s := dialSocket(t, tc.url, tc.header)
 			switch first := tc.first.(type) {
 			case nil:

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"net/http"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/agentd/agentd/internal/auth"
@@ -21,18 +20,7 @@ func (a *API) wrap(rt route) http.Handler {
 		}
 		limitBody(w, r, a.d.BodyTimeout, limit)
 		if !rt.op.Public {
-			var u auth.User
-			var err error
-			switch {
-			case strings.HasPrefix(rt.op.Path, agentServerPrefix):
-				// The conversation API also takes the session key of its sandbox.
-				u, err = a.authenticateAgentServer(r)
-			case strings.HasPrefix(rt.op.Path, sandboxSettingsPrefix):
-				// What a sandbox may read of its owner's settings takes its key alone.
-				u, err = a.authenticateSessionKey(r.Context(), r.PathValue("sandbox_id"), requestKey(r))
-			default:
-				u, err = a.d.Auth.Authenticate(r.Context(), requestKey(r))
-			}
+			u, err := a.authenticate(r, rt.op)
 			if err != nil {
 				a.writeError(w, r, err)
 				return
@@ -46,17 +34,6 @@ func (a *API) wrap(rt route) http.Handler {
 			a.writeError(w, r, err)
 		}
 	})
-}
-
-// requestKey reads the API key from X-Session-API-Key or Authorization: Bearer.
-func requestKey(r *http.Request) string {
-	if k := r.Header.Get("X-Session-API-Key"); k != "" {
-		return k
-	}
-	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		return strings.TrimSpace(h[7:])
-	}
-	return ""
 }
 
 func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -104,6 +81,7 @@ func (a *API) logRequests(next http.Handler) http.Handler {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
+		a.lastSeen.Store(a.d.Now().UnixNano())
 		a.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
 			"duration_ms", float64(time.Since(start).Microseconds())/1000, "user_id", rec.userID)
 	})

@@ -22,6 +22,9 @@ func (s *Service) Reconcile(ctx context.Context) error {
 		return fmt.Errorf("reconcile sandboxes: %w", err)
 	}
 	var errs []error
+	if err := s.hashSessionKeys(ctx, sbs); err != nil {
+		errs = append(errs, err)
+	}
 	for _, sb := range sbs {
 		if s.ours(sb) != nil {
 			continue

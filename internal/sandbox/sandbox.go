@@ -45,6 +45,10 @@ type Sandbox struct {
 	Detail string
 	// SessionKeySealed is the runtime's session key, sealed with the server key.
 	SessionKeySealed []byte
+	// SessionKeyHash is HashSessionKey of the session key: what a sandbox is found by when a
+	// request names it only by its key. Empty in records older than the digest until
+	// Reconcile fills it in.
+	SessionKeyHash []byte
 	// Instance is what the backend needs to find the sandbox again after a restart.
 	Instance  Instance
 	CreatedAt time.Time

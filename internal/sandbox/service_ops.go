@@ -6,14 +6,18 @@ import (
 	"fmt"
 )
 
-// Pause freezes a RUNNING sandbox. Any other status is an error wrapping ErrState (a
-// *StateError) that says why.
+// Pause freezes a RUNNING sandbox. A PAUSED one is left as it is, and that is no error: as
+// in OpenHands, clients pause "just in case". Any other status is an error wrapping ErrState
+// (a *StateError) that says why.
 func (s *Service) Pause(ctx context.Context, ownerID, id string) error {
 	unlock := s.locks.lock(id)
 	defer unlock()
 	sb, err := s.store.GetSandbox(ctx, ownerID, id)
 	if err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", id, err)
+	}
+	if sb.Status == StatusPaused {
+		return nil
 	}
 	if err := errors.Join(needStatus(sb, StatusRunning, "paused"), s.ours(sb)); err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", id, err)
@@ -37,7 +41,8 @@ func (s *Service) pauseLocked(ctx context.Context, sb Sandbox) (Sandbox, error) 
 	return s.setStatus(bctx, sb, StatusPaused, "")
 }
 
-// Resume thaws a PAUSED sandbox and returns once its runtime answers. It counts toward
+// Resume thaws a PAUSED sandbox and returns once its runtime answers; a RUNNING one is left as
+// it is, and that is no error (clients resume "just in case"). It counts toward
 // MaxRunningPerUser (ErrLimit). If the runtime does not answer, the sandbox is frozen again
 // and stays PAUSED.
 func (s *Service) Resume(ctx context.Context, ownerID, id string) error {
@@ -46,6 +51,9 @@ func (s *Service) Resume(ctx context.Context, ownerID, id string) error {
 	sb, err := s.store.GetSandbox(ctx, ownerID, id)
 	if err != nil {
 		return fmt.Errorf("resume sandbox %s: %w", id, err)
+	}
+	if sb.Status == StatusRunning {
+		return nil
 	}
 	if err := errors.Join(needStatus(sb, StatusPaused, "resumed"), s.ours(sb)); err != nil {
 		return fmt.Errorf("resume sandbox %s: %w", id, err)

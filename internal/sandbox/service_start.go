@@ -45,6 +45,7 @@ func (s *Service) Start(ctx context.Context, ownerID, specID string) (Sandbox, e
 		Backend:          s.backend.Name(),
 		Status:           StatusStarting,
 		SessionKeySealed: sealed,
+		SessionKeyHash:   HashSessionKey(key),
 		CreatedAt:        now,
 		UpdatedAt:        now,
 	}

@@ -23,6 +23,12 @@ type Store interface {
 	CreateSandbox(ctx context.Context, sb Sandbox) error
 	// GetSandbox returns ErrNotFound when the sandbox does not exist or belongs to someone else.
 	GetSandbox(ctx context.Context, ownerID, id string) (Sandbox, error)
+	// SandboxBySessionKeyHash returns the sandbox whose SessionKeyHash is hash (of any
+	// owner), or ErrNotFound.
+	SandboxBySessionKeyHash(ctx context.Context, hash []byte) (Sandbox, error)
+	// SetSessionKeyHash writes SessionKeyHash of a record made without one; ErrNotFound when
+	// the record is gone.
+	SetSessionKeyHash(ctx context.Context, id string, hash []byte) error
 	// ListSandboxes pages through the owner's sandboxes, newest first (created_at, then id).
 	ListSandboxes(ctx context.Context, ownerID string, q paging.Query) (sbs []Sandbox, next string, err error)
 	// AllSandboxes returns every record of every owner, for reconciliation at start-up.

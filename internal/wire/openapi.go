@@ -20,12 +20,35 @@ type Operation struct {
 	Status                                  int            // success status, default 200
 	Errors                                  map[int]string // other statuses and their meaning, e.g. 401: "Missing or wrong API key"
 	Public                                  bool           // true: no security requirement
+	// Keys are the kinds of key the operation takes; zero means UserKey. Ignored when Public.
+	Keys KeyKinds
 	// FileField, when set, makes the body a multipart/form-data upload of one file in the
 	// field of that name (Body is then nil).
 	FileField string
 	// RawResponse, when set, is the media type of a success answer that is not JSON but a
 	// file's bytes (Response is then nil).
 	RawResponse string
+}
+
+// KeyKinds is a set of kinds of key a request may authenticate with.
+type KeyKinds uint8
+
+// Kinds of key.
+const (
+	// UserKey is a user's API key, as X-Session-API-Key or Authorization: Bearer.
+	UserKey KeyKinds = 1 << iota
+	// SessionKey is a sandbox's session key (session_api_key), as X-Session-API-Key; whoever
+	// holds it acts as the sandbox's owner.
+	SessionKey
+)
+
+// Takes reports whether an operation takes keys of kind k.
+func (op Operation) Takes(k KeyKinds) bool {
+	keys := op.Keys
+	if keys == 0 {
+		keys = UserKey
+	}
+	return !op.Public && keys&k != 0
 }
 
 // Info is the document's info object.
@@ -39,10 +62,10 @@ var httpMethods = map[string]bool{"get": true, "put": true, "post": true, "delet
 
 // OpenAPI renders an OpenAPI 3.1.0 document for ops. The output is
 // deterministic byte for byte (sorted keys, two-space indent, trailing
-// newline) so it can be compared against a checked-in copy. Every non-public
-// operation accepts either the X-Session-API-Key header or a bearer token.
+// newline) so it can be compared against a checked-in copy.
 // A 422 response with FastAPI's validation error schema is added to every
-// operation that takes a body or query parameters.
+// operation that takes a body or query parameters. Each operation's security says which
+// kinds of key (Keys) it takes.
 func OpenAPI(info Info, ops []Operation) (out []byte, err error) {
 	defer func() {
 		// Malformed tags panic when a type is first inspected; here that
@@ -101,8 +124,11 @@ func OpenAPI(info Info, ops []Operation) (out []byte, err error) {
 		"components": map[string]any{
 			"schemas": schemas,
 			"securitySchemes": map[string]any{
-				"APIKeyHeader": map[string]any{"type": "apiKey", "in": "header", "name": "X-Session-API-Key"},
-				"BearerAuth":   map[string]any{"type": "http", "scheme": "bearer"},
+				"APIKeyHeader": map[string]any{"type": "apiKey", "in": "header", "name": "X-Session-API-Key",
+					"description": "A user's API key."},
+				"BearerAuth": map[string]any{"type": "http", "scheme": "bearer", "description": "A user's API key."},
+				"SessionKeyHeader": map[string]any{"type": "apiKey", "in": "header", "name": "X-Session-API-Key",
+					"description": "A sandbox's session key (its session_api_key); whoever holds it acts as the sandbox's owner."},
 			},
 		},
 	}
@@ -210,11 +236,15 @@ func (g *schemaGen) operation(method string, op Operation) (map[string]any, erro
 		}
 	}
 	o["responses"] = responses
-	if !op.Public {
-		o["security"] = []any{
-			map[string]any{"APIKeyHeader": []string{}},
-			map[string]any{"BearerAuth": []string{}},
-		}
+	var security []any
+	if op.Takes(UserKey) {
+		security = append(security, map[string]any{"APIKeyHeader": []string{}}, map[string]any{"BearerAuth": []string{}})
+	}
+	if op.Takes(SessionKey) {
+		security = append(security, map[string]any{"SessionKeyHeader": []string{}})
+	}
+	if security != nil {
+		o["security"] = security
 	}
 	return o, nil
 }

@@ -71,6 +71,8 @@ func sampleOps() []Operation {
 			OperationID: "delete_conversation"},
 		{Method: "POST", Path: "/api/login", Public: true, Body: Login{}, Response: Token{}},
 		{Method: "GET", Path: "/api/config", Response: Config{}},
+		{Method: "GET", Path: "/api/sandbox/config", Keys: SessionKey, Response: Config{}},
+		{Method: "GET", Path: "/api/sandbox/either", Keys: UserKey | SessionKey, Response: Config{}},
 		{Method: "PUT", Path: "/api/servers/{kind}/{name}", Body: []StdioServer{}, Response: map[string]MCPServer{}},
 		{Method: "GET", Path: "/api/range", Query: &RangeQuery{}, Response: []int{}},
 		{Method: "POST", Path: "/api/upload", FileField: "file", Response: Token{}},

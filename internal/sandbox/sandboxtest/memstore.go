@@ -1,6 +1,7 @@
 package sandboxtest
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -89,6 +90,31 @@ func (s *MemStore) GetSandbox(_ context.Context, ownerID, id string) (sandbox.Sa
 		return sandbox.Sandbox{}, fmt.Errorf("get sandbox %s: %w", id, sandbox.ErrNotFound)
 	}
 	return cloneSandbox(sb), nil
+}
+
+// SandboxBySessionKeyHash returns the record with that session key digest.
+func (s *MemStore) SandboxBySessionKeyHash(_ context.Context, hash []byte) (sandbox.Sandbox, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sb := range s.sandboxes {
+		if len(hash) > 0 && bytes.Equal(sb.SessionKeyHash, hash) {
+			return cloneSandbox(sb), nil
+		}
+	}
+	return sandbox.Sandbox{}, fmt.Errorf("sandbox by session key: %w", sandbox.ErrNotFound)
+}
+
+// SetSessionKeyHash writes a record's session key digest.
+func (s *MemStore) SetSessionKeyHash(_ context.Context, id string, hash []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb, ok := s.sandboxes[id]
+	if !ok {
+		return fmt.Errorf("set session key hash of sandbox %s: %w", id, sandbox.ErrNotFound)
+	}
+	sb.SessionKeyHash = slices.Clone(hash)
+	s.sandboxes[id] = sb
+	return nil
 }
 
 // ListSandboxes pages through the owner's records, newest first.
@@ -186,6 +212,7 @@ func cut[T any](all []T, limit int) ([]T, bool) {
 
 func cloneSandbox(sb sandbox.Sandbox) sandbox.Sandbox {
 	sb.SessionKeySealed = slices.Clone(sb.SessionKeySealed)
+	sb.SessionKeyHash = slices.Clone(sb.SessionKeyHash)
 	sb.Instance.State = slices.Clone(sb.Instance.State)
 	return sb
 }

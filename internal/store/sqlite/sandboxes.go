@@ -22,10 +22,10 @@ func (s *Store) CreateSandbox(ctx context.Context, sb sandbox.Sandbox) error {
 	}
 	if err == nil {
 		_, err = s.one.ExecContext(ctx,
-			`INSERT INTO sandboxes (id, owner_id, spec_id, backend, status, detail, session_key_sealed, instance, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			`INSERT INTO sandboxes (id, owner_id, spec_id, backend, status, detail, session_key_sealed, session_key_hash, instance, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			sb.ID, sb.OwnerID, sb.SpecID, sb.Backend, string(sb.Status), sb.Detail, blobArg(sb.SessionKeySealed),
-			inst, nanos(sb.CreatedAt), nanos(sb.UpdatedAt))
+			blobArg(sb.SessionKeyHash), inst, nanos(sb.CreatedAt), nanos(sb.UpdatedAt))
 		if isUnique(err) {
 			// sandbox has no sentinel for this: ids are generated, so a clash is a bug.
 			err = errors.New("id already exists")
@@ -37,14 +37,14 @@ func (s *Store) CreateSandbox(ctx context.Context, sb sandbox.Sandbox) error {
 	return nil
 }
 
-const sandboxColumns = `id, owner_id, spec_id, backend, status, detail, session_key_sealed, instance, created_at, updated_at`
+const sandboxColumns = `id, owner_id, spec_id, backend, status, detail, session_key_sealed, session_key_hash, instance, created_at, updated_at`
 
 func scanSandbox(sc scanner) (sandbox.Sandbox, error) {
 	var sb sandbox.Sandbox
 	var inst string
 	var created, updated int64
 	err := sc.Scan(&sb.ID, &sb.OwnerID, &sb.SpecID, &sb.Backend, &sb.Status, &sb.Detail, &sb.SessionKeySealed,
-		&inst, &created, &updated)
+		&sb.SessionKeyHash, &inst, &created, &updated)
 	if err != nil {
 		return sandbox.Sandbox{}, err
 	}
@@ -80,6 +80,31 @@ func getSandbox(ctx context.Context, q queryer, ownerID, id string) (sandbox.San
 		return sandbox.Sandbox{}, sandbox.ErrNotFound
 	}
 	return sb, err
+}
+
+func (s *Store) SandboxBySessionKeyHash(ctx context.Context, hash []byte) (sandbox.Sandbox, error) {
+	if len(hash) == 0 {
+		return sandbox.Sandbox{}, fmt.Errorf("sandbox by session key: %w", sandbox.ErrNotFound)
+	}
+	sb, err := scanSandbox(s.r.QueryRowContext(ctx, `SELECT `+sandboxColumns+` FROM sandboxes WHERE session_key_hash = ?`, hash))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = sandbox.ErrNotFound
+	}
+	if err != nil {
+		return sandbox.Sandbox{}, fmt.Errorf("sandbox by session key: %w", err)
+	}
+	return sb, nil
+}
+
+func (s *Store) SetSessionKeyHash(ctx context.Context, id string, hash []byte) error {
+	res, err := s.one.ExecContext(ctx, `UPDATE sandboxes SET session_key_hash = ? WHERE id = ?`, blobArg(hash), id)
+	if err == nil {
+		err = mustAffect(res, sandbox.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("set session key hash of sandbox %s: %w", id, err)
+	}
+	return nil
 }
 
 func (s *Store) ListSandboxes(ctx context.Context, ownerID string, q paging.Query) ([]sandbox.Sandbox, string, error) {

@@ -69,6 +69,7 @@ func newSandbox(owner, id string, i int, status sandbox.Status) sandbox.Sandbox 
 		Backend:          "process",
 		Status:           status,
 		SessionKeySealed: []byte("sealed session key of " + id),
+		SessionKeyHash:   sandbox.HashSessionKey("session key of " + id),
 		Instance: sandbox.Instance{
 			ID:        id,
 			Endpoint:  "unix:/run/agentd/" + id + ".sock",

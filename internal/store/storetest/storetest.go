@@ -44,6 +44,7 @@ func Run(t *testing.T, f Factory) {
 		{"Specs", testSpecs},
 		{"Sandboxes", testSandboxes},
 		{"SandboxListAndCount", testSandboxListAndCount},
+		{"SandboxBySessionKeyHash", testSandboxBySessionKeyHash},
 		{"SandboxCompareAndSet", testSandboxCompareAndSet},
 		{"SandboxDeleteKeepsConversations", testSandboxDeleteKeepsConversations},
 		{"Conversations", testConversations},
