@@ -260,6 +260,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Skills:        userSkills,
 		CustomSecrets: customSecrets,
 		Open:          keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: o.Version,
+		DefaultModel: cfg.LLMModel,
 		SpecWarnings: func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },
 		CORSOrigins:  cfg.CORSOrigins, Sockets: o.Sockets,
 		URLs: urls, BodyTimeout: cfg.RequestBodyTimeout, MaxUploadBytes: cfg.MaxUploadMB << 20,

@@ -35,6 +35,9 @@ type Deps struct {
 	// PublicURL is the base URL clients reach this server at.
 	PublicURL string
 	Version   string
+	// DefaultModel is the server-wide model (AGENTD_LLM_MODEL), offered to clients beside
+	// the models agentd knows; empty when there is none.
+	DefaultModel string
 	// SpecWarnings says what the active sandbox backend cannot honour for a spec.
 	SpecWarnings func(sandbox.Spec) []string
 	// CORSOrigins are the browser origins allowed to call the API (see config).
