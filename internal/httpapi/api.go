@@ -68,6 +68,8 @@ type API struct {
 	sockets *sockets
 	keys    keyCache
 	ready   *readiness
+	// started is when the API was built: the server's start, for /server_info.
+	started time.Time
 }
 
 // New builds the API and its OpenAPI document.
@@ -91,7 +93,7 @@ func New(d Deps) (*API, error) {
 		d.MaxUploadBytes = DefaultMaxUploadBytes
 	}
 	a := &API{d: d, log: d.Logger, sockets: newSockets(d.Sockets),
-		ready: &readiness{checks: d.Checks, now: d.Now, failing: map[string]bool{}}}
+		ready: &readiness{checks: d.Checks, now: d.Now, failing: map[string]bool{}}, started: d.Now().UTC()}
 	doc, err := OpenAPI()
 	if err != nil {
 		return nil, fmt.Errorf("build openapi document: %w", err)

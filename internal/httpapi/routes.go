@@ -87,7 +87,16 @@ func (a *API) routes() []route {
 			Errors: map[int]string{503: "The store or the sandbox backend does not work; the body is a ReadinessResponse saying which"}}, a.health},
 		{wire.Operation{Method: "GET", Path: "/ready", Tag: "health", Summary: "Readiness: whether the store answers and the sandbox backend works", Public: true, Response: apitypes.ReadinessResponse{},
 			Errors: map[int]string{503: "The store or the sandbox backend does not work; the body says which"}}, a.readyz},
+		{wire.Operation{Method: "GET", Path: "/server_info", Tag: "health", Summary: "The server's version and uptime", Public: true, Response: apitypes.ServerInfo{}}, a.serverInfo},
 		{wire.Operation{Method: "GET", Path: "/openapi.json", Tag: "health", Summary: "This API's OpenAPI document", Public: true}, a.openAPI},
+
+		// What the web app reads first, and the models it offers.
+		{wire.Operation{Method: "GET", Path: "/api/v1/web-client/config", Tag: "config", Summary: "What the web app reads first: the app mode (oss) and its feature flags",
+			Public: true, Response: apitypes.WebClientConfig{}}, a.webClientConfig},
+		{wire.Operation{Method: "GET", Path: "/api/v1/config/models/search", Tag: "config", Summary: "Search the models to offer in llm_model: those agentd knows (verified), and the server's own",
+			Query: apitypes.ModelSearchQuery{}, Response: apitypes.LLMModelPage{}, Errors: errs(nil)}, a.searchModels},
+		{wire.Operation{Method: "GET", Path: "/api/v1/config/providers/search", Tag: "config", Summary: "Search the providers of those models; openai and anthropic, the protocols agentd speaks, are verified",
+			Query: apitypes.ProviderSearchQuery{}, Response: apitypes.LLMProviderPage{}, Errors: errs(nil)}, a.searchProviders},
 
 		// Users and keys.
 		{wire.Operation{Method: "GET", Path: "/api/v1/users/me", Tag: "users", Summary: "The calling user", Response: apitypes.UserInfo{}, Errors: errs(nil)}, a.me},
