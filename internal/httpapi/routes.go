@@ -98,6 +98,17 @@ func (a *API) routes() []route {
 		{wire.Operation{Method: "GET", Path: "/api/v1/config/providers/search", Tag: "config", Summary: "Search the providers of those models; openai and anthropic, the protocols agentd speaks, are verified",
 			Query: apitypes.ProviderSearchQuery{}, Response: apitypes.LLMProviderPage{}, Errors: errs(nil)}, a.searchProviders},
 
+		// Settings, current generation: the same stored settings as /api/settings, grouped.
+		{wire.Operation{Method: "GET", Path: "/api/v1/settings", Tag: "settings", Summary: "The caller's settings, grouped as agent_settings and conversation_settings (secrets null)",
+			Response: apitypes.SettingsV1{}, Errors: errs(map[int]string{404: "No settings stored yet."})}, a.getSettingsV1},
+		{wire.Operation{Method: "POST", Path: "/api/v1/settings", Tag: "settings", Summary: "Change settings: agent_settings_diff and conversation_settings_diff merge into the stored ones",
+			Body: apitypes.SettingsV1Update{}, Response: apitypes.MessageResponse{}, Errors: errs(map[int]string{
+				422: "A malformed body, a setting agentd does not accept in a diff, a whole agent_settings or conversation_settings object, or an LLM base URL the URL policy refuses."})}, a.storeSettingsV1},
+		{wire.Operation{Method: "GET", Path: "/api/v1/settings/agent-schema", Tag: "settings", Summary: "The agent settings agentd accepts, as OpenHands' settings pages read them",
+			Response: apitypes.SettingsSchema{}, Errors: errs(nil)}, a.agentSettingsSchema},
+		{wire.Operation{Method: "GET", Path: "/api/v1/settings/conversation-schema", Tag: "settings", Summary: "The conversation settings agentd accepts, as OpenHands' settings pages read them",
+			Response: apitypes.SettingsSchema{}, Errors: errs(nil)}, a.conversationSettingsSchema},
+
 		// Users and keys.
 		{wire.Operation{Method: "GET", Path: "/api/v1/users/me", Tag: "users", Summary: "The calling user", Response: apitypes.UserInfo{}, Errors: errs(nil)}, a.me},
 		{wire.Operation{Method: "POST", Path: "/api/v1/users", Tag: "users", Summary: "Create a user (admins only)", Body: apitypes.UserCreateRequest{}, Response: apitypes.UserInfo{}, Status: 201,
