@@ -109,6 +109,23 @@ func (a *API) routes() []route {
 		{wire.Operation{Method: "GET", Path: "/api/v1/settings/conversation-schema", Tag: "settings", Summary: "The conversation settings agentd accepts, as OpenHands' settings pages read them",
 			Response: apitypes.SettingsSchema{}, Errors: errs(nil)}, a.conversationSettingsSchema},
 
+		// LLM profiles.
+		{wire.Operation{Method: "GET", Path: "/api/v1/settings/profiles", Tag: "settings", Summary: "The caller's LLM profiles (never their keys) and the active one",
+			Response: apitypes.ProfileList{}, Errors: errs(nil)}, a.listProfiles},
+		{wire.Operation{Method: "GET", Path: "/api/v1/settings/profiles/{name}", Tag: "settings", Summary: "One LLM profile (its key null)",
+			Response: apitypes.ProfileDetail{}, Errors: errs(map[int]string{404: "No profile of that name.", 422: "A malformed name."})}, a.getProfile},
+		{wire.Operation{Method: "POST", Path: "/api/v1/settings/profiles/{name}", Tag: "settings", Summary: "Save an LLM profile (its key sealed), replacing one of the same name",
+			Body: apitypes.ProfileSaveRequest{}, Response: apitypes.ProfileMutation{}, Status: 201,
+			Errors: errs(map[int]string{404: "No settings stored yet (to save the active LLM settings from).", 409: "The caller has 10 profiles.",
+				422: "A malformed name or body, or a base URL the URL policy refuses."})}, a.saveProfile},
+		{wire.Operation{Method: "DELETE", Path: "/api/v1/settings/profiles/{name}", Tag: "settings", Summary: "Delete an LLM profile; deleting one that does not exist succeeds",
+			Response: apitypes.ProfileMutation{}, Errors: errs(map[int]string{422: "A malformed name."})}, a.deleteProfile},
+		{wire.Operation{Method: "POST", Path: "/api/v1/settings/profiles/{name}/activate", Tag: "settings", Summary: "Copy an LLM profile into the active LLM settings",
+			Response: apitypes.ProfileActivated{}, Errors: errs(map[int]string{404: "No profile of that name.", 422: "A malformed name."})}, a.activateProfile},
+		{wire.Operation{Method: "POST", Path: "/api/v1/settings/profiles/{name}/rename", Tag: "settings", Summary: "Rename an LLM profile, keeping its key and whether it is active",
+			Body: apitypes.ProfileRenameRequest{}, Response: apitypes.ProfileMutation{},
+			Errors: errs(map[int]string{404: "No profile of that name.", 409: "A profile has the new name.", 422: "A malformed name."})}, a.renameProfile},
+
 		// Users and keys.
 		{wire.Operation{Method: "GET", Path: "/api/v1/users/me", Tag: "users", Summary: "The calling user", Response: apitypes.UserInfo{}, Errors: errs(nil)}, a.me},
 		{wire.Operation{Method: "POST", Path: "/api/v1/users", Tag: "users", Summary: "Create a user (admins only)", Body: apitypes.UserCreateRequest{}, Response: apitypes.UserInfo{}, Status: 201,
