@@ -89,15 +89,3 @@ type ReadinessResponse struct {
 	// wrong with it.
 	Checks map[string]string `json:"checks"`
 }
-
-// ServerInfo answers GET /server_info of the agent-server base, in an agent server's shape.
-type ServerInfo struct {
-	// Uptime is how long the server has run, in seconds.
-	Uptime float64 `json:"uptime"`
-	// IdleTime is how long since the server last served a request, in seconds.
-	IdleTime float64 `json:"idle_time"`
-	Title    string  `json:"title"`
-	Version  string  `json:"version"`
-	// Docs is where the API's description is.
-	Docs string `json:"docs"`
-}

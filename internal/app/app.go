@@ -262,9 +262,9 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Skills:        userSkills,
 		CustomSecrets: customSecrets,
 		Open:          keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: o.Version,
-		AgentServerURL: cfg.AgentServerPublicURL,
-		SpecWarnings:   func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },
-		CORSOrigins:    cfg.CORSOrigins, Sockets: o.Sockets,
+		AgentServerURL: cfg.AgentServerPublicURL, DefaultModel: cfg.LLMModel,
+		SpecWarnings: func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },
+		CORSOrigins:  cfg.CORSOrigins, Sockets: o.Sockets,
 		URLs: urls, BodyTimeout: cfg.RequestBodyTimeout, MaxUploadBytes: cfg.MaxUploadMB << 20,
 		Checks: []httpapi.Check{
 			{Name: "store", Run: st.Ping},

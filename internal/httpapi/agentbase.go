@@ -5,9 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
-	"github.com/agentd/agentd/internal/apitypes"
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/wire"
@@ -70,7 +68,7 @@ func (a *API) agentBaseOnly() []route {
 	return []route{
 		{wire.Operation{Method: "GET", Path: "/health", Public: true}, a.health},
 		{wire.Operation{Method: "GET", Path: "/ready", Public: true}, a.readyz},
-		{wire.Operation{Method: "GET", Path: "/server_info", Public: true}, a.agentServerInfo},
+		{wire.Operation{Method: "GET", Path: "/server_info", Public: true}, a.serverInfo},
 	}
 }
 
@@ -124,14 +122,4 @@ func (a *API) baseSandbox(ctx context.Context, sessionKey, userKey string, r *ht
 		return "", conversation.ErrNotReady
 	}
 	return v.SandboxID, nil
-}
-
-// agentServerInfo answers what an agent server says of itself.
-func (a *API) agentServerInfo(w http.ResponseWriter, r *http.Request) error {
-	now := a.d.Now()
-	writeJSON(w, http.StatusOK, apitypes.ServerInfo{
-		Uptime: now.Sub(a.started).Seconds(), IdleTime: now.Sub(time.Unix(0, a.lastSeen.Load())).Seconds(),
-		Title: "agentd agent server", Version: a.d.Version, Docs: "/openapi.json on the main server",
-	})
-	return nil
 }

@@ -40,6 +40,9 @@ type Deps struct {
 	// and those URLs lead to the /agent-server/<sandbox id> prefix of this server.
 	AgentServerURL string
 	Version        string
+	// DefaultModel is the server-wide model (AGENTD_LLM_MODEL), offered to clients beside
+	// the models agentd knows; empty when there is none.
+	DefaultModel string
 	// SpecWarnings says what the active sandbox backend cannot honour for a spec.
 	SpecWarnings func(sandbox.Spec) []string
 	// CORSOrigins are the browser origins allowed to call the API (see config).
@@ -99,7 +102,7 @@ func New(d Deps) (*API, error) {
 	}
 	a := &API{d: d, log: d.Logger, sockets: newSockets(d.Sockets),
 		ready:   &readiness{checks: d.Checks, now: d.Now, failing: map[string]bool{}},
-		started: d.Now()}
+		started: d.Now().UTC()}
 	a.lastSeen.Store(a.started.UnixNano())
 	doc, err := OpenAPI()
 	if err != nil {

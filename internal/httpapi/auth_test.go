@@ -11,7 +11,7 @@ import (
 )
 
 // publicRoutes are the only routes docs/api.md lets through without a key.
-var publicRoutes = []string{"GET /agent-server/{sandbox_id}/alive", "GET /alive", "GET /health", "GET /openapi.json", "GET /ready"}
+var publicRoutes = []string{"GET /agent-server/{sandbox_id}/alive", "GET /alive", "GET /api/options/config", "GET /api/v1/web-client/config", "GET /health", "GET /openapi.json", "GET /ready", "GET /server_info"}
 
 // servedRoutes lists "METHOD /path" of every operation in the served OpenAPI document, with
 // whether it declares a security requirement. The document is generated from the route table,

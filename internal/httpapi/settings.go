@@ -29,7 +29,7 @@ func (a *API) storeSettings(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.LLMBaseURL != nil {
-		if err := a.checkUserURL(r, "llm_base_url", *req.LLMBaseURL); err != nil {
+		if err := a.checkUserURL(r, *req.LLMBaseURL, "llm_base_url"); err != nil {
 			return err
 		}
 	}

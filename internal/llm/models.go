@@ -2,6 +2,7 @@ package llm
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -97,3 +98,19 @@ func Cost(model string, u Usage) float64 {
 		float64(u.CacheWriteTokens)*info.cacheWrite +
 		float64(u.CompletionTokens)*info.output) / 1e6
 }
+
+// KnownModels returns the models agentd knows the window and prices of, each as
+// "provider/name" (openai/gpt-4o, anthropic/claude-sonnet-4-5), sorted. A name of this form
+// works as a user's llm_model: Resolve strips the prefix. Other names work too; these are
+// the ones offered to clients that show a list.
+func KnownModels() []string {
+	out := make([]string, 0, len(models))
+	for name := range models {
+		out = append(out, InferProvider(name)+"/"+name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Providers are the wire protocols agentd speaks, sorted.
+func Providers() []string { return []string{ProviderAnthropic, ProviderOpenAI} }

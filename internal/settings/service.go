@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentd/agentd/internal/secret"
@@ -25,6 +27,9 @@ type Service struct {
 	now    func() time.Time
 	// changed is told the user whose secret settings changed; see OnSecretsChange.
 	changed func(userID string)
+	// mu makes each read-modify-write of a record whole, so that concurrent changes of one
+	// user's settings and profiles do not lose each other.
+	mu sync.Mutex
 }
 
 // OnSecretsChange registers fn to be called after a user's secret settings may have changed
@@ -89,20 +94,34 @@ func (s *Service) Get(ctx context.Context, userID string) (View, error) {
 // Apply merges u into the user's stored settings in one write. A stored value that cannot be
 // read fails it with a *CorruptError, unless u replaces that value.
 func (s *Service) Apply(ctx context.Context, userID string, u Update) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	r, err := s.store.GetSettings(ctx, userID)
 	if errors.Is(err, ErrNotFound) {
 		r = Record{UserID: userID}
 	} else if err != nil {
 		return fmt.Errorf("update settings: %w", err)
 	}
+	before, _ := decodeValues(r.Values) // a stored value u replaces may be unreadable
 	if r.Values, err = mergeValues(r.Values, u.Settings); err != nil {
 		return fmt.Errorf("update settings of %s: %w", userID, err)
 	}
-	if _, err := decodeValues(r.Values); err != nil {
+	after, err := decodeValues(r.Values)
+	if err != nil {
 		return fmt.Errorf("update settings of %s: %w", userID, err)
 	}
 	if r.Secrets == nil {
 		r.Secrets = map[string][]byte{}
+	}
+	changed, err := s.llmChanged(r, before, after, u.LLMAPIKey)
+	if err != nil {
+		return fmt.Errorf("update settings of %s: %w", userID, err)
+	}
+	if changed {
+		// The active profile no longer says what runs.
+		if err := s.deactivateProfile(&r); err != nil {
+			return fmt.Errorf("update settings of %s: %w", userID, err)
+		}
 	}
 	for name, val := range map[string]*string{LLMAPIKey: u.LLMAPIKey, SearchAPIKey: u.SearchAPIKey, SandboxAPIKey: u.SandboxAPIKey} {
 		switch {
@@ -156,6 +175,16 @@ func (s *Service) SecretValues(ctx context.Context, userID string) ([]string, er
 	for _, name := range []string{LLMAPIKey, SearchAPIKey, SandboxAPIKey} {
 		sealed, ok := r.Secrets[name]
 		if !ok {
+			continue
+		}
+		plain, err := s.sealer.Open(sealed)
+		if err != nil {
+			return nil, fmt.Errorf("secret settings of %s: open %s: %w", userID, name, err)
+		}
+		out = append(out, string(plain))
+	}
+	for name, sealed := range r.Secrets {
+		if !strings.HasPrefix(name, profileSecret("")) {
 			continue
 		}
 		plain, err := s.sealer.Open(sealed)
