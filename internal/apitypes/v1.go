@@ -227,6 +227,7 @@ type AppConversationSearchQuery struct {
 	UpdatedAtGTE            *time.Time `query:"updated_at__gte"`
 	UpdatedAtLT             *time.Time `query:"updated_at__lt"`
 	IncludeSubConversations bool       `query:"include_sub_conversations"`
+	SandboxIDEq             string     `query:"sandbox_id__eq" doc:"Only the conversations that use this sandbox."`
 	PageID                  string     `query:"page_id"`
 	Limit                   int        `query:"limit" wire:"min=1,max=100,default=100"`
 }
@@ -240,6 +241,7 @@ type AppConversationCountQuery struct {
 	UpdatedAtGTE            *time.Time `query:"updated_at__gte"`
 	UpdatedAtLT             *time.Time `query:"updated_at__lt"`
 	IncludeSubConversations bool       `query:"include_sub_conversations"`
+	SandboxIDEq             string     `query:"sandbox_id__eq" doc:"Only the conversations that use this sandbox."`
 }
 
 // AppConversationStartTask is the background start of a conversation.

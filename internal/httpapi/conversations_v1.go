@@ -143,7 +143,7 @@ func (a *API) searchAppConversations(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	f := conversationFilter(q.TitleContains, q.CreatedAtGTE, q.CreatedAtLT, q.UpdatedAtGTE, q.UpdatedAtLT)
-	f.IncludeSub = q.IncludeSubConversations
+	f.IncludeSub, f.SandboxID = q.IncludeSubConversations, q.SandboxIDEq
 	views, next, err := a.d.Conversations.Search(r.Context(), caller(r).ID, f, paging.Query{Cursor: q.PageID, Limit: q.Limit})
 	if err != nil {
 		return err
@@ -162,7 +162,7 @@ func (a *API) countAppConversations(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	f := conversationFilter(q.TitleContains, q.CreatedAtGTE, q.CreatedAtLT, q.UpdatedAtGTE, q.UpdatedAtLT)
-	f.IncludeSub = q.IncludeSubConversations
+	f.IncludeSub, f.SandboxID = q.IncludeSubConversations, q.SandboxIDEq
 	n, err := a.d.Conversations.Count(r.Context(), caller(r).ID, f)
 	if err != nil {
 		return err

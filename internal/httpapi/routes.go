@@ -182,6 +182,14 @@ func (a *API) routes() []route {
 		{wire.Operation{Method: "GET", Path: "/api/v1/events", Tag: "events", Summary: "Get events by id (null for unknown ids)",
 			Query: apitypes.IDsQuery{}, Response: []*apitypes.Event{}, Errors: errs(nil)}, a.batchGetEvents},
 
+		// Events of one conversation, at the current generation's paths.
+		{wire.Operation{Method: "GET", Path: "/api/v1/conversation/{conversation_id}/events/search", Tag: "events", Summary: "Search a conversation's events, in log order (none for a conversation the caller does not have)",
+			Query: apitypes.ConversationEventsSearchQuery{}, Response: apitypes.EventPage{}, Errors: errs(map[int]string{400: "Malformed conversation id."})}, a.searchConversationEvents},
+		{wire.Operation{Method: "GET", Path: "/api/v1/conversation/{conversation_id}/events/count", Tag: "events", Summary: "Count a conversation's events",
+			Query: apitypes.ConversationEventsCountQuery{}, Response: 0, Errors: errs(map[int]string{400: "Malformed conversation id."})}, a.countConversationEvents},
+		{wire.Operation{Method: "GET", Path: "/api/v1/conversation/{conversation_id}/events", Tag: "events", Summary: "Get a conversation's events by id (null for unknown ids and other conversations' events)",
+			Query: apitypes.IDsQuery{}, Response: []*apitypes.Event{}, Errors: errs(map[int]string{400: "Malformed conversation id."})}, a.batchGetConversationEvents},
+
 		// The conversation API, at each conversation's conversation_url.
 		{wire.Operation{Method: "GET", Path: "/agent-server/{sandbox_id}/alive", Tag: "conversation-api", Summary: "Liveness of a sandbox's conversation API",
 			Public: true, Response: apitypes.AliveResponse{}}, a.agentServerAlive},
