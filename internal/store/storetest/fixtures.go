@@ -94,6 +94,7 @@ func newConversation(owner, id string, i int) conversation.Conversation {
 		RequestSealed:      []byte("sealed request of " + id),
 		SecretNames:        []string{"API_TOKEN", "DEPLOY_KEY"},
 		SecretsSealed:      []byte("sealed secrets of " + id),
+		Tags:               map[string]string{"source": "storetest"},
 		CreatedAt:          at(i),
 		UpdatedAt:          at(i),
 	}
