@@ -30,6 +30,14 @@ func (a *API) startAppConversation(w http.ResponseWriter, r *http.Request) error
 	if req.SandboxID != nil {
 		cr.SandboxID = *req.SandboxID
 	}
+	if req.ConversationID != nil {
+		id, err := normalizeUUID(*req.ConversationID)
+		if err != nil {
+			return problem("uuid_parsing", "Input should be a valid UUID", "body", "conversation_id")
+		}
+		cr.ID = id
+	}
+	cr.Public, cr.Tags = req.Public, req.Tags
 	if req.Secrets != nil {
 		cr.SecretNames, cr.InlineSecrets = req.Secrets.Stored, req.Secrets.Inline
 	}
