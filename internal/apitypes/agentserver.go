@@ -80,6 +80,24 @@ type EventCountQuery struct {
 	SortOrder        *EventSortOrder `query:"sort_order" doc:"Accepted and ignored, as in OpenHands."`
 }
 
+// ConversationEventsSearchQuery filters GET /api/v1/conversation/{conversation_id}/events/search,
+// the current generation's path of the events search: the conversation is in the path.
+type ConversationEventsSearchQuery struct {
+	KindEq       string          `query:"kind__eq" doc:"Event class, short or fully qualified."`
+	TimestampGTE *time.Time      `query:"timestamp__gte"`
+	TimestampLT  *time.Time      `query:"timestamp__lt"`
+	SortOrder    *EventSortOrder `query:"sort_order" doc:"Default TIMESTAMP (the log's order)."`
+	PageID       string          `query:"page_id"`
+	Limit        int             `query:"limit" wire:"min=1,max=100,default=100"`
+}
+
+// ConversationEventsCountQuery filters GET /api/v1/conversation/{conversation_id}/events/count.
+type ConversationEventsCountQuery struct {
+	KindEq       string     `query:"kind__eq"`
+	TimestampGTE *time.Time `query:"timestamp__gte"`
+	TimestampLT  *time.Time `query:"timestamp__lt"`
+}
+
 // Kinded is a polymorphic object given by its kind alone.
 type Kinded struct {
 	Kind string `json:"kind"`

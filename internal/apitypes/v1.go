@@ -182,6 +182,66 @@ type AppConversationStartRequest struct {
 	Secrets                  *StartSecrets         `json:"secrets" doc:"The secrets the agent's commands get as environment variables: an object of name to value, or the names of the caller's stored secrets. Values are never shown."`
 	SuggestedTask            *SuggestedTaskRequest `json:"suggested_task" doc:"Work on an issue or pull request: agentd writes the first message (its text replaces initial_message's) and the trigger defaults to suggested_task."`
 	ConfirmationPolicy       *ConfirmationPolicy   `json:"confirmation_policy" doc:"Which of the agent's actions wait for the user's confirmation (agentd addition: the agent server's start field). Absent: the parent conversation's, else the one the settings choose (confirmation_mode: AlwaysConfirm, or ConfirmRisky with security_analyzer llm)."`
+	ConversationID           *string               `json:"conversation_id" doc:"The new conversation's id, a UUID; one that exists is a 409."`
+	SystemMessageSuffix      *string               `json:"system_message_suffix" doc:"Text appended to the agent's system prompt."`
+	Public                   *bool                 `json:"public"`
+	Tags                     map[string]string     `json:"tags" doc:"The client's metadata of the conversation, stored and returned."`
+	Plugins                  []json.RawMessage     `json:"plugins" doc:"Not supported: only an empty list (or null) is accepted."`
+	DependencyRepos          []string              `json:"dependency_repos" doc:"Not supported: only an empty list is accepted."`
+}
+
+// WireStrict makes unknown fields a 422 naming them: a client that sends what agentd does
+// not know learns it, instead of getting a conversation without it.
+func (AppConversationStartRequest) WireStrict() {}
+
+// ValidateWire refuses what agentd accepts only empty.
+func (r *AppConversationStartRequest) ValidateWire(c *wire.Checker) {
+	if len(r.Plugins) > 0 {
+		c.ValueError("plugins are not supported by this server", "plugins")
+	}
+	if len(r.DependencyRepos) > 0 {
+		c.ValueError("dependency repositories are not supported by this server", "dependency_repos")
+	}
+}
+
+// AppConversationUpdateRequest is the body of PATCH /api/v1/app-conversations/{id}: absent or
+// null fields stay as they are.
+type AppConversationUpdateRequest struct {
+	Title              *string       `json:"title" wire:"minlen=1,maxlen=200"`
+	Public             *bool         `json:"public"`
+	SelectedRepository *string       `json:"selected_repository" wire:"minlen=1,maxlen=300"`
+	SelectedBranch     *string       `json:"selected_branch" wire:"minlen=1,maxlen=300"`
+	GitProvider        *ProviderType `json:"git_provider"`
+}
+
+// WireStrict rejects unknown fields.
+func (AppConversationUpdateRequest) WireStrict() {}
+
+// AppSendMessageRequest is the body of POST /api/v1/app-conversations/{id}/send-message.
+type AppSendMessageRequest struct {
+	Role    *MessageRole `json:"role" doc:"Only user."`
+	Content []Content    `json:"content" wire:"required,minlen=1"`
+	Run     *bool        `json:"run" doc:"Default true: the agent answers the message."`
+}
+
+// AppSendMessageResponse answers a message sent to a conversation.
+type AppSendMessageResponse struct {
+	Success       bool          `json:"success"`
+	SandboxStatus SandboxStatus `json:"sandbox_status"`
+	Message       *string       `json:"message"`
+}
+
+// PendingMessageRequest is the body of POST /api/v1/conversations/{id}/pending-messages.
+type PendingMessageRequest struct {
+	Role    *MessageRole `json:"role" doc:"Only user."`
+	Content []Content    `json:"content" wire:"required,minlen=1"`
+}
+
+// PendingMessageResponse answers a queued message.
+type PendingMessageResponse struct {
+	ID       string `json:"id"`
+	Queued   bool   `json:"queued" doc:"false when the conversation was ready and the message was sent at once."`
+	Position int    `json:"position" doc:"Place in the queue, 1 for the first; 0 when sent at once."`
 }
 
 // MetricsSnapshot is the token usage and cost of a conversation, as the agent loop records
@@ -212,6 +272,9 @@ type AppConversation struct {
 	ExecutionStatus      *ExecutionStatus     `json:"execution_status"`
 	ConversationURL      *string              `json:"conversation_url"`
 	SessionAPIKey        *string              `json:"session_api_key"`
+	AgentKind            string               `json:"agent_kind" doc:"Always openhands: agentd runs its own agent."`
+	Public               *bool                `json:"public" doc:"Whether the conversation is shared, as a client last set it; agentd stores it and shares nothing."`
+	Tags                 map[string]string    `json:"tags"`
 	ConversationStatus   ConversationStatus   `json:"conversation_status" doc:"agentd addition: STARTING, RUNNING, STOPPED or ERROR."`
 	ConversationVersion  string               `json:"conversation_version" doc:"V0 or V1: the API the conversation was created through."`
 }
@@ -230,6 +293,7 @@ type AppConversationSearchQuery struct {
 	UpdatedAtGTE            *time.Time `query:"updated_at__gte"`
 	UpdatedAtLT             *time.Time `query:"updated_at__lt"`
 	IncludeSubConversations bool       `query:"include_sub_conversations"`
+	SandboxIDEq             string     `query:"sandbox_id__eq" doc:"Only the conversations that use this sandbox."`
 	PageID                  string     `query:"page_id"`
 	Limit                   int        `query:"limit" wire:"min=1,max=100,default=100"`
 }
@@ -243,6 +307,7 @@ type AppConversationCountQuery struct {
 	UpdatedAtGTE            *time.Time `query:"updated_at__gte"`
 	UpdatedAtLT             *time.Time `query:"updated_at__lt"`
 	IncludeSubConversations bool       `query:"include_sub_conversations"`
+	SandboxIDEq             string     `query:"sandbox_id__eq" doc:"Only the conversations that use this sandbox."`
 }
 
 // AppConversationStartTask is the background start of a conversation.

@@ -56,8 +56,25 @@ type Conversation struct {
 	// SecretsSealed holds the inline ones: a sealed JSON object of name to value; nil when
 	// there are none.
 	SecretsSealed []byte
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// Public is whether the conversation is shared, as a client last set it; nil until then.
+	Public *bool
+	// Tags are the client's metadata of the conversation; never nil once stored.
+	Tags map[string]string
+	// TitleByUser is set once the user named the conversation: a generated title never
+	// replaces theirs.
+	TitleByUser bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// Patch changes a conversation's metadata; nil fields stay as they are. A Title given here is
+// the user's (see Conversation.TitleByUser).
+type Patch struct {
+	Title              *string
+	Public             *bool
+	SelectedRepository *string
+	SelectedBranch     *string
+	GitProvider        *string
 }
 
 // View is a conversation with what its status derives from.

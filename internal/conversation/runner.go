@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -120,6 +121,7 @@ func (s *Service) stopLoop(convID string) {
 // requestOptions are the parts of a stored creation request the agent needs.
 type requestOptions struct {
 	ConversationInstructions *string `json:"conversation_instructions"`
+	SystemMessageSuffix      *string `json:"system_message_suffix"`
 	ReplayJSON               *string `json:"replay_json"`
 }
 
@@ -150,6 +152,11 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 	}
 	if req.ConversationInstructions != nil {
 		cfg.Instructions = *req.ConversationInstructions
+	}
+	if suffix := deref(req.SystemMessageSuffix); suffix != "" {
+		// OpenHands appends the suffix to the system message; agentd's instructions are the
+		// place where the system prompt takes the client's words.
+		cfg.Instructions = strings.TrimSpace(cfg.Instructions + "\n\n" + suffix)
 	}
 	if req.ReplayJSON != nil {
 		r, err := agent.ParseReplay(*req.ReplayJSON)

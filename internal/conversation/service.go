@@ -174,6 +174,8 @@ type CreateRequest struct {
 	PRNumbers          []int
 	LLMModel           *string
 	ParentID           *string
+	Public             *bool
+	Tags               map[string]string
 
 	// ReplayJSON is a recorded trajectory to replay (V0); its first message becomes the
 	// initial message, and the conversation needs no LLM settings.
@@ -277,6 +279,10 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 		GitProvider: r.GitProvider, Trigger: r.Trigger, PRNumbers: r.PRNumbers, LLMModel: r.LLMModel,
 		ParentID: r.ParentID, RequestSealed: sealed, CreatedAt: now, UpdatedAt: now,
 		SecretNames: secretNames, SecretsSealed: secretsSealed, ConfirmationPolicy: policy,
+		Public: r.Public, Tags: r.Tags, TitleByUser: r.Title != "",
+	}
+	if c.Tags == nil {
+		c.Tags = map[string]string{}
 	}
 	if c.PRNumbers == nil {
 		c.PRNumbers = []int{}
@@ -330,6 +336,9 @@ func (s *Service) Resume(ctx context.Context) error {
 	for _, t := range tasks {
 		s.log.Info("resuming start task", "task_id", t.ID, "conversation_id", t.ConversationID, "status", string(t.Status))
 		s.launch(t, "")
+	}
+	if err := s.resumePending(ctx); err != nil {
+		return err
 	}
 	return s.resumeAgents(ctx)
 }
@@ -397,6 +406,14 @@ func (s *Service) SearchTasks(ctx context.Context, ownerID string, f TaskFilter,
 // CountTasks counts the owner's start tasks that match f.
 func (s *Service) CountTasks(ctx context.Context, ownerID string, f TaskFilter) (int, error) {
 	return s.o.Store.CountStartTasks(ctx, ownerID, f)
+}
+
+// Patch changes the owner's conversation's metadata and returns it as it is now.
+func (s *Service) Patch(ctx context.Context, ownerID, id string, p Patch) (View, error) {
+	if err := s.o.Store.PatchConversation(ctx, ownerID, id, p, s.o.Now().UTC()); err != nil {
+		return View{}, err
+	}
+	return s.Get(ctx, ownerID, id)
 }
 
 // Delete removes a conversation, its start tasks and events, deletes its sandbox, and ends

@@ -32,8 +32,17 @@ func (s *Service) launch(t StartTask, specID string) {
 func (s *Service) runTask(ctx context.Context, t StartTask, specID string) {
 	err := s.walk(ctx, &t, specID)
 	if err == nil {
-		// The agent answers the first message now, unless the user paused it meanwhile.
-		if v, err := s.o.Store.GetConversation(ctx, t.OwnerID, t.ConversationID); err == nil && v.ExecutionStatus != "paused" {
+		v, err := s.o.Store.GetConversation(ctx, t.OwnerID, t.ConversationID)
+		if err != nil {
+			return
+		}
+		// Messages sent while it started follow the first, in order. One that fails to be
+		// delivered stays queued for the next process's resume.
+		if err := s.deliverPending(ctx, v.Conversation); err != nil {
+			s.log.Error("deliver pending messages", "conversation_id", t.ConversationID, "err", err)
+		}
+		// The agent answers them now, unless the user paused it meanwhile.
+		if v.ExecutionStatus != "paused" {
 			s.startLoop(t.OwnerID, t.ConversationID)
 		}
 		return

@@ -27,6 +27,25 @@ type Store interface {
 	// UpdateConversation writes SandboxID, Title, Metrics, LLMModel and UpdatedAt. The
 	// execution status, metrics and confirmation policy change with RecordEvents.
 	UpdateConversation(ctx context.Context, c Conversation) error
+	// PatchConversation applies p to the owner's conversation and sets its UpdatedAt to at.
+	// ErrNotFound when the owner has no such conversation.
+	PatchConversation(ctx context.Context, ownerID, id string, p Patch, at time.Time) error
+	// SetGeneratedTitle sets the title unless the user named the conversation, and reports
+	// whether it did. ErrNotFound when the owner has no such conversation.
+	SetGeneratedTitle(ctx context.Context, ownerID, id, title string, at time.Time) (bool, error)
+	// AddPendingMessage queues m behind the conversation's other pending messages and returns
+	// its place in the queue, 1 for the first. ErrNotFound when the owner has no such
+	// conversation; ErrReady when its start task is READY (or it has none): such a message
+	// is sent, not queued; ErrTooManyPending when max messages wait already.
+	AddPendingMessage(ctx context.Context, ownerID string, m PendingMessage, max int) (int, error)
+	// PendingMessages returns the conversation's pending messages in queue order.
+	PendingMessages(ctx context.Context, conversationID string) ([]PendingMessage, error)
+	// DeliverPendingMessages removes the pending messages ids and appends evs as RecordEvents
+	// does, in one transaction.
+	DeliverPendingMessages(ctx context.Context, conversationID string, ids []string, evs []event.Event, u StateUpdate) error
+	// ConversationsWithPendingMessages returns the conversations of every owner that have
+	// pending messages, oldest first.
+	ConversationsWithPendingMessages(ctx context.Context) ([]Conversation, error)
 	// AddPRNumber appends number to the conversation's PRNumbers, unless it is there already,
 	// and sets its UpdatedAt to at, in one transaction. ErrNotFound when the owner has no
 	// such conversation.

@@ -150,6 +150,38 @@ func TestAgentFixesAProgram(t *testing.T) {
 	if len(batch) != 2 || batch[0] == nil || batch[0].ID != evs[3].ID || batch[1] != nil {
 		t.Errorf("batch get %+v", batch)
 	}
+	// And at the current generation's paths, with the conversation in the path.
+	byConv := "/api/v1/conversation/" + dashed(c.id) + "/events"
+	page.Items = nil
+	e.must("GET", byConv+"/search?kind__eq=ActionEvent&limit=2", alice, nil, http.StatusOK, &page)
+	if len(page.Items) != 2 || page.Items[0].Kind != "ActionEvent" {
+		t.Errorf("search by path: %+v", page.Items)
+	}
+	e.must("GET", byConv+"/count", alice, nil, http.StatusOK, &n)
+	if n != len(evs) {
+		t.Errorf("count by path %d, want %d", n, len(evs))
+	}
+	e.must("GET", "/api/v1/conversation/"+c.id+"/events/count?kind__eq=ActionEvent", alice, nil, http.StatusOK, &n)
+	if n != 5 {
+		t.Errorf("count of actions by path %d, want 5", n)
+	}
+	batch = nil
+	e.must("GET", byConv+"?id="+evs[3].ID+"&id=nope", alice, nil, http.StatusOK, &batch)
+	if len(batch) != 2 || batch[0] == nil || batch[0].ID != evs[3].ID || batch[1] != nil {
+		t.Errorf("batch get by path %+v", batch)
+	}
+	other := "/api/v1/conversation/" + strings.Repeat("ab", 16) + "/events"
+	e.must("GET", other+"?id="+evs[3].ID, alice, nil, http.StatusOK, &batch)
+	if len(batch) != 1 || batch[0] != nil {
+		t.Errorf("another conversation's path gets this one's event: %+v", batch)
+	}
+	e.must("GET", other+"/count", alice, nil, http.StatusOK, &n)
+	if n != 0 {
+		t.Errorf("count under an unknown conversation %d, want 0", n)
+	}
+	if status, body := e.call("GET", "/api/v1/conversation/"+c.id+"/events/search?limit=0", alice, nil); status != 422 {
+		t.Errorf("limit=0: %d %s, want 422", status, body)
+	}
 	obs := evs[slices.IndexFunc(evs, func(ev wireEvent) bool { return ev.Kind == "ObservationEvent" })]
 	var one wireEvent
 	c.api("GET", "/events/"+obs.ID, nil, http.StatusOK, &one)

@@ -30,6 +30,14 @@ func (a *API) startAppConversation(w http.ResponseWriter, r *http.Request) error
 	if req.SandboxID != nil {
 		cr.SandboxID = *req.SandboxID
 	}
+	if req.ConversationID != nil {
+		id, err := normalizeUUID(*req.ConversationID)
+		if err != nil {
+			return problem("uuid_parsing", "Input should be a valid UUID", "body", "conversation_id")
+		}
+		cr.ID = id
+	}
+	cr.Public, cr.Tags = req.Public, req.Tags
 	if req.Secrets != nil {
 		cr.SecretNames, cr.InlineSecrets = req.Secrets.Stored, req.Secrets.Inline
 	}
@@ -146,7 +154,7 @@ func (a *API) searchAppConversations(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	f := conversationFilter(q.TitleContains, q.CreatedAtGTE, q.CreatedAtLT, q.UpdatedAtGTE, q.UpdatedAtLT)
-	f.IncludeSub = q.IncludeSubConversations
+	f.IncludeSub, f.SandboxID = q.IncludeSubConversations, q.SandboxIDEq
 	views, next, err := a.d.Conversations.Search(r.Context(), caller(r).ID, f, paging.Query{Cursor: q.PageID, Limit: q.Limit})
 	if err != nil {
 		return err
@@ -165,7 +173,7 @@ func (a *API) countAppConversations(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	f := conversationFilter(q.TitleContains, q.CreatedAtGTE, q.CreatedAtLT, q.UpdatedAtGTE, q.UpdatedAtLT)
-	f.IncludeSub = q.IncludeSubConversations
+	f.IncludeSub, f.SandboxID = q.IncludeSubConversations, q.SandboxIDEq
 	n, err := a.d.Conversations.Count(r.Context(), caller(r).ID, f)
 	if err != nil {
 		return err

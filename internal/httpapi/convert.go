@@ -101,6 +101,10 @@ func (a *API) appConversation(v conversation.View) apitypes.AppConversation {
 		SessionAPIKey:       a.sessionKey(v.SandboxStatus, v.SandboxKeySealed),
 		ConversationStatus:  apitypes.ConversationStatus(conversation.StatusOf(v)),
 		ConversationVersion: c.Version,
+		AgentKind:           "openhands", Public: c.Public, Tags: c.Tags,
+	}
+	if out.Tags == nil {
+		out.Tags = map[string]string{}
 	}
 	if out.PRNumber == nil {
 		out.PRNumber = []int{}

@@ -78,6 +78,8 @@ func mapError(err error) (status int, body any, internal bool) {
 		return http.StatusConflict, detail("The conversation is still starting (or failed to start): see its start task"), false
 	case conversation.IsTransition(err):
 		return http.StatusConflict, detail(capitalize(err.Error())), false
+	case errors.Is(err, conversation.ErrTooManyPending):
+		return http.StatusTooManyRequests, detail(fmt.Sprintf("Too many pending messages. Maximum %d messages per conversation.", conversation.MaxPendingMessages)), false
 	case errors.Is(err, conversation.ErrExists):
 		return http.StatusConflict, detail("A conversation with that id already exists"), false
 	case errors.Is(err, sandbox.ErrLimit):

@@ -67,3 +67,67 @@ func (a *API) batchGetEvents(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
+
+// /api/v1/conversation/{conversation_id}/events: the current generation's paths, where the
+// conversation is in the path. A conversation the caller does not have has no events here, as
+// with conversation_id__eq on the paths above.
+
+func (a *API) searchConversationEvents(w http.ResponseWriter, r *http.Request) error {
+	id, err := conversationIDFromPath(r)
+	if err != nil {
+		return err
+	}
+	var q apitypes.ConversationEventsSearchQuery
+	if err := decodeQuery(r, &q); err != nil {
+		return err
+	}
+	f := v1EventFilter(&id, q.KindEq, q.TimestampGTE, q.TimestampLT)
+	evs, next, err := a.d.Conversations.SearchEvents(r.Context(), caller(r).ID, f, sortDesc(q.SortOrder), paging.Query{Cursor: q.PageID, Limit: q.Limit})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, eventPage(evs, next))
+	return nil
+}
+
+func (a *API) countConversationEvents(w http.ResponseWriter, r *http.Request) error {
+	id, err := conversationIDFromPath(r)
+	if err != nil {
+		return err
+	}
+	var q apitypes.ConversationEventsCountQuery
+	if err := decodeQuery(r, &q); err != nil {
+		return err
+	}
+	n, err := a.d.Conversations.CountEvents(r.Context(), caller(r).ID, v1EventFilter(&id, q.KindEq, q.TimestampGTE, q.TimestampLT))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, n)
+	return nil
+}
+
+func (a *API) batchGetConversationEvents(w http.ResponseWriter, r *http.Request) error {
+	id, err := conversationIDFromPath(r)
+	if err != nil {
+		return err
+	}
+	var q apitypes.IDsQuery
+	if err := decodeQuery(r, &q); err != nil {
+		return err
+	}
+	evs, err := a.d.Conversations.GetEvents(r.Context(), caller(r).ID, q.ID)
+	if err != nil {
+		return err
+	}
+	out := make([]*apitypes.Event, len(evs))
+	for i, e := range evs {
+		// Another conversation's event is not one of this conversation's.
+		if e != nil && e.ConversationID == id {
+			body := apitypes.Event(e.Body)
+			out[i] = &body
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

@@ -158,6 +158,21 @@ func (a *API) routes() []route {
 		{wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/start-tasks/count", Tag: "app-conversations", Summary: "Count start tasks",
 			Query: apitypes.StartTaskCountQuery{}, Response: 0, Errors: errs(nil)}, a.countStartTasks},
 
+		{wire.Operation{Method: "PATCH", Path: "/api/v1/app-conversations/{conversation_id}", Tag: "app-conversations", Summary: "Change a conversation's title, public flag, repository, branch or provider; absent or null fields stay",
+			Body: apitypes.AppConversationUpdateRequest{}, Response: apitypes.AppConversation{}, Errors: errs(map[int]string{400: "The id is not a UUID.", 404: "No such conversation."})}, a.updateAppConversation},
+		{wire.Operation{Method: "DELETE", Path: "/api/v1/app-conversations/{conversation_id}", Tag: "app-conversations", Summary: "Delete a conversation, its events and its sandbox",
+			Response: apitypes.Success{}, Errors: errs(map[int]string{400: "The id is not a UUID.", 404: "No such conversation."})}, a.deleteAppConversation},
+		{wire.Operation{Method: "POST", Path: "/api/v1/app-conversations/{conversation_id}/send-message", Tag: "app-conversations", Summary: "Send a user message to a conversation whose sandbox runs; with run (the default) the agent answers it",
+			Body: apitypes.AppSendMessageRequest{}, Response: apitypes.AppSendMessageResponse{}, Errors: errs(map[int]string{
+				400: "The id is not a UUID.", 404: "No such conversation.",
+				409: "The sandbox is not RUNNING (resume it first), or the conversation is still starting.",
+				410: "The conversation is archived: its sandbox no longer exists.",
+				503: "The sandbox is in ERROR, or the conversation failed to start."})}, a.sendAppMessage},
+		{wire.Operation{Method: "POST", Path: "/api/v1/conversations/{conversation_id}/pending-messages", Tag: "app-conversations", Summary: "Queue a user message until the conversation is READY (sent at once when it is); the id may be the start task's",
+			Body: apitypes.PendingMessageRequest{}, Response: apitypes.PendingMessageResponse{}, Status: 201, Errors: errs(map[int]string{
+				400: "The id is not a UUID (bare or after task-).", 404: "No such conversation or start task.",
+				429: "As many messages as allowed (10) wait already."})}, a.queuePendingMessage},
+
 		// Git provider tokens, current generation (the same as the V0 endpoints).
 		{wire.Operation{Method: "POST", Path: "/api/v1/secrets/git-providers", Tag: "secrets", Summary: "Check git provider tokens with their providers and store them (sealed; never returned)",
 			Body: apitypes.POSTProviderModel{}, Response: apitypes.MessageResponse{}, Errors: errs(providerTokenErrors)}, a.addGitProviders},
@@ -222,6 +237,14 @@ func (a *API) routes() []route {
 			Query: apitypes.EventCountQuery{}, Response: 0, Errors: errs(nil)}, a.countEvents},
 		{wire.Operation{Method: "GET", Path: "/api/v1/events", Tag: "events", Summary: "Get events by id (null for unknown ids)",
 			Query: apitypes.IDsQuery{}, Response: []*apitypes.Event{}, Errors: errs(nil)}, a.batchGetEvents},
+
+		// Events of one conversation, at the current generation's paths.
+		{wire.Operation{Method: "GET", Path: "/api/v1/conversation/{conversation_id}/events/search", Tag: "events", Summary: "Search a conversation's events, in log order (none for a conversation the caller does not have)",
+			Query: apitypes.ConversationEventsSearchQuery{}, Response: apitypes.EventPage{}, Errors: errs(map[int]string{400: "Malformed conversation id."})}, a.searchConversationEvents},
+		{wire.Operation{Method: "GET", Path: "/api/v1/conversation/{conversation_id}/events/count", Tag: "events", Summary: "Count a conversation's events",
+			Query: apitypes.ConversationEventsCountQuery{}, Response: 0, Errors: errs(map[int]string{400: "Malformed conversation id."})}, a.countConversationEvents},
+		{wire.Operation{Method: "GET", Path: "/api/v1/conversation/{conversation_id}/events", Tag: "events", Summary: "Get a conversation's events by id (null for unknown ids and other conversations' events)",
+			Query: apitypes.IDsQuery{}, Response: []*apitypes.Event{}, Errors: errs(map[int]string{400: "Malformed conversation id."})}, a.batchGetConversationEvents},
 
 		// The conversation API, at each conversation's conversation_url.
 		{wire.Operation{Method: "GET", Path: "/agent-server/{sandbox_id}/alive", Tag: "conversation-api", Summary: "Liveness of a sandbox's conversation API",

@@ -386,6 +386,9 @@ func TestV1SearchFilters(t *testing.T) {
 		{"updated_at range", url.Values{"updated_at__gte": {ts(a.UpdatedAt)}, "updated_at__lt": {ts(g.UpdatedAt)}}, []v1Conv{b, a}},
 		{"filters combine", url.Values{"title__contains": {"a"}, "created_at__lt": {ts(g.CreatedAt)}, "updated_at__gte": {ts(b.UpdatedAt)}}, []v1Conv{b}},
 		{"empty range", url.Values{"created_at__gte": {ts(g.CreatedAt.Add(time.Second))}}, nil},
+		{"sandbox_id eq", url.Values{"sandbox_id__eq": {sb}}, []v1Conv{g, b, a}},
+		{"sandbox_id eq another sandbox", url.Values{"sandbox_id__eq": {e.runningSandbox(alice)}}, nil},
+		{"sandbox_id eq combines", url.Values{"sandbox_id__eq": {sb}, "title__contains": {"gamma"}}, []v1Conv{g}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var page v1ConvPage

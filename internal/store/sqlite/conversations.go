@@ -94,15 +94,23 @@ func insertConversation(ctx context.Context, tx *sql.Tx, c conversation.Conversa
 		}
 		policy = string(b)
 	}
+	tagMap := c.Tags
+	if tagMap == nil {
+		tagMap = map[string]string{}
+	}
+	tags, err := jsonArg(tagMap)
+	if err != nil {
+		return err
+	}
 	_, err = tx.ExecContext(ctx,
 		`INSERT INTO conversations (id, owner_id, sandbox_id, version, title, title_fold, selected_repository,
 			selected_branch, git_provider, trigger_name, pr_numbers, llm_model, metrics, parent_id, request_sealed,
-			created_at, updated_at, execution_status, secret_names, secrets_sealed, confirmation_policy)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			created_at, updated_at, execution_status, secret_names, secrets_sealed, public, tags, title_by_user, confirmation_policy)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.ID, c.OwnerID, c.SandboxID, c.Version, c.Title, fold(c.Title), c.SelectedRepository,
 		c.SelectedBranch, c.GitProvider, c.Trigger, prs, c.LLMModel, rawArg(c.Metrics), c.ParentID,
 		blobArg(c.RequestSealed), nanos(c.CreatedAt), nanos(c.UpdatedAt), c.ExecutionStatus,
-		secretNames, blobArg(c.SecretsSealed), policy)
+		secretNames, blobArg(c.SecretsSealed), c.Public, tags, c.TitleByUser, policy)
 	if isUnique(err) {
 		return conversation.ErrExists
 	}
@@ -126,7 +134,7 @@ const (
 	NULL, ` + viewRest
 )
 
-const viewRest = `c.secret_names, c.secrets_sealed, c.created_at, c.updated_at, c.execution_status, c.confirmation_policy, s.status, s.session_key_sealed, t.status, t.detail
+const viewRest = `c.secret_names, c.secrets_sealed, c.public, c.tags, c.title_by_user, c.created_at, c.updated_at, c.execution_status, c.confirmation_policy, s.status, s.session_key_sealed, t.status, t.detail
 FROM conversations c
 LEFT JOIN sandboxes s ON c.sandbox_id <> '' AND s.id = c.sandbox_id AND s.owner_id = c.owner_id
 LEFT JOIN start_tasks t ON t.id = (
@@ -137,12 +145,12 @@ LEFT JOIN start_tasks t ON t.id = (
 func scanView(sc scanner) (conversation.View, error) {
 	var v conversation.View
 	c := &v.Conversation
-	var prs, secretNames, policy string
+	var prs, secretNames, tags, policy string
 	var metrics, sbStatus, taskStatus, taskDetail sql.NullString
 	var created, updated int64
 	err := sc.Scan(&c.ID, &c.OwnerID, &c.SandboxID, &c.Version, &c.Title, &c.SelectedRepository,
 		&c.SelectedBranch, &c.GitProvider, &c.Trigger, &prs, &c.LLMModel, &metrics, &c.ParentID,
-		&c.RequestSealed, &secretNames, &c.SecretsSealed, &created, &updated, &c.ExecutionStatus, &policy, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail)
+		&c.RequestSealed, &secretNames, &c.SecretsSealed, &c.Public, &tags, &c.TitleByUser, &created, &updated, &c.ExecutionStatus, &policy, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail)
 	if err != nil {
 		return conversation.View{}, err
 	}
@@ -151,6 +159,9 @@ func scanView(sc scanner) (conversation.View, error) {
 	}
 	if err := json.Unmarshal([]byte(secretNames), &c.SecretNames); err != nil {
 		return conversation.View{}, fmt.Errorf("decode secret names of conversation %s: %w", c.ID, err)
+	}
+	if err := json.Unmarshal([]byte(tags), &c.Tags); err != nil {
+		return conversation.View{}, fmt.Errorf("decode tags of conversation %s: %w", c.ID, err)
 	}
 	if len(c.SecretNames) == 0 {
 		c.SecretNames = nil
@@ -249,6 +260,7 @@ func (s *Store) DeleteConversation(ctx context.Context, ownerID, id string) erro
 		// Events first: they refer to the conversation.
 		for _, q := range []string{
 			`DELETE FROM events WHERE conversation_id = ?`,
+			`DELETE FROM pending_messages WHERE conversation_id = ?`,
 			`DELETE FROM start_tasks WHERE conversation_id = ?`,
 			`DELETE FROM conversations WHERE id = ?`,
 		} {
@@ -271,41 +283,8 @@ func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []e
 	}
 	var seqs []int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		for i := range evs {
-			if err := adopt(&evs[i].ConversationID, conversationID, "event conversation"); err != nil {
-				return err
-			}
-		}
-		var sets []string
-		var args []any
-		if u.ExecutionStatus != "" {
-			sets, args = append(sets, "execution_status = ?"), append(args, u.ExecutionStatus)
-		}
-		if len(u.Metrics) > 0 {
-			sets, args = append(sets, "metrics = ?"), append(args, string(u.Metrics))
-		}
-		if u.ConfirmationPolicy != nil {
-			b, err := json.Marshal(*u.ConfirmationPolicy)
-			if err != nil {
-				return err
-			}
-			sets, args = append(sets, "confirmation_policy = ?"), append(args, string(b))
-		}
-		if !u.UpdatedAt.IsZero() {
-			sets, args = append(sets, "updated_at = ?"), append(args, nanos(u.UpdatedAt))
-		}
-		if len(sets) > 0 {
-			res, err := tx.ExecContext(ctx, `UPDATE conversations SET `+strings.Join(sets, ", ")+` WHERE id = ?`,
-				append(args, conversationID)...)
-			if err != nil {
-				return err
-			}
-			if err := mustAffect(res, conversation.ErrNotFound); err != nil {
-				return err
-			}
-		}
 		var err error
-		seqs, err = insertEvents(ctx, tx, evs)
+		seqs, err = recordEvents(ctx, tx, conversationID, evs, u)
 		return err
 	})
 	if err != nil {
@@ -315,6 +294,44 @@ func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []e
 		evs[i].Seq = seqs[i]
 	}
 	return nil
+}
+
+// recordEvents is RecordEvents inside a transaction; it returns the events' sequence numbers.
+func recordEvents(ctx context.Context, tx *sql.Tx, conversationID string, evs []event.Event, u conversation.StateUpdate) ([]int64, error) {
+	for i := range evs {
+		if err := adopt(&evs[i].ConversationID, conversationID, "event conversation"); err != nil {
+			return nil, err
+		}
+	}
+	var sets []string
+	var args []any
+	if u.ExecutionStatus != "" {
+		sets, args = append(sets, "execution_status = ?"), append(args, u.ExecutionStatus)
+	}
+	if len(u.Metrics) > 0 {
+		sets, args = append(sets, "metrics = ?"), append(args, string(u.Metrics))
+	}
+	if u.ConfirmationPolicy != nil {
+		b, err := json.Marshal(*u.ConfirmationPolicy)
+		if err != nil {
+			return nil, err
+		}
+		sets, args = append(sets, "confirmation_policy = ?"), append(args, string(b))
+	}
+	if !u.UpdatedAt.IsZero() {
+		sets, args = append(sets, "updated_at = ?"), append(args, nanos(u.UpdatedAt))
+	}
+	if len(sets) > 0 {
+		res, err := tx.ExecContext(ctx, `UPDATE conversations SET `+strings.Join(sets, ", ")+` WHERE id = ?`,
+			append(args, conversationID)...)
+		if err != nil {
+			return nil, err
+		}
+		if err := mustAffect(res, conversation.ErrNotFound); err != nil {
+			return nil, err
+		}
+	}
+	return insertEvents(ctx, tx, evs)
 }
 
 func (s *Store) ConversationsByExecutionStatus(ctx context.Context, status string) ([]conversation.Conversation, error) {

@@ -97,6 +97,7 @@ func newConversation(owner, id string, i int) conversation.Conversation {
 		SecretNames:        []string{"API_TOKEN", "DEPLOY_KEY"},
 		SecretsSealed:      []byte("sealed secrets of " + id),
 		ConfirmationPolicy: confirm.Always,
+		Tags:               map[string]string{"source": "storetest"},
 		CreatedAt:          at(i),
 		UpdatedAt:          at(i),
 	}

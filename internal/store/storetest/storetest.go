@@ -54,6 +54,8 @@ func Run(t *testing.T, f Factory) {
 		{"DeleteConversation", testDeleteConversation},
 		{"SubConversations", testSubConversations},
 		{"ConversationsOfSandbox", testConversationsOfSandbox},
+		{"ConversationMetadata", testConversationMetadata},
+		{"PendingMessages", testPendingMessages},
 		{"ConversationFilters", testConversationFilters},
 		{"ConversationPaging", testConversationPaging},
 		{"ConversationPagingWithInserts", testConversationPagingWithInserts},
