@@ -60,6 +60,9 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 	if *listenAddr == "" || *workspace == "" {
 		return errors.New("runtime: --listen and --workspace are required")
 	}
+	if u := *sandboxUID; u < 0 || u >= 1<<32-1 {
+		return fmt.Errorf("runtime: --sandbox-uid %d is not a uid", u)
+	}
 	key := getenv(KeyEnv)
 	if *keyFD >= 0 {
 		f := os.NewFile(uintptr(*keyFD), "session-key")

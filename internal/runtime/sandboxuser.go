@@ -37,11 +37,11 @@ var keptCaps = []uintptr{unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_KILL}
 // by now: every change is made on all of them (syscall.AllThreadsSyscall), which a binary
 // built with cgo cannot do.
 func becomeSandboxUser(uid int) (*syscall.Credential, error) {
-	if euid := os.Geteuid(); euid != 0 {
-		return nil, fmt.Errorf("--sandbox-uid needs the runtime to start as root, not as uid %d", euid)
-	}
 	if uid <= 0 || uid >= 1<<32-1 {
 		return nil, fmt.Errorf("--sandbox-uid %d is not an unprivileged uid", uid)
+	}
+	if euid := os.Geteuid(); euid != 0 {
+		return nil, fmt.Errorf("--sandbox-uid needs the runtime to start as root, not as uid %d", euid)
 	}
 	for c := 0; c <= lastCap(); c++ {
 		if err := allThreads(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0); err != nil {
