@@ -91,8 +91,8 @@ type Config struct {
 	// SandboxMaxLimits is the ceiling of every spec's limits; zero means no ceiling. A spec
 	// above it, or a default above it, is a configuration error.
 	SandboxMaxLimits LimitsConfig
-	// SandboxUID is the unprivileged host uid and gid of every sandbox's processes (bwrap,
-	// docker). It is never 0.
+	// SandboxUID is the unprivileged host uid and gid of every sandbox's commands (bwrap,
+	// docker; bwrap's runtime too). It is never 0.
 	SandboxUID int
 	// GitCloneTimeout bounds the clone of a conversation's repository, SetupScriptTimeout
 	// its .openhands/setup.sh.
@@ -244,7 +244,7 @@ func Options() []Option {
 			Doc: "Ceiling of every spec's /tmp size (MiB); 0 means no ceiling.",
 			set: func(c *Config, v string) error { return setInt64(&c.SandboxMaxLimits.TmpMB, v) }},
 		{Flag: "sandbox-uid", Env: []string{"AGENTD_SANDBOX_UID"}, File: "sandbox_uid", Default: "2000000000",
-			Doc: "Host uid and gid that the processes of every bwrap and docker sandbox run as: unprivileged, never 0, and used by nothing else on the machine. Files that sandboxes create in their workspaces belong to it.",
+			Doc: "Host uid and gid that the commands of every bwrap and docker sandbox run as (a docker container's init and runtime are root with a few capabilities): unprivileged, never 0, and used by nothing else on the machine. Files that sandboxes create in their workspaces belong to it.",
 			set: func(c *Config, v string) error { return setInt(&c.SandboxUID, v) }},
 		{Flag: "git-clone-timeout", Env: []string{"AGENTD_GIT_CLONE_TIMEOUT"}, File: "git_clone_timeout", Default: "10m",
 			Doc: "How long the clone of a conversation's repository may take before its start fails; at most 1h.",

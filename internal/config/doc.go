@@ -121,10 +121,16 @@ the host itself, to link-local addresses and between its containers iptables rul
 
 ### Who sandboxes run as
 
-Every process of a ` + "`bwrap`" + ` or ` + "`docker`" + ` sandbox runs as one unprivileged host uid and gid
-(` + "`sandbox_uid`" + `), never as root: files a sandbox leaves in its workspace belong to that uid, and
-workspaces are mounted ` + "`nosuid`" + ` and ` + "`nodev`" + ` (docker: no-new-privileges, every capability
-dropped). The uid should belong to nothing else on the machine. One uid serves every sandbox:
+Every command of a ` + "`bwrap`" + ` or ` + "`docker`" + ` sandbox (the terminal, ` + "`setup.sh`" + `, git) runs as one
+unprivileged host uid and gid (` + "`sandbox_uid`" + `), never as root and with no capability: files a
+sandbox leaves in its workspace belong to that uid, and workspaces are mounted ` + "`nosuid`" + ` and
+` + "`nodev`" + ` (docker: no-new-privileges and an empty bounding set). On ` + "`bwrap`" + ` the runtime shares
+that uid and is kept from the commands by being not dumpable. On ` + "`docker`" + ` the container's init
+and the runtime are root inside the container (and so on the host, as the engine does not remap
+uids), with no capability but ` + "`CAP_SETUID`" + `, ` + "`CAP_SETGID`" + ` and ` + "`CAP_KILL`" + ` (and ` + "`CAP_SETPCAP`" + `,
+which the runtime uses to empty the bounding set and then drops): they hold the container's
+output, which the commands therefore cannot write to; the runtime does its file work as the
+sandbox uid. The uid should belong to nothing else on the machine. One uid serves every sandbox:
 sandboxes are kept apart by their namespaces (each sees only its own processes, files and
 network), and a single uid keeps the host's firewall rule and file ownership simple.
 
@@ -134,7 +140,7 @@ network), and a single uid keeps the host's firewall rule and file ownership sim
 |---|---|
 | ` + "`process`" + ` | Each sandbox is a directory under the data directory and an ` + "`agentd runtime`" + ` process in its own session, reached on a unix socket. No isolation: for development. |
 | ` + "`bwrap`" + ` | Each sandbox runs ` + "`agentd runtime`" + ` under bubblewrap as the sandbox uid, with its own user (root inside is the sandbox uid outside, without capabilities), PID, mount, IPC, UTS, cgroup and network namespaces. It sees the host's system directories (or the spec's ` + "`rootfs`" + `) read-only; its workspace and a private ` + "`/tmp`" + ` are the only writable places. Memory, CPU and process limits are cgroup limits (v1 or v2); pause freezes the sandbox's cgroup. Needs bubblewrap, ` + "`setpriv`" + ` (util-linux) and root (to create cgroups), and for egress ` + "`slirp4netns`" + ` and ` + "`iptables`" + `. |
-| ` + "`docker`" + ` | Each sandbox is a container of the spec's image, running as the sandbox uid, with its workspace on a volume. The engine must run on this machine. |
+| ` + "`docker`" + ` | Each sandbox is a container of the spec's image, with its workspace on a volume; its init and runtime are root with a few capabilities, its commands the sandbox uid with none. The engine must run on this machine. |
 
 ` + "`auto`" + ` picks ` + "`bwrap`" + ` when bubblewrap is installed and a throwaway sandbox starts (bwrap and cgroups
 work), and otherwise ` + "`process`" + `, with a warning that says why in the log and in the spec listing.

@@ -32,7 +32,7 @@ func (s *Server) runCommand(ctx context.Context, req CommandRequest, onOutput fu
 	cmd.Env = s.commandEnv(req.Env)
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.cfg.Credential}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = pipeGrace
 

@@ -20,4 +20,9 @@
 // to relay: GET /api/file/list, /api/file/tree, /api/file/download, /api/file/serve and
 // /api/file/archive, POST /api/file/upload, GET /api/git/changes and /api/git/diff. Every path
 // they take is confined to the workspace, symbolic links included (see Server.resolve).
+//
+// The runtime keeps its key from the commands it runs by being not dumpable (protect.go). A
+// backend that starts it as root names the sandbox uid with --sandbox-uid: the runtime then
+// stays root, a uid the commands cannot signal or reach through /proc, and works on files and
+// starts every process as the sandbox uid (sandboxuser.go).
 package runtime

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -64,15 +65,16 @@ func (g gitCmd) run(ctx context.Context, args ...string) ([]byte, error) {
 func (g gitCmd) runInput(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
-	// The repository belongs to the agent, which runs as this runtime's uid; its
-	// configuration may name programs (an fsmonitor, external diff drivers), which the reads
-	// here have no use for.
+	// The repository belongs to the agent, whose user git runs as; its configuration may
+	// name programs (an fsmonitor, external diff drivers), which the reads here have no use
+	// for.
 	full := append([]string{"-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
 		"-c", "safe.directory=*", "--no-pager"}, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Dir = g.dir
 	cmd.Env = g.env()
 	cmd.Stdin = stdin
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: g.s.cfg.Credential}
 	var stdout, stderr cappedBuffer
 	stdout.limit, stderr.limit = maxGitOutput, 4096
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -32,9 +32,13 @@ const shutdownGrace = 5 * time.Second
 // Unsetenv. Main refuses to start without a key, and removes KeyEnv from the environment so
 // no command inherits it.
 //
-// Before it reads the key, Main makes the process not dumpable: the commands it starts run as
-// its own uid, and without that they could read its memory (/proc/<pid>/mem, the key among
+// Before it reads the key, Main makes the process not dumpable: the commands it starts may run
+// as its own uid, and without that they could read its memory (/proc/<pid>/mem, the key among
 // it), its environment and its descriptors, or trace it. See protectProcess.
+//
+// With --sandbox-uid, Main must start as root: it reads its key and makes its socket as root,
+// then stays root but works on files as that uid and starts every command as it, with no
+// capabilities (see becomeSandboxUser).
 func Main(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	if err := protectProcess(); err != nil {
 		return fmt.Errorf("runtime: %w", err)
@@ -46,6 +50,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 	sandboxID := fs.String("sandbox-id", "", "id of the sandbox this runtime serves")
 	keyFD := fs.Int("key-fd", -1, "read the session key from this file descriptor (until EOF)")
 	keyFile := fs.String("key-file", "", "read the session key from this file, then delete it")
+	sandboxUID := fs.Int("sandbox-uid", 0, "run commands, and work on files, as this uid and gid; the runtime must start as root (0: as the runtime's own)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -54,6 +59,9 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 	}
 	if *listenAddr == "" || *workspace == "" {
 		return errors.New("runtime: --listen and --workspace are required")
+	}
+	if u := *sandboxUID; u < 0 || u >= 1<<32-1 {
+		return fmt.Errorf("runtime: --sandbox-uid %d is not a uid", u)
 	}
 	key := getenv(KeyEnv)
 	if *keyFD >= 0 {
@@ -87,22 +95,20 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 	if err != nil {
 		return fmt.Errorf("runtime: workspace: %w", err)
 	}
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		return fmt.Errorf("runtime: create workspace: %w", err)
+	// The socket is made before the runtime takes the sandbox uid, so that it is root's.
+	ln, err := listen(*listenAddr)
+	if err != nil {
+		return fmt.Errorf("runtime: %w", err)
 	}
-	handler, err := NewServer(ServerConfig{
+	handler, err := newMainServer(ws, *sandboxUID, ServerConfig{
 		SandboxID:  *sandboxID,
-		Workspace:  ws,
 		SessionKey: key,
 		Logger:     log,
 		Version:    version(),
 		Env:        os.Environ(),
 	})
 	if err != nil {
-		return fmt.Errorf("runtime: %w", err)
-	}
-	ln, err := listen(*listenAddr)
-	if err != nil {
+		ln.Close()
 		return fmt.Errorf("runtime: %w", err)
 	}
 	// Tool sessions end when shutdown begins, so that calls waiting on a terminal return
@@ -110,6 +116,23 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 	err = serve(ctx, log, ln, handler, func() { handler.Close() })
 	handler.Close()
 	return err
+}
+
+// newMainServer takes sandboxUID, if not 0, creates the workspace ws (as that uid) and builds
+// the server on it.
+func newMainServer(ws string, sandboxUID int, cfg ServerConfig) (*Server, error) {
+	if sandboxUID != 0 {
+		cred, err := becomeSandboxUser(sandboxUID)
+		if err != nil {
+			return nil, fmt.Errorf("take the sandbox uid: %w", err)
+		}
+		cfg.Credential = cred
+	}
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return nil, fmt.Errorf("create workspace: %w", err)
+	}
+	cfg.Workspace = ws
+	return NewServer(cfg)
 }
 
 // readKeyFile reads the session key from path and deletes the file, so that no command the

@@ -47,6 +47,8 @@ func TestMainBadFlags(t *testing.T) {
 		{"--listen", "udp:1", "--workspace", t.TempDir()},
 		{"--listen", "unix:rel.sock", "--workspace", t.TempDir()},
 		{"--listen", "unix:/x.sock", "--workspace", "/w", "extra"},
+		{"--listen", "unix:/x.sock", "--workspace", "/w", "--sandbox-uid", "-1"},
+		{"--listen", "unix:/x.sock", "--workspace", "/w", "--sandbox-uid", "4294967295"},
 	} {
 		if err := Main(context.Background(), args, getenv, &syncBuffer{}); err == nil {
 			t.Fatalf("Main(%q) succeeded", args)

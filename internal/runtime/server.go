@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -41,6 +42,9 @@ type ServerConfig struct {
 	// MaxUploadBytes bounds one file uploaded into the workspace; 0 means
 	// DefaultMaxUploadBytes.
 	MaxUploadBytes int64
+	// Credential is the user every process the runtime starts runs as: the terminal's shell,
+	// commands and git. Nil means the runtime's own (see becomeSandboxUser).
+	Credential *syscall.Credential
 }
 
 // Server is the runtime's HTTP handler. It is safe for concurrent use; commands run in

@@ -152,6 +152,7 @@ func (ts *toolSessions) terminal(sess *toolSession) (*terminal.Session, error) {
 		OutputDir:       ts.s.cfg.ToolOutputDir,
 		NoChangeTimeout: ts.s.cfg.TerminalNoChangeTimeout,
 		MaxWait:         ts.s.cfg.TerminalMaxWait,
+		Credential:      ts.s.cfg.Credential,
 	})
 	if err != nil {
 		return nil, err

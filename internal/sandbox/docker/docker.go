@@ -9,14 +9,19 @@
 // descriptor, and an environment variable would show in `docker inspect`). The agentd binary,
 // statically linked, is bind-mounted read-only at /.agentd/agentd, so it runs in any image.
 //
-// A container runs as the unprivileged sandbox uid and gid (Options.UID), whatever user its image
-// names, with every capability dropped and no-new-privileges, so that no setuid file gives a
-// command more; Docker's init is its PID 1, so that orphaned commands are reaped. agentd gives
-// that uid the run directory, the key file and the workspace volume's directory on the host, so
-// the runtime can read its key and create its socket, and what the sandbox writes to its
-// workspace belongs to that uid (user-namespace remapping is not supported). Once the runtime
-// listens, the run directory goes back to root, so commands cannot take its socket. Network
-// egress is a bridge network of the backend's own that firewall rules keep off the host (see
+// A container runs as root, whatever user its image names, with no capability but CAP_SETUID,
+// CAP_SETGID, CAP_KILL and CAP_SETPCAP, and no-new-privileges; Docker's init is its PID 1, so
+// that orphaned commands are reaped. Init and the runtime hold the container's output (docker
+// logs), which, being root's, the commands cannot reach through /proc. The runtime, started
+// with --sandbox-uid, reads its key from the run directory and makes its socket there, both
+// root's and closed to the commands, then empties the bounding set, keeps CAP_SETUID,
+// CAP_SETGID and CAP_KILL, and works on files as the unprivileged sandbox uid and gid
+// (Options.UID); every command it starts runs as that uid with no capability, so no setuid
+// file gives a command more. agentd gives that uid the workspace volume's directory on the
+// host, so what the sandbox writes to its workspace belongs to it (user-namespace remapping
+// is not supported). /proc is Docker's: the commands see the runtime's and init's entries,
+// though not into them, as hiding them (hidepid) would take CAP_SYS_ADMIN. Network egress is
+// a bridge network of the backend's own that firewall rules keep off the host (see
 // network.go); none is Docker's none.
 // Containers and volumes carry labels that say they are agentd's, which sandbox and owner they
 // belong to, and which agentd (by its Root) manages them, so that two servers sharing an engine
@@ -82,13 +87,13 @@ type Options struct {
 	// Binary is the agentd executable, statically linked; it replaces a spec command's first
 	// element "agentd".
 	Binary string
-	// UID is the unprivileged uid (and gid) containers run as; zero means DefaultUID. It must
-	// not be 0.
+	// UID is the unprivileged uid (and gid) the commands of a container run as; zero means
+	// DefaultUID. It must not be 0.
 	UID    int
 	Logger *slog.Logger
 }
 
-// DefaultUID is the uid and gid of containers when Options.UID is zero.
+// DefaultUID is the uid and gid of the commands when Options.UID is zero.
 const DefaultUID = 2000000000
 
 // Backend runs sandboxes as Docker containers. It is safe for concurrent use.

@@ -156,10 +156,6 @@ func TestConformance(t *testing.T) {
 		Confines:           true,
 		AgentdPath:         binaryInContainer,
 		DefaultLimits:      defaultLimits(t),
-		KnownEscapes: map[string]string{
-			"RuntimeOutput": "Docker's init (PID 1) runs as the sandbox uid, like the commands, and holds the container's output: " +
-				"a command can append lines to the container's log (docker logs), though to no file of agentd's",
-		},
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,9 +32,9 @@ const cleanupTimeout = time.Minute
 const minMemory = 6 << 20
 
 // Start creates <Root>/<id>/ with the session key in it, the workspace volume and the
-// container, and starts the container. It returns once the runtime has made its socket and
-// the run directory is sealed (see sealRunDir); the runtime answers a moment later. The image
-// must already be on the engine: Start does not pull.
+// container, and starts the container. It returns once the runtime has made its socket (see
+// waitSocket); the runtime answers a moment later. The image must already be on the engine:
+// Start does not pull.
 func (b *Backend) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.Instance, error) {
 	if err := checkSpec(req.Spec); err != nil {
 		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
@@ -67,15 +68,14 @@ func (b *Backend) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.
 
 // start makes the rest of the sandbox and starts its container.
 func (b *Backend) start(ctx context.Context, dir string, req sandbox.StartRequest) (sandbox.Instance, error) {
-	// Readable by the sandbox uid only; the runtime deletes it once read, and creates its
-	// socket beside it.
+	// The run directory and the key are root's, as the runtime is until it has read the key
+	// (and deleted it) and made its socket beside it: the commands cannot even look in.
 	if err := os.WriteFile(keyPath(dir), []byte(req.SessionKey), 0o400); err != nil {
 		return sandbox.Instance{}, fmt.Errorf("write session key: %w", err)
 	}
-	for _, p := range []string{keyPath(dir), dir} {
-		if err := os.Chown(p, b.uid, b.uid); err != nil {
-			return sandbox.Instance{}, fmt.Errorf("give the run directory to the sandbox uid: %w", err)
-		}
+	home, err := b.imageHome(ctx, req.Spec.Image)
+	if err != nil {
+		return sandbox.Instance{}, err
 	}
 	labels := b.labels(req.ID, req.OwnerID)
 	vol := volumeName(req.ID)
@@ -99,11 +99,11 @@ func (b *Backend) start(ctx context.Context, dir string, req sandbox.StartReques
 	}
 	ctr, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:       containerName(req.ID),
-		Config:     b.containerConfig(req, workdir, labels),
+		Config:     b.containerConfig(req, workdir, home, labels),
 		HostConfig: hc,
 	})
 	if cerrdefs.IsNotFound(err) {
-		return sandbox.Instance{}, fmt.Errorf("image %q is not on the engine (the docker backend does not pull images): %w", req.Spec.Image, err)
+		return sandbox.Instance{}, errNoImage(req.Spec.Image, err)
 	}
 	if err != nil {
 		return sandbox.Instance{}, fmt.Errorf("create container: %w", err)
@@ -114,7 +114,7 @@ func (b *Backend) start(ctx context.Context, dir string, req sandbox.StartReques
 	if _, err := b.cli.ContainerStart(ctx, ctr.ID, client.ContainerStartOptions{}); err != nil {
 		return sandbox.Instance{}, fmt.Errorf("start container: %w", err)
 	}
-	if err := b.sealRunDir(ctx, dir, ctr.ID); err != nil {
+	if err := b.waitSocket(ctx, dir, ctr.ID); err != nil {
 		return sandbox.Instance{}, err
 	}
 	b.log.Info("sandbox started", "sandbox_id", req.ID, "container_id", ctr.ID, "image", req.Spec.Image)
@@ -126,9 +126,32 @@ func (b *Backend) start(ctx context.Context, dir string, req sandbox.StartReques
 	}, nil
 }
 
-// containerConfig runs the spec's command, the runtime, with the flags that point it at the
-// run directory and the workspace. The image's entrypoint is replaced, not prefixed.
-func (b *Backend) containerConfig(req sandbox.StartRequest, workdir string, labels map[string]string) *container.Config {
+func errNoImage(image string, err error) error {
+	return fmt.Errorf("image %q is not on the engine (the docker backend does not pull images): %w", image, err)
+}
+
+// imageHome is the HOME the commands get when the image sets none: Docker would set the home
+// of the container's user, root, which the commands cannot write; "/" is what Docker gives a
+// uid without an account, as the sandbox uid is in ordinary images. Empty means the image's
+// own stays.
+func (b *Backend) imageHome(ctx context.Context, image string) (string, error) {
+	res, err := b.cli.ImageInspect(ctx, image)
+	if cerrdefs.IsNotFound(err) {
+		return "", errNoImage(image, err)
+	}
+	if err != nil {
+		return "", fmt.Errorf("inspect image %q: %w", image, err)
+	}
+	if res.Config != nil && slices.ContainsFunc(res.Config.Env, func(e string) bool { return strings.HasPrefix(e, "HOME=") }) {
+		return "", nil
+	}
+	return "/", nil
+}
+
+// containerConfig runs the spec's command, the runtime, as root, with the flags that point it
+// at the run directory and the workspace and name the uid its commands run as. The image's
+// entrypoint is replaced, not prefixed. home, when not empty, is the HOME of the commands.
+func (b *Backend) containerConfig(req sandbox.StartRequest, workdir, home string, labels map[string]string) *container.Config {
 	argv := slices.Clone(req.Spec.Command)
 	if len(argv) == 0 {
 		argv = slices.Clone(defaultCommand)
@@ -140,10 +163,14 @@ func (b *Backend) containerConfig(req sandbox.StartRequest, workdir string, labe
 		"--listen", "unix:"+path.Join(runInContainer, "runtime.sock"),
 		"--workspace", workdir,
 		"--sandbox-id", req.ID,
-		"--key-file", path.Join(runInContainer, "key"))
+		"--key-file", path.Join(runInContainer, "key"),
+		"--sandbox-uid", strconv.Itoa(b.uid))
 	// The image's environment (its PATH above all) stays; the spec's is laid over it. The
 	// server's own environment is never passed on: it may hold LLM keys.
 	env := []string{"TERM=xterm-256color"}
+	if home != "" {
+		env = append(env, "HOME="+home)
+	}
 	for _, k := range slices.Sorted(maps.Keys(req.Spec.InitialEnv)) {
 		env = append(env, k+"="+req.Spec.InitialEnv[k])
 	}
@@ -152,7 +179,7 @@ func (b *Backend) containerConfig(req sandbox.StartRequest, workdir string, labe
 		Entrypoint: argv,
 		Env:        env,
 		WorkingDir: workdir,
-		User:       fmt.Sprintf("%d:%d", b.uid, b.uid),
+		User:       "0:0",
 		Labels:     labels,
 	}
 }
@@ -171,8 +198,11 @@ func (b *Backend) hostConfig(dir, vol, workdir string, spec sandbox.Spec) *conta
 		},
 		Init:      &init,
 		Resources: resources(spec.Limits),
-		// The sandbox uid needs no capability, and no setuid file may give it one.
+		// What the runtime needs to start its commands as the sandbox uid and signal them,
+		// and to empty the bounding set they inherit; the commands get none of it, and no
+		// setuid file may give them any.
 		CapDrop:     []string{"ALL"},
+		CapAdd:      runtimeCaps,
 		SecurityOpt: []string{"no-new-privileges"},
 	}
 	if t := spec.Limits.TmpBytes; t > 0 {
@@ -187,6 +217,10 @@ func (b *Backend) hostConfig(dir, vol, workdir string, spec sandbox.Spec) *conta
 	}
 	return hc
 }
+
+// runtimeCaps are the capabilities of the container's root: docker-init's and the runtime's
+// (which keeps only CAP_SETUID, CAP_SETGID and CAP_KILL once it has cleared the bounding set).
+var runtimeCaps = []string{"CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_SETPCAP"}
 
 // resources maps the spec's limits. Swap is not allowed beyond the memory limit, so a memory
 // hog is killed rather than swapping the machine.
@@ -253,16 +287,13 @@ func checkSpec(spec sandbox.Spec) error {
 // socketTimeout bounds Start's wait for the runtime's socket.
 const socketTimeout = 30 * time.Second
 
-// sealRunDir waits until the runtime has made its socket in the run directory dir (it has
-// read and deleted its key by then), and then gives the directory back to root, read-only
-// for others: the commands, which run as the runtime's own uid, can then neither remove the
-// socket nor put one of their own in its place. The runtime keeps serving on the socket it
-// holds.
-func (b *Backend) sealRunDir(ctx context.Context, dir, containerID string) error {
+// waitSocket waits until the runtime has made its socket in the run directory dir (it has
+// read and deleted its key by then).
+func (b *Backend) waitSocket(ctx context.Context, dir, containerID string) error {
 	deadline := time.Now().Add(socketTimeout)
 	for delay, next := time.Millisecond, time.Now().Add(time.Second); ; delay = min(2*delay, 50*time.Millisecond) {
 		if _, err := os.Lstat(socketPath(dir)); err == nil {
-			break
+			return nil
 		}
 		if time.Now().After(next) { // now and then, whether the container still runs
 			next = time.Now().Add(time.Second)
@@ -282,11 +313,4 @@ func (b *Backend) sealRunDir(ctx context.Context, dir, containerID string) error
 		}
 		time.Sleep(delay)
 	}
-	if err := os.Chown(dir, 0, 0); err != nil {
-		return fmt.Errorf("seal the run directory: %w", err)
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return fmt.Errorf("seal the run directory: %w", err)
-	}
-	return nil
 }

@@ -99,8 +99,8 @@ func TestContainerSettings(t *testing.T) {
 		t.Errorf("workspace %q, host workspace %q", inst.Workspace, inst.HostWorkspace)
 	}
 	c := waitRuntime(t, inst, key)
-	if res, err := c.Run(ctx, runtime.CommandRequest{Command: "pwd; id -u; echo $GREETING; ls -A /.agentd/run"}); err != nil ||
-		res.Output != fmt.Sprintf("/home/agent/work\n%d\nhello\nruntime.sock\n", DefaultUID) {
+	if res, err := c.Run(ctx, runtime.CommandRequest{Command: "pwd; id -u; id -g; echo $GREETING; ls -A /.agentd/run 2>/dev/null || echo closed"}); err != nil ||
+		res.Output != fmt.Sprintf("/home/agent/work\n%d\n%[1]d\nhello\nclosed\n", DefaultUID) {
 		t.Errorf("pwd, user, environment and run directory in the sandbox: %+v, %v", res, err)
 	}
 	if _, err := os.Stat(filepath.Join(root, id, "key")); !errors.Is(err, os.ErrNotExist) {
@@ -132,10 +132,11 @@ func TestContainerSettings(t *testing.T) {
 	if hc.NetworkMode != "none" || len(hc.PortBindings) > 0 || hc.PublishAllPorts {
 		t.Errorf("network %q, port bindings %v, publish all %v", hc.NetworkMode, hc.PortBindings, hc.PublishAllPorts)
 	}
-	if ct.Config.User != fmt.Sprintf("%d:%d", DefaultUID, DefaultUID) || hc.Init == nil || !*hc.Init || hc.Privileged ||
-		!slices.Equal(hc.CapDrop, []string{"ALL"}) || !slices.Contains(hc.SecurityOpt, "no-new-privileges") {
-		t.Errorf("user %q, init %v, privileged %v, dropped capabilities %v, security options %v",
-			ct.Config.User, hc.Init, hc.Privileged, hc.CapDrop, hc.SecurityOpt)
+	if ct.Config.User != "0:0" || hc.Init == nil || !*hc.Init || hc.Privileged ||
+		!slices.Equal(hc.CapDrop, []string{"ALL"}) || !slices.Equal(slices.Sorted(slices.Values(hc.CapAdd)), slices.Sorted(slices.Values(runtimeCaps))) ||
+		!slices.Contains(hc.SecurityOpt, "no-new-privileges") {
+		t.Errorf("user %q, init %v, privileged %v, dropped capabilities %v, added %v, security options %v",
+			ct.Config.User, hc.Init, hc.Privileged, hc.CapDrop, hc.CapAdd, hc.SecurityOpt)
 	}
 	mounts := map[string]string{}
 	for _, m := range ct.Mounts {

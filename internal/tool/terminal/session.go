@@ -72,6 +72,8 @@ type Options struct {
 	MaxBufferedOutput int
 	// StartTimeout bounds the wait for a new shell's first prompt; 0 means DefaultStartTimeout.
 	StartTimeout time.Duration
+	// Credential is the user the shell runs as; nil means this process's.
+	Credential *syscall.Credential
 }
 
 // Session is one persistent shell. Calls to Run are serialised; Close may be called at any

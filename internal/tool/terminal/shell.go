@@ -96,7 +96,7 @@ func startShell(ctx context.Context, opts Options) (*shell, error) {
 	cmd.Dir = opts.Dir
 	cmd.Env = opts.Env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: opts.Credential}
 	if err := cmd.Start(); err != nil {
 		ptmx.Close()
 		return nil, fmt.Errorf("start bash: %w", err)
