@@ -172,7 +172,7 @@ func (s *suite) checkMemoryLimit(t *testing.T, lim sandbox.Limits) {
 	spec.Limits = lim
 	hog, other := s.start(t, b, spec), s.start(t, b, s.spec())
 	// tail keeps the whole of a line in memory, and /dev/zero has no newline.
-	res := run(t, hog.client, fmt.Sprintf("head -c %d /dev/zero | tail > /dev/null; echo status=$?", 8*lim.MemoryBytes))
+	res := runWithin(t, hog.client, fmt.Sprintf("head -c %d /dev/zero | tail > /dev/null; echo status=$?", 8*lim.MemoryBytes), hogTimeout)
 	if !strings.Contains(res.Output, "status=137") {
 		t.Fatalf("a memory hog in a sandbox limited to %d MiB was not killed (SIGKILL, status 137): %+v", lim.MemoryBytes>>20, res)
 	}
