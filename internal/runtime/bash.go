@@ -19,7 +19,8 @@ import (
 //
 // The events live in the runtime's memory only, so a restarted runtime has none. At most
 // maxBashEvents are kept; past that the oldest are dropped, the events of a command still
-// running included (its output is then recorded alone).
+// running included (its output is then recorded alone). With output bounded per stream,
+// that holds the events' memory to some tens of MiB at worst.
 
 const (
 	// maxBashEvents bounds the events a runtime keeps.

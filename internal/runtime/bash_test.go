@@ -203,3 +203,28 @@ func TestBashCloseKills(t *testing.T) {
 		t.Fatal("a command started after Close")
 	}
 }
+
+func TestHeadTailBuffer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		writes []string
+		want   string
+	}{
+		{"under the limit", []string{"ab", "cd"}, "abcd"},
+		{"at the limit", []string{"abcdefgh"}, "abcdefgh"},
+		{"over, one write", []string{"abcdefghij"}, "abcd\n[... 2 bytes of output dropped ...]\nghij"},
+		{"over, many writes", []string{"ab", "cde", "fghij", "kl"}, "abcd\n[... 4 bytes of output dropped ...]\nijkl"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &headTailBuffer{limit: 8}
+			for _, w := range tc.writes {
+				if n, err := b.Write([]byte(w)); n != len(w) || err != nil {
+					t.Fatalf("write %q: %d %v", w, n, err)
+				}
+			}
+			if got := b.String(); got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
