@@ -81,6 +81,12 @@ var (
 	})
 )
 
+// bashErrors are the answers of the bash routes.
+var bashErrors = map[int]string{
+	404: "No such sandbox of the caller's.",
+	409: "The sandbox is not RUNNING.",
+}
+
 // routes is the whole route table.
 func (a *API) routes() []route {
 	notFound := map[int]string{404: "No such resource belongs to the caller."}
@@ -284,11 +290,24 @@ func (a *API) routes() []route {
 		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/git/changes", Keys: agentKeys, Tag: "workspace", Summary: "The files changed in the workspace's repository",
 			Query: runtime.GitChangesQuery{}, Response: []runtime.GitChange{}, Errors: errs(workspaceErrors)}, h: a.agentServerWorkspace(runtime.RouteGitChanges)},
 		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/git/changes/{path...}", Keys: agentKeys, Tag: "workspace", Summary: "The files changed, the directory in the path (older clients)",
-			Response: []runtime.GitChange{}, Errors: errs(workspaceErrors)}, h: a.agentServerGitByPath(runtime.RouteGitChanges)},
+			Response: []runtime.GitChange{}, Errors: errs(workspaceErrors)}, h: a.agentServerByPath(runtime.RouteGitChanges)},
 		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/git/diff", Keys: agentKeys, Tag: "workspace", Summary: "A file's text now and at the base its changes are shown against",
 			Query: runtime.GitDiffQuery{}, Response: runtime.GitDiff{}, Errors: errs(workspaceErrors)}, h: a.agentServerWorkspace(runtime.RouteGitDiff)},
 		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/git/diff/{path...}", Keys: agentKeys, Tag: "workspace", Summary: "A file's diff, the file in the path (older clients)",
-			Response: runtime.GitDiff{}, Errors: errs(workspaceErrors)}, h: a.agentServerGitByPath(runtime.RouteGitDiff)},
+			Response: runtime.GitDiff{}, Errors: errs(workspaceErrors)}, h: a.agentServerByPath(runtime.RouteGitDiff)},
+		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/file/download/{path...}", Keys: agentKeys, Tag: "workspace", Summary: "Download a file of the workspace, the file in the path (older clients)",
+			RawResponse: "application/octet-stream", Errors: errs(workspaceErrors)}, h: a.agentServerByPath(runtime.RouteFileDownload)},
+		{op: wire.Operation{Method: "POST", Path: agentSandbox + "/file/upload/{path...}", Keys: agentKeys, Tag: "workspace", Summary: "Upload a file into the workspace, the file in the path (older clients)",
+			FileField: "file", Response: apitypes.Success{},
+			Errors: errs(merge(workspaceErrors, map[int]string{413: "The file is larger than the server's bound (max_upload_mb)."}))}, h: a.agentServerByPath(runtime.RouteFileUpload)},
+		{op: wire.Operation{Method: "POST", Path: agentSandbox + "/bash/start_bash_command", Keys: agentKeys, Tag: "workspace", Summary: "Run a command in the sandbox in the background, out of band of any conversation; its BashOutput comes once it has ended",
+			Body: runtime.BashRequest{}, Response: runtime.BashEvent{}, Errors: errs(merge(bashErrors, map[int]string{422: "A malformed body, or a cwd that is not a directory of the sandbox."}))}, h: a.agentServerBash(runtime.RouteBashStart)},
+		{op: wire.Operation{Method: "POST", Path: agentSandbox + "/bash/execute_bash_command", Keys: agentKeys, Tag: "workspace", Summary: "Run a command in the sandbox and answer its BashOutput once it has ended (or its timeout killed it)",
+			Body: runtime.BashRequest{}, Response: runtime.BashEvent{}, Errors: errs(merge(bashErrors, map[int]string{422: "A malformed body, or a cwd that is not a directory of the sandbox."}))}, h: a.agentServerBash(runtime.RouteBashExecute)},
+		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/bash/bash_events/search", Keys: agentKeys, Tag: "workspace", Summary: "Search the sandbox's bash events (BashCommand, BashOutput), oldest first; the sandbox keeps the last 1000",
+			Query: runtime.BashSearchQuery{}, Response: runtime.BashEventPage{}, Errors: errs(bashErrors)}, h: a.agentServerBash(runtime.RouteBashSearch)},
+		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/bash/bash_events/{event_id}", Keys: agentKeys, Tag: "workspace", Summary: "Get one bash event",
+			Response: runtime.BashEvent{}, Errors: errs(merge(bashErrors, map[int]string{404: "No such bash event (it may have been dropped), or no such sandbox of the caller's."}))}, h: a.agentServerBashEvent},
 		{op: wire.Operation{Method: "GET", Path: agentConv + "/workspace", Keys: agentKeys, Tag: "workspace", Summary: "The workspace's index.html, served inline as a static site",
 			RawResponse: "application/octet-stream", Errors: errs(merge(workspaceErrors, agentNotFound))}, h: a.serveWorkspaceFile},
 		{op: wire.Operation{Method: "GET", Path: agentConv + "/workspace/{file_path...}", Keys: agentKeys, Tag: "workspace", Summary: "A file of the workspace (a directory's index.html) served inline as a static site",

@@ -121,9 +121,10 @@ func (a *API) agentServerWorkspace(route string) handler {
 	}
 }
 
-// agentServerGitByPath relays the older git routes that take the path in the URL
-// (/api/git/changes/{path}), which OpenHands clients of late 2025 still call.
-func (a *API) agentServerGitByPath(route string) handler {
+// agentServerByPath relays the older routes that take the path in the URL
+// (/api/git/changes/{path}, /api/file/download/{path}), which OpenHands clients of late 2025
+// still call.
+func (a *API) agentServerByPath(route string) handler {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		q := r.URL.Query()
 		q.Set("path", r.PathValue("path"))

@@ -47,11 +47,11 @@ type WorkspaceRequest struct {
 	MaxUploadBytes int64
 }
 
-// Workspace sends a request to one of the runtime's workspace routes and returns the
+// Workspace sends a request to one of the runtime's workspace routes (or bash routes) and returns the
 // runtime's answer unread: its status, its headers and its body are what the client is to
 // get, files and archives streamed. The caller closes the body.
 func (c *Client) Workspace(ctx context.Context, wr WorkspaceRequest) (*http.Response, error) {
-	if !strings.HasPrefix(wr.Route, "/api/file/") && !strings.HasPrefix(wr.Route, "/api/git/") {
+	if !strings.HasPrefix(wr.Route, "/api/file/") && !strings.HasPrefix(wr.Route, "/api/git/") && !strings.HasPrefix(wr.Route, "/api/bash/") {
 		return nil, fmt.Errorf("runtime workspace: %s is not a workspace route", wr.Route)
 	}
 	path := wr.Route

@@ -27,14 +27,9 @@ func (s *Server) runCommand(ctx context.Context, req CommandRequest, onOutput fu
 	defer cancel()
 
 	out := &cappedBuffer{limit: MaxOutputBytes, onKeep: onOutput}
-	cmd := exec.CommandContext(runCtx, s.shell, "-c", req.Command)
-	cmd.Dir = req.Cwd
-	cmd.Env = s.commandEnv(req.Env)
+	cmd := s.shellCommand(runCtx, req.Command, req.Cwd, req.Env)
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.cfg.Credential}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = pipeGrace
 
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -56,6 +51,18 @@ func (s *Server) runCommand(ctx context.Context, req CommandRequest, onOutput fu
 	s.log.Debug("command finished", "exit_code", res.ExitCode, "timed_out", res.TimedOut,
 		"output_bytes", len(res.Output), "duration", time.Since(start))
 	return res, nil
+}
+
+// shellCommand prepares a command line to run in dir in its own process group, which is
+// killed whole when ctx ends.
+func (s *Server) shellCommand(ctx context.Context, line, dir string, env map[string]string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, s.shell, "-c", line)
+	cmd.Dir = dir
+	cmd.Env = s.commandEnv(env)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.cfg.Credential}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = pipeGrace
+	return cmd
 }
 
 // exitCode maps a wait status the way shells do: 128+n for a command ended by signal n.

@@ -16,6 +16,12 @@
 // keeps for agents), and GET /api/git/channel (agentd's channel for the sandbox's git
 // requests; see gitrelay.go).
 //
+// The bash routes are OpenHands' agent server's, for its SDK clients: POST
+// /api/bash/start_bash_command (run a command in the background), POST
+// /api/bash/execute_bash_command (run one and wait for its end), GET
+// /api/bash/bash_events/search and GET /api/bash/bash_events/{event_id}. Their events are kept
+// in memory, bounded (see bash.go).
+//
 // The workspace routes read and write the workspace without the agent, for the control plane
 // to relay: GET /api/file/list, /api/file/tree, /api/file/download, /api/file/serve and
 // /api/file/archive, POST /api/file/upload, GET /api/git/changes and /api/git/diff. Every path

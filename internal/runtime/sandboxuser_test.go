@@ -2,7 +2,9 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -60,6 +62,22 @@ func TestCredential(t *testing.T) {
 	tr := callTool(t, c, "terminal", "conv", map[string]any{"command": "id -u; id -g; id -G"})
 	if !strings.Contains(tr.Text, want) {
 		t.Errorf("the terminal's user, group and groups: %q, want %q in it", tr.Text, want)
+	}
+	req, err := http.NewRequest(http.MethodPost, hs.URL+RouteBashExecute, strings.NewReader(`{"command": "id -u; id -g; id -G"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(HeaderSessionKey, testKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bash BashEvent
+	err = json.NewDecoder(resp.Body).Decode(&bash)
+	resp.Body.Close()
+	if err != nil || bash.Stdout == nil || *bash.Stdout != want {
+		t.Errorf("an out-of-band bash command's user, group and groups: %+v, %v; want %q", bash, err, want)
 	}
 	// A shell alias shows whom git runs as.
 	out, err := s.git(ws).run(context.Background(), "-c", "alias.whoami=!id -u", "whoami")

@@ -60,6 +60,7 @@ type Server struct {
 	mux       *http.ServeMux
 	tools     *toolSessions
 	relay     *gitRelay
+	bash      *bashEvents
 }
 
 // NewServer checks cfg and builds the handler.
@@ -97,6 +98,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	s.tools = newToolSessions(s)
 	s.relay = newGitRelay(cfg.Logger)
+	s.bash = newBashEvents(s)
 	s.routes()
 	return s, nil
 }
@@ -114,15 +116,18 @@ func (s *Server) routes() {
 	s.mux.Handle("/api/tools/sessions/{conversation_id}", only(http.MethodDelete, s.handleCloseToolSession))
 	s.mux.Handle("/api/skill-files", only(http.MethodPost, s.handleSkillFiles))
 	s.workspaceRoutes()
+	s.bashRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeDetail(w, http.StatusNotFound, "Not Found")
 	})
 }
 
-// Close ends every tool session, killing the processes their terminals run, and stops the
-// git relay. Tool calls after Close are answered 503. It is safe to call more than once.
+// Close ends every tool session, killing the processes their terminals run, kills the
+// running bash commands, and stops the git relay. Tool calls and bash commands after Close
+// are answered 503. It is safe to call more than once.
 func (s *Server) Close() error {
 	s.tools.closeAll()
+	s.bash.close()
 	s.relay.close()
 	return nil
 }
