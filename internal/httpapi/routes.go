@@ -131,7 +131,9 @@ func (a *API) routes() []route {
 			Errors: errs(map[int]string{404: "No profile of that name.", 409: "A profile has the new name.", 422: "A malformed name."})}, a.renameProfile},
 
 		// Users and keys.
-		{wire.Operation{Method: "GET", Path: "/api/v1/users/me", Tag: "users", Summary: "The calling user", Response: apitypes.UserInfo{}, Errors: errs(nil)}, a.me},
+		{wire.Operation{Method: "GET", Path: "/api/v1/users/me", Tag: "users", Summary: "The calling user: their settings (secrets null unless exposed) and who they are",
+			Query: apitypes.CurrentUserQuery{}, Response: apitypes.CurrentUser{}, Errors: errs(map[int]string{
+				403: "expose_secrets=true without X-Session-API-Key set to the session key of one of the caller's sandboxes (the detail says what is wrong)."})}, a.me},
 		{wire.Operation{Method: "POST", Path: "/api/v1/users", Tag: "users", Summary: "Create a user (admins only)", Body: apitypes.UserCreateRequest{}, Response: apitypes.UserInfo{}, Status: 201,
 			Errors: errs(map[int]string{403: "The caller is not an admin.", 409: "The name is taken."})}, a.createUser},
 		{wire.Operation{Method: "POST", Path: "/api/keys", Tag: "users", Summary: "Create an API key; the key is shown only in this answer", Body: apitypes.APIKeyCreateRequest{}, Response: apitypes.APIKeyCreated{}, Status: 201,
