@@ -45,3 +45,18 @@ type SuggestedTaskPage struct {
 	Items      []SuggestedTask `json:"items"`
 	NextPageID *string         `json:"next_page_id"`
 }
+
+// GitInfoQuery is the query of GET /api/v1/users/git-info.
+type GitInfoQuery struct {
+	Provider *ProviderType `query:"provider" doc:"The provider to ask; without it, the first of the caller's (github, gitlab, bitbucket, enterprise_sso)."`
+}
+
+// UserGitInfo is the caller's account at a git provider, as OpenHands' User.
+type UserGitInfo struct {
+	ID        string  `json:"id"`
+	Login     string  `json:"login"`
+	AvatarURL string  `json:"avatar_url"`
+	Company   *string `json:"company"`
+	Name      *string `json:"name"`
+	Email     *string `json:"email"`
+}

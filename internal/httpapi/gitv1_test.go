@@ -189,3 +189,40 @@ func sorted(s []string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestUsersGitInfo: the caller's account at their first or a given provider, in OpenHands'
+// shape.
+func TestUsersGitInfo(t *testing.T) {
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	_, bob := e.newUser("bob")
+	e.storeToken(alice, "gitlab", "alice-gl")
+	ghToken := e.providerUser("github", "alice-gh")
+	e.must("POST", "/api/add-git-providers", alice, map[string]any{"provider_tokens": map[string]any{
+		"github": map[string]any{"token": ghToken}, "gitlab": map[string]any{"token": e.tokens[[2]string{alice, "gitlab"}]}}}, http.StatusOK, nil)
+	info := func(query string) map[string]any {
+		var out map[string]any
+		e.must("GET", "/api/v1/users/git-info"+query, alice, nil, http.StatusOK, &out)
+		return out
+	}
+	first := info("")
+	for _, k := range []string{"id", "login", "avatar_url", "company", "name", "email"} {
+		if _, ok := first[k]; !ok {
+			t.Errorf("git-info lacks %s: %v", k, first)
+		}
+	}
+	if first["login"] != "alice-gh" || first["company"] != nil || first["avatar_url"] == "" {
+		t.Errorf("git-info of the first provider: %v", first)
+	}
+	if gl := info("?provider=gitlab"); gl["login"] != "alice-gl" || gl["email"] != "alice-gl@example.com" {
+		t.Errorf("git-info at gitlab: %v", gl)
+	}
+	status, body := e.call("GET", "/api/v1/users/git-info", bob, nil)
+	wantStatusDetail(t, status, body, http.StatusUnauthorized, "No git provider token")
+	status, body = e.call("GET", "/api/v1/users/git-info?provider=bitbucket", alice, nil)
+	wantStatusDetail(t, status, body, http.StatusUnauthorized, "No bitbucket token")
+	status, _ = e.call("GET", "/api/v1/users/git-info?provider=svn", alice, nil)
+	if status != http.StatusUnprocessableEntity {
+		t.Errorf("unknown provider: status %d, want 422", status)
+	}
+}

@@ -134,6 +134,8 @@ func (a *API) routes() []route {
 		{wire.Operation{Method: "GET", Path: "/api/v1/users/me", Tag: "users", Summary: "The calling user: their settings (secrets null unless exposed) and who they are",
 			Query: apitypes.CurrentUserQuery{}, Response: apitypes.CurrentUser{}, Errors: errs(map[int]string{
 				403: "expose_secrets=true without X-Session-API-Key set to the session key of one of the caller's sandboxes (the detail says what is wrong)."})}, a.me},
+		{wire.Operation{Method: "GET", Path: "/api/v1/users/git-info", Tag: "users", Summary: "The caller's account at a git provider: login, name, email, avatar, company",
+			Query: apitypes.GitInfoQuery{}, Response: apitypes.UserGitInfo{}, Errors: errs(providerErrors)}, a.gitInfo},
 		{wire.Operation{Method: "POST", Path: "/api/v1/users", Tag: "users", Summary: "Create a user (admins only)", Body: apitypes.UserCreateRequest{}, Response: apitypes.UserInfo{}, Status: 201,
 			Errors: errs(map[int]string{403: "The caller is not an admin.", 409: "The name is taken."})}, a.createUser},
 		{wire.Operation{Method: "POST", Path: "/api/keys", Tag: "users", Summary: "Create an API key; the key is shown only in this answer", Body: apitypes.APIKeyCreateRequest{}, Response: apitypes.APIKeyCreated{}, Status: 201,
