@@ -10,8 +10,8 @@ type SettingsV1 struct {
 	SettingsV1Product
 	AgentSettings        AgentSettingsV1        `json:"agent_settings"`
 	ConversationSettings ConversationSettingsV1 `json:"conversation_settings"`
-	SearchAPIKey         *string                `json:"search_api_key" doc:"Always null; see search_api_key_set."`
-	SandboxAPIKey        *string                `json:"sandbox_api_key" doc:"Always null."`
+	SearchAPIKey         *string                `json:"search_api_key" doc:"Null (see search_api_key_set), but in GET /api/v1/users/me?expose_secrets=true."`
+	SandboxAPIKey        *string                `json:"sandbox_api_key" doc:"Null, but in GET /api/v1/users/me?expose_secrets=true."`
 	V1Enabled            bool                   `json:"v1_enabled"`
 	LLMAPIKeySet         bool                   `json:"llm_api_key_set"`
 	SearchAPIKeySet      bool                   `json:"search_api_key_set"`
@@ -46,7 +46,7 @@ type AgentSettingsV1 struct {
 type LLMSettingsV1 struct {
 	Model   *string `json:"model"`
 	BaseURL *string `json:"base_url"`
-	APIKey  *string `json:"api_key" doc:"Always null; see llm_api_key_set."`
+	APIKey  *string `json:"api_key" doc:"Null (see llm_api_key_set), but in GET /api/v1/users/me?expose_secrets=true."`
 }
 
 // CondenserSettings say when the agent condenses its history. A null max_size is the

@@ -89,3 +89,19 @@ type ReadinessResponse struct {
 	// wrong with it.
 	Checks map[string]string `json:"checks"`
 }
+
+// CurrentUser answers GET /api/v1/users/me: OpenHands' UserInfo, which is the user's
+// settings plus their id, and agentd's own user fields. Secrets are null unless
+// expose_secrets was granted.
+type CurrentUser struct {
+	SettingsV1
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	IsAdmin   bool      `json:"is_admin"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// CurrentUserQuery is the query of GET /api/v1/users/me.
+type CurrentUserQuery struct {
+	ExposeSecrets bool `query:"expose_secrets" doc:"Answer the secret settings unmasked. Only with X-Session-API-Key set to the session key of one of the caller's own sandboxes, beside the caller's key as Authorization: Bearer; otherwise 403."`
+}

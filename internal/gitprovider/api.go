@@ -51,6 +51,7 @@ type User struct {
 	Name      string
 	Email     string // "" when the provider does not tell it
 	AvatarURL string
+	Company   string // "" when the provider keeps none (Bitbucket) or the user left it blank
 }
 
 // Repository is a repository as the provider describes it.

@@ -100,8 +100,20 @@ func TestProviderAPIs(t *testing.T) {
 
 			t.Run("user", func(t *testing.T) {
 				u, err := api.User(ctx)
-				if err != nil || u.Login != f.login || u.Email != f.email {
+				if err != nil || u.Login != f.login || u.Email != f.email || u.ID == "" {
 					t.Fatalf("User: %+v, %v", u, err)
+				}
+				// Bitbucket keeps no company on a profile.
+				wantCompany := "Octo Corp"
+				if a.family == gitprovider.FamilyBitbucket || a.family == gitprovider.FamilyBitbucketDC {
+					wantCompany = ""
+				}
+				// Data Center gives no avatar unless asked for a size.
+				if (u.AvatarURL == "") != (a.family == gitprovider.FamilyBitbucketDC) {
+					t.Errorf("User avatar %q", u.AvatarURL)
+				}
+				if u.Company != wantCompany {
+					t.Errorf("User company %q, want %q", u.Company, wantCompany)
 				}
 			})
 
@@ -371,6 +383,31 @@ func TestRemoteAcrossProviders(t *testing.T) {
 	}
 	_, err = e.svc.Remote(ctx, e.userID, "github", "group/sub/project")
 	wantKind(t, err, gitprovider.ErrBadRepository)
+}
+
+// TestUserInfo: the account at the given provider, or at the first of the user's.
+func TestUserInfo(t *testing.T) {
+	gh, gl := providertest.NewGitHub(t), providertest.NewGitLab(t)
+	gh.AddUser("ghp_x", providertest.User{Login: "octo-gh"})
+	gl.AddUser("glpat-x", providertest.User{Login: "octo-gl", Email: "o@example.com", Company: "Lab Inc"})
+	e := newEnv(t, envOptions{endpoints: gitprovider.Endpoints{GitHub: gh.APIURL(), GitLab: gl.APIURL()}})
+	ctx := context.Background()
+	if _, _, err := e.svc.UserInfo(ctx, e.userID, ""); !errors.Is(err, gitprovider.ErrNoToken) {
+		t.Errorf("UserInfo without tokens: %v, want ErrNoToken", err)
+	}
+	e.mustStore("gitlab", "glpat-x", "")
+	e.mustStore("github", "ghp_x", "")
+	p, u, err := e.svc.UserInfo(ctx, e.userID, "")
+	if err != nil || p != "github" || u.Login != "octo-gh" {
+		t.Errorf("UserInfo of the first provider: %s %+v, %v", p, u, err)
+	}
+	p, u, err = e.svc.UserInfo(ctx, e.userID, "gitlab")
+	if err != nil || p != "gitlab" || u.Login != "octo-gl" || u.Company != "Lab Inc" || u.Email != "o@example.com" {
+		t.Errorf("UserInfo at gitlab: %s %+v, %v", p, u, err)
+	}
+	if _, _, err := e.svc.UserInfo(ctx, e.userID, "bitbucket"); !errors.Is(err, gitprovider.ErrNoToken) {
+		t.Errorf("UserInfo at bitbucket: %v, want ErrNoToken", err)
+	}
 }
 
 // TestRemoteIsCached: a Remote resolved a moment ago is given again without calls to the

@@ -130,7 +130,7 @@ type providerFixture struct {
 
 func addFixture(s *providertest.Server, token, repoPrefix string) providerFixture {
 	f := providerFixture{login: "octo", email: "octo@example.com", repo: repoPrefix + "/app", secret: repoPrefix + "/secret", pulls: map[string]int{}}
-	s.AddUser(token, providertest.User{Login: f.login, Email: f.email})
+	s.AddUser(token, providertest.User{Login: f.login, Email: f.email, Company: "Octo Corp"})
 	s.AddUser("other-token-0000", providertest.User{Login: "someone"})
 	s.AddRepo(providertest.Repo{FullName: f.repo, Branches: []string{"dev", "feature-x", "fix-1", "fix-2", "fix-3", "fix-4"}, Organization: true, Stars: 7})
 	s.AddRepo(providertest.Repo{FullName: repoPrefix + "/tools"})

@@ -23,6 +23,7 @@ type ghUser struct {
 	Name      string `json:"name"`
 	Email     string `json:"email"`
 	AvatarURL string `json:"avatar_url"`
+	Company   string `json:"company"`
 }
 
 func (c *github) User(ctx context.Context) (User, error) {
@@ -30,7 +31,7 @@ func (c *github) User(ctx context.Context) (User, error) {
 	if _, err := c.get(ctx, "/user", nil, &u); err != nil {
 		return User{}, err
 	}
-	out := User{ID: strconv.FormatInt(u.ID, 10), Login: u.Login, Name: u.Name, Email: u.Email, AvatarURL: u.AvatarURL}
+	out := User{ID: strconv.FormatInt(u.ID, 10), Login: u.Login, Name: u.Name, Email: u.Email, AvatarURL: u.AvatarURL, Company: u.Company}
 	if out.Email == "" {
 		// A private address is not in /user; /user/emails has it when the token may read it.
 		var emails []struct {

@@ -24,6 +24,8 @@ type glUser struct {
 	CommitEmail string `json:"commit_email"`
 	PublicEmail string `json:"public_email"`
 	AvatarURL   string `json:"avatar_url"`
+	// Organization is what GitLab's profile calls the user's company.
+	Organization string `json:"organization"`
 }
 
 func (c *gitlab) User(ctx context.Context) (User, error) {
@@ -36,7 +38,7 @@ func (c *gitlab) User(ctx context.Context) (User, error) {
 		// GitLab attributes commits from its no-reply address to the account.
 		email = fmt.Sprintf("%d-%s@users.noreply.%s", u.ID, u.Username, c.base.Hostname())
 	}
-	return User{ID: strconv.FormatInt(u.ID, 10), Login: u.Username, Name: u.Name, Email: email, AvatarURL: u.AvatarURL}, nil
+	return User{ID: strconv.FormatInt(u.ID, 10), Login: u.Username, Name: u.Name, Email: email, AvatarURL: u.AvatarURL, Company: u.Organization}, nil
 }
 
 func firstNonEmpty(ss ...string) string {

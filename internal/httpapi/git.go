@@ -39,14 +39,20 @@ func (a *API) userRepositories(w http.ResponseWriter, r *http.Request) error {
 			link = &l
 		}
 		for _, repo := range p.Items {
-			stars, owner := repo.Stars, repo.OwnerType
-			out = append(out, apitypes.Repository{ID: repo.ID, FullName: repo.FullName, GitProvider: apitypes.ProviderType(p.Provider),
-				IsPublic: !repo.Private, StargazersCount: &stars, LinkHeader: link, PushedAt: repo.PushedAt,
-				OwnerType: &owner, MainBranch: nonEmpty(repo.DefaultBranch)})
+			v := repositoryView(p.Provider, repo)
+			v.LinkHeader = link
+			out = append(out, v)
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+func repositoryView(provider string, repo gitprovider.Repository) apitypes.Repository {
+	stars, owner := repo.Stars, repo.OwnerType
+	return apitypes.Repository{ID: repo.ID, FullName: repo.FullName, GitProvider: apitypes.ProviderType(provider),
+		IsPublic: !repo.Private, StargazersCount: &stars, PushedAt: repo.PushedAt,
+		OwnerType: &owner, MainBranch: nonEmpty(repo.DefaultBranch)}
 }
 
 func nonEmpty(s string) *string {
@@ -68,10 +74,14 @@ func (a *API) repositoryBranches(w http.ResponseWriter, r *http.Request) error {
 	out := apitypes.PaginatedBranchesResponse{Branches: []apitypes.Branch{}, HasNextPage: page.HasNext,
 		CurrentPage: q.Page, PerPage: q.PerPage, TotalCount: page.Total}
 	for _, b := range page.Items {
-		out.Branches = append(out.Branches, apitypes.Branch{Name: b.Name, CommitSHA: b.CommitSHA, Protected: b.Protected, LastPushDate: b.LastPush})
+		out.Branches = append(out.Branches, branchView(b))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+func branchView(b gitprovider.Branch) apitypes.Branch {
+	return apitypes.Branch{Name: b.Name, CommitSHA: b.CommitSHA, Protected: b.Protected, LastPushDate: b.LastPush}
 }
 
 func (a *API) suggestedTasks(w http.ResponseWriter, r *http.Request) error {
@@ -81,11 +91,15 @@ func (a *API) suggestedTasks(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := []apitypes.SuggestedTask{}
 	for _, t := range tasks {
-		out = append(out, apitypes.SuggestedTask{GitProvider: apitypes.ProviderType(t.Provider), TaskType: apitypes.TaskType(t.Type),
-			Repo: t.Repository, IssueNumber: t.Number, Title: t.Title})
+		out = append(out, taskView(t))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+func taskView(t gitprovider.Task) apitypes.SuggestedTask {
+	return apitypes.SuggestedTask{GitProvider: apitypes.ProviderType(t.Provider), TaskType: apitypes.TaskType(t.Type),
+		Repo: t.Repository, IssueNumber: t.Number, Title: t.Title}
 }
 
 // checkRepository makes sure, before a conversation is stored, that the caller's tokens

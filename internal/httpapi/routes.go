@@ -137,7 +137,11 @@ func (a *API) routes() []route {
 			Errors: errs(map[int]string{404: "No profile of that name.", 409: "A profile has the new name.", 422: "A malformed name."})}, a.renameProfile},
 
 		// Users and keys.
-		{wire.Operation{Method: "GET", Path: "/api/v1/users/me", Tag: "users", Summary: "The calling user", Response: apitypes.UserInfo{}, Errors: errs(nil)}, a.me},
+		{wire.Operation{Method: "GET", Path: "/api/v1/users/me", Tag: "users", Summary: "The calling user: their settings (secrets null unless exposed) and who they are",
+			Query: apitypes.CurrentUserQuery{}, Response: apitypes.CurrentUser{}, Errors: errs(map[int]string{
+				403: "expose_secrets=true without X-Session-API-Key set to the session key of one of the caller's sandboxes (the detail says what is wrong)."})}, a.me},
+		{wire.Operation{Method: "GET", Path: "/api/v1/users/git-info", Tag: "users", Summary: "The caller's account at a git provider: login, name, email, avatar, company",
+			Query: apitypes.GitInfoQuery{}, Response: apitypes.UserGitInfo{}, Errors: errs(providerErrors)}, a.gitInfo},
 		{wire.Operation{Method: "POST", Path: "/api/v1/users", Tag: "users", Summary: "Create a user (admins only)", Body: apitypes.UserCreateRequest{}, Response: apitypes.UserInfo{}, Status: 201,
 			Errors: errs(map[int]string{403: "The caller is not an admin.", 409: "The name is taken."})}, a.createUser},
 		{wire.Operation{Method: "POST", Path: "/api/keys", Tag: "users", Summary: "Create an API key; the key is shown only in this answer", Body: apitypes.APIKeyCreateRequest{}, Response: apitypes.APIKeyCreated{}, Status: 201,
@@ -344,6 +348,12 @@ func (a *API) routes() []route {
 			Query: apitypes.BranchListQuery{}, Response: apitypes.PaginatedBranchesResponse{}, Errors: errs(providerErrors)}, a.repositoryBranches},
 		{wire.Operation{Method: "GET", Path: "/api/user/suggested-tasks", Tag: "git", Summary: "Issues assigned to the caller, and their pull requests with conflicts, failing checks or reviews to answer",
 			Response: []apitypes.SuggestedTask{}, Errors: errs(providerErrors)}, a.suggestedTasks},
+		{wire.Operation{Method: "GET", Path: "/api/v1/git/repositories/search", Tag: "git", Summary: "One page of the caller's repositories at a git provider, most recently pushed first; a query keeps those whose name contains it",
+			Query: apitypes.RepositorySearchQuery{}, Response: apitypes.RepositorySearchPage{}, Errors: errs(merge(providerErrors, map[int]string{400: "sort_order without a query."}))}, a.searchRepositories},
+		{wire.Operation{Method: "GET", Path: "/api/v1/git/branches/search", Tag: "git", Summary: "One page of a repository's branches; a query keeps those whose name contains it",
+			Query: apitypes.BranchSearchQuery{}, Response: apitypes.BranchSearchPage{}, Errors: errs(providerErrors)}, a.searchBranches},
+		{wire.Operation{Method: "GET", Path: "/api/v1/git/suggested-tasks/search", Tag: "git", Summary: "One page of the issues assigned to the caller, and their pull requests with conflicts, failing checks or reviews to answer",
+			Query: apitypes.SuggestedTaskSearchQuery{}, Response: apitypes.SuggestedTaskPage{}, Errors: errs(providerErrors)}, a.searchSuggestedTasks},
 		{wire.Operation{Method: "GET", Path: "/api/options/config", Tag: "v0", Summary: "What the web app reads first: the app mode (oss) and its feature flags",
 			Public: true, Response: apitypes.OptionsConfig{}}, a.optionsConfig},
 		{wire.Operation{Method: "GET", Path: "/api/options/models", Tag: "v0", Summary: "Models to offer in llm_model, as provider/name: those agentd knows, and the server's own",

@@ -16,11 +16,6 @@ func keyInfo(k auth.APIKey) apitypes.APIKeyInfo {
 	return apitypes.APIKeyInfo{ID: k.ID, Name: k.Name, Prefix: k.Prefix, UserID: k.UserID, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt}
 }
 
-func (a *API) me(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, userInfo(caller(r)))
-	return nil
-}
-
 func (a *API) createUser(w http.ResponseWriter, r *http.Request) error {
 	var req apitypes.UserCreateRequest
 	if _, err := decodeBody(r, &req); err != nil {

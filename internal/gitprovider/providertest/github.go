@@ -61,7 +61,7 @@ func (g *ghAPI) meta(w http.ResponseWriter, r *http.Request) {
 
 func ghUserJSON(u User) map[string]any {
 	return map[string]any{"login": u.Login, "id": u.ID, "name": u.Name, "type": "User",
-		"avatar_url": "https://avatars.example/" + u.Login, "email": nil}
+		"avatar_url": "https://avatars.example/" + u.Login, "email": nil, "company": optional(u.Company)}
 }
 
 func (g *ghAPI) user(w http.ResponseWriter, r *http.Request, u User) {
@@ -369,4 +369,12 @@ func (g *ghAPI) createPull(w http.ResponseWriter, r *http.Request, u User) {
 	}
 	p := g.open(PullRequest{Repo: repo.FullName, Title: in.Title, Body: in.Body, Author: u.Login, Head: in.Head, Base: in.Base, Draft: in.Draft})
 	writeJSON(w, http.StatusCreated, g.pullJSON(p))
+}
+
+// optional is s, or null for "" as GitHub writes a blank profile field.
+func optional(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

@@ -55,7 +55,7 @@ func (g *glAPI) authed(h func(w http.ResponseWriter, r *http.Request, u User)) h
 
 func (g *glAPI) user(w http.ResponseWriter, r *http.Request, u User) {
 	writeJSON(w, http.StatusOK, map[string]any{"id": u.ID, "username": u.Login, "name": u.Name, "state": "active",
-		"email": u.Email, "commit_email": u.Email, "public_email": "", "avatar_url": "https://avatars.example/" + u.Login})
+		"email": u.Email, "commit_email": u.Email, "public_email": "", "avatar_url": "https://avatars.example/" + u.Login, "organization": u.Company})
 }
 
 func (g *glAPI) version(w http.ResponseWriter, r *http.Request, u User) {

@@ -25,6 +25,8 @@ type User struct {
 	Name  string
 	// Email is the account's primary address; "" when the provider will not tell it.
 	Email string
+	// Company is the profile's company (GitLab: organization); Bitbucket has none.
+	Company string
 }
 
 // Repo is a repository. The default branch is one of its branches whether listed or not.
