@@ -58,7 +58,7 @@ type Config struct {
 	// triggers.
 	Skills []skill.Skill
 	// Tools are offered beside the built-in ones and run by the Executor: the
-	// conversation's git provider tools.
+	// conversation's git provider tools and its MCP servers' tools.
 	Tools []tool.Tool
 }
 

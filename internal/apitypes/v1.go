@@ -181,6 +181,7 @@ type AppConversationStartRequest struct {
 	ConversationInstructions *string               `json:"conversation_instructions" doc:"System-level instructions for the agent (agentd addition: the V0 field, on V1)."`
 	Secrets                  *StartSecrets         `json:"secrets" doc:"The secrets the agent's commands get as environment variables: an object of name to value, or the names of the caller's stored secrets. Values are never shown."`
 	SuggestedTask            *SuggestedTaskRequest `json:"suggested_task" doc:"Work on an issue or pull request: agentd writes the first message (its text replaces initial_message's) and the trigger defaults to suggested_task."`
+	MCPConfig                *MCPConfig            `json:"mcp_config" doc:"MCP tool servers for this conversation (agentd addition: the V0 field, on V1), beside the user's stored ones; a server with a stored one's name (stdio) or URL replaces it."`
 	ConfirmationPolicy       *ConfirmationPolicy   `json:"confirmation_policy" doc:"Which of the agent's actions wait for the user's confirmation (agentd addition: the agent server's start field). Absent: the parent conversation's, else the one the settings choose (confirmation_mode: AlwaysConfirm, or ConfirmRisky with security_analyzer llm)."`
 	ConversationID           *string               `json:"conversation_id" doc:"The new conversation's id, a UUID; one that exists is a 409."`
 	SystemMessageSuffix      *string               `json:"system_message_suffix" doc:"Text appended to the agent's system prompt."`

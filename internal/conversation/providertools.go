@@ -70,10 +70,11 @@ func (s *Service) providerTools(ctx context.Context, c Conversation) *providerto
 }
 
 // conversationTools runs a conversation's tools: the git provider's in the control plane,
-// every other one in the sandbox.
+// every other one (its MCP servers' included) in the sandbox.
 type conversationTools struct {
 	sandbox  *sandboxTools
 	provider *providertool.Set // nil: none
+	mcp      mcpExecutor
 }
 
 func (t conversationTools) Run(ctx context.Context, name string, args json.RawMessage) (tool.Result, error) {
@@ -81,6 +82,9 @@ func (t conversationTools) Run(ctx context.Context, name string, args json.RawMe
 		if _, ok := t.provider.Lookup(name); ok {
 			return t.provider.Run(ctx, name, args)
 		}
+	}
+	if res, ok, err := t.mcp.run(ctx, name, args); ok {
+		return res, err
 	}
 	return t.sandbox.Run(ctx, name, args)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/agentd/agentd/internal/llm"
 	"github.com/agentd/agentd/internal/runtime"
 	"github.com/agentd/agentd/internal/tool"
+	"github.com/agentd/agentd/internal/tool/mcp"
 )
 
 // The runner: at most one agent loop per conversation, owned by the Service. A loop starts
@@ -36,6 +38,8 @@ type Runtime interface {
 	RunTool(ctx context.Context, name string, req runtime.ToolRequest) (tool.Result, error)
 	Run(ctx context.Context, req runtime.CommandRequest) (runtime.CommandResult, error)
 	RunStream(ctx context.Context, req runtime.CommandRequest, onOutput func(string)) (runtime.CommandResult, error)
+	ConfigureMCP(ctx context.Context, conversationID string, req runtime.MCPConfigureRequest) (mcp.State, error)
+	CallMCP(ctx context.Context, conversationID, server, tool string, args json.RawMessage) (mcp.CallResult, error)
 }
 
 // AgentOptions tune the agent loop for every conversation (tests shorten them).
@@ -215,6 +219,14 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 	if provider != nil {
 		cfg.Tools = provider.Tools()
 	}
+	taken := func(name string) bool {
+		if _, ok := tool.Lookup(name); ok {
+			return true
+		}
+		return slices.ContainsFunc(cfg.Tools, func(t tool.Tool) bool { return t.Name == name })
+	}
+	mcpSet, mcpRuntime := s.mcpTools(ctx, v.Conversation, taken)
+	cfg.Tools = append(cfg.Tools, mcpSet.Tools()...)
 	if repo := deref(v.SelectedRepository); repo != "" && cfg.Workspace != "" {
 		// Where the start's PREPARING_REPOSITORY step cloned it (see resolveRepository).
 		cfg.Repository = agent.Repository{Name: repo, Dir: path.Join(cfg.Workspace, path.Base(repo)), Branch: deref(v.SelectedBranch)}
@@ -242,6 +254,7 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 	a := agent.New(agent.Options{
 		Config: cfg, LLM: client, Metrics: metrics, Logger: log,
 		Tools: conversationTools{provider: provider,
+			mcp:     mcpExecutor{set: mcpSet, rt: mcpRuntime, conv: v.Conversation.ID},
 			sandbox: &sandboxTools{s: s, conv: v.Conversation}},
 		Log:            &runnerLog{s: s, conv: v.Conversation},
 		PauseRequested: l.pause.Load,

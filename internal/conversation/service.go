@@ -62,6 +62,9 @@ type Options struct {
 	// URL policy's client for that user, which refuses internal addresses unless the user may
 	// reach them. nil means the policy without an allow-list, for admins too.
 	UserHTTP func(ctx context.Context, userID string) (*http.Client, error)
+	// MCP bounds the conversations' MCP servers' start and calls; zero means the runtime's
+	// defaults.
+	MCP MCPOptions
 	// Runtimes returns the runtime of a RUNNING sandbox.
 	Runtimes func(ctx context.Context, ownerID, sandboxID string) (Runtime, error)
 	Agent    AgentOptions

@@ -87,6 +87,8 @@ func Decode(e Event) (Body, error) {
 		b = new(ServerErrorEvent)
 	case KindSkillWarning:
 		b = new(SkillWarningEvent)
+	case KindMCPServerError:
+		b = new(MCPServerErrorEvent)
 	case KindUserReject:
 		b = new(UserRejectObservation)
 	default:

@@ -11,7 +11,9 @@
 // sent as it comes), POST /api/tools/{name} (a sandbox tool call for a
 // conversation: terminal, file_editor, glob, grep; see package tool), and
 // DELETE /api/tools/sessions/{conversation_id} (end a conversation's terminal and edit
-// history, when the conversation is deleted), and POST /api/skill-files (find and read, within
+// history, and stop its MCP servers, when the conversation is deleted), PUT and GET
+// /api/mcp/{conversation_id} (give a conversation its MCP servers, and list their tools) and
+// POST /api/mcp/{conversation_id}/call (call one; see mcp.go and package tool/mcp), and POST /api/skill-files (find and read, within
 // bounds and confined to the workspace, the instruction files and skill files a repository
 // keeps for agents), and GET /api/git/channel (agentd's channel for the sandbox's git
 // requests; see gitrelay.go).

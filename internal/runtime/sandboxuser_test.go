@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentd/agentd/internal/tool/mcp"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -78,6 +79,18 @@ func TestCredential(t *testing.T) {
 	resp.Body.Close()
 	if err != nil || bash.Stdout == nil || *bash.Stdout != want {
 		t.Errorf("an out-of-band bash command's user, group and groups: %+v, %v; want %q", bash, err, want)
+	}
+	// An MCP stdio server that is no server at all still shows whom it started as: it fails
+	// its handshake after writing its uid.
+	_, err = c.ConfigureMCP(context.Background(), "conv", MCPConfigureRequest{
+		Servers:               []mcp.Server{{Name: "whoami", Transport: mcp.Stdio, Command: "sh", Args: []string{"-c", "id -u > mcp-uid"}}},
+		ConnectTimeoutSeconds: 60,
+	})
+	if err != nil {
+		t.Fatalf("configure an MCP server: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "mcp-uid")); err != nil || string(b) != fmt.Sprintf("%d\n", uid) {
+		t.Errorf("an MCP stdio server's user: %q, %v", b, err)
 	}
 	// A shell alias shows whom git runs as.
 	out, err := s.git(ws).run(context.Background(), "-c", "alias.whoami=!id -u", "whoami")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -59,6 +60,7 @@ type Server struct {
 	startedAt time.Time
 	mux       *http.ServeMux
 	tools     *toolSessions
+	mcp       *mcpHubs
 	relay     *gitRelay
 	bash      *bashEvents
 }
@@ -97,6 +99,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		mux:       http.NewServeMux(),
 	}
 	s.tools = newToolSessions(s)
+	s.mcp = newMCPHubs(s)
 	s.relay = newGitRelay(cfg.Logger)
 	s.bash = newBashEvents(s)
 	s.routes()
@@ -114,6 +117,11 @@ func (s *Server) routes() {
 	s.mux.Handle("/api/git/channel", only(http.MethodGet, s.handleGitChannel))
 	s.mux.Handle("/api/tools/{name}", only(http.MethodPost, s.handleTool))
 	s.mux.Handle("/api/tools/sessions/{conversation_id}", only(http.MethodDelete, s.handleCloseToolSession))
+	s.mux.Handle("/api/mcp/{conversation_id}", methods(map[string]http.HandlerFunc{
+		http.MethodPut: s.handleMCPConfigure,
+		http.MethodGet: s.handleMCPState,
+	}))
+	s.mux.Handle("/api/mcp/{conversation_id}/call", only(http.MethodPost, s.handleMCPCall))
 	s.mux.Handle("/api/skill-files", only(http.MethodPost, s.handleSkillFiles))
 	s.workspaceRoutes()
 	s.bashRoutes()
@@ -123,11 +131,12 @@ func (s *Server) routes() {
 }
 
 // Close ends every tool session, killing the processes their terminals run, kills the
-// running bash commands, and stops the git relay. Tool calls and bash commands after Close
-// are answered 503. It is safe to call more than once.
+// running bash commands, stops the MCP servers and the git relay. Tool calls and bash
+// commands after Close are answered 503. It is safe to call more than once.
 func (s *Server) Close() error {
 	s.tools.closeAll()
 	s.bash.close()
+	s.mcp.closeAll()
 	s.relay.close()
 	return nil
 }
@@ -147,6 +156,27 @@ func only(method string, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
 			w.Header().Set("Allow", method)
+			writeDetail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
+			return
+		}
+		h(w, r)
+	})
+}
+
+// methods routes by method, answering 405 for the others.
+func methods(hs map[string]http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, ok := hs[r.Method]
+		if !ok && r.Method == http.MethodHead {
+			h, ok = hs[http.MethodGet]
+		}
+		if !ok {
+			allow := make([]string, 0, len(hs))
+			for m := range hs {
+				allow = append(allow, m)
+			}
+			slices.Sort(allow)
+			w.Header().Set("Allow", strings.Join(allow, ", "))
 			writeDetail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
 			return
 		}

@@ -276,7 +276,11 @@ func (s *Server) handleTool(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleCloseToolSession(w http.ResponseWriter, r *http.Request) {
-	closed := s.tools.close(r.PathValue("conversation_id"))
+	conv := r.PathValue("conversation_id")
+	closed := s.tools.close(conv)
+	if s.mcp.close(conv) {
+		closed = true
+	}
 	writeJSON(w, http.StatusOK, CloseToolSessionResult{Closed: closed})
 }
 

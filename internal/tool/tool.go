@@ -143,3 +143,20 @@ func (t Tool) WithParamDocs(docs map[string]string) Tool {
 	})
 	return t
 }
+
+// NewRaw describes a tool whose argument schema comes from elsewhere (an MCP server's): its
+// arguments are a json.RawMessage, checked only for being one JSON object and passed on as
+// the model wrote them, less the agent's own summary and security_risk. schema must be a JSON
+// object.
+func NewRaw(name, desc string, place Place, readOnly bool, kind string, schema json.RawMessage) Tool {
+	schema = slices.Clone(schema)
+	return Tool{
+		Name:            name,
+		Description:     desc,
+		Place:           place,
+		ReadOnly:        readOnly,
+		ObservationKind: kind,
+		args:            reflect.TypeOf(json.RawMessage{}),
+		schema:          func() []byte { return schema },
+	}
+}

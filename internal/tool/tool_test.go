@@ -3,6 +3,7 @@ package tool
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -242,3 +243,21 @@ func TestThinkAndFinish(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestNewRaw(t *testing.T) {
+	tl := NewRaw("srv_lookup", "Looks up.", Sandbox, true, "MCPToolObservation", json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`))
+	if p := tl.Parameters(); p["required"] == nil {
+		t.Errorf("parameters lost the schema: %v", p)
+	}
+	args := tl.NewArgs()
+	if err := tl.DecodeArgs(json.RawMessage(`{"n":"3","summary":"s","security_risk":"LOW"}`), args); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(*args.(*json.RawMessage)); got != `{"n":3}` {
+		t.Errorf("arguments = %s", got)
+	}
+	var ae *ArgsError
+	if err := tl.DecodeArgs(json.RawMessage(`[1]`), args); !errors.As(err, &ae) || !ae.Malformed {
+		t.Errorf("a list of arguments: %v", err)
+	}
+}

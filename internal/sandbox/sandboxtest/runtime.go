@@ -11,14 +11,17 @@ import (
 
 	"github.com/agentd/agentd/internal/runtime"
 	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/tool/mcp/mcptest"
 )
 
 // EnvRuntime, set to "1", makes a test binary that calls RuntimeMain act as `agentd runtime`.
 const EnvRuntime = "AGENTD_TEST_RUNTIME"
 
 // RuntimeMain is the TestMain of a package whose tests start sandboxes: it runs the tests, or,
-// when the binary was started as a sandbox runtime, serves as the runtime. It does not return.
+// when the binary was started as a sandbox runtime, serves as the runtime, or, when a runtime
+// started it as a stdio MCP server, serves as that (see mcptest.Main). It does not return.
 func RuntimeMain(m *testing.M) {
+	mcptest.Main()
 	if os.Getenv(EnvRuntime) == "1" {
 		os.Exit(serveRuntime(os.Args[1:]))
 	}

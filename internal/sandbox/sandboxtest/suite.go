@@ -116,6 +116,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) sandbox.Backend, opts Optio
 	t.Run("RuntimeEnvironment", s.testRuntimeEnvironment)
 	t.Run("Commands", s.testCommands)
 	t.Run("Files", s.testFiles)
+	t.Run("MCP", s.testMCP)
 	t.Run("Workspace", s.testWorkspace)
 	t.Run("PauseResume", s.testPauseResume)
 	t.Run("Adoption", s.testAdoption)

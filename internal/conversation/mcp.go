@@ -1,0 +1,202 @@
+package conversation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/settings"
+	"github.com/agentd/agentd/internal/tool"
+	"github.com/agentd/agentd/internal/tool/mcp"
+)
+
+// MCPOptions bound the conversations' MCP servers (see mcp.Options).
+type MCPOptions struct {
+	ConnectTimeout time.Duration
+	CallTimeout    time.Duration
+}
+
+// mcpConfigOf is the conversation's MCP configuration: its owner's stored servers, then
+// those of its start request; a request server with a stored one's name (stdio) or URL
+// replaces it.
+func (s *Service) mcpConfigOf(ctx context.Context, c Conversation) ([]mcp.Server, error) {
+	var stored, requested settings.MCPConfig
+	if s.o.Settings != nil {
+		raw, ok, err := s.o.Settings.Secret(ctx, c.OwnerID, "mcp_config")
+		if err != nil {
+			return nil, fmt.Errorf("mcp servers of %s: %w", c.ID, err)
+		}
+		if ok {
+			if err := json.Unmarshal([]byte(raw), &stored); err != nil {
+				return nil, fmt.Errorf("mcp servers of %s: stored settings: %w", c.ID, err)
+			}
+		}
+	}
+	if len(c.RequestSealed) > 0 {
+		raw, err := s.o.Sealer.Open(c.RequestSealed)
+		if err != nil {
+			return nil, fmt.Errorf("mcp servers of %s: open its request: %w", c.ID, err)
+		}
+		var req struct {
+			MCPConfig *settings.MCPConfig `json:"mcp_config"`
+		}
+		_ = json.Unmarshal(raw, &req) // validated when stored
+		if req.MCPConfig != nil {
+			requested = *req.MCPConfig
+		}
+	}
+	return mcpServers(stored, requested), nil
+}
+
+// mcpServers merges two configurations into named servers.
+func mcpServers(stored, requested settings.MCPConfig) []mcp.Server {
+	var all []mcp.Server
+	add := func(m settings.MCPConfig) {
+		for _, st := range m.StdioServers {
+			all = append(all, mcp.Server{Name: st.Name, Transport: mcp.Stdio, Command: st.Command, Args: st.Args, Env: st.Env})
+		}
+		for _, sv := range m.SSEServers {
+			all = append(all, mcp.Server{Transport: mcp.SSE, URL: sv.URL, APIKey: deref(sv.APIKey)})
+		}
+		for _, sv := range m.SHTTPServers {
+			srv := mcp.Server{Transport: mcp.SHTTP, URL: sv.URL, APIKey: deref(sv.APIKey)}
+			if sv.Timeout != nil {
+				srv.TimeoutSeconds = *sv.Timeout
+			}
+			all = append(all, srv)
+		}
+	}
+	add(stored)
+	n := len(all)
+	add(requested)
+	key := func(s mcp.Server) string {
+		if s.Transport == mcp.Stdio {
+			return "stdio:" + s.Name
+		}
+		return "url:" + s.URL
+	}
+	replaced := map[string]bool{}
+	for _, s := range all[n:] {
+		replaced[key(s)] = true
+	}
+	var out []mcp.Server
+	names := map[string]bool{}
+	for i, s := range all {
+		if i < n && replaced[key(s)] {
+			continue
+		}
+		if s.Transport != mcp.Stdio {
+			s.Name = urlServerName(s)
+		}
+		base := s.Name
+		for j := 2; names[s.Name]; j++ {
+			s.Name = fmt.Sprintf("%s_%d", base, j)
+		}
+		names[s.Name] = true
+		out = append(out, s)
+	}
+	return out
+}
+
+var notName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// urlServerName names an SSE or streamable-HTTP server after its host, short enough that its
+// tools' prefixed names stay within the providers' 64 characters.
+func urlServerName(s mcp.Server) string {
+	host := s.URL
+	if u, err := url.Parse(s.URL); err == nil && u.Hostname() != "" {
+		host = u.Hostname()
+	}
+	name := strings.Trim(notName.ReplaceAllString(host, "_"), "_")
+	if len(name) > 24 {
+		name = name[:24]
+	}
+	if name == "" {
+		name = string(s.Transport)
+	}
+	return name
+}
+
+// mcpTools starts the conversation's MCP servers in its sandbox and returns their tools,
+// named so that none collides with taken. A server that fails is left out, and an event says
+// which and why; with no servers, or no runtime to run them, there are no tools.
+func (s *Service) mcpTools(ctx context.Context, c Conversation, taken func(string) bool) (mcp.Toolset, Runtime) {
+	log := s.log.With("conversation_id", c.ID)
+	servers, err := s.mcpConfigOf(ctx, c)
+	if err != nil {
+		log.Error("agent: read the MCP configuration", "err", err)
+		return mcp.Toolset{}, nil
+	}
+	if len(servers) == 0 || c.SandboxID == "" || s.o.Runtimes == nil {
+		return mcp.Toolset{}, nil
+	}
+	if _, err := s.o.Sandboxes.WaitRunning(ctx, c.OwnerID, c.SandboxID); err != nil {
+		log.Warn("agent: MCP servers not started: the sandbox does not run", "err", err)
+		return mcp.Toolset{}, nil
+	}
+	rt, err := s.o.Runtimes(ctx, c.OwnerID, c.SandboxID)
+	if err != nil {
+		log.Warn("agent: MCP servers not started: reach the sandbox", "err", err)
+		return mcp.Toolset{}, nil
+	}
+	st, err := rt.ConfigureMCP(ctx, c.ID, runtime.MCPConfigureRequest{
+		Servers:               servers,
+		ConnectTimeoutSeconds: s.o.MCP.ConnectTimeout.Seconds(),
+		CallTimeoutSeconds:    s.o.MCP.CallTimeout.Seconds(),
+	})
+	if err != nil {
+		log.Warn("agent: MCP servers not started", "err", err)
+		return mcp.Toolset{}, nil
+	}
+	s.recordMCPFailures(ctx, c, st)
+	return mcp.NewToolset(st, taken), rt
+}
+
+// mcpExecutor runs the MCP tools of a conversation in its sandbox.
+type mcpExecutor struct {
+	set  mcp.Toolset
+	rt   Runtime
+	conv string
+}
+
+func (m mcpExecutor) run(ctx context.Context, name string, args json.RawMessage) (tool.Result, bool, error) {
+	ref, ok := m.set.Lookup(name)
+	if !ok || m.rt == nil {
+		return tool.Result{}, false, nil
+	}
+	res, err := m.rt.CallMCP(ctx, m.conv, ref.Server, ref.Tool, args)
+	if err != nil {
+		return tool.Result{}, true, err
+	}
+	return mcp.Result(name, res), true, nil
+}
+
+// recordMCPFailures records one MCPServerErrorEvent per server of st that failed.
+func (s *Service) recordMCPFailures(ctx context.Context, c Conversation, st mcp.State) {
+	var evs []event.Event
+	for _, srv := range st.Servers {
+		if srv.Error == "" {
+			continue
+		}
+		s.log.Info("MCP server left out", "conversation_id", c.ID, "mcp_server", srv.Name, "err", srv.Error)
+		ev, err := event.New(s.o.NewEventID(), s.o.Now(), event.SourceEnvironment,
+			&event.MCPServerErrorEvent{Server: srv.Name, Transport: string(srv.Transport), Detail: srv.Error})
+		if err != nil {
+			s.log.Error("MCP server event", "err", err)
+			return
+		}
+		evs = append(evs, ev)
+	}
+	if len(evs) == 0 {
+		return
+	}
+	if err := s.record(ctx, c, evs); err != nil {
+		s.log.Error("record MCP server events", "conversation_id", c.ID, "err", err)
+	}
+}

@@ -1,0 +1,68 @@
+package httpapi_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/internal/llm/llmtest"
+	"github.com/agentd/agentd/internal/tool/mcp/mcptest"
+)
+
+// TestMCPToolsInConversation: a V1 conversation with a stdio server (started by the sandbox's
+// runtime), a streamable-HTTP server that wants an API key, and a server that crashes on
+// start: the model calls a tool of each working server and reads their answers (a call past
+// the HTTP server's timeout as an error), and an
+// event names the crashed server and says why.
+func TestMCPToolsInConversation(t *testing.T) {
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	_, shttp := mcptest.HTTP(t, "mcp-key-0301")
+	e.scripted(alice,
+		llmtest.Calls(llmtest.Call("local_echo", `{"text":"hello from stdio"}`)),
+		llmtest.Calls(llmtest.Call("127_0_0_1_echo", `{"text":"hello over http"}`)),
+		llmtest.Calls(llmtest.Call("127_0_0_1_hang", `{}`)),
+		llmtest.Calls(llmtest.Call("finish", `{"message":"done"}`)),
+	)
+	self := func(name, mode string) map[string]any {
+		return map[string]any{"name": name, "command": "/proc/self/exe", "env": map[string]any{mcptest.ModeEnv: mode}}
+	}
+	var task v1Task
+	e.must("POST", "/api/v1/app-conversations", alice, map[string]any{
+		"initial_message": message("use the tools", true),
+		"mcp_config": map[string]any{
+			"stdio_servers": []any{self("local", "stdio"), self("broken", "crash")},
+			"shttp_servers": []any{map[string]any{"url": shttp, "api_key": "mcp-key-0301", "timeout": 1}},
+		},
+	}, 200, &task)
+	ready := e.waitTask(alice, task.ID, "READY")
+	conv := e.getConversation(alice, *ready.AppConversationID)
+	c := &agentConv{e: e, key: alice, id: conv.ID, sandboxID: conv.SandboxID, url: *conv.ConversationURL, sessionKey: *conv.SessionAPIKey}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, ev := range c.events() {
+				t.Logf("event %s %s %s", ev.label(), ev.Detail, observationText(ev))
+			}
+		}
+	})
+	c.waitStatus("finished")
+
+	var texts []string
+	broken := ""
+	for _, ev := range c.events() {
+		switch ev.Kind {
+		case "ObservationEvent":
+			texts = append(texts, observationText(ev))
+		case "MCPServerErrorEvent":
+			broken += ev.Detail
+		}
+	}
+	all := strings.Join(texts, "\n---\n")
+	for _, want := range []string{"hello from stdio", "hello over http", "timed out"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no observation says %q; observations:\n%s", want, all)
+		}
+	}
+	if !strings.Contains(broken, "crashing on purpose") {
+		t.Errorf("no event says why the broken server is missing (detail %q)", broken)
+	}
+}

@@ -1,0 +1,194 @@
+package runtime
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/agentd/agentd/internal/tool/mcp"
+	"github.com/agentd/agentd/internal/wire"
+)
+
+// MCPConfigureRequest is the body of PUT /api/mcp/{conversation_id}.
+type MCPConfigureRequest struct {
+	// Servers are the conversation's MCP servers; those of an earlier request that are left
+	// out are stopped, and those that are the same are kept as they are.
+	Servers []mcp.Server `json:"servers"`
+	// ConnectTimeoutSeconds bounds starting a server and listing its tools, and
+	// CallTimeoutSeconds a tool call of a server without a timeout of its own; 0 means
+	// mcp.DefaultConnectTimeout and mcp.DefaultCallTimeout.
+	ConnectTimeoutSeconds float64 `json:"connect_timeout_seconds,omitempty" wire:"min=0,max=3600"`
+	CallTimeoutSeconds    float64 `json:"call_timeout_seconds,omitempty" wire:"min=0,max=3600"`
+}
+
+// MCPCallRequest is the body of POST /api/mcp/{conversation_id}/call.
+type MCPCallRequest struct {
+	Server string `json:"server" wire:"required,minlen=1"`
+	Tool   string `json:"tool" wire:"required,minlen=1"`
+	// Arguments are the model's, passed on unchanged.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// mcpHubs holds the MCP servers of each conversation, for the life of the runtime or until the
+// conversation's tool session is closed.
+type mcpHubs struct {
+	s      *Server
+	mu     sync.Mutex
+	byConv map[string]*mcpHub
+	closed bool
+}
+
+type mcpHub struct {
+	*mcp.Hub
+	opts mcp.Options
+}
+
+func newMCPHubs(s *Server) *mcpHubs { return &mcpHubs{s: s, byConv: map[string]*mcpHub{}} }
+
+// configure gives the conversation the servers of req, making its hub if needed, or making it
+// again if the time bounds changed.
+func (hs *mcpHubs) configure(conv string, req MCPConfigureRequest) (*mcp.Hub, error) {
+	opts := mcp.Options{
+		Dir:            hs.s.cfg.Workspace,
+		BaseEnv:        hs.s.env,
+		ConnectTimeout: seconds(req.ConnectTimeoutSeconds),
+		CallTimeout:    seconds(req.CallTimeoutSeconds),
+		Credential:     hs.s.cfg.Credential,
+	}
+	hs.mu.Lock()
+	if hs.closed {
+		hs.mu.Unlock()
+		return nil, errToolsClosed
+	}
+	h := hs.byConv[conv]
+	var stale *mcpHub
+	if h != nil && (h.opts.ConnectTimeout != opts.ConnectTimeout || h.opts.CallTimeout != opts.CallTimeout) {
+		stale, h = h, nil
+	}
+	if h == nil {
+		h = &mcpHub{Hub: mcp.NewHub(opts, hs.s.log.With("conversation_id", conv)), opts: opts}
+		hs.byConv[conv] = h
+	}
+	hs.mu.Unlock()
+	if stale != nil {
+		stale.Close()
+	}
+	if err := h.Configure(req.Servers); err != nil {
+		return nil, err
+	}
+	return h.Hub, nil
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+func (hs *mcpHubs) get(conv string) *mcp.Hub {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if h := hs.byConv[conv]; h != nil {
+		return h.Hub
+	}
+	return nil
+}
+
+// close stops the conversation's servers.
+func (hs *mcpHubs) close(conv string) bool {
+	hs.mu.Lock()
+	h := hs.byConv[conv]
+	delete(hs.byConv, conv)
+	hs.mu.Unlock()
+	if h == nil {
+		return false
+	}
+	h.Close()
+	return true
+}
+
+func (hs *mcpHubs) closeAll() {
+	hs.mu.Lock()
+	hs.closed = true
+	all := hs.byConv
+	hs.byConv = map[string]*mcpHub{}
+	hs.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, h := range all {
+		wg.Go(h.Close)
+	}
+	wg.Wait()
+}
+
+// decodeBody decodes a JSON request body, answering the client itself when it cannot.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, limit int64, dst any) bool {
+	body, ok := readBody(w, r, limit)
+	if !ok {
+		return false
+	}
+	err := wire.DecodeJSON(body, dst)
+	var invalid *wire.Error
+	if errors.As(err, &invalid) {
+		writeJSON(w, http.StatusUnprocessableEntity, map[string][]wire.Problem{"detail": invalid.Problems})
+		return false
+	}
+	if err != nil {
+		s.log.Error("decode request", "path", r.URL.Path, "err", err)
+		writeDetail(w, http.StatusInternalServerError, "Internal Server Error")
+		return false
+	}
+	return true
+}
+
+// handleMCPConfigure gives a conversation its MCP servers and answers with their tools and,
+// for each server that could not be started or reached, why.
+func (s *Server) handleMCPConfigure(w http.ResponseWriter, r *http.Request) {
+	var req MCPConfigureRequest
+	if !s.decodeBody(w, r, maxBodyBytes, &req) {
+		return
+	}
+	h, err := s.mcp.configure(r.PathValue("conversation_id"), req)
+	switch {
+	case errors.Is(err, errToolsClosed):
+		writeDetail(w, http.StatusServiceUnavailable, "The runtime is shutting down")
+		return
+	case err != nil:
+		writeDetail(w, http.StatusUnprocessableEntity, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, h.State(r.Context()))
+}
+
+// handleMCPState answers with the conversation's MCP tools, listing again those of servers
+// that said their tools changed and trying again the servers that failed.
+func (s *Server) handleMCPState(w http.ResponseWriter, r *http.Request) {
+	h := s.mcp.get(r.PathValue("conversation_id"))
+	if h == nil {
+		writeDetail(w, http.StatusNotFound, "The conversation has no MCP servers")
+		return
+	}
+	writeJSON(w, http.StatusOK, h.State(r.Context()))
+}
+
+func (s *Server) handleMCPCall(w http.ResponseWriter, r *http.Request) {
+	var req MCPCallRequest
+	if !s.decodeBody(w, r, maxToolBodyBytes, &req) {
+		return
+	}
+	h := s.mcp.get(r.PathValue("conversation_id"))
+	if h == nil {
+		writeDetail(w, http.StatusNotFound, "The conversation has no MCP servers")
+		return
+	}
+	res, err := h.Call(r.Context(), req.Server, req.Tool, req.Arguments)
+	switch {
+	case errors.Is(err, mcp.ErrUnknownServer):
+		writeDetail(w, http.StatusNotFound, "No MCP server "+req.Server+" in this conversation")
+		return
+	case err != nil:
+		s.log.Error("mcp call", "mcp_server", req.Server, "tool", req.Tool, "err", err)
+		writeDetail(w, http.StatusInternalServerError, "Internal Server Error")
+		return
+	case r.Context().Err() != nil:
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}

@@ -1,0 +1,121 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/agentd/agentd/internal/tool/mcp"
+	"github.com/agentd/agentd/internal/tool/mcp/mcptest"
+)
+
+func TestMain(m *testing.M) {
+	mcptest.Main()
+	os.Exit(m.Run())
+}
+
+func mcpClient(t *testing.T) *Client {
+	t.Helper()
+	hs, _ := newTestServer(t, append(os.Environ(), "AGENTD_MCPTEST_LEAK=1"))
+	c, err := NewClient(hs.URL, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func selfServer(t *testing.T, name, mode string) mcp.Server {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mcp.Server{Name: name, Transport: mcp.Stdio, Command: exe, Env: map[string]string{mcptest.ModeEnv: mode}}
+}
+
+func mcpText(r mcp.CallResult) string {
+	var parts []string
+	for _, c := range r.Content {
+		parts = append(parts, c.Text)
+	}
+	return strings.Join(parts, "\n")
+}
+
+func TestMCPRoutes(t *testing.T) {
+	c := mcpClient(t)
+	ctx := context.Background()
+	_, shttp := mcptest.HTTP(t, "k3y")
+	st, err := c.ConfigureMCP(ctx, "conv1", MCPConfigureRequest{Servers: []mcp.Server{
+		selfServer(t, "local", "stdio"),
+		selfServer(t, "broken", "crash"),
+		{Name: "remote", Transport: mcp.SHTTP, URL: shttp, APIKey: "k3y", TimeoutSeconds: 1},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := map[string]mcp.ServerStatus{}
+	for _, s := range st.Servers {
+		status[s.Name] = s
+	}
+	if status["local"].Error != "" || status["remote"].Error != "" || status["local"].Tools == 0 {
+		t.Errorf("servers = %+v", st.Servers)
+	}
+	if !strings.Contains(status["broken"].Error, "crashing on purpose") {
+		t.Errorf("broken server's reason = %q", status["broken"].Error)
+	}
+
+	res, err := c.CallMCP(ctx, "conv1", "local", "echo", json.RawMessage(`{"text":"hello"}`))
+	if err != nil || mcpText(res) != "hello" {
+		t.Errorf("local echo = %+v, %v", res, err)
+	}
+	res, err = c.CallMCP(ctx, "conv1", "local", "echo", json.RawMessage(`{"env":"AGENTD_MCPTEST_LEAK"}`))
+	if err != nil || !strings.Contains(mcpText(res), "set=false") {
+		t.Errorf("the stdio server saw the runtime's environment: %+v, %v", res, err)
+	}
+	// The server's own timeout bounds its calls.
+	res, err = c.CallMCP(ctx, "conv1", "remote", "hang", nil)
+	if err != nil || !res.IsError || !strings.Contains(mcpText(res), "timed out") {
+		t.Errorf("remote hang = %+v, %v", res, err)
+	}
+	res, err = c.CallMCP(ctx, "conv1", "remote", "sum", json.RawMessage(`{"a":1,"b":2}`))
+	if err != nil || string(res.Structured) != `{"sum":3}` {
+		t.Errorf("remote sum = %+v, %v", res, err)
+	}
+	if res, err := c.CallMCP(ctx, "conv1", "local", "echo", json.RawMessage(`{not json`)); err != nil || !res.IsError {
+		t.Errorf("malformed arguments: %+v, %v", res, err)
+	}
+
+	var se *StatusError
+	if _, err := c.CallMCP(ctx, "conv1", "nobody", "echo", nil); !errors.As(err, &se) || se.StatusCode != http.StatusNotFound {
+		t.Errorf("call to an unknown server: %v", err)
+	}
+	if _, err := c.MCPState(ctx, "other"); !errors.As(err, &se) || se.StatusCode != http.StatusNotFound {
+		t.Errorf("state of a conversation without servers: %v", err)
+	}
+	if _, err := c.ConfigureMCP(ctx, "conv1", MCPConfigureRequest{Servers: []mcp.Server{{Name: "bad name", Transport: mcp.Stdio, Command: "x"}}}); !errors.As(err, &se) || se.StatusCode != http.StatusUnprocessableEntity {
+		t.Errorf("a bad server: %v", err)
+	}
+
+	pid, err := c.CallMCP(ctx, "conv1", "local", "pid", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(mcpText(pid))
+	if err != nil {
+		t.Fatalf("pid answer %+v", pid)
+	}
+	if closed, err := c.CloseToolSession(ctx, "conv1"); err != nil || !closed {
+		t.Fatalf("close tool session: %v, %v", closed, err)
+	}
+	if err := syscall.Kill(n, 0); err == nil {
+		t.Errorf("stdio server %d still runs after its conversation's session closed", n)
+	}
+	if _, err := c.MCPState(ctx, "conv1"); !errors.As(err, &se) || se.StatusCode != http.StatusNotFound {
+		t.Errorf("state after close: %v", err)
+	}
+}

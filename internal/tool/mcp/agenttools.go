@@ -1,0 +1,142 @@
+package mcp
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/agentd/agentd/internal/tool"
+)
+
+// KindObservation is the kind of an MCP tool's observation, as OpenHands names it.
+const KindObservation = "MCPToolObservation"
+
+// toolName is the LLM providers' rule for a tool's name.
+var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Ref says which server's tool an agent tool is.
+type Ref struct{ Server, Tool string }
+
+// Toolset is a conversation's MCP tools as the agent is offered them: each named so that it
+// collides with no other tool, within the providers' rules for names.
+type Toolset struct {
+	tools []tool.Tool
+	refs  map[string]Ref
+}
+
+// NewToolset names the tools of st. A tool keeps its own name when that name is valid, is
+// not taken (taken reports the names of the agent's other tools) and no other server has a
+// tool of that name; otherwise it is <server>_<tool>, cleaned up and, if need be, shortened
+// with a digest so that it stays unique.
+func NewToolset(st State, taken func(string) bool) Toolset {
+	count := map[string]int{}
+	for _, t := range st.Tools {
+		count[t.Name]++
+	}
+	ts := Toolset{refs: map[string]Ref{}}
+	used := func(n string) bool { _, ok := ts.refs[n]; return ok || taken(n) }
+	for _, t := range st.Tools {
+		name := t.Name
+		if count[name] > 1 || !toolName.MatchString(name) || used(name) {
+			name = prefixed(t.Server, t.Name, used)
+		}
+		ts.refs[name] = Ref{Server: t.Server, Tool: t.Name}
+		desc := t.Description
+		if desc == "" {
+			desc = fmt.Sprintf("Tool %s of the MCP server %s.", t.Name, t.Server)
+		}
+		ts.tools = append(ts.tools, tool.NewRaw(name, desc, tool.Sandbox, t.ReadOnly, KindObservation, t.InputSchema))
+	}
+	return ts
+}
+
+var notNameChar = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+
+func prefixed(server, name string, used func(string) bool) string {
+	n := notNameChar.ReplaceAllString(server+"_"+name, "_")
+	if len(n) <= 64 && !used(n) {
+		return n
+	}
+	sum := sha256.Sum256([]byte(server + "\x00" + name))
+	for i := 0; ; i++ {
+		digest := hex.EncodeToString(sum[:])[:8]
+		if i > 0 {
+			digest += fmt.Sprint(i)
+		}
+		cut := min(len(n), 64-len(digest)-1)
+		cand := n[:cut] + "_" + digest
+		if !used(cand) {
+			return cand
+		}
+	}
+}
+
+// Tools are the agent tools, in the servers' order.
+func (ts Toolset) Tools() []tool.Tool { return ts.tools }
+
+// Lookup says which server's tool the agent tool called name is.
+func (ts Toolset) Lookup(name string) (Ref, bool) {
+	r, ok := ts.refs[name]
+	return r, ok
+}
+
+// Observation is the OpenHands observation of an MCP tool call.
+type Observation struct {
+	Kind     string            `json:"kind"`
+	ToolName string            `json:"tool_name"`
+	Content  []ObservationPart `json:"content"`
+	// Structured is the tool's structured answer, when it gave one.
+	Structured json.RawMessage `json:"structured_content,omitempty"`
+	IsError    bool            `json:"is_error"`
+}
+
+// ObservationPart is text, or an image as a data URL.
+type ObservationPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text,omitempty"`
+	ImageURL string `json:"image_url,omitempty"`
+}
+
+// Result makes r what the model reads and the event log keeps: a first line naming the tool,
+// then each text part; images and other binary parts are named in the text and kept in the
+// observation; a structured answer is added as JSON when there is no text.
+func Result(name string, r CallResult) tool.Result {
+	obs := Observation{Kind: KindObservation, ToolName: name, IsError: r.IsError, Content: []ObservationPart{}}
+	var text strings.Builder
+	fmt.Fprintf(&text, "[Tool '%s' executed.]", name)
+	hasText := false
+	for _, c := range r.Content {
+		switch c.Type {
+		case "text":
+			text.WriteString("\n" + c.Text)
+			obs.Content = append(obs.Content, ObservationPart{Type: "text", Text: c.Text})
+			hasText = hasText || c.Text != ""
+		case "image":
+			url := "data:" + c.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(c.Data)
+			fmt.Fprintf(&text, "\n[image: %s, %d bytes]", c.MIMEType, len(c.Data))
+			obs.Content = append(obs.Content, ObservationPart{Type: "image", ImageURL: url})
+		case "resource_link":
+			fmt.Fprintf(&text, "\n[resource: %s]", c.URI)
+		case "resource":
+			if c.Text != "" {
+				text.WriteString("\n" + c.Text)
+				hasText = true
+			} else {
+				fmt.Fprintf(&text, "\n[resource: %s, %s, %d bytes]", c.URI, c.MIMEType, len(c.Data))
+			}
+		default:
+			fmt.Fprintf(&text, "\n[%s: %s, %d bytes]", c.Type, c.MIMEType, len(c.Data))
+		}
+	}
+	if len(r.Structured) > 0 {
+		obs.Structured = r.Structured
+		if !hasText {
+			text.WriteString("\n" + string(r.Structured))
+		}
+	}
+	return tool.NewResult(text.String(), r.IsError, obs)
+}
