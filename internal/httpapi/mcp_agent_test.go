@@ -66,3 +66,30 @@ func TestMCPToolsInConversation(t *testing.T) {
 		t.Errorf("no event says why the broken server is missing (detail %q)", broken)
 	}
 }
+
+// TestV1StartValidatesMCP: the V1 start request's mcp_config follows the V0 rules, with the
+// location of each problem.
+func TestV1StartValidatesMCP(t *testing.T) {
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	for _, tt := range []struct {
+		name string
+		cfg  map[string]any
+		loc  string
+	}{
+		{"url without scheme", map[string]any{"sse_servers": []any{"example.com"}}, `["body","mcp_config","sse_servers",0,"url"]`},
+		{"ftp url", map[string]any{"shttp_servers": []any{"ftp://example.com"}}, `["body","mcp_config","shttp_servers",0,"url"]`},
+		{"timeout", map[string]any{"shttp_servers": []any{map[string]any{"url": "http://a.example", "timeout": 3601}}}, `["body","mcp_config","shttp_servers",0,"timeout"]`},
+		{"name", map[string]any{"stdio_servers": []any{map[string]any{"name": "a b", "command": "x"}}}, `["body","mcp_config","stdio_servers",0,"name"]`},
+		{"command with space", map[string]any{"stdio_servers": []any{map[string]any{"name": "a", "command": "npx foo"}}}, `["body","mcp_config","stdio_servers",0,"command"]`},
+		{"env name", map[string]any{"stdio_servers": []any{map[string]any{"name": "a", "command": "x", "env": map[string]any{"1X": "v"}}}}, `["body","mcp_config","stdio_servers",0,"env"]`},
+		{"same name twice", map[string]any{"stdio_servers": []any{map[string]any{"name": "a", "command": "x"}, map[string]any{"name": "a", "command": "y"}}}, `["body","mcp_config","stdio_servers",1,"name"]`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body := e.call("POST", "/api/v1/app-conversations", alice, map[string]any{"mcp_config": tt.cfg})
+			if status != 422 || !strings.Contains(string(body), tt.loc) {
+				t.Errorf("answer %d %s; want 422 at %s", status, body, tt.loc)
+			}
+		})
+	}
+}
