@@ -385,6 +385,22 @@ func (s *server) waitAlive(timeout time.Duration) error {
 	}
 }
 
+// logged is the value of key in this process's "agentd serving" log line; "" when it has
+// none.
+func (s *server) logged(key string) string {
+	for _, line := range strings.Split(s.stderr.String(), "\n") {
+		if !strings.Contains(line, "agentd serving") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, key+"="); ok {
+				return strings.Trim(v, `"`)
+			}
+		}
+	}
+	return ""
+}
+
 // listens reports whether this process has logged that it serves on the address in bound.
 func (s *server) listens(bound string) bool {
 	for _, line := range strings.Split(s.stderr.String(), "\n") {

@@ -129,9 +129,24 @@ func checkWorld(t *testing.T, s *server, w world) {
 func snapshot(t *testing.T, s *server, w world) map[string]string {
 	t.Helper()
 	admin, bob := s.client(restartAdminKey), s.client(w.userKey)
-	// URLs handed to clients start with the server's address, which a restart changes.
+	// URLs handed to clients start with the server's address or its agent-server base's, which
+	// a restart changes.
+	agentURL := s.logged("agent_server_url")
+	if agentURL == "" {
+		t.Fatalf("the server logged no agent_server_url:\n%s", s.stderr)
+	}
+	u, err := url.Parse(agentURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentPort := u.Port()
 	get := func(c *client, path string) []byte {
-		return bytes.ReplaceAll(c.do("GET", path, nil, http.StatusOK, nil), []byte(s.url), []byte("http://agentd"))
+		b := c.do("GET", path, nil, http.StatusOK, nil)
+		b = bytes.ReplaceAll(b, []byte(agentURL), []byte("http://agent-server"))
+		for _, end := range []string{",", "}"} {
+			b = bytes.ReplaceAll(b, []byte(`"port":`+agentPort+end), []byte(`"port":0`+end))
+		}
+		return bytes.ReplaceAll(b, []byte(s.url), []byte("http://agentd"))
 	}
 	settleAgents(t, admin)
 	ids := func(key string, vals []string) string {
