@@ -183,3 +183,24 @@ func TestAlwaysConfirmFromSettings(t *testing.T) {
 	}
 	c.api("POST", "/events/respond_to_confirmation", map[string]any{"reason": "no accept"}, http.StatusUnprocessableEntity, nil)
 }
+
+// TestConfirmRiskyFromV1Settings: the current settings route sets the policy of the
+// conversations started after it, as OpenHands' app server reads its conversation settings:
+// confirmation mode with the LLM analyzer is ConfirmRisky.
+func TestConfirmRiskyFromV1Settings(t *testing.T) {
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	e.scripted(alice,
+		rated(t, "echo hi", "HIGH"),
+		llmtest.Calls(llmtest.Call("finish", `{"message":"done"}`)),
+	)
+	e.must("POST", "/api/v1/settings", alice, map[string]any{"conversation_settings_diff": map[string]any{
+		"confirmation_mode": true, "security_analyzer": "llm"}}, http.StatusOK, nil)
+	c := e.startAgent(alice, map[string]any{"initial_message": message("greet", true)})
+	c.waitStatus("waiting_for_confirmation")
+	if got := c.policy(); !strings.Contains(got, `"kind":"ConfirmRisky"`) {
+		t.Errorf("confirmation_policy %s, want ConfirmRisky", got)
+	}
+	c.api("POST", "/events/respond_to_confirmation", map[string]any{"accept": true}, http.StatusOK, nil)
+	c.waitStatus("finished")
+}
