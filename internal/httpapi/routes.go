@@ -144,6 +144,8 @@ func (a *API) routes() []route {
 			Query: apitypes.GitInfoQuery{}, Response: apitypes.UserGitInfo{}, Errors: errs(providerErrors)}, a.gitInfo},
 		{wire.Operation{Method: "POST", Path: "/api/v1/users", Tag: "users", Summary: "Create a user (admins only)", Body: apitypes.UserCreateRequest{}, Response: apitypes.UserInfo{}, Status: 201,
 			Errors: errs(map[int]string{403: "The caller is not an admin.", 409: "The name is taken."})}, a.createUser},
+		{wire.Operation{Method: "GET", Path: "/api/v1/users/search", Tag: "users", Summary: "List the users, oldest first (admins only)", Query: apitypes.PageQuery{}, Response: apitypes.UserPage{},
+			Errors: errs(map[int]string{403: "The caller is not an admin."})}, a.searchUsers},
 		{wire.Operation{Method: "POST", Path: "/api/keys", Tag: "users", Summary: "Create an API key; the key is shown only in this answer", Body: apitypes.APIKeyCreateRequest{}, Response: apitypes.APIKeyCreated{}, Status: 201,
 			Errors: errs(map[int]string{403: "Only admins may create keys for other users."})}, a.createKey},
 		{wire.Operation{Method: "GET", Path: "/api/keys", Tag: "users", Summary: "List API keys (never the keys themselves)", Query: apitypes.APIKeyListQuery{}, Response: []apitypes.APIKeyInfo{},
