@@ -230,6 +230,23 @@ func (a *API) routes() []route {
 			Body: apitypes.SkillUpdateRequest{}, Response: apitypes.SkillInfo{}, Errors: errs(map[int]string{404: "The caller has no skill of that name."})}, a.updateSkill},
 		{wire.Operation{Method: "DELETE", Path: "/api/v1/skills/{name}", Tag: "skills", Summary: "Delete a skill",
 			Response: apitypes.Success{}, Errors: errs(map[int]string{404: "The caller has no skill of that name."})}, a.deleteSkill},
+		// Webhooks: endpoints agentd tells about conversations and sandboxes, with signed deliveries.
+		{wire.Operation{Method: "POST", Path: "/api/v1/webhooks", Tag: "webhooks", Summary: "Register a webhook; its signing secret is shown only in this answer",
+			Body: apitypes.WebhookCreateRequest{}, Response: apitypes.WebhookCreated{}, Status: 201,
+			Errors: errs(map[int]string{409: "The caller has as many webhooks as allowed (20).",
+				422: "A malformed body, an unknown kind, a conversation the caller does not have, or a URL the URL policy refuses."})}, a.createWebhook},
+		{wire.Operation{Method: "GET", Path: "/api/v1/webhooks", Tag: "webhooks", Summary: "The caller's webhooks, oldest first (never their secrets)",
+			Response: []apitypes.Webhook{}, Errors: errs(nil)}, a.listWebhooks},
+		{wire.Operation{Method: "GET", Path: "/api/v1/webhooks/{webhook_id}", Tag: "webhooks", Summary: "One webhook (never its secret)",
+			Response: apitypes.Webhook{}, Errors: errs(notFound)}, a.getWebhook},
+		{wire.Operation{Method: "DELETE", Path: "/api/v1/webhooks/{webhook_id}", Tag: "webhooks", Summary: "Delete a webhook with its deliveries; pending ones are not sent",
+			Response: apitypes.Success{}, Errors: errs(notFound)}, a.deleteWebhook},
+		{wire.Operation{Method: "GET", Path: "/api/v1/webhooks/{webhook_id}/deliveries", Tag: "webhooks", Summary: "A webhook's recent deliveries, newest first, with their status and last response code",
+			Query: apitypes.WebhookDeliveryQuery{}, Response: apitypes.WebhookDeliveryPage{}, Errors: errs(notFound)}, a.listDeliveries},
+		{wire.Operation{Method: "POST", Path: "/api/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver", Tag: "webhooks",
+			Summary: "Send a delivery again, with the same delivery id, retried as a new one", Response: apitypes.WebhookDelivery{}, Status: 202,
+			Errors: errs(notFound)}, a.redeliver},
+
 		// Custom secrets: named values the agent's commands get as environment variables.
 		{wire.Operation{Method: "POST", Path: "/api/v1/secrets", Tag: "secrets", Summary: "Create a secret (sealed; its value is never returned)",
 			Body: apitypes.CustomSecretCreate{}, Response: apitypes.MessageResponse{}, Status: 201,
