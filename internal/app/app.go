@@ -208,7 +208,6 @@ func New(ctx context.Context, o Options) (*App, error) {
 		return nil, err
 	}
 
-
 	userSettings := settings.NewService(st, keyring, nil)
 	userSkills := skill.NewService(st, nil)
 	gitProviders := gitprovider.NewService(st, keyring, gitprovider.Options{
