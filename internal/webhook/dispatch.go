@@ -51,6 +51,8 @@ func (s *Service) dispatch(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	slots := make(chan struct{}, s.o.Workers)
+	var inflightMu sync.Mutex
+	inflight := map[string]bool{}
 	var lastPrune time.Time
 	for ctx.Err() == nil {
 		now := s.o.Now()
@@ -64,18 +66,29 @@ func (s *Service) dispatch(ctx context.Context) {
 		}
 		free := cap(slots) - len(slots)
 		if free > 0 {
-			// A claim lapses after the attempt's time bound and a margin: a process that
-			// died mid-attempt leaves the delivery due again then.
-			ds, err := s.o.Store.ClaimDeliveries(ctx, now, now.Add(s.o.Timeout+30*time.Second), free)
+			// A claim lapses after twice the attempt's time bound: a process that died
+			// mid-attempt leaves the delivery due again then. This one skips a delivery
+			// it is still trying.
+			ds, err := s.o.Store.ClaimDeliveries(ctx, now, now.Add(2*s.o.Timeout), free)
 			if err != nil && ctx.Err() == nil {
 				s.log.Error("webhook: claim deliveries", "err", err)
 			}
 			for _, d := range ds {
+				inflightMu.Lock()
+				busy := inflight[d.ID]
+				inflight[d.ID] = true
+				inflightMu.Unlock()
+				if busy {
+					continue
+				}
 				slots <- struct{}{}
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					s.attempt(ctx, d)
+					inflightMu.Lock()
+					delete(inflight, d.ID)
+					inflightMu.Unlock()
 					<-slots
 					s.poke()
 				}()
