@@ -199,7 +199,7 @@ func Options() []Option {
 			Doc: "Wire protocol of that API: openai (chat completions, also every compatible server) or anthropic (messages). Empty infers it from the model name (claude-* and anthropic/* are anthropic).",
 			set: func(c *Config, v string) error { c.LLMProvider = strings.ToLower(strings.TrimSpace(v)); return nil }},
 		{Flag: "allow-internal", Env: []string{"AGENTD_ALLOW_INTERNAL"}, File: "allow_internal", Default: "",
-			Doc: "Comma-separated internal addresses that users' URLs (their llm_base_url, their git providers' hosts) may reach: prefixes (10.0.0.0/8, 127.0.0.0/8), addresses (::1) or host names (ollama.internal, admitting whatever the name resolves to). Otherwise loopback, private, link-local, cloud metadata and other internal addresses are refused for users who are not admins; the server's own URLs (llm-base-url) are not restricted.",
+			Doc: "Comma-separated internal addresses that users' URLs (their llm_base_url, their webhooks, their git providers' hosts) may reach: prefixes (10.0.0.0/8, 127.0.0.0/8), addresses (::1) or host names (ollama.internal, admitting whatever the name resolves to). Otherwise loopback, private, link-local, cloud metadata and other internal addresses are refused for users who are not admins; the server's own URLs (llm-base-url) are not restricted.",
 			set: func(c *Config, v string) error { c.AllowInternal = splitList(v); return nil }},
 		{Flag: "github-api-url", Env: []string{"AGENTD_GITHUB_API_URL"}, File: "github_api_url", Default: "https://api.github.com",
 			Doc: "GitHub's REST API for tokens stored without a host (or with github.com). A GitHub Enterprise Server's is https://<host>/api/v3; users may instead give their token's host.",
