@@ -241,3 +241,27 @@ func (c *Client) PauseAgent(ctx context.Context, sandboxID, conversationID strin
 func (c *Client) RunAgent(ctx context.Context, sandboxID, conversationID string) error {
 	return c.Do(ctx, "POST", agentPath(sandboxID, conversationID)+"/run", nil, nil, nil)
 }
+
+// All pages through a search from its first page until it ends, or until it has at least max
+// items (0: no bound), and returns what it read.
+func All[T any](max int, fetch func(p Page) (items []T, next *string, err error)) ([]T, error) {
+	var out []T
+	p := Page{Limit: 100}
+	if max > 0 {
+		p.Limit = min(max, 100)
+	}
+	for {
+		items, next, err := fetch(p)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, items...)
+		if next == nil || (max > 0 && len(out) >= max) {
+			if max > 0 && len(out) > max {
+				out = out[:max]
+			}
+			return out, nil
+		}
+		p.PageID = *next
+	}
+}

@@ -163,29 +163,21 @@ func (a *app) convListCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var items []apitypes.AppConversation
-			p := apiclient.Page{Limit: min(limit, 100)}
-			for {
-				page, err := c.Conversations(cmd.Context(), p)
-				if err != nil {
-					return err
-				}
-				items = append(items, page.Items...)
-				if page.NextPageID == nil || (!all && len(items) >= limit) {
-					break
-				}
-				p.PageID = *page.NextPageID
+			max := limit
+			if all {
+				max = 0
+			} else if limit <= 0 {
+				return Usagef("--limit must be positive")
 			}
-			if !all && len(items) > limit {
-				items = items[:limit]
+			items, err := apiclient.All(max, func(p apiclient.Page) ([]apitypes.AppConversation, *string, error) {
+				page, err := c.Conversations(cmd.Context(), p)
+				return page.Items, page.NextPageID, err
+			})
+			if err != nil {
+				return err
 			}
 			if jsonOut(cmd) {
-				for _, it := range items {
-					if err := printJSON(a.env.Stdout, it); err != nil {
-						return err
-					}
-				}
-				return nil
+				return jsonLines(a.env.Stdout, items)
 			}
 			st := a.style(a.env.Stdout)
 			now := time.Now()
@@ -236,9 +228,10 @@ func (a *app) printConversation(v apitypes.AppConversation) error {
 
 func (a *app) convGetCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "get <conversation>",
-		Short: "Show a conversation",
-		Args:  args("conversation"),
+		Use:               "get <conversation>",
+		Short:             "Show a conversation",
+		Args:              args("conversation"),
+		ValidArgsFunction: a.completeConversations,
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			c, err := a.client(cmd)
 			if err != nil {
@@ -263,7 +256,8 @@ func (a *app) convSendCommand() *cobra.Command {
 		Short: "Send a message to a conversation's agent",
 		Long: `Send a message ("-" reads it from standard input); the agent answers it. With
 --follow, stream the agent's steps until it is done, with the exit codes of create --follow.`,
-		Args: args("conversation", "message"),
+		Args:              args("conversation", "message"),
+		ValidArgsFunction: a.completeConversations,
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			text, err := a.message(argv[1])
 			if err != nil {
@@ -308,9 +302,10 @@ func (a *app) convSendCommand() *cobra.Command {
 
 func (a *app) convPauseCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "pause <conversation>",
-		Short: "Pause the conversation's agent, interrupting its step in flight",
-		Args:  args("conversation"),
+		Use:               "pause <conversation>",
+		Short:             "Pause the conversation's agent, interrupting its step in flight",
+		Args:              args("conversation"),
+		ValidArgsFunction: a.completeConversations,
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			c, err := a.client(cmd)
 			if err != nil {
@@ -333,9 +328,10 @@ func (a *app) convPauseCommand() *cobra.Command {
 
 func (a *app) convResumeCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "resume <conversation>",
-		Short: "Resume a conversation: its sandbox if paused, and its agent",
-		Args:  args("conversation"),
+		Use:               "resume <conversation>",
+		Short:             "Resume a conversation: its sandbox if paused, and its agent",
+		Args:              args("conversation"),
+		ValidArgsFunction: a.completeConversations,
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			c, err := a.client(cmd)
 			if err != nil {
@@ -374,10 +370,11 @@ func (a *app) convResumeCommand() *cobra.Command {
 
 func (a *app) convDeleteCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:     "delete <conversation>",
-		Aliases: []string{"rm"},
-		Short:   "Delete a conversation with its sandbox and events",
-		Args:    args("conversation"),
+		Use:               "delete <conversation>",
+		Aliases:           []string{"rm"},
+		Short:             "Delete a conversation with its sandbox and events",
+		Args:              args("conversation"),
+		ValidArgsFunction: a.completeConversations,
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			c, err := a.client(cmd)
 			if err != nil {
@@ -399,4 +396,25 @@ func (a *app) done(cmd *cobra.Command, msg string) error {
 	}
 	fmt.Fprintln(a.env.Stdout, msg)
 	return nil
+}
+
+// completeConversations offers the ids of the caller's newest conversations, with their
+// titles, as the first argument; nothing when the server cannot be asked.
+func (a *app) completeConversations(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	c, err := a.client(cmd)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	page, err := c.Conversations(cmd.Context(), apiclient.Page{Limit: 50})
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	out := make([]cobra.Completion, len(page.Items))
+	for i, v := range page.Items {
+		out[i] = cobra.CompletionWithDesc(v.ID, deref(v.Title))
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }

@@ -16,7 +16,8 @@ edits as diffs, messages) or, with --json, one JSON event per line as the API ha
 stream reconnects by itself after a server restart, without losing or repeating an event.
 --until-done streams until the agent stops running and exits with the outcome, as
 conversations create --follow does.`,
-		Args: args("conversation"),
+		Args:              args("conversation"),
+		ValidArgsFunction: a.completeConversations,
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			c, err := a.client(cmd)
 			if err != nil {

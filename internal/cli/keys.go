@@ -63,12 +63,7 @@ func (a *app) keysCommand() *cobra.Command {
 				return err
 			}
 			if jsonOut(cmd) {
-				for _, k := range ks {
-					if err := printJSON(a.env.Stdout, k); err != nil {
-						return err
-					}
-				}
-				return nil
+				return jsonLines(a.env.Stdout, ks)
 			}
 			now := time.Now()
 			rows := make([][]string, len(ks))
@@ -139,26 +134,15 @@ func (a *app) usersCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var us []apitypes.UserInfo
-			p := apiclient.Page{Limit: 100}
-			for {
+			us, err := apiclient.All(0, func(p apiclient.Page) ([]apitypes.UserInfo, *string, error) {
 				page, err := c.Users(cmd.Context(), p)
-				if err != nil {
-					return err
-				}
-				us = append(us, page.Items...)
-				if page.NextPageID == nil {
-					break
-				}
-				p.PageID = *page.NextPageID
+				return page.Items, page.NextPageID, err
+			})
+			if err != nil {
+				return err
 			}
 			if jsonOut(cmd) {
-				for _, u := range us {
-					if err := printJSON(a.env.Stdout, u); err != nil {
-						return err
-					}
-				}
-				return nil
+				return jsonLines(a.env.Stdout, us)
 			}
 			now := time.Now()
 			rows := make([][]string, len(us))

@@ -104,3 +104,13 @@ func (s style) status(st string) string {
 	}
 	return st
 }
+
+// jsonLines prints each item as one line of JSON.
+func jsonLines[T any](w io.Writer, items []T) error {
+	for _, it := range items {
+		if err := printJSON(w, it); err != nil {
+			return err
+		}
+	}
+	return nil
+}

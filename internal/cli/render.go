@@ -243,7 +243,7 @@ func (r *renderer) observation(e wireEvent) {
 // diff writes a file's change as a unified diff.
 func (r *renderer) diff(path, old, new string) {
 	st := r.st
-	ud := difflib.UnifiedDiff{A: difflib.SplitLines(old), B: difflib.SplitLines(new),
+	ud := difflib.UnifiedDiff{A: lines(old), B: lines(new),
 		FromFile: "a" + path, ToFile: "b" + path, Context: 3}
 	if old == "" {
 		ud.FromFile = "/dev/null"
@@ -266,4 +266,13 @@ func (r *renderer) diff(path, old, new string) {
 		}
 		r.line("  %s", l)
 	}
+}
+
+// lines splits text into lines that keep their line ends, as the diff wants them.
+func lines(text string) []string {
+	ls := difflib.SplitLines(text)
+	if strings.HasSuffix(text, "\n") || text == "" {
+		ls = ls[:len(ls)-1] // SplitLines adds a line of its own after a final newline
+	}
+	return ls
 }

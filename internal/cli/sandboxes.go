@@ -33,27 +33,18 @@ func (a *app) sandboxListCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var items []apitypes.SandboxInfo
-			p := apiclient.Page{Limit: 100}
-			for {
+			items, err := apiclient.All(0, func(p apiclient.Page) ([]apitypes.SandboxInfo, *string, error) {
 				page, err := c.Sandboxes(cmd.Context(), p)
-				if err != nil {
-					return err
-				}
-				items = append(items, page.Items...)
-				if page.NextPageID == nil {
-					break
-				}
-				p.PageID = *page.NextPageID
+				return page.Items, page.NextPageID, err
+			})
+			if err != nil {
+				return err
 			}
 			if jsonOut(cmd) {
-				for _, it := range items {
-					it.SessionAPIKey = nil // a key has no place in a listing a script may log
-					if err := printJSON(a.env.Stdout, it); err != nil {
-						return err
-					}
+				for i := range items {
+					items[i].SessionAPIKey = nil // a key has no place in a listing a script may log
 				}
-				return nil
+				return jsonLines(a.env.Stdout, items)
 			}
 			st := a.style(a.env.Stdout)
 			now := time.Now()
@@ -161,26 +152,15 @@ func (a *app) specsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var items []apitypes.SandboxSpecInfo
-			p := apiclient.Page{Limit: 100}
-			for {
+			items, err := apiclient.All(0, func(p apiclient.Page) ([]apitypes.SandboxSpecInfo, *string, error) {
 				page, err := c.Specs(cmd.Context(), p)
-				if err != nil {
-					return err
-				}
-				items = append(items, page.Items...)
-				if page.NextPageID == nil {
-					break
-				}
-				p.PageID = *page.NextPageID
+				return page.Items, page.NextPageID, err
+			})
+			if err != nil {
+				return err
 			}
 			if jsonOut(cmd) {
-				for _, it := range items {
-					if err := printJSON(a.env.Stdout, it); err != nil {
-						return err
-					}
-				}
-				return nil
+				return jsonLines(a.env.Stdout, items)
 			}
 			rows := make([][]string, len(items))
 			for i, it := range items {

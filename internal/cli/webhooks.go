@@ -70,12 +70,7 @@ sandbox.resumed, sandbox.deleted, pull_request.opened, or * for all.`,
 				return err
 			}
 			if jsonOut(cmd) {
-				for _, w := range ws {
-					if err := printJSON(a.env.Stdout, w); err != nil {
-						return err
-					}
-				}
-				return nil
+				return jsonLines(a.env.Stdout, ws)
 			}
 			now := time.Now()
 			rows := make([][]string, len(ws))
@@ -123,12 +118,7 @@ sandbox.resumed, sandbox.deleted, pull_request.opened, or * for all.`,
 				return err
 			}
 			if jsonOut(cmd) {
-				for _, d := range page.Items {
-					if err := printJSON(a.env.Stdout, d); err != nil {
-						return err
-					}
-				}
-				return nil
+				return jsonLines(a.env.Stdout, page.Items)
 			}
 			st := a.style(a.env.Stdout)
 			now := time.Now()
