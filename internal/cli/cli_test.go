@@ -13,7 +13,9 @@ import (
 
 func TestExitCode(t *testing.T) {
 	t.Parallel()
-	status := func(s int) error { return fmt.Errorf("call: %w", &apiclient.Error{Method: "GET", Path: "/x", Status: s}) }
+	status := func(s int) error {
+		return fmt.Errorf("call: %w", &apiclient.Error{Method: "GET", Path: "/x", Status: s})
+	}
 	finishedErr, _ := outcomeOf("finished")
 	errorErr, _ := outcomeOf("error")
 	stuckErr, _ := outcomeOf("stuck")
