@@ -1,10 +1,15 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/agentd/agentd/internal/llm/llmtest"
 )
 
 type webhookJSON struct {
@@ -110,5 +115,89 @@ func TestWebhookRoutes(t *testing.T) {
 	e.must("GET", "/api/v1/users/search?limit=2", adminKey, nil, http.StatusOK, &users)
 	if len(users.Items) != 2 || !users.Items[0].IsAdmin || users.Items[1].Name != "alice" {
 		t.Fatalf("users: %+v", users)
+	}
+}
+
+// TestWebhookEvents: a user's webhook hears of their conversation's transitions and of its
+// sandbox's, each delivered and listed, and nothing of another user's.
+func TestWebhookEvents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	_, bob := e.newUser("bob")
+	var mu sync.Mutex
+	var got []map[string]any
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&p); err == nil {
+			mu.Lock()
+			got = append(got, p)
+			mu.Unlock()
+		}
+	}))
+	t.Cleanup(rcv.Close)
+	seen := func() map[string]map[string]any {
+		mu.Lock()
+		defer mu.Unlock()
+		out := map[string]map[string]any{}
+		for _, p := range got {
+			data, _ := p["data"].(map[string]any)
+			key, _ := p["event"].(string)
+			if st, ok := data["execution_status"].(string); ok && key == "conversation.status_changed" {
+				key += ":" + st
+			}
+			out[key] = data
+		}
+		return out
+	}
+	var hook webhookJSON
+	e.must("POST", "/api/v1/webhooks", alice, map[string]any{"url": rcv.URL, "events": []string{"*"}}, http.StatusCreated, &hook)
+	e.scripted(bob, llmtest.Text("Bob's answer."))
+	e.startAgent(bob, map[string]any{"initial_message": message("Hi", true)})
+
+	e.scripted(alice, llmtest.Fail(http.StatusUnauthorized, "Incorrect API key provided"))
+	c := e.startAgent(alice, map[string]any{"initial_message": message("Hello", true)})
+	e.eventually("the error delivery", func() bool { return seen()["conversation.error"] != nil },
+		func() string { return fmt.Sprint(seen()) })
+	e.must("POST", "/api/v1/sandboxes/"+c.sandboxID+"/pause", alice, nil, http.StatusOK, nil)
+	e.eventually("the sandbox.paused delivery", func() bool { return seen()["sandbox.paused"] != nil },
+		func() string { return fmt.Sprint(seen()) })
+
+	s := seen()
+	for _, kind := range []string{"conversation.created", "conversation.status_changed:running", "conversation.status_changed:error"} {
+		if s[kind] == nil || s[kind]["conversation_id"] != c.id {
+			t.Errorf("%s: %v", kind, s[kind])
+		}
+	}
+	if errData := s["conversation.error"]; errData["conversation_id"] != c.id || errData["execution_status"] != "error" || errData["code"] == "" || errData["detail"] == "" {
+		t.Errorf("conversation.error: %v", errData)
+	}
+	if ids, _ := s["sandbox.paused"]["conversation_ids"].([]any); len(ids) != 1 || ids[0] != c.id || s["sandbox.paused"]["sandbox_id"] != c.sandboxID {
+		t.Errorf("sandbox.paused: %v", s["sandbox.paused"])
+	}
+	mu.Lock()
+	for _, p := range got {
+		if data, _ := p["data"].(map[string]any); data["final_message"] == "Bob's answer." {
+			t.Errorf("alice's webhook got bob's event: %v", p)
+		}
+	}
+	n := len(got)
+	mu.Unlock()
+
+	var page struct {
+		Items []struct {
+			ID           string `json:"id"`
+			Status       string `json:"status"`
+			ResponseCode int    `json:"response_code"`
+		} `json:"items"`
+	}
+	e.eventually("every delivery recorded as delivered", func() bool {
+		e.must("GET", "/api/v1/webhooks/"+hook.ID+"/deliveries?status=delivered&limit=100", alice, nil, http.StatusOK, &page)
+		return len(page.Items) >= n
+	})
+	for _, d := range page.Items {
+		if d.ResponseCode != 200 {
+			t.Errorf("delivery %+v", d)
+		}
 	}
 }
