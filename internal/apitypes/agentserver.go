@@ -17,6 +17,12 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	return e, nil
 }
 
+// UnmarshalJSON keeps the event as it was sent, for clients of the API.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	*e = append((*e)[:0], b...)
+	return nil
+}
+
 // WireSchema documents the envelope; the other fields depend on kind.
 func (Event) WireSchema() map[string]any {
 	return map[string]any{

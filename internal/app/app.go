@@ -27,12 +27,14 @@ import (
 	"github.com/agentd/agentd/internal/llm/anthropic"
 	"github.com/agentd/agentd/internal/llm/openai"
 	"github.com/agentd/agentd/internal/netpolicy"
+	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/runtime"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/secret"
 	"github.com/agentd/agentd/internal/settings"
 	"github.com/agentd/agentd/internal/skill"
 	"github.com/agentd/agentd/internal/store/sqlite"
+	"github.com/agentd/agentd/internal/webhook"
 )
 
 // Options are what the caller chooses: the configuration and the concrete backend.
@@ -141,11 +143,55 @@ func New(ctx context.Context, o Options) (*App, error) {
 		return nil, fmt.Errorf("default sandbox spec %q: %w", cfg.DefaultSpec, err)
 	}
 
+	// Users' URLs are reached only as the policy allows them.
+	urls, err := netpolicy.New(cfg.AllowInternal)
+	if err != nil {
+		return nil, fmt.Errorf("allow internal: %w", err)
+	}
+	userHTTP := func(ctx context.Context, userID string) (*http.Client, error) {
+		u, err := st.GetUser(ctx, userID)
+		if err != nil {
+			return nil, fmt.Errorf("user %s: %w", userID, err)
+		}
+		return urls.Client(u.IsAdmin), nil
+	}
+	// Webhooks are told of the sandboxes' and conversations' transitions; their deliveries
+	// start once every service runs, and stop before the store closes.
+	webhooks := webhook.NewService(webhook.Options{
+		Store: st, Sealer: keyring, Logger: log,
+		CheckURL: func(ctx context.Context, ownerID, rawURL string) error {
+			u, err := st.GetUser(ctx, ownerID)
+			if err != nil {
+				return fmt.Errorf("user %s: %w", ownerID, err)
+			}
+			return urls.CheckURL(ctx, rawURL, u.IsAdmin)
+		},
+		Client: userHTTP,
+		ConversationExists: func(ctx context.Context, ownerID, id string) (bool, error) {
+			_, err := st.GetConversation(ctx, ownerID, id)
+			if errors.Is(err, conversation.ErrNotFound) {
+				return false, nil
+			}
+			return err == nil, err
+		},
+		SandboxConversations: func(ctx context.Context, ownerID, sandboxID string) ([]string, error) {
+			vs, _, err := st.ListConversations(ctx, ownerID, conversation.Filter{SandboxID: sandboxID, IncludeSub: true}, paging.Query{Limit: 100})
+			ids := make([]string, len(vs))
+			for i, v := range vs {
+				ids[i] = v.ID
+			}
+			return ids, err
+		},
+		Timeout: cfg.WebhookTimeout, FirstRetry: cfg.WebhookFirstRetry, RetryFor: cfg.WebhookRetryFor,
+		UserAgent: "agentd-webhooks/" + o.Version,
+	})
+	a.closers = append(a.closers, func() error { webhooks.Close(); return nil })
+
 	a.Sandboxes = sandbox.NewService(sandbox.ServiceOptions{
 		Store: st, Backend: o.Backend, Sealer: keyring, Logger: log,
 		DefaultSpec: cfg.DefaultSpec, MaxRunningPerUser: cfg.MaxRunningSandboxes,
 		StartTimeout: cfg.SandboxStartTimeout, IdleTimeout: cfg.SandboxIdleTimeout,
-		WatchInterval: o.SandboxWatchInterval, Now: o.SandboxNow,
+		WatchInterval: o.SandboxWatchInterval, Now: o.SandboxNow, Webhooks: webhooks,
 		OnIdlePause: func(ctx context.Context, sb sandbox.Sandbox, idle time.Duration) {
 			if err := a.Conversations.SandboxIdlePaused(ctx, sb.OwnerID, sb.ID, idle); err != nil {
 				log.Error("record idle pause", "sandbox_id", sb.ID, "err", err)
@@ -160,19 +206,6 @@ func New(ctx context.Context, o Options) (*App, error) {
 	users := auth.NewService(st, auth.Options{Logger: log})
 	if a.BootstrapKey, err = users.Bootstrap(ctx, cfg.AdminKey); err != nil {
 		return nil, err
-	}
-
-	// Users' URLs are reached only as the policy allows them.
-	urls, err := netpolicy.New(cfg.AllowInternal)
-	if err != nil {
-		return nil, fmt.Errorf("allow internal: %w", err)
-	}
-	userHTTP := func(ctx context.Context, userID string) (*http.Client, error) {
-		u, err := st.GetUser(ctx, userID)
-		if err != nil {
-			return nil, fmt.Errorf("user %s: %w", userID, err)
-		}
-		return urls.Client(u.IsAdmin), nil
 	}
 
 	userSettings := settings.NewService(st, keyring, nil)
@@ -236,7 +269,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Runtimes: func(ctx context.Context, ownerID, sandboxID string) (conversation.Runtime, error) {
 			return a.Sandboxes.Client(ctx, ownerID, sandboxID)
 		},
-		Remotes: remotes, Git: git,
+		Remotes: remotes, Git: git, Webhooks: webhooks,
 		Repository: conversation.RepositoryOptions{CloneTimeout: cfg.GitCloneTimeout, SetupTimeout: cfg.SetupScriptTimeout,
 			AuthorName: cfg.GitAuthorName, AuthorEmail: cfg.GitAuthorEmail},
 	})
@@ -254,6 +287,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		}
 	}()
 	a.closers = append(a.closers, func() error { stopRun(); <-runDone; return nil })
+	webhooks.Start()
 
 	api, err := httpapi.New(httpapi.Deps{
 		Auth: users, Conversations: a.Conversations, Sandboxes: a.Sandboxes,
@@ -261,6 +295,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		GitProviders:  gitProviders,
 		Skills:        userSkills,
 		CustomSecrets: customSecrets,
+		Webhooks:      webhooks,
 		Open:          keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: o.Version,
 		AgentServerURL: cfg.AgentServerPublicURL, DefaultModel: cfg.LLMModel,
 		SpecWarnings: func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },

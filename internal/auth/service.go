@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/id"
+	"github.com/agentd/agentd/internal/paging"
 )
 
 // KeyPrefix starts every API key agentd generates, so a leaked key is recognisable.
@@ -145,6 +146,18 @@ func (s *Service) CreateUser(ctx context.Context, caller User, name string, isAd
 		return User{}, fmt.Errorf("create user: %w", err)
 	}
 	return u, nil
+}
+
+// ListUsers pages through every user, oldest first; only admins may.
+func (s *Service) ListUsers(ctx context.Context, caller User, q paging.Query) ([]User, string, error) {
+	if !caller.IsAdmin {
+		return nil, "", ErrForbidden
+	}
+	us, next, err := s.store.ListUsers(ctx, q)
+	if err != nil {
+		return nil, "", fmt.Errorf("list users: %w", err)
+	}
+	return us, next, nil
 }
 
 // CreateKey makes a key for userID (empty: the caller). Only admins may make keys for others.

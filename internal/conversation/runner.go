@@ -331,6 +331,9 @@ func (s *Service) record(ctx context.Context, c Conversation, evs []event.Event)
 		return err
 	}
 	s.o.Bus.Publish(evs...)
+	if u.ExecutionStatus != "" {
+		s.notifyRecorded(ctx, c, evs)
+	}
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/settings"
 	"github.com/agentd/agentd/internal/skill"
+	"github.com/agentd/agentd/internal/webhook"
 	"github.com/agentd/agentd/internal/wire"
 )
 
@@ -30,6 +31,7 @@ type Deps struct {
 	GitProviders  *gitprovider.Service
 	Skills        *skill.Service
 	CustomSecrets *customsecret.Service
+	Webhooks      *webhook.Service
 	// Open unseals values the store keeps sealed (sandbox session keys).
 	Open   func(sealed []byte) ([]byte, error)
 	Logger *slog.Logger
