@@ -34,6 +34,7 @@ func Run(t *testing.T, f Factory) {
 	}{
 		{"Users", testUsers},
 		{"APIKeys", testAPIKeys},
+		{"Sessions", testSessions},
 		{"Bootstrap", testBootstrap},
 		{"BootstrapAtomic", testBootstrapAtomic},
 		{"BootstrapConcurrent", testBootstrapConcurrent},
