@@ -8,6 +8,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/agentd/agentd/internal/id"
@@ -149,4 +151,31 @@ func CheckCSRF(sessionToken, given string) bool {
 		return false
 	}
 	return subtle.ConstantTimeCompare([]byte(CSRFToken(sessionToken)), []byte(given)) == 1
+}
+
+// SameOrigin reports whether the browser says r comes from a page of this server:
+// Sec-Fetch-Site same-origin, else (browsers send no fetch metadata to plain-http hosts other
+// than localhost) an Origin whose host is r's Host or that of publicURL. A request with
+// neither header is not known to come from here.
+func SameOrigin(r *http.Request, publicURL string) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "same-origin":
+		return true
+	case "":
+	default:
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" || origin == "null" {
+		return false
+	}
+	o, err := url.Parse(origin)
+	if err != nil || o.Host == "" {
+		return false
+	}
+	if o.Host == r.Host {
+		return true
+	}
+	p, err := url.Parse(publicURL)
+	return err == nil && p.Host != "" && o.Scheme == p.Scheme && o.Host == p.Host
 }
