@@ -58,7 +58,7 @@ type actionView struct {
 	Tool    string
 	Summary string
 	Thought template.HTML
-	Risk    string
+	Risk    string // MEDIUM or HIGH; lower risks go unmarked
 	Invalid bool
 	// What the action does, by its kind.
 	Command string // terminal
@@ -217,7 +217,11 @@ func viewMessage(source string, m *event.MessageEvent) *messageView {
 }
 
 func viewAction(a *event.ActionEvent) *actionView {
-	av := &actionView{ID: a.ID, Tool: a.ToolName, Risk: a.SecurityRisk, Slot: resultSlot(a.ID), CallID: a.ToolCallID}
+	av := &actionView{ID: a.ID, Tool: a.ToolName, Slot: resultSlot(a.ID), CallID: a.ToolCallID}
+	switch a.SecurityRisk {
+	case "MEDIUM", "HIGH":
+		av.Risk = a.SecurityRisk
+	}
 	if a.Summary != nil {
 		av.Summary = *a.Summary
 	}

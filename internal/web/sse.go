@@ -49,6 +49,14 @@ func (s *sse) send(id, typ string, data []byte) error {
 	return s.rc.Flush()
 }
 
+// retry tells the browser how long to wait before it reconnects.
+func (s *sse) retry(d time.Duration) error {
+	if _, err := fmt.Fprintf(s.w, "retry: %d\n\n", d.Milliseconds()); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
 // ping writes a comment.
 func (s *sse) ping() error {
 	if _, err := s.w.Write([]byte(": ping\n\n")); err != nil {

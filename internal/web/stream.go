@@ -85,6 +85,9 @@ func (a *App) conversationStream(w http.ResponseWriter, r *http.Request, s *sign
 	if err != nil {
 		return nil
 	}
+	if err := out.retry(time.Second); err != nil {
+		return nil
+	}
 	st := &pageStream{a: a, out: out, ownerID: s.User.ID, convID: id, title: v.Title}
 	if err := st.status(ctx, v); err != nil {
 		return nil

@@ -489,32 +489,58 @@
     }
   }
 
+  // follow keeps the page on its conversation's stream. EventSource reconnects by itself
+  // after a dropped connection, sending the last event's id; when a server answers with an
+  // error instead (one that restarts, a proxy in between), the page opens a new stream after
+  // the last event it has, waiting a little longer each time.
   function follow(conv) {
     const state = $("#stream-state");
-    const url = conv.dataset.stream + (conv.dataset.after ? "?after=" + encodeURIComponent(conv.dataset.after) : "");
-    const es = new EventSource(url);
-    es.onopen = () => (state.textContent = "");
-    es.onmessage = (ev) => {
-      let msg;
-      try {
-        msg = JSON.parse(ev.data);
-      } catch (e) {
-        return;
-      }
-      apply(msg);
-    };
-    es.addEventListener("end", (ev) => {
-      state.textContent = ev.data || "This conversation was deleted.";
-      es.close();
-    });
-    es.onerror = () => {
-      if (es.readyState === EventSource.CLOSED) {
-        state.textContent = "Disconnected. Reload the page to see new events.";
-      } else {
+    let after = conv.dataset.after || "";
+    let es = null;
+    let wait = 500;
+    let ended = false;
+    const open = () => {
+      es = new EventSource(conv.dataset.stream + (after ? "?after=" + encodeURIComponent(after) : ""));
+      es.onopen = () => {
+        state.textContent = "";
+        wait = 500;
+      };
+      es.onmessage = (ev) => {
+        if (ev.lastEventId) after = ev.lastEventId;
+        let msg;
+        try {
+          msg = JSON.parse(ev.data);
+        } catch (e) {
+          return;
+        }
+        apply(msg);
+      };
+      es.addEventListener("end", (ev) => {
+        ended = true;
+        state.textContent = ev.data || "This conversation was deleted.";
+        es.close();
+      });
+      es.onerror = () => {
+        if (ended) return;
         state.textContent = "Reconnecting…";
-      }
+        if (es.readyState !== EventSource.CLOSED) return; // the browser retries
+        es.close();
+        setTimeout(async () => {
+          try {
+            await load("/conversations/" + conv.dataset.id + "/status"); // signed out: to the sign-in page
+          } catch (e) {
+            if (e.status === 404) {
+              state.textContent = "This conversation was deleted.";
+              return;
+            }
+          }
+          open();
+        }, wait);
+        wait = Math.min(wait * 2, 10000);
+      };
     };
-    window.addEventListener("pagehide", () => es.close());
+    open();
+    window.addEventListener("pagehide", () => es && es.close());
   }
 
   async function refreshStatus(conv) {
