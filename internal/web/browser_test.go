@@ -146,13 +146,24 @@ func (b *browser) open(path string) {
 	b.do("open "+path, chromedp.Navigate(b.e.srv.URL+path), chromedp.WaitReady(chromedp.CSS("main")))
 }
 
-// waitFor waits until the JavaScript expression is true in the page.
+// waitFor waits until the JavaScript expression is true in the page, also across the
+// page's reloads and navigations.
 func (b *browser) waitFor(what, expr string) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, waitTimeout)
-	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(waitTimeout))); err != nil {
-		b.t.Fatalf("waiting for %s: %v%s", what, err, b.report())
+	deadline := time.Now().Add(waitTimeout)
+	var last error
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!(`+expr+`)`))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		last = err
+		if time.Now().After(deadline) {
+			b.t.Fatalf("waiting for %s: not so after %v (last error: %v)%s", what, waitTimeout, last, b.report())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -47,6 +47,8 @@ type diffView struct {
 	Created, Deleted, Same bool
 	// Binary says the file is not text.
 	Binary bool
+	// ShowPath names the file in the diff's caption (an edit's card names it already).
+	ShowPath bool
 }
 
 // lineDiff compares two texts line by line.

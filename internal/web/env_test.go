@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentd/agentd/internal/app"
 	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/gitprovider/providertest"
 	"github.com/agentd/agentd/internal/httpapi"
 	"github.com/agentd/agentd/internal/llm"
 	"github.com/agentd/agentd/internal/llm/llmtest"
@@ -39,6 +40,8 @@ type env struct {
 	app     *app.App
 	backend *process.Backend
 	logs    *logBuffer
+	// github is the GitHub API double the server's github_api_url leads to.
+	github *providertest.Server
 }
 
 type logBuffer struct {
@@ -63,7 +66,8 @@ func newEnv(t *testing.T) *env {
 	cfg.AgentServerAddr, cfg.AgentServerPublicURL = "", ""
 	// Users' scripted models listen on loopback.
 	cfg.AllowInternal = []string{"127.0.0.0/8"}
-	e := &env{t: t, cfg: cfg, logs: &logBuffer{}}
+	e := &env{t: t, cfg: cfg, logs: &logBuffer{}, github: providertest.NewGitHub(t)}
+	e.cfg.GitHubAPIURL = e.github.APIURL()
 	e.srv = httptest.NewUnstartedServer(nil)
 	e.srv.Config = httpapi.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		(*e.handler.Load()).ServeHTTP(w, r)

@@ -64,6 +64,7 @@ type actionView struct {
 	Command string // terminal
 	Input   bool   // terminal: typed into the running program
 	EditCmd string // file_editor
+	Plan    bool   // task_tracker
 	Path    string
 	Think   template.HTML
 	Finish  template.HTML
@@ -251,6 +252,8 @@ func viewAction(a *event.ActionEvent) *actionView {
 		av.Command, av.Input = args.Command, args.IsInput
 	case "FileEditorAction":
 		av.EditCmd, av.Path = args.Command, args.Path
+	case "TaskTrackerAction":
+		av.Plan = true
 	case "ThinkAction":
 		av.Think = markdown(args.Thought)
 	case "FinishAction":

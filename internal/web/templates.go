@@ -40,6 +40,7 @@ func (a *App) funcs() template.FuncMap {
 		"lower":        func(v any) string { return strings.ToLower(fmt.Sprint(v)) },
 		"statusText":   statusText,
 		"execText":     execText,
+		"state":        stateOf,
 		"taskText":     func(t conversation.TaskStatus) string { return taskText[t] },
 		"editText":     func(c string) string { return orDefault(editText[c], c) },
 		"taskMark":     func(s tool.TaskStatus) string { return taskMark[string(s)] },
@@ -91,6 +92,18 @@ func statusText(v any) string {
 		return http.StatusText(code)
 	}
 	return strings.ToLower(s)
+}
+
+// state is what a conversation is doing, in one word for people: the agent's status while
+// its sandbox runs, else the conversation's.
+type state struct{ Label, Class string }
+
+func stateOf(conv conversation.Status, exec string) state {
+	if conv == conversation.StatusRunning && exec != "" {
+		class := map[string]string{"running": "running", "waiting_for_confirmation": "starting", "error": "error", "stuck": "error"}[exec]
+		return state{Label: execText(exec), Class: orDefault(class, "stopped")}
+	}
+	return state{Label: statusText(conv), Class: strings.ToLower(string(conv))}
 }
 
 var execTexts = map[string]string{

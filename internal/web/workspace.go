@@ -115,6 +115,7 @@ func (a *App) diffFragment(w http.ResponseWriter, r *http.Request, s *signedIn) 
 		after = *gd.Modified
 	}
 	d := lineDiff(path, before, after)
+	d.ShowPath = true
 	d.Created, d.Deleted = gd.Original == nil && gd.Modified != nil, gd.Modified == nil && gd.Original != nil
 	d.Binary = strings.ContainsRune(before, 0) || strings.ContainsRune(after, 0)
 	return a.fragment(w, r, "diff", d)

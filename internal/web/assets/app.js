@@ -64,12 +64,23 @@
     } catch (e) {
       data = null;
     }
-    if (resp.status === 401) {
+    if (resp.status === 401 && !(await signedIn())) {
       location.assign("/sign-in?next=" + encodeURIComponent(location.pathname + location.search));
       throw new ApiError(401, "Sign in again.");
     }
     if (!resp.ok) throw new ApiError(resp.status, detailText(data, resp.status));
     return data;
+  }
+
+  // signedIn reports whether the session still holds: a 401 may also be a git provider
+  // refusing a token.
+  async function signedIn() {
+    try {
+      const r = await fetch("/api/v1/users/me", { credentials: "same-origin", headers: { Accept: "application/json" } });
+      return r.status !== 401;
+    } catch (e) {
+      return true;
+    }
   }
 
   // load fetches a fragment of the app.
@@ -317,6 +328,9 @@
     if (files.length) content.push({ type: "image", image_urls: await Promise.all(files.map(readImage)) });
     const id = crypto.randomUUID().replaceAll("-", "");
     const body = { conversation_id: id, initial_message: { content, run: true } };
+    // The first line of the message names the conversation until the user renames it.
+    const first = text.split("\n").find((l) => l.trim()) || "";
+    if (first) body.title = first.trim().replace(/^#+\s*/, "").slice(0, 80);
     const repo = str(fd.get("repository"));
     if (repo) {
       body.selected_repository = repo;
