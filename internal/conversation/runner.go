@@ -327,11 +327,7 @@ func (s *Service) record(ctx context.Context, c Conversation, evs []event.Event)
 			u.ConfirmationPolicy = &p
 		}
 	}
-	if err := s.o.Store.RecordEvents(ctx, c.ID, evs, u); err != nil {
-		return err
-	}
-	s.o.Bus.Publish(evs...)
-	return nil
+	return s.o.Bus.Record(c.ID, func() error { return s.o.Store.RecordEvents(ctx, c.ID, evs, u) }, evs)
 }
 
 // sandboxTools runs sandbox tools in the conversation's sandbox. While the sandbox is paused
