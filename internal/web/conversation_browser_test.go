@@ -87,7 +87,8 @@ func TestBrowserConversation(t *testing.T) {
 
 	// File diff arrives.
 	{
-		b.waitFor("the diff of hello.py", contains(textOf("figure.diff figcaption"), "hello.py"))
+		b.waitFor("the edit of hello.py", contains(textOf(".act .edit code"), "hello.py"))
+		b.waitFor("its diff", `!!document.querySelector(".act figure.diff")`)
 		b.waitFor("the added lines", contains(textOf("figure.diff tr.add"), "print('hello, world')"))
 	}
 

@@ -43,7 +43,6 @@ type eventView struct {
 	Problem *problemView
 	Note    string
 	System  *systemView
-	Unknown bool
 }
 
 type messageView struct {
@@ -200,7 +199,9 @@ func viewEvent(e event.Event) eventView {
 	case *event.ServerErrorEvent:
 		v.Problem = &problemView{Title: orDefault(b.Code, "Server error"), Detail: b.Detail}
 	default:
-		v.Unknown = true
+		// A kind this page does not know (a status change, a newer server's event) moves
+		// the status line, not the list.
+		v.Hidden = true
 	}
 	return v
 }

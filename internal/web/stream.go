@@ -12,7 +12,9 @@ import (
 	"github.com/agentd/agentd/internal/event"
 )
 
-// A conversation's page follows its log through a stream of server-rendered fragments (SSE):
+// A conversation's page follows its log through a stream of server-rendered fragments (SSE),
+// read from the conversation's feed (conversation.Service.Follow, the one resumable way to
+// follow a log, which the API's WebSocket and SSE streams read too):
 // each event of the log after the last one the page shows, once, in order, each message
 // carrying its event's id, so that the browser's EventSource resumes after the last one it
 // got when it reconnects (Last-Event-ID), also to a server that restarted meanwhile. An
@@ -75,7 +77,10 @@ func (a *App) conversationStream(w http.ResponseWriter, r *http.Request, s *sign
 		return &webError{http.StatusServiceUnavailable, "The server is shutting down."}
 	}
 	defer untrack()
-	feed, err := a.follow(ctx, s.User.ID, id, after)
+	feed, err := a.d.Conversations.Follow(ctx, s.User.ID, id, conversation.FeedStart{AfterEventID: after}, streamBuffer)
+	if errors.Is(err, conversation.ErrUnknownEvent) {
+		return &webError{http.StatusBadRequest, "The page asked for the events after one this conversation does not have. Reload it."}
+	}
 	if err != nil {
 		return err
 	}
@@ -215,7 +220,7 @@ func (p *pageStream) status(_ context.Context, v conversation.View) error {
 
 // end tells the page why its stream ended, when the page should not reconnect.
 func (p *pageStream) end(err error) error {
-	if errors.Is(err, errEnded) {
+	if errors.Is(err, event.ErrEnded) {
 		_ = p.out.send("", "end", []byte("This conversation was deleted."))
 	}
 	// Otherwise (fallen behind, shutting down) the page reconnects and resumes.
