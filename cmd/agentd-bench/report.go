@@ -11,10 +11,10 @@ import (
 type unit int
 
 const (
-	unitTime unit = iota // seconds; less is better
-	unitRate             // a rate; more is better
-	unitSize             // a size; less is better
-	unitBytes            // a small size, in KiB; less is better
+	unitTime  unit = iota // seconds; less is better
+	unitRate              // a rate; more is better
+	unitSize              // a size; less is better
+	unitBytes             // a small size, in KiB; less is better
 )
 
 func (u unit) format(v float64) string {
