@@ -78,19 +78,6 @@ func loadAssets() (*assets, error) {
 	return as, nil
 }
 
-// Sizes returns the bytes of the app's stylesheet and script as served, compressed when
-// gzip makes them smaller.
-func (as *assets) sizes() (css, js int) {
-	size := func(p string) int {
-		a := as.byName[strings.TrimPrefix(p, "/assets/")]
-		if a.gz != nil {
-			return len(a.gz)
-		}
-		return len(a.plain)
-	}
-	return size(as.CSS), size(as.JS)
-}
-
 func (a *App) serveAsset(w http.ResponseWriter, r *http.Request) {
 	as, ok := a.assets.byName[r.PathValue("name")]
 	if !ok {

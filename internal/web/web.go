@@ -201,10 +201,6 @@ type webError struct {
 
 func (e *webError) Error() string { return e.msg }
 
-func notFound() error {
-	return &webError{http.StatusNotFound, "There is no such page, or it is not yours."}
-}
-
 // errorPage answers status with a page saying msg (a fragment: the message alone).
 func (a *App) errorPage(w http.ResponseWriter, r *http.Request, s *signedIn, status int, msg string) {
 	if wantsFragment(r) {
