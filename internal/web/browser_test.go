@@ -167,6 +167,14 @@ func (b *browser) waitFor(what, expr string) {
 	}
 }
 
+// press clicks the first element the selector matches once there is one and it is enabled.
+// The status line's buttons are rendered again as events arrive, so a node found by one
+// protocol call may be gone by the next: the page finds and clicks it in one step.
+func (b *browser) press(what, sel string) {
+	b.t.Helper()
+	b.waitFor(what, `(() => { const el = document.querySelector(`+jsString(sel)+`); if (!el || el.disabled) return false; el.click(); return true })()`)
+}
+
 // eval evaluates a JavaScript expression into out.
 func eval[T any](b *browser, expr string) T {
 	b.t.Helper()

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/agentd/agentd/internal/llm/llmtest"
 )
 
@@ -28,16 +26,13 @@ func TestBrowserConfirmation(t *testing.T) {
 	b.signIn(adminKey)
 	b.open("/conversations/" + id)
 
-	b.waitFor("the question", `!!document.querySelector('[data-action="accept"]')`)
 	b.waitFor("the waiting action", `!!document.querySelector('.act.pending')`)
-	b.do("accept", chromedp.Click(chromedp.CSS(`[data-action="accept"]`)))
+	b.press("accept", `[data-action="accept"]`)
 	b.waitFor("the accepted command's output", contains(textOf("pre.term"), "accepted-and-run"))
 
-	b.waitFor("the next question", `!!document.querySelector('[data-action="reject"]')`)
-	b.do("reject",
-		chromedp.SendKeys(chromedp.CSS("#reject-reason"), "not on this machine"),
-		chromedp.Click(chromedp.CSS(`[data-action="reject"]`)),
-	)
+	b.waitFor("the next question", `!!document.querySelector('[data-action="reject"]') && !!document.querySelector('.act.pending')`)
+	b.waitFor("the reason typed", `(() => { const r = document.querySelector("#reject-reason"); if (!r) return false; r.value = "not on this machine"; return true })()`)
+	b.press("reject", `[data-action="reject"]`)
 	b.waitFor("the rejection", contains(textOf(".rejected"), "not on this machine"))
 	b.waitFor("the agent's answer", contains(textOf(".msg-agent .md"), "Understood, I will not run it."))
 	if n := eval[int](b, `document.querySelectorAll("pre.term").length`); n != 1 {

@@ -94,11 +94,9 @@ func TestBrowserConversation(t *testing.T) {
 
 	// Pause and resume.
 	{
-		b.waitFor("the pause button", `!!document.querySelector('[data-action="pause"]')`)
-		b.do("pause", chromedp.Click(chromedp.CSS(`[data-action="pause"]`)))
+		b.press("pause", `[data-action="pause"]`)
 		b.waitFor("the paused status", contains(textOf("#execution-status"), "Paused"))
-		b.waitFor("the resume button", `!!document.querySelector('[data-action="resume"]')`)
-		b.do("resume", chromedp.Click(chromedp.CSS(`[data-action="resume"]`)))
+		b.press("resume", `[data-action="resume"]`)
 		b.waitFor("the agent's answer", contains(textOf(".msg-agent .md"), "All done: hello.py prints a greeting."))
 		b.waitFor("the finished status", contains(textOf("#execution-status"), "Finished"))
 		if n := eval[int](b, `document.querySelectorAll('.msg-agent .md strong').length`); n != 1 {

@@ -130,6 +130,24 @@ func TestBrowserPages(t *testing.T) {
 			"initial_message": map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}, "run": true}}, http.StatusOK, &task)
 	}
 	e.eventually("the short conversations to finish", func() bool { return model.Remaining() == 0 && len(model.Requests()) == 2 })
+
+	// The list follows its conversations: a row is rendered again when its conversation
+	// moves, without a reload.
+	b.open("/conversations")
+	b.waitFor("the finished rows", `document.querySelectorAll(".conv-row").length === 2 && `+contains(textOf(".conv-row"), "Finished"))
+	first := eval[string](b, `document.querySelector(".conv-row").dataset.id`)
+	eval[bool](b, `(document.querySelectorAll(".conv-row").forEach(r => r.dataset.old = "1"), window.__mark = 3) === 3`)
+	model.Push(llmtest.Step{Reply: &llmtest.Reply{Text: "More.", Usage: llm.Usage{PromptTokens: 500000, CompletionTokens: 1000}}})
+	e.must("POST", "/api/v1/app-conversations/"+first+"/send-message", adminKey,
+		map[string]any{"content": []any{map[string]any{"type": "text", "text": "And more"}}}, http.StatusOK, nil)
+	b.waitFor("the row rendered again with its new cost", `!document.getElementById("row-`+first+`").dataset.old && `+
+		`document.querySelector("#row-`+first+` .conv-cost").textContent !== "$0.00"`)
+	if n := eval[int](b, `document.querySelectorAll(".conv-row[data-old]").length`); n != 1 {
+		t.Errorf("%d rows kept, want the other row untouched", n)
+	}
+	if mark := eval[int](b, `window.__mark || 0`); mark != 3 {
+		t.Error("the list was loaded again")
+	}
 	model.Push(showcase(t)...)
 	b.open("/conversations/new")
 	b.waitFor("the repositories", `document.querySelectorAll("#repository-options option").length === 2`)

@@ -465,12 +465,29 @@
     return window.innerHeight + window.scrollY >= document.body.scrollHeight - 120;
   }
 
+  // replaceStatus puts a new status line in, keeping what the user is typing in it (the
+  // reason of a rejection) and where the focus is.
+  function replaceStatus(html) {
+    const st = $("#status");
+    if (!st) return;
+    const reason = $("#reject-reason");
+    const typed = reason ? reason.value : "";
+    const focused = document.activeElement && st.contains(document.activeElement) ? document.activeElement : null;
+    const key = focused && (focused.id || focused.dataset.action);
+    st.replaceChildren(fragment(html));
+    const again = $("#reject-reason");
+    if (again && typed) again.value = typed;
+    if (key) {
+      const el = document.getElementById(key) || $('[data-action="' + CSS.escape(key) + '"]', st);
+      if (el) el.focus();
+    }
+  }
+
   // apply puts one message of the live stream into the page.
   function apply(msg) {
     const stick = nearBottom();
     if (msg.op === "status") {
-      const st = $("#status");
-      if (st) st.replaceChildren(fragment(msg.html));
+      replaceStatus(msg.html);
       return;
     }
     if (msg.op === "title") {
@@ -559,7 +576,7 @@
 
   async function refreshStatus(conv) {
     try {
-      $("#status").replaceChildren(fragment(await load("/conversations/" + conv.dataset.id + "/status")));
+      replaceStatus(await load("/conversations/" + conv.dataset.id + "/status"));
     } catch (e) {
       /* the stream brings it */
     }
