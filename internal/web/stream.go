@@ -99,15 +99,20 @@ func (a *App) conversationStream(w http.ResponseWriter, r *http.Request, s *sign
 	}
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
+	// take sends one event of the feed; done says the stream is over.
+	take := func(e event.Event, ok bool) (done bool) {
+		if !ok {
+			st.end(feed.Err())
+			return true
+		}
+		return st.event(e) != nil
+	}
 	dirty := false
 	for {
 		// Send what is there, then the status line once the burst is over.
 		select {
 		case e, ok := <-feed.C:
-			if !ok {
-				return st.end(feed.Err())
-			}
-			if err := st.event(e); err != nil {
+			if take(e, ok) {
 				return nil
 			}
 			dirty = true
@@ -122,10 +127,7 @@ func (a *App) conversationStream(w http.ResponseWriter, r *http.Request, s *sign
 		}
 		select {
 		case e, ok := <-feed.C:
-			if !ok {
-				return st.end(feed.Err())
-			}
-			if err := st.event(e); err != nil {
+			if take(e, ok) {
 				return nil
 			}
 			dirty = true
@@ -219,10 +221,9 @@ func (p *pageStream) status(_ context.Context, v conversation.View) error {
 }
 
 // end tells the page why its stream ended, when the page should not reconnect.
-func (p *pageStream) end(err error) error {
+func (p *pageStream) end(err error) {
 	if errors.Is(err, event.ErrEnded) {
 		_ = p.out.send("", "end", []byte("This conversation was deleted."))
 	}
 	// Otherwise (fallen behind, shutting down) the page reconnects and resumes.
-	return nil
 }
