@@ -34,6 +34,7 @@ import (
 	"github.com/agentd/agentd/internal/settings"
 	"github.com/agentd/agentd/internal/skill"
 	"github.com/agentd/agentd/internal/store/sqlite"
+	"github.com/agentd/agentd/internal/web"
 	"github.com/agentd/agentd/internal/webhook"
 )
 
@@ -82,6 +83,8 @@ type App struct {
 	Conversations *conversation.Service
 
 	handler http.Handler
+	// web is the web app, whose live streams end when the server shuts down.
+	web *web.App
 	// agentServer serves the agent-server base; nil when the configuration has none.
 	agentServer http.Handler
 	log         *slog.Logger
@@ -203,7 +206,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		return nil, err
 	}
 
-	users := auth.NewService(st, auth.Options{Logger: log})
+	users := auth.NewService(st, auth.Options{Logger: log, SessionTTL: cfg.SessionTTL})
 	if a.BootstrapKey, err = users.Bootstrap(ctx, cfg.AdminKey); err != nil {
 		return nil, err
 	}
@@ -289,6 +292,16 @@ func New(ctx context.Context, o Options) (*App, error) {
 	a.closers = append(a.closers, func() error { stopRun(); <-runDone; return nil })
 	webhooks.Start()
 
+	webApp, err := web.New(web.Deps{
+		Auth: users, Conversations: a.Conversations, Sandboxes: a.Sandboxes, Settings: userSettings,
+		GitProviders: gitProviders, CustomSecrets: customSecrets, Logger: log, PublicURL: cfg.PublicURL,
+		Version: o.Version, DefaultModel: cfg.LLMModel,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.web = webApp
+	a.closers = append(a.closers, func() error { webApp.Close(); return nil })
 	api, err := httpapi.New(httpapi.Deps{
 		Auth: users, Conversations: a.Conversations, Sandboxes: a.Sandboxes,
 		Settings:      userSettings,
@@ -301,6 +314,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		SpecWarnings: func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },
 		CORSOrigins:  cfg.CORSOrigins, Sockets: o.Sockets,
 		URLs: urls, BodyTimeout: cfg.RequestBodyTimeout, MaxUploadBytes: cfg.MaxUploadMB << 20,
+		Web: webApp,
 		Checks: []httpapi.Check{
 			{Name: "store", Run: st.Ping},
 			{Name: "sandbox_backend", Run: a.Sandboxes.CheckBackend},
@@ -348,7 +362,13 @@ func (a *App) Handler() http.Handler { return a.handler }
 
 // Server returns the HTTP server of the API, with its timeouts and bounds, to serve on a
 // listener wrapped by Listener.
-func (a *App) Server() *http.Server { return httpapi.NewServer(a.handler, a.log) }
+func (a *App) Server() *http.Server {
+	srv := httpapi.NewServer(a.handler, a.log)
+	// The app's live streams are plain requests that last: a shutdown ends them rather
+	// than wait for them.
+	srv.RegisterOnShutdown(a.web.Close)
+	return srv
+}
 
 // AgentServerHandler serves the agent-server base (the conversation API at its root); nil
 // when the configuration has none.

@@ -64,6 +64,8 @@ type Config struct {
 	// CORSOrigins are the browser origins allowed to call the API; empty allows any
 	// localhost origin, "*" allows every origin.
 	CORSOrigins []string
+	// SessionTTL is how long a web app session lasts unused.
+	SessionTTL time.Duration
 	// LLMModel, LLMBaseURL, LLMAPIKey and LLMProvider are the server-wide LLM, used for
 	// users who set none in their settings. LLMProvider is "", "openai" or "anthropic"; empty
 	// infers it from the model name.
@@ -183,6 +185,9 @@ func Options() []Option {
 		{Flag: "cors-origins", Env: []string{"AGENTD_CORS_ORIGINS", "PERMITTED_CORS_ORIGINS"}, File: "cors_origins", Default: "",
 			Doc: "Comma-separated browser origins allowed to call the API (e.g. https://app.example.com); empty allows any localhost origin, * allows all.",
 			set: func(c *Config, v string) error { c.CORSOrigins = splitList(v); return nil }},
+		{Flag: "session-ttl", Env: []string{"AGENTD_SESSION_TTL"}, File: "session_ttl", Default: "168h",
+			Doc: "How long a session of the web app lasts without being used (it is renewed while used, and never outlives the API key it was signed in with).",
+			set: func(c *Config, v string) error { return setDuration(&c.SessionTTL, v) }},
 		{Flag: "llm-model", Env: []string{"AGENTD_LLM_MODEL"}, File: "llm_model", Default: "",
 			Doc: "Model for users whose settings name none, e.g. gpt-4o, claude-sonnet-4-5, or anthropic/claude-sonnet-4-5.",
 			set: func(c *Config, v string) error { c.LLMModel = strings.TrimSpace(v); return nil }},
@@ -461,6 +466,9 @@ func (c *Config) validate() error {
 	}
 	if c.SandboxIdleTimeout < 0 {
 		errs = append(errs, errors.New("sandbox idle timeout must not be negative"))
+	}
+	if c.SessionTTL <= 0 {
+		errs = append(errs, errors.New("session ttl must be positive"))
 	}
 	if c.SandboxStartTimeout <= 0 {
 		errs = append(errs, errors.New("sandbox start timeout must be positive"))

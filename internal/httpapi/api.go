@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -64,6 +65,9 @@ type Deps struct {
 	// MaxUploadBytes bounds a file uploaded into a workspace; zero means
 	// DefaultMaxUploadBytes.
 	MaxUploadBytes int64
+	// Web is the web app, served at every path outside the API's (/api/, /agent-server/,
+	// /sockets/); nil serves none.
+	Web http.Handler
 }
 
 // API serves every HTTP endpoint of agentd serve. Close ends its WebSockets.
@@ -121,11 +125,21 @@ func New(d Deps) (*API, error) {
 	// first frame, so it stays out of the route table (see eventsocket.go).
 	mux.HandleFunc("GET "+agentSocket, a.eventSocket)
 	mux.Handle("/", a.wrap(route{h: func(w http.ResponseWriter, r *http.Request) error {
+		if a.d.Web != nil && !apiPath(r.URL.Path) {
+			a.d.Web.ServeHTTP(w, r)
+			return nil
+		}
 		return errNotFoundRoute
 	}, op: wire.Operation{Public: true}}))
 	a.handler = a.recoverer(a.logRequests(a.cors(cleanPaths(mux))))
 	a.agentHandler = a.agentBaseHandler(rts)
 	return a, nil
+}
+
+// apiPath reports whether a path is in the API's part of the server, where an unknown path
+// is a JSON 404 rather than a page of the web app.
+func apiPath(p string) bool {
+	return strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/agent-server/") || strings.HasPrefix(p, "/sockets/")
 }
 
 // ServeHTTP implements http.Handler.

@@ -34,6 +34,7 @@ func Run(t *testing.T, f Factory) {
 	}{
 		{"Users", testUsers},
 		{"APIKeys", testAPIKeys},
+		{"Sessions", testSessions},
 		{"Bootstrap", testBootstrap},
 		{"BootstrapAtomic", testBootstrapAtomic},
 		{"BootstrapConcurrent", testBootstrapConcurrent},
@@ -69,6 +70,9 @@ func Run(t *testing.T, f Factory) {
 		{"EventOwnership", testEventOwnership},
 		{"AppendEventsAtomic", testAppendEventsAtomic},
 		{"ConcurrentAppends", testConcurrentAppends},
+		{"Feed", testFeed},
+		{"FeedLagged", testFeedLagged},
+		{"FeedEnds", testFeedEnds},
 		{"RecordEvents", testRecordEvents},
 		{"ExecutionStatusQueries", testExecutionStatusQueries},
 		{"EventSourceFilter", testEventSourceFilter},
