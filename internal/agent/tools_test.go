@@ -79,3 +79,54 @@ func TestConfigTools(t *testing.T) {
 		}
 	})
 }
+
+// TestUpdateTools: tools that change during a run (an MCP server's) are offered from the
+// next model call on, and a call to a tool that is gone is an error the model reads.
+func TestUpdateTools(t *testing.T) {
+	forEachProvider(t, func(t *testing.T, p int) {
+		r := newRig(t, p,
+			llmtest.Calls(llmtest.Call("read_issue", `{"number": 3}`)),
+			llmtest.Calls(llmtest.Call("read_issue", `{"number": 3}`)),
+			llmtest.Text("Done."),
+		)
+		r.log.userSays(t, "What does issue 3 say?")
+		readIssue := tool.New("read_issue", "Read an issue.", tool.ControlPlane, true, "GitProviderObservation", issueArgs{})
+		listIssues := tool.NewRaw("list_issues", "List the issues.", tool.Sandbox, true, "MCPToolObservation", json.RawMessage(`{"type":"object","properties":{}}`))
+		// The first model call offers read_issue; the tools change after it: read_issue goes
+		// and list_issues comes.
+		calls := 0
+		update := func(context.Context) ([]tool.Tool, bool) {
+			calls++
+			switch calls {
+			case 1:
+				return nil, false
+			case 2:
+				return []tool.Tool{listIssues}, true
+			}
+			return nil, false
+		}
+		r.cfg.Tools = []tool.Tool{readIssue}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		a := New(Options{Config: r.cfg, LLM: r.llm, Tools: withIssues{r.tools}, Log: r.log, UpdateTools: update})
+		if st, err := a.Run(ctx); err != nil || st != StatusFinished {
+			t.Fatalf("run: %v %v", st, err)
+		}
+		reqs := r.srv.Requests()
+		if len(reqs) != 3 || calls != 3 {
+			t.Fatalf("%d model calls, %d looks for changed tools", len(reqs), calls)
+		}
+		if names := toolNames(reqs[0].Tools); !slices.Contains(names, "read_issue") || slices.Contains(names, "list_issues") {
+			t.Errorf("first call offered %v", names)
+		}
+		if names := toolNames(reqs[1].Tools); slices.Contains(names, "read_issue") || !slices.Contains(names, "list_issues") || !slices.Contains(names, tool.Terminal) {
+			t.Errorf("second call offered %v", names)
+		}
+		// The second read_issue was made after the tool went away.
+		r.wantKinds("MessageEvent:user", "SystemPromptEvent", "execution_status=running", "ActionEvent:read_issue", "ObservationEvent:read_issue",
+			"ActionEvent:read_issue", "AgentErrorEvent", "MessageEvent:agent", "execution_status=finished")
+		if texts := toolTexts(reqs[2]); len(texts) != 2 || !strings.Contains(texts[1], "list_issues") {
+			t.Errorf("the model read %q", texts)
+		}
+	})
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/settings"
 	"github.com/agentd/agentd/internal/tool"
 	"github.com/agentd/agentd/internal/tool/mcp"
@@ -123,27 +124,43 @@ func urlServerName(s mcp.Server) string {
 	return name
 }
 
-// mcpTools starts the conversation's MCP servers in its sandbox and returns their tools,
-// named so that none collides with taken. A server that fails is left out, and an event says
-// which and why; with no servers, or no runtime to run them, there are no tools.
-func (s *Service) mcpTools(ctx context.Context, c Conversation, taken func(string) bool) (mcp.Toolset, Runtime) {
+// mcpTools are a conversation's MCP tools for one run of its agent: those of the servers the
+// run started with, named so that none collides with the agent's other tools, and kept
+// current as the servers say their tools changed. Used by the run's goroutine only.
+type mcpTools struct {
+	s     *Service
+	conv  Conversation
+	taken func(string) bool
+	rt    Runtime // nil: no servers, or they could not be started
+	gen   uint64
+	set   mcp.Toolset
+	// reported holds the reason recorded for each server that failed in this run, so that a
+	// failure is recorded once, not at every look for changes.
+	reported map[string]string
+}
+
+// startMCP starts the conversation's MCP servers in its sandbox and lists their tools. A
+// server that fails is left out, and an event says which and why; with no servers, or no
+// runtime to run them, there are no tools.
+func (s *Service) startMCP(ctx context.Context, c Conversation, taken func(string) bool) *mcpTools {
+	m := &mcpTools{s: s, conv: c, taken: taken, reported: map[string]string{}}
 	log := s.log.With("conversation_id", c.ID)
 	servers, err := s.mcpConfigOf(ctx, c)
 	if err != nil {
 		log.Error("agent: read the MCP configuration", "err", err)
-		return mcp.Toolset{}, nil
+		return m
 	}
 	if len(servers) == 0 || c.SandboxID == "" || s.o.Runtimes == nil {
-		return mcp.Toolset{}, nil
+		return m
 	}
 	if _, err := s.o.Sandboxes.WaitRunning(ctx, c.OwnerID, c.SandboxID); err != nil {
 		log.Warn("agent: MCP servers not started: the sandbox does not run", "err", err)
-		return mcp.Toolset{}, nil
+		return m
 	}
 	rt, err := s.o.Runtimes(ctx, c.OwnerID, c.SandboxID)
 	if err != nil {
 		log.Warn("agent: MCP servers not started: reach the sandbox", "err", err)
-		return mcp.Toolset{}, nil
+		return m
 	}
 	st, err := rt.ConfigureMCP(ctx, c.ID, runtime.MCPConfigureRequest{
 		Servers:               servers,
@@ -152,38 +169,74 @@ func (s *Service) mcpTools(ctx context.Context, c Conversation, taken func(strin
 	})
 	if err != nil {
 		log.Warn("agent: MCP servers not started", "err", err)
-		return mcp.Toolset{}, nil
+		return m
 	}
-	s.recordMCPFailures(ctx, c, st)
-	return mcp.NewToolset(st, taken), rt
+	m.rt = rt
+	m.update(ctx, st)
+	return m
 }
 
-// mcpExecutor runs the MCP tools of a conversation in its sandbox.
-type mcpExecutor struct {
-	set  mcp.Toolset
-	rt   Runtime
-	conv string
+// update takes st as the servers' state: their tools, and an event for each failure not
+// recorded yet in this run.
+func (m *mcpTools) update(ctx context.Context, st mcp.State) {
+	m.gen, m.set = st.Generation, mcp.NewToolset(st, m.taken)
+	var failed []mcp.ServerStatus
+	for _, srv := range st.Servers {
+		if srv.Error != "" && m.reported[srv.Name] != srv.Error {
+			m.reported[srv.Name] = srv.Error
+			failed = append(failed, srv)
+		}
+	}
+	m.s.recordMCPFailures(ctx, m.conv, failed)
 }
 
-func (m mcpExecutor) run(ctx context.Context, name string, args json.RawMessage) (tool.Result, bool, error) {
+// Tools are the agent tools of the servers, as last listed.
+func (m *mcpTools) Tools() []tool.Tool { return m.set.Tools() }
+
+// refresh asks the sandbox's runtime whether a server's tools changed since they were last
+// listed (a server said so), and takes the new list when they did; it reports whether it
+// took one. A sandbox that
+// does not run is not asked (the tools stay as they were): asking a paused one would wait
+// for its resume.
+func (m *mcpTools) refresh(ctx context.Context) bool {
+	if m.rt == nil {
+		return false
+	}
+	if sb, err := m.s.o.Sandboxes.Get(ctx, m.conv.OwnerID, m.conv.SandboxID); err != nil || sb.Status != sandbox.StatusRunning {
+		return false
+	}
+	st, changed, err := m.rt.MCPChanges(ctx, m.conv.ID, m.gen)
+	if err != nil {
+		if ctx.Err() == nil {
+			m.s.log.Warn("agent: look for changed MCP tools", "conversation_id", m.conv.ID, "err", err)
+		}
+		return false
+	}
+	if !changed {
+		return false
+	}
+	m.update(ctx, st)
+	m.s.log.Info("agent: MCP tools listed again", "conversation_id", m.conv.ID, "tools", len(st.Tools), "generation", st.Generation)
+	return true
+}
+
+// run runs the MCP tool called name; ok is false when no MCP tool has that name.
+func (m *mcpTools) run(ctx context.Context, name string, args json.RawMessage) (res tool.Result, ok bool, err error) {
 	ref, ok := m.set.Lookup(name)
 	if !ok || m.rt == nil {
 		return tool.Result{}, false, nil
 	}
-	res, err := m.rt.CallMCP(ctx, m.conv, ref.Server, ref.Tool, args)
+	r, err := m.rt.CallMCP(ctx, m.conv.ID, ref.Server, ref.Tool, args)
 	if err != nil {
 		return tool.Result{}, true, err
 	}
-	return mcp.Result(name, res), true, nil
+	return mcp.Result(name, r), true, nil
 }
 
-// recordMCPFailures records one MCPServerErrorEvent per server of st that failed.
-func (s *Service) recordMCPFailures(ctx context.Context, c Conversation, st mcp.State) {
+// recordMCPFailures records one MCPServerErrorEvent per server of failed.
+func (s *Service) recordMCPFailures(ctx context.Context, c Conversation, failed []mcp.ServerStatus) {
 	var evs []event.Event
-	for _, srv := range st.Servers {
-		if srv.Error == "" {
-			continue
-		}
+	for _, srv := range failed {
 		s.log.Info("MCP server left out", "conversation_id", c.ID, "mcp_server", srv.Name, "err", srv.Error)
 		ev, err := event.New(s.o.NewEventID(), s.o.Now(), event.SourceEnvironment,
 			&event.MCPServerErrorEvent{Server: srv.Name, Transport: string(srv.Transport), Detail: srv.Error})
