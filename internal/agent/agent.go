@@ -307,7 +307,7 @@ func (a *Agent) complete(ctx context.Context) (llm.Response, error) {
 	}
 	return a.o.LLM.Complete(ctx, llm.Request{
 		Model:     a.cfg.Model,
-		Messages:  buildMessages(a.systemText(), buildView(a.entries)),
+		Messages:  buildMessages(a.systemText(), buildView(a.entries), llm.AcceptsImages(a.cfg.Model)),
 		Tools:     a.specs,
 		MaxTokens: a.cfg.MaxTokens,
 	})

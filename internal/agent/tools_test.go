@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/llm"
 	"github.com/agentd/agentd/internal/llm/llmtest"
 	"github.com/agentd/agentd/internal/tool"
 )
@@ -129,4 +130,68 @@ func TestUpdateTools(t *testing.T) {
 			t.Errorf("the model read %q", texts)
 		}
 	})
+}
+
+// withSnapshot answers the tool snapshot with text and an image, as an MCP tool does.
+type withSnapshot struct{ *fakeTools }
+
+const snapshotURL = "data:image/png;base64,iVBORw0KGgo="
+
+func (w withSnapshot) Run(ctx context.Context, name string, args json.RawMessage) (tool.Result, error) {
+	if name != "snapshot" {
+		return w.fakeTools.Run(ctx, name, args)
+	}
+	obs := map[string]any{"kind": "MCPToolObservation", "tool_name": name, "is_error": false, "content": []any{
+		map[string]any{"type": "text", "text": "the screen"},
+		map[string]any{"type": "image", "image_urls": []string{snapshotURL}},
+	}}
+	return tool.NewResult("[Tool 'snapshot' executed.]\nthe screen\n[image: image/png, 8 bytes]", false, obs), nil
+}
+
+// TestToolImages: the images of a tool's observation reach a model that takes images, after
+// the tool's text, in each provider's way; a model that takes none reads the text only.
+func TestToolImages(t *testing.T) {
+	for _, tc := range []struct {
+		provider int
+		model    string
+		vision   bool
+	}{{0, "gpt-4o", true}, {1, "claude-sonnet-4-5", true}, {0, "llama3.1:8b", false}} {
+		t.Run(providers[tc.provider].name+"/"+tc.model, func(t *testing.T) {
+			r := newRig(t, tc.provider, llmtest.Calls(llmtest.Call("snapshot", `{}`)), llmtest.Text("I see it."))
+			r.cfg.Model = tc.model
+			r.cfg.Tools = []tool.Tool{tool.NewRaw("snapshot", "Take a snapshot.", tool.Sandbox, true, "MCPToolObservation", json.RawMessage(`{"type":"object"}`))}
+			r.log.userSays(t, "What is on the screen?")
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if st, err := New(Options{Config: r.cfg, LLM: r.llm, Tools: withSnapshot{r.tools}, Log: r.log}).Run(ctx); err != nil || st != StatusFinished {
+				t.Fatalf("run: %v %v", st, err)
+			}
+			reqs := r.srv.Requests()
+			if len(reqs) != 2 {
+				t.Fatalf("%d model calls", len(reqs))
+			}
+			var images []string
+			sawText := false
+			for _, m := range reqs[1].Messages {
+				for _, p := range m.Parts {
+					if p.Type == llm.PartImage {
+						images = append(images, p.ImageURL)
+						if tc.provider == 1 && m.Role != llm.RoleTool {
+							t.Errorf("the image came in a %s message, not the tool result", m.Role)
+						}
+					}
+					sawText = sawText || strings.Contains(p.Text, "the screen")
+				}
+			}
+			if !sawText {
+				t.Error("the model did not read the tool's text")
+			}
+			if tc.vision && (len(images) != 1 || images[0] != snapshotURL) {
+				t.Errorf("images sent %q, want the snapshot", images)
+			}
+			if !tc.vision && len(images) > 0 {
+				t.Errorf("images sent to a model that takes none: %q", images)
+			}
+		})
+	}
 }
