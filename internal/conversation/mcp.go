@@ -13,6 +13,7 @@ import (
 	"github.com/agentd/agentd/internal/runtime"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/settings"
+	"github.com/agentd/agentd/internal/skill"
 	"github.com/agentd/agentd/internal/tool"
 	"github.com/agentd/agentd/internal/tool/mcp"
 )
@@ -24,9 +25,10 @@ type MCPOptions struct {
 }
 
 // mcpConfigOf is the conversation's MCP configuration: its owner's stored servers, then
-// those of its start request; a request server with a stored one's name (stdio) or URL
-// replaces it.
-func (s *Service) mcpConfigOf(ctx context.Context, c Conversation) ([]mcp.Server, error) {
+// those of its start request, then those its repository skills declare; a request server with
+// a stored one's name (stdio) or URL replaces it, and a skill's server with the name or URL of
+// one of those is left out.
+func (s *Service) mcpConfigOf(ctx context.Context, c Conversation, skills []skill.Skill) ([]mcp.Server, error) {
 	var stored, requested settings.MCPConfig
 	if s.o.Settings != nil {
 		raw, ok, err := s.o.Settings.Secret(ctx, c.OwnerID, "mcp_config")
@@ -52,11 +54,27 @@ func (s *Service) mcpConfigOf(ctx context.Context, c Conversation) ([]mcp.Server
 			requested = *req.MCPConfig
 		}
 	}
-	return mcpServers(stored, requested), nil
+	return mcpServers(stored, requested, declaredMCPServers(skills)), nil
 }
 
-// mcpServers merges two configurations into named servers.
-func mcpServers(stored, requested settings.MCPConfig) []mcp.Server {
+// declaredMCPServers are the servers the repo skills declare, in the skills' order: as in
+// OpenHands, those of knowledge and task skills are not used.
+func declaredMCPServers(skills []skill.Skill) []mcp.Server {
+	var out []mcp.Server
+	for _, sk := range skills {
+		if !sk.AlwaysOn() {
+			continue
+		}
+		for _, d := range sk.MCPServers {
+			out = append(out, mcp.Server{Name: d.Name, Transport: mcp.Transport(d.Transport), Command: d.Command,
+				Args: d.Args, Env: d.Env, URL: d.URL, APIKey: d.APIKey, TimeoutSeconds: d.TimeoutSeconds})
+		}
+	}
+	return out
+}
+
+// mcpServers merges the configurations into named servers.
+func mcpServers(stored, requested settings.MCPConfig, declared []mcp.Server) []mcp.Server {
 	var all []mcp.Server
 	add := func(m settings.MCPConfig) {
 		for _, st := range m.StdioServers {
@@ -76,23 +94,34 @@ func mcpServers(stored, requested settings.MCPConfig) []mcp.Server {
 	add(stored)
 	n := len(all)
 	add(requested)
+	configured := len(all)
+	all = append(all, declared...)
 	key := func(s mcp.Server) string {
 		if s.Transport == mcp.Stdio {
 			return "stdio:" + s.Name
 		}
 		return "url:" + s.URL
 	}
-	replaced := map[string]bool{}
-	for _, s := range all[n:] {
-		replaced[key(s)] = true
+	keys := func(servers []mcp.Server) map[string]bool {
+		m := map[string]bool{}
+		for _, s := range servers {
+			m[key(s)] = true
+		}
+		return m
 	}
+	requestedKeys, configuredKeys := keys(all[n:configured]), keys(all[:configured])
 	var out []mcp.Server
 	names := map[string]bool{}
 	for i, s := range all {
-		if i < n && replaced[key(s)] {
-			continue
+		switch {
+		case i < n && requestedKeys[key(s)]:
+			continue // the request's server replaces the stored one
+		case i >= configured && configuredKeys[key(s)]:
+			continue // a skill's server gives way to a configured one, or an earlier skill's
+		case i >= configured:
+			configuredKeys[key(s)] = true
 		}
-		if s.Transport != mcp.Stdio {
+		if s.Transport != mcp.Stdio && (s.Name == "" || i < configured) {
 			s.Name = urlServerName(s)
 		}
 		base := s.Name
@@ -142,10 +171,10 @@ type mcpTools struct {
 // startMCP starts the conversation's MCP servers in its sandbox and lists their tools. A
 // server that fails is left out, and an event says which and why; with no servers, or no
 // runtime to run them, there are no tools.
-func (s *Service) startMCP(ctx context.Context, c Conversation, taken func(string) bool) *mcpTools {
+func (s *Service) startMCP(ctx context.Context, c Conversation, skills []skill.Skill, taken func(string) bool) *mcpTools {
 	m := &mcpTools{s: s, conv: c, taken: taken, reported: map[string]string{}}
 	log := s.log.With("conversation_id", c.ID)
-	servers, err := s.mcpConfigOf(ctx, c)
+	servers, err := s.mcpConfigOf(ctx, c, skills)
 	if err != nil {
 		log.Error("agent: read the MCP configuration", "err", err)
 		return m

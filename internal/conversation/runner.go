@@ -228,7 +228,7 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 		}
 		return slices.ContainsFunc(own, func(t tool.Tool) bool { return t.Name == name })
 	}
-	mcpTools := s.startMCP(ctx, v.Conversation, taken)
+	mcpTools := s.startMCP(ctx, v.Conversation, cfg.Skills, taken)
 	cfg.Tools = append(slices.Clip(own), mcpTools.Tools()...)
 	if repo := deref(v.SelectedRepository); repo != "" && cfg.Workspace != "" {
 		// Where the start's PREPARING_REPOSITORY step cloned it (see resolveRepository).

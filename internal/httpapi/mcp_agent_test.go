@@ -159,3 +159,48 @@ func TestMCPToolsChange(t *testing.T) {
 		t.Error("late_tool was offered before the server added it")
 	}
 }
+
+// TestMCPServersOfMicroagents: a repository microagent that declares MCP servers
+// (mcp_tools) gives the conversation their tools beside those of the request; a knowledge
+// microagent's servers are not started.
+func TestMCPServersOfMicroagents(t *testing.T) {
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	model := e.scripted(alice,
+		llmtest.Calls(llmtest.Call("repo_echo", `{"text":"from the microagent's server"}`)),
+		llmtest.Calls(llmtest.Call("mine_echo", `{"text":"from the request's server"}`)),
+		llmtest.Text("Both answered."),
+	)
+	sb := e.runningSandbox(alice)
+	e.writeWorkspace(alice, sb, map[string]string{
+		".openhands/microagents/tools.md": "---\nname: tools\nmcp_tools:\n  stdio_servers:\n    - name: repo\n" +
+			"      command: /proc/self/exe\n      env: {" + mcptest.ModeEnv + ": stdio}\n---\nThe repository's tools.",
+		".openhands/microagents/later.md": "---\nname: later\ntriggers: [never-said]\nmcp_tools:\n  mcpServers:\n" +
+			"    knowledge: {command: /proc/self/exe, env: {" + mcptest.ModeEnv + ": stdio}}\n---\nNot yet.",
+	})
+	c := e.startAgent(alice, map[string]any{
+		"sandbox_id":      sb,
+		"initial_message": message("use the tools", true),
+		"mcp_config": map[string]any{"stdio_servers": []any{
+			map[string]any{"name": "mine", "command": "/proc/self/exe", "env": map[string]any{mcptest.ModeEnv: "stdio"}},
+		}},
+	})
+	c.waitStatus("finished")
+	var texts []string
+	for _, ev := range c.events() {
+		if ev.Kind == "ObservationEvent" {
+			texts = append(texts, observationText(ev))
+		}
+	}
+	all := strings.Join(texts, "\n")
+	for _, want := range []string{"from the microagent's server", "from the request's server"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no observation says %q; observations:\n%s", want, all)
+		}
+	}
+	for _, tl := range model.Requests()[0].Tools {
+		if strings.HasPrefix(tl.Name, "knowledge_") {
+			t.Errorf("the knowledge microagent's server was started: tool %s offered", tl.Name)
+		}
+	}
+}
