@@ -49,7 +49,9 @@ func (s *Service) mcpConfigOf(ctx context.Context, c Conversation, skills []skil
 		var req struct {
 			MCPConfig *settings.MCPConfig `json:"mcp_config"`
 		}
-		_ = json.Unmarshal(raw, &req) // validated when stored
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return nil, fmt.Errorf("mcp servers of %s: its request: %w", c.ID, err)
+		}
 		if req.MCPConfig != nil {
 			requested = *req.MCPConfig
 		}
