@@ -103,7 +103,7 @@ func TestV1StartValidatesMCP(t *testing.T) {
 // list_changed) is offered to the model before a later call, and the model can call it; the
 // server's calls are bounded by the server's mcp-call-timeout setting.
 func TestMCPToolsChange(t *testing.T) {
-	e := newEnv(t, func(c *config.Config) { c.MCPCallTimeout = time.Second })
+	e := newEnv(t, func(c *config.Config) { c.MCPCallTimeout = 2 * time.Second })
 	_, alice := e.newUser("alice")
 	var calledLate atomic.Bool
 	// The notification comes on its own after add_tool answers: until the model is offered

@@ -55,14 +55,15 @@ func (l *lockedBuffer) String() string {
 }
 
 // newMCPServer serves agentd on the bwrap backend with the default network (egress) and a
-// spec "isolated" with network none. The MCP connect bound is short: the servers that never
-// answer are what it is for.
+// spec "isolated" with network none. The MCP connect bound is half the default: a server that
+// never answers costs all of it, and the others (a race-built test binary among them, on a
+// busy machine) must start within it.
 func newMCPServer(t *testing.T) *mcpServer {
 	dir := sandboxtest.ShortDir(t)
 	root := filepath.Join(dir, "sandboxes", "bwrap")
 	newTestBackend(t, testRoot(t)) // skip early when bwrap does not work here
 	cfg, err := config.Load([]string{"--data-dir", dir, "--admin-key", mcpAdminKey, "--sandbox-backend", Name,
-		"--mcp-connect-timeout", "3s"}, func(string) string { return "" })
+		"--mcp-connect-timeout", "15s"}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
