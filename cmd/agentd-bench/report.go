@@ -79,8 +79,8 @@ func (r report) print(w io.Writer) {
 	fmt.Fprintf(w, "- go: %s %s, GOMAXPROCS=%d\n", m.goVersion, m.platform, m.maxProcs)
 	fmt.Fprintf(w, "- cpu: %s (%d logical CPUs)\n", m.cpuModel, m.cpus)
 	fmt.Fprintf(w, "- kernel: %s; load average at the start: %s\n", m.kernel, m.loadAvg)
-	fmt.Fprintf(w, "- run: %d starts, %d pause/resume cycles, %d bwrap sandboxes at once, %d conversations, %d clients × %v per load, %d conversations on a repository of %d files\n",
-		o.starts, o.cycles, o.many, o.conversations, o.clients, o.duration, o.repoRounds, o.repoFiles)
+	fmt.Fprintf(w, "- run: %d starts, %d pause/resume cycles, %d bwrap sandboxes at once, %d conversations, %d clients × %v per load, %d conversations on a repository of %d files, %d MCP calls per transport\n",
+		o.starts, o.cycles, o.many, o.conversations, o.clients, o.duration, o.repoRounds, o.repoFiles, o.mcpCalls)
 	fmt.Fprintf(w, "- sandboxes run: %s\n\n", r.binary)
 	fmt.Fprintln(w, "| figure | agentd | primitive | ratio |")
 	fmt.Fprintln(w, "|---|--:|---|--:|")

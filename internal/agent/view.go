@@ -98,8 +98,9 @@ func pendingAt(view []item) []int {
 // message and each followed by exactly one tool message per call. Messages that arrived
 // while tool calls were unanswered wait until the calls are answered; calls never answered
 // (the loop was interrupted) get a result saying so, as providers reject unanswered calls.
-func buildMessages(system string, view []item) []llm.Message {
-	b := &messageBuilder{pending: map[string]string{}, assistant: -1}
+// With vision, the images of tool observations (an MCP tool's) follow their text.
+func buildMessages(system string, view []item, vision bool) []llm.Message {
+	b := &messageBuilder{pending: map[string]string{}, assistant: -1, vision: vision}
 	b.msgs = append(b.msgs, llm.Message{Role: llm.RoleSystem, Parts: []llm.Part{llm.TextPart(system)}})
 	for _, it := range view {
 		b.add(it)
@@ -119,6 +120,8 @@ type messageBuilder struct {
 	assistant    int
 	lastResponse string
 	deferred     []llm.Message
+	// vision: the model takes images.
+	vision bool
 }
 
 func (b *messageBuilder) add(it item) {
@@ -132,7 +135,11 @@ func (b *messageBuilder) add(it item) {
 	case *event.ActionEvent:
 		b.action(ev)
 	case *event.ObservationEvent:
-		b.result(ev.ToolCallID, ev.ToolName, it.e.ev.LLMText)
+		var images []string
+		if b.vision {
+			images = ev.ImageURLs()
+		}
+		b.result(ev.ToolCallID, ev.ToolName, it.e.ev.LLMText, images...)
 	case *event.AgentErrorEvent:
 		b.result(ev.ToolCallID, ev.ToolName, ev.Error)
 	case *event.UserRejectObservation:
@@ -204,12 +211,16 @@ func (b *messageBuilder) action(a *event.ActionEvent) {
 	b.order = append(b.order, tc.ID)
 }
 
-func (b *messageBuilder) result(callID, name, text string) {
+func (b *messageBuilder) result(callID, name, text string, images ...string) {
 	if _, ok := b.pending[callID]; !ok {
 		return // its call is not in the view; the providers would reject it
 	}
 	delete(b.pending, callID)
-	b.msgs = append(b.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: callID, Name: name, Parts: []llm.Part{llm.TextPart(text)}})
+	parts := []llm.Part{llm.TextPart(text)}
+	for _, u := range images {
+		parts = append(parts, llm.ImagePart(u))
+	}
+	b.msgs = append(b.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: callID, Name: name, Parts: parts})
 	if len(b.pending) == 0 {
 		b.flush()
 	}

@@ -254,6 +254,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 			BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey},
 		NewLLM: newLLM, Retry: o.LLMRetry, Agent: o.Agent, UserHTTP: userHTTP,
 		Terminal:      runtime.NewTerminalWaits(cfg.TerminalNoChangeTimeout, cfg.TerminalMaxWait),
+		MCP:           conversation.MCPOptions{ConnectTimeout: cfg.MCPConnectTimeout, CallTimeout: cfg.MCPCallTimeout},
 		Secrets:       []conversation.SecretSource{userSettings, gitProviders, customSecrets},
 		CustomSecrets: customSecrets,
 		Skills:        st,

@@ -61,6 +61,11 @@ type Config struct {
 	WebhookTimeout    time.Duration
 	WebhookFirstRetry time.Duration
 	WebhookRetryFor   time.Duration
+	// MCPConnectTimeout bounds starting (or reaching) a conversation's MCP server and listing
+	// its tools; MCPCallTimeout bounds a call to one of its tools, unless the server sets a
+	// timeout of its own (a streamable-HTTP server's timeout).
+	MCPConnectTimeout time.Duration
+	MCPCallTimeout    time.Duration
 	// CORSOrigins are the browser origins allowed to call the API; empty allows any
 	// localhost origin, "*" allows every origin.
 	CORSOrigins []string
@@ -230,6 +235,12 @@ func Options() []Option {
 		{Flag: "terminal-max-wait", Env: []string{"AGENTD_TERMINAL_MAX_WAIT"}, File: "terminal_max_wait", Default: "2m",
 			Doc: "The longest an agent's terminal call waits for its command, even while it keeps printing and whatever timeout the model asked for; the command runs on. Long enough for most builds and installs to finish in one call, short enough that a command printing without end (yes, a server in the foreground) gives the agent its turn back.",
 			set: func(c *Config, v string) error { return setDuration(&c.TerminalMaxWait, v) }},
+		{Flag: "mcp-connect-timeout", Env: []string{"AGENTD_MCP_CONNECT_TIMEOUT"}, File: "mcp_connect_timeout", Default: "30s",
+			Doc: "How long a conversation's MCP server may take to start (or be reached) and list its tools, as in OpenHands; a server that takes longer is left out of the conversation, with an event saying so, and tried again at the agent's next run. At most 1h.",
+			set: func(c *Config, v string) error { return setDuration(&c.MCPConnectTimeout, v) }},
+		{Flag: "mcp-call-timeout", Env: []string{"AGENTD_MCP_CALL_TIMEOUT"}, File: "mcp_call_timeout", Default: "60s",
+			Doc: "How long a call to an MCP server's tool may take before the model is told it timed out; a streamable-HTTP server's own timeout (shttp_servers[].timeout) replaces it for that server. At most 1h.",
+			set: func(c *Config, v string) error { return setDuration(&c.MCPCallTimeout, v) }},
 		{Flag: "sandbox-memory-mb", Env: []string{"AGENTD_SANDBOX_MEMORY_MB"}, File: "sandbox_memory_mb", Default: "2048",
 			Doc: "Memory limit (MiB, swap included) of the default spec, and of every spec that sets none; 0 means none.",
 			set: func(c *Config, v string) error { return setInt64(&c.SandboxLimits.MemoryMB, v) }},
@@ -490,6 +501,13 @@ func (c *Config) validate() error {
 	}
 	if c.WebhookTimeout <= 0 || c.WebhookFirstRetry <= 0 || c.WebhookRetryFor <= 0 {
 		errs = append(errs, errors.New("webhook timeout, first retry and retry-for must be positive"))
+	}
+	// The runtime takes MCP time bounds up to an hour.
+	if c.MCPConnectTimeout <= 0 || c.MCPConnectTimeout > time.Hour {
+		errs = append(errs, errors.New("mcp connect timeout must be positive and at most 1h"))
+	}
+	if c.MCPCallTimeout <= 0 || c.MCPCallTimeout > time.Hour {
+		errs = append(errs, errors.New("mcp call timeout must be positive and at most 1h"))
 	}
 	// The runtime runs no command for longer than an hour.
 	if c.GitCloneTimeout <= 0 || c.GitCloneTimeout > time.Hour {

@@ -79,7 +79,7 @@ func (s *Service) providerTools(ctx context.Context, c Conversation) *providerto
 type conversationTools struct {
 	sandbox  *sandboxTools
 	provider *providertool.Set // nil: none
-	mcp      mcpExecutor
+	mcp      *mcpTools
 }
 
 func (t conversationTools) Run(ctx context.Context, name string, args json.RawMessage) (tool.Result, error) {

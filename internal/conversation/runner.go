@@ -40,6 +40,7 @@ type Runtime interface {
 	RunStream(ctx context.Context, req runtime.CommandRequest, onOutput func(string)) (runtime.CommandResult, error)
 	ConfigureMCP(ctx context.Context, conversationID string, req runtime.MCPConfigureRequest) (mcp.State, error)
 	CallMCP(ctx context.Context, conversationID, server, tool string, args json.RawMessage) (mcp.CallResult, error)
+	MCPChanges(ctx context.Context, conversationID string, since uint64) (st mcp.State, changed bool, err error)
 }
 
 // AgentOptions tune the agent loop for every conversation (tests shorten them).
@@ -219,14 +220,16 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 	if provider != nil {
 		cfg.Tools = provider.Tools()
 	}
+	// The MCP tools' names must not collide with the built-in tools' nor the provider's.
+	own := cfg.Tools
 	taken := func(name string) bool {
 		if _, ok := tool.Lookup(name); ok {
 			return true
 		}
-		return slices.ContainsFunc(cfg.Tools, func(t tool.Tool) bool { return t.Name == name })
+		return slices.ContainsFunc(own, func(t tool.Tool) bool { return t.Name == name })
 	}
-	mcpSet, mcpRuntime := s.mcpTools(ctx, v.Conversation, taken)
-	cfg.Tools = append(cfg.Tools, mcpSet.Tools()...)
+	mcpTools := s.startMCP(ctx, v.Conversation, cfg.Skills, taken)
+	cfg.Tools = append(slices.Clip(own), mcpTools.Tools()...)
 	if repo := deref(v.SelectedRepository); repo != "" && cfg.Workspace != "" {
 		// Where the start's PREPARING_REPOSITORY step cloned it (see resolveRepository).
 		cfg.Repository = agent.Repository{Name: repo, Dir: path.Join(cfg.Workspace, path.Base(repo)), Branch: deref(v.SelectedBranch)}
@@ -254,8 +257,15 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 	a := agent.New(agent.Options{
 		Config: cfg, LLM: client, Metrics: metrics, Logger: log,
 		Tools: conversationTools{provider: provider,
-			mcp:     mcpExecutor{set: mcpSet, rt: mcpRuntime, conv: v.Conversation.ID},
+			mcp:     mcpTools,
 			sandbox: &sandboxTools{s: s, conv: v.Conversation}},
+		// The MCP servers' tools as they are before each model call.
+		UpdateTools: func(ctx context.Context) ([]tool.Tool, bool) {
+			if !mcpTools.refresh(ctx) {
+				return nil, false
+			}
+			return append(slices.Clip(own), mcpTools.Tools()...), true
+		},
 		Log:            &runnerLog{s: s, conv: v.Conversation},
 		PauseRequested: l.pause.Load,
 		Now:            s.o.Now, NewID: s.o.NewEventID,
