@@ -336,6 +336,8 @@ func (a *API) routes() []route {
 			Response: apitypes.ConversationInfo{}, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, a.getConversationV0},
 		{wire.Operation{Method: "DELETE", Path: "/api/conversations/{conversation_id}", Tag: "v0", Summary: "Delete a conversation and its sandbox",
 			Response: true, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, a.deleteConversationV0},
+		{wire.Operation{Method: "PATCH", Path: "/api/conversations/{conversation_id}", Tag: "v0", Summary: "Rename a conversation (the web app's rename); the title is the user's from then on",
+			Body: apitypes.ConversationUpdateRequest{}, Response: true, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, a.renameConversationV0},
 		{wire.Operation{Method: "GET", Path: "/api/microagent-management/conversations", Tag: "v0", Summary: "List the conversations that write a microagent for a repository (create_microagent), newest first",
 			Query: apitypes.MicroagentConversationsQuery{}, Response: apitypes.ConversationInfoResultSet{}, Errors: errs(nil)}, a.microagentConversations},
 		{wire.Operation{Method: "POST", Path: "/api/add-git-providers", Tag: "v0", Summary: "Check git provider tokens with their providers and store them (sealed; never returned)",
