@@ -95,6 +95,9 @@ type Options struct {
 	// Providers reach the users' git providers: the agent's provider tools, the content of
 	// suggested tasks. nil gives agents no provider tools and suggested tasks no content.
 	Providers Providers
+	// Titles says how conversations the user did not name are named (TitlesModel,
+	// TitlesMessage); empty or TitlesOff keeps "Conversation <id>".
+	Titles string
 }
 
 // Service creates conversations and runs their start tasks in the background. Start tasks are
@@ -115,6 +118,12 @@ type Service struct {
 	// confirmMu serializes the answers to pending actions (a response, a message, a pause),
 	// so that no action is answered twice.
 	confirmMu sync.Mutex
+
+	// metricsMu guards live (the conversations' usage while model calls are under way, see
+	// usage.go) and titling (the conversations being named).
+	metricsMu sync.Mutex
+	live      map[string]*liveMetrics
+	titling   map[string]bool
 
 	red redactors
 }
@@ -148,7 +157,8 @@ func NewService(o Options) *Service {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Service{o: o, log: o.Logger, ctx: ctx, cancel: cancel,
-		tasks: map[string]context.CancelFunc{}, loops: map[string]*loop{}}
+		tasks: map[string]context.CancelFunc{}, loops: map[string]*loop{},
+		live: map[string]*liveMetrics{}, titling: map[string]bool{}}
 }
 
 // Close cancels running start tasks and agent loops and waits for them. Their state stays
@@ -270,7 +280,7 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 	}
 	title := r.Title
 	if title == "" {
-		title = "Conversation " + convID[:min(5, len(convID))]
+		title = defaultTitle(convID)
 	}
 	sealed, err := s.o.Sealer.Seal(r.Raw)
 	if err != nil {
