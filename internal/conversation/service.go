@@ -125,6 +125,10 @@ type Service struct {
 	live      map[string]*liveMetrics
 	titling   map[string]bool
 
+	// watchMu guards watches: start task id → the watches of its states.
+	watchMu sync.Mutex
+	watches map[string][]*TaskWatch
+
 	red redactors
 }
 
@@ -158,7 +162,7 @@ func NewService(o Options) *Service {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Service{o: o, log: o.Logger, ctx: ctx, cancel: cancel,
 		tasks: map[string]context.CancelFunc{}, loops: map[string]*loop{},
-		live: map[string]*liveMetrics{}, titling: map[string]bool{}}
+		live: map[string]*liveMetrics{}, titling: map[string]bool{}, watches: map[string][]*TaskWatch{}}
 }
 
 // Close cancels running start tasks and agent loops and waits for them. Their state stays
@@ -221,6 +225,18 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 // Create stores a conversation with its start task and first message, and starts the task in
 // the background. It returns at once.
 func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (View, StartTask, error) {
+	return s.create(ctx, ownerID, r, nil)
+}
+
+// CreateWatched is Create, with a watch of the start task's states from its first save on.
+// The caller stops the watch.
+func (s *Service) CreateWatched(ctx context.Context, ownerID string, r CreateRequest) (StartTask, *TaskWatch, error) {
+	var w *TaskWatch
+	_, task, err := s.create(ctx, ownerID, r, &w)
+	return task, w, err
+}
+
+func (s *Service) create(ctx context.Context, ownerID string, r CreateRequest, watch **TaskWatch) (View, StartTask, error) {
 	now := s.o.Now().UTC()
 	convID := r.ID
 	if convID == "" {
@@ -327,6 +343,9 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 	}
 	if err := s.o.Store.CreateConversation(ctx, c, task, first); err != nil {
 		return View{}, StartTask{}, fmt.Errorf("create conversation: %w", err)
+	}
+	if watch != nil {
+		*watch = s.watchTask(task.ID)
 	}
 	s.launch(task, r.SpecID)
 	return View{Conversation: c, SandboxStatus: sandbox.StatusMissing, TaskStatus: task.Status}, task, nil

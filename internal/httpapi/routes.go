@@ -155,6 +155,10 @@ func (a *API) routes() []route {
 		{wire.Operation{Method: "POST", Path: "/api/v1/app-conversations", Tag: "app-conversations", Summary: "Start a conversation; answers at once with its start task",
 			Body: apitypes.AppConversationStartRequest{}, Response: apitypes.AppConversationStartTask{}, Errors: errs(map[int]string{
 				422: "A malformed body, or a selected_repository the caller's git provider tokens cannot reach.", http.StatusBadGateway: "The git provider could not be reached to check the repository."})}, a.startAppConversation},
+		{wire.Operation{Method: "POST", Path: "/api/v1/app-conversations/stream-start", Tag: "app-conversations", Summary: "Start a conversation and follow its start: a JSON array of the start task's states, written as they are saved, until READY or ERROR",
+			Description: "The array's first element is the task as created (WORKING); the answer stays open until the task is READY or ERROR. Leaving early does not stop the start.",
+			Body:        apitypes.AppConversationStartRequest{}, Response: []apitypes.AppConversationStartTask{}, Errors: errs(map[int]string{
+				422: "A malformed body, or a selected_repository the caller's git provider tokens cannot reach.", http.StatusBadGateway: "The git provider could not be reached to check the repository."})}, a.streamStartAppConversation},
 		{wire.Operation{Method: "GET", Path: "/api/v1/app-conversations", Tag: "app-conversations", Summary: "Get conversations by id (null for unknown ids)",
 			Query: apitypes.ConversationIDsQuery{}, Response: []*apitypes.AppConversation{}, Errors: errs(nil)}, a.batchGetAppConversations},
 		{wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/search", Tag: "app-conversations", Summary: "Search conversations, newest first",
