@@ -329,6 +329,14 @@ func (a *API) routes() []route {
 		{op: wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/git/diff", Tag: "app-conversations", Summary: "A file's text now and at the base its changes are shown against",
 			Query: runtime.GitDiffQuery{}, Response: runtime.GitDiff{}, Errors: errs(appWorkspaceErrors)}, h: a.appConversationGit(runtime.RouteGitDiff)},
 
+		{op: wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/download", Tag: "app-conversations", Summary: "The conversation's trajectory as a zip: meta.json (the conversation) and one event_<n>_<id>.json per event, in log order",
+			Description: "Written as the events are read, whatever their number: agentd has no export lock (OpenHands' 409) and no size limit (its 413).",
+			RawResponse: "application/zip", Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, h: a.downloadAppConversation},
+		{op: wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/skills", Tag: "app-conversations", Summary: "The skills the conversation's agent is given (the workspace's and the user's, as stored when it started)",
+			Response: apitypes.ConversationSkills{}, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, h: a.appConversationSkills},
+		{op: wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/hooks", Tag: "app-conversations", Summary: "The conversation's lifecycle hooks: none, agentd runs none",
+			Response: apitypes.ConversationHooks{}, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, h: a.appConversationHooks},
+
 		// Legacy V0.
 		{wire.Operation{Method: "POST", Path: "/api/conversations", Tag: "v0", Summary: "Create and start a conversation",
 			Body: apitypes.InitSessionRequest{}, Response: apitypes.ConversationResponse{}, Errors: errs(map[int]string{
