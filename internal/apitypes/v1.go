@@ -368,7 +368,9 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 type ConversationSkillType string
 
 // EnumValues lists the values.
-func (ConversationSkillType) EnumValues() []string { return []string{"repo", "knowledge", "agentskills"} }
+func (ConversationSkillType) EnumValues() []string {
+	return []string{"repo", "knowledge", "agentskills"}
+}
 
 // ConversationSkill is one skill a conversation's agent is given (OpenHands' SkillResponse).
 type ConversationSkill struct {
