@@ -364,6 +364,8 @@ func (a *API) routes() []route {
 			Response: []apitypes.SuggestedTask{}, Errors: errs(providerErrors)}, a.suggestedTasks},
 		{wire.Operation{Method: "GET", Path: "/api/v1/git/repositories/search", Tag: "git", Summary: "One page of the caller's repositories at a git provider, most recently pushed first; a query keeps those whose name contains it",
 			Query: apitypes.RepositorySearchQuery{}, Response: apitypes.RepositorySearchPage{}, Errors: errs(merge(providerErrors, map[int]string{400: "sort_order without a query."}))}, a.searchRepositories},
+		{wire.Operation{Method: "GET", Path: "/api/v1/git/installations/search", Tag: "git", Summary: "One page of what the caller's repositories live under at a provider: GitHub App installation ids (none for a token that is no GitHub App user token), Bitbucket workspace slugs, Bitbucket Data Center project keys",
+			Query: apitypes.InstallationSearchQuery{}, Response: apitypes.InstallationPage{}, Errors: errs(merge(providerErrors, map[int]string{400: "A provider without installations or workspaces (GitLab)."}))}, a.searchInstallations},
 		{wire.Operation{Method: "GET", Path: "/api/v1/git/branches/search", Tag: "git", Summary: "One page of a repository's branches; a query keeps those whose name contains it",
 			Query: apitypes.BranchSearchQuery{}, Response: apitypes.BranchSearchPage{}, Errors: errs(providerErrors)}, a.searchBranches},
 		{wire.Operation{Method: "GET", Path: "/api/v1/git/suggested-tasks/search", Tag: "git", Summary: "One page of the issues assigned to the caller, and their pull requests with conflicts, failing checks or reviews to answer",
