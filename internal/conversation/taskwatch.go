@@ -1,9 +1,10 @@
 package conversation
 
-// taskWatchBuffer is how many states a watch holds for a slow reader. A start task saves
-// fewer than that (one per step), so none is dropped in practice; one that arrives at a full
-// watch is dropped rather than holding up the task.
-const taskWatchBuffer = 32
+// taskWatchBuffer is how many states a watch holds for a slow reader. A start task saves one
+// per step, and one per percent of a clone's progress; a state that arrives at a full watch
+// makes room by dropping the oldest one held, so that the task is never held up and the
+// reader always gets the latest state (READY or ERROR among them).
+const taskWatchBuffer = 64
 
 // TaskWatch receives a start task's states as they are saved. C is closed once the task's
 // goroutine ends: after READY or ERROR, when the conversation is deleted, or when the
@@ -49,9 +50,17 @@ func (s *Service) notifyWatches(t StartTask) {
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
 	for _, w := range s.watches[t.ID] {
-		select {
-		case w.c <- t:
-		default:
+		for {
+			select {
+			case w.c <- t:
+			default:
+				select {
+				case <-w.c: // the oldest goes
+				default:
+				}
+				continue
+			}
+			break
 		}
 	}
 }
