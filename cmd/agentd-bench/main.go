@@ -184,6 +184,12 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 	}
 	rep.rows = append(rep.rows, rows...)
 	rep.notes = append(rep.notes, notes...)
+	rows, notes, err = benchWeb(ctx, srv, filepath.Join(tmp, "data"), progress)
+	if err != nil {
+		return err
+	}
+	rep.rows = append(rep.rows, rows...)
+	rep.notes = append(rep.notes, notes...)
 	rep.print(out)
 	return nil
 }

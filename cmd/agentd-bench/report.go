@@ -11,9 +11,10 @@ import (
 type unit int
 
 const (
-	unitTime unit = iota // seconds; less is better
-	unitRate             // a rate; more is better
-	unitSize             // a size; less is better
+	unitTime  unit = iota // seconds; less is better
+	unitRate              // a rate; more is better
+	unitSize              // a size; less is better
+	unitBytes             // a small size, in KiB; less is better
 )
 
 func (u unit) format(v float64) string {
@@ -22,6 +23,8 @@ func (u unit) format(v float64) string {
 		return fmt.Sprintf("%.0f req/s", v)
 	case unitSize:
 		return fmt.Sprintf("%.1f MiB", v/(1<<20))
+	case unitBytes:
+		return fmt.Sprintf("%.1f KiB", v/(1<<10))
 	}
 	d := time.Duration(v * float64(time.Second))
 	switch {

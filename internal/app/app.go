@@ -27,12 +27,15 @@ import (
 	"github.com/agentd/agentd/internal/llm/anthropic"
 	"github.com/agentd/agentd/internal/llm/openai"
 	"github.com/agentd/agentd/internal/netpolicy"
+	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/runtime"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/secret"
 	"github.com/agentd/agentd/internal/settings"
 	"github.com/agentd/agentd/internal/skill"
 	"github.com/agentd/agentd/internal/store/sqlite"
+	"github.com/agentd/agentd/internal/web"
+	"github.com/agentd/agentd/internal/webhook"
 )
 
 // Options are what the caller chooses: the configuration and the concrete backend.
@@ -80,6 +83,8 @@ type App struct {
 	Conversations *conversation.Service
 
 	handler http.Handler
+	// web is the web app, whose live streams end when the server shuts down.
+	web *web.App
 	// agentServer serves the agent-server base; nil when the configuration has none.
 	agentServer http.Handler
 	log         *slog.Logger
@@ -141,27 +146,6 @@ func New(ctx context.Context, o Options) (*App, error) {
 		return nil, fmt.Errorf("default sandbox spec %q: %w", cfg.DefaultSpec, err)
 	}
 
-	a.Sandboxes = sandbox.NewService(sandbox.ServiceOptions{
-		Store: st, Backend: o.Backend, Sealer: keyring, Logger: log,
-		DefaultSpec: cfg.DefaultSpec, MaxRunningPerUser: cfg.MaxRunningSandboxes,
-		StartTimeout: cfg.SandboxStartTimeout, IdleTimeout: cfg.SandboxIdleTimeout,
-		WatchInterval: o.SandboxWatchInterval, Now: o.SandboxNow,
-		OnIdlePause: func(ctx context.Context, sb sandbox.Sandbox, idle time.Duration) {
-			if err := a.Conversations.SandboxIdlePaused(ctx, sb.OwnerID, sb.ID, idle); err != nil {
-				log.Error("record idle pause", "sandbox_id", sb.ID, "err", err)
-			}
-		},
-	})
-	a.closers = append(a.closers, a.Sandboxes.Close)
-	if err := a.Sandboxes.Reconcile(ctx); err != nil {
-		return nil, err
-	}
-
-	users := auth.NewService(st, auth.Options{Logger: log})
-	if a.BootstrapKey, err = users.Bootstrap(ctx, cfg.AdminKey); err != nil {
-		return nil, err
-	}
-
 	// Users' URLs are reached only as the policy allows them.
 	urls, err := netpolicy.New(cfg.AllowInternal)
 	if err != nil {
@@ -173,6 +157,58 @@ func New(ctx context.Context, o Options) (*App, error) {
 			return nil, fmt.Errorf("user %s: %w", userID, err)
 		}
 		return urls.Client(u.IsAdmin), nil
+	}
+	// Webhooks are told of the sandboxes' and conversations' transitions; their deliveries
+	// start once every service runs, and stop before the store closes.
+	webhooks := webhook.NewService(webhook.Options{
+		Store: st, Sealer: keyring, Logger: log,
+		CheckURL: func(ctx context.Context, ownerID, rawURL string) error {
+			u, err := st.GetUser(ctx, ownerID)
+			if err != nil {
+				return fmt.Errorf("user %s: %w", ownerID, err)
+			}
+			return urls.CheckURL(ctx, rawURL, u.IsAdmin)
+		},
+		Client: userHTTP,
+		ConversationExists: func(ctx context.Context, ownerID, id string) (bool, error) {
+			_, err := st.GetConversation(ctx, ownerID, id)
+			if errors.Is(err, conversation.ErrNotFound) {
+				return false, nil
+			}
+			return err == nil, err
+		},
+		SandboxConversations: func(ctx context.Context, ownerID, sandboxID string) ([]string, error) {
+			vs, _, err := st.ListConversations(ctx, ownerID, conversation.Filter{SandboxID: sandboxID, IncludeSub: true}, paging.Query{Limit: 100})
+			ids := make([]string, len(vs))
+			for i, v := range vs {
+				ids[i] = v.ID
+			}
+			return ids, err
+		},
+		Timeout: cfg.WebhookTimeout, FirstRetry: cfg.WebhookFirstRetry, RetryFor: cfg.WebhookRetryFor,
+		UserAgent: "agentd-webhooks/" + o.Version,
+	})
+	a.closers = append(a.closers, func() error { webhooks.Close(); return nil })
+
+	a.Sandboxes = sandbox.NewService(sandbox.ServiceOptions{
+		Store: st, Backend: o.Backend, Sealer: keyring, Logger: log,
+		DefaultSpec: cfg.DefaultSpec, MaxRunningPerUser: cfg.MaxRunningSandboxes,
+		StartTimeout: cfg.SandboxStartTimeout, IdleTimeout: cfg.SandboxIdleTimeout,
+		WatchInterval: o.SandboxWatchInterval, Now: o.SandboxNow, Webhooks: webhooks,
+		OnIdlePause: func(ctx context.Context, sb sandbox.Sandbox, idle time.Duration) {
+			if err := a.Conversations.SandboxIdlePaused(ctx, sb.OwnerID, sb.ID, idle); err != nil {
+				log.Error("record idle pause", "sandbox_id", sb.ID, "err", err)
+			}
+		},
+	})
+	a.closers = append(a.closers, a.Sandboxes.Close)
+	if err := a.Sandboxes.Reconcile(ctx); err != nil {
+		return nil, err
+	}
+
+	users := auth.NewService(st, auth.Options{Logger: log, SessionTTL: cfg.SessionTTL})
+	if a.BootstrapKey, err = users.Bootstrap(ctx, cfg.AdminKey); err != nil {
+		return nil, err
 	}
 
 	userSettings := settings.NewService(st, keyring, nil)
@@ -236,7 +272,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Runtimes: func(ctx context.Context, ownerID, sandboxID string) (conversation.Runtime, error) {
 			return a.Sandboxes.Client(ctx, ownerID, sandboxID)
 		},
-		Remotes: remotes, Git: git, Titles: cfg.ConversationTitles,
+		Remotes: remotes, Git: git, Webhooks: webhooks, Titles: cfg.ConversationTitles,
 		Repository: conversation.RepositoryOptions{CloneTimeout: cfg.GitCloneTimeout, SetupTimeout: cfg.SetupScriptTimeout,
 			AuthorName: cfg.GitAuthorName, AuthorEmail: cfg.GitAuthorEmail},
 	})
@@ -254,18 +290,31 @@ func New(ctx context.Context, o Options) (*App, error) {
 		}
 	}()
 	a.closers = append(a.closers, func() error { stopRun(); <-runDone; return nil })
+	webhooks.Start()
 
+	webApp, err := web.New(web.Deps{
+		Auth: users, Conversations: a.Conversations, Sandboxes: a.Sandboxes, Settings: userSettings,
+		GitProviders: gitProviders, CustomSecrets: customSecrets, Logger: log, PublicURL: cfg.PublicURL,
+		Version: o.Version, DefaultModel: cfg.LLMModel,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.web = webApp
+	a.closers = append(a.closers, func() error { webApp.Close(); return nil })
 	api, err := httpapi.New(httpapi.Deps{
 		Auth: users, Conversations: a.Conversations, Sandboxes: a.Sandboxes,
 		Settings:      userSettings,
 		GitProviders:  gitProviders,
 		Skills:        userSkills,
 		CustomSecrets: customSecrets,
+		Webhooks:      webhooks,
 		Open:          keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: o.Version,
 		AgentServerURL: cfg.AgentServerPublicURL, DefaultModel: cfg.LLMModel,
 		SpecWarnings: func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },
 		CORSOrigins:  cfg.CORSOrigins, Sockets: o.Sockets,
 		URLs: urls, BodyTimeout: cfg.RequestBodyTimeout, MaxUploadBytes: cfg.MaxUploadMB << 20,
+		Web: webApp,
 		Checks: []httpapi.Check{
 			{Name: "store", Run: st.Ping},
 			{Name: "sandbox_backend", Run: a.Sandboxes.CheckBackend},
@@ -313,7 +362,13 @@ func (a *App) Handler() http.Handler { return a.handler }
 
 // Server returns the HTTP server of the API, with its timeouts and bounds, to serve on a
 // listener wrapped by Listener.
-func (a *App) Server() *http.Server { return httpapi.NewServer(a.handler, a.log) }
+func (a *App) Server() *http.Server {
+	srv := httpapi.NewServer(a.handler, a.log)
+	// The app's live streams are plain requests that last: a shutdown ends them rather
+	// than wait for them.
+	srv.RegisterOnShutdown(a.web.Close)
+	return srv
+}
 
 // AgentServerHandler serves the agent-server base (the conversation API at its root); nil
 // when the configuration has none.

@@ -55,9 +55,17 @@ type Config struct {
 	// command keeps printing. The command runs on either way, for the agent's next call.
 	TerminalNoChangeTimeout time.Duration
 	TerminalMaxWait         time.Duration
+	// WebhookTimeout bounds one delivery attempt; WebhookFirstRetry is the wait after the
+	// first failed one (doubling after each), and WebhookRetryFor how long a delivery is
+	// retried before it is marked failed.
+	WebhookTimeout    time.Duration
+	WebhookFirstRetry time.Duration
+	WebhookRetryFor   time.Duration
 	// CORSOrigins are the browser origins allowed to call the API; empty allows any
 	// localhost origin, "*" allows every origin.
 	CORSOrigins []string
+	// SessionTTL is how long a web app session lasts unused.
+	SessionTTL time.Duration
 	// LLMModel, LLMBaseURL, LLMAPIKey and LLMProvider are the server-wide LLM, used for
 	// users who set none in their settings. LLMProvider is "", "openai" or "anthropic"; empty
 	// infers it from the model name.
@@ -181,6 +189,9 @@ func Options() []Option {
 		{Flag: "cors-origins", Env: []string{"AGENTD_CORS_ORIGINS", "PERMITTED_CORS_ORIGINS"}, File: "cors_origins", Default: "",
 			Doc: "Comma-separated browser origins allowed to call the API (e.g. https://app.example.com); empty allows any localhost origin, * allows all.",
 			set: func(c *Config, v string) error { c.CORSOrigins = splitList(v); return nil }},
+		{Flag: "session-ttl", Env: []string{"AGENTD_SESSION_TTL"}, File: "session_ttl", Default: "168h",
+			Doc: "How long a session of the web app lasts without being used (it is renewed while used, and never outlives the API key it was signed in with).",
+			set: func(c *Config, v string) error { return setDuration(&c.SessionTTL, v) }},
 		{Flag: "llm-model", Env: []string{"AGENTD_LLM_MODEL"}, File: "llm_model", Default: "",
 			Doc: "Model for users whose settings name none, e.g. gpt-4o, claude-sonnet-4-5, or anthropic/claude-sonnet-4-5.",
 			set: func(c *Config, v string) error { c.LLMModel = strings.TrimSpace(v); return nil }},
@@ -197,7 +208,7 @@ func Options() []Option {
 			Doc: "Wire protocol of that API: openai (chat completions, also every compatible server) or anthropic (messages). Empty infers it from the model name (claude-* and anthropic/* are anthropic).",
 			set: func(c *Config, v string) error { c.LLMProvider = strings.ToLower(strings.TrimSpace(v)); return nil }},
 		{Flag: "allow-internal", Env: []string{"AGENTD_ALLOW_INTERNAL"}, File: "allow_internal", Default: "",
-			Doc: "Comma-separated internal addresses that users' URLs (their llm_base_url, their git providers' hosts) may reach: prefixes (10.0.0.0/8, 127.0.0.0/8), addresses (::1) or host names (ollama.internal, admitting whatever the name resolves to). Otherwise loopback, private, link-local, cloud metadata and other internal addresses are refused for users who are not admins; the server's own URLs (llm-base-url) are not restricted.",
+			Doc: "Comma-separated internal addresses that users' URLs (their llm_base_url, their webhooks, their git providers' hosts) may reach: prefixes (10.0.0.0/8, 127.0.0.0/8), addresses (::1) or host names (ollama.internal, admitting whatever the name resolves to). Otherwise loopback, private, link-local, cloud metadata and other internal addresses are refused for users who are not admins; the server's own URLs (llm-base-url) are not restricted.",
 			set: func(c *Config, v string) error { c.AllowInternal = splitList(v); return nil }},
 		{Flag: "github-api-url", Env: []string{"AGENTD_GITHUB_API_URL"}, File: "github_api_url", Default: "https://api.github.com",
 			Doc: "GitHub's REST API for tokens stored without a host (or with github.com). A GitHub Enterprise Server's is https://<host>/api/v3; users may instead give their token's host.",
@@ -250,6 +261,15 @@ func Options() []Option {
 		{Flag: "sandbox-uid", Env: []string{"AGENTD_SANDBOX_UID"}, File: "sandbox_uid", Default: "2000000000",
 			Doc: "Host uid and gid that the commands of every bwrap and docker sandbox run as (a docker container's init and runtime are root with a few capabilities): unprivileged, never 0, and used by nothing else on the machine. Files that sandboxes create in their workspaces belong to it.",
 			set: func(c *Config, v string) error { return setInt(&c.SandboxUID, v) }},
+		{Flag: "webhook-timeout", Env: []string{"AGENTD_WEBHOOK_TIMEOUT"}, File: "webhook_timeout", Default: "10s",
+			Doc: "How long one webhook delivery attempt may take, connection included; a slower endpoint counts as failed for that attempt and is tried again later. Deliveries never hold up a conversation.",
+			set: func(c *Config, v string) error { return setDuration(&c.WebhookTimeout, v) }},
+		{Flag: "webhook-first-retry", Env: []string{"AGENTD_WEBHOOK_FIRST_RETRY"}, File: "webhook_first_retry", Default: "10s",
+			Doc: "Wait after a webhook delivery's first failed attempt; each later wait doubles, up to an hour.",
+			set: func(c *Config, v string) error { return setDuration(&c.WebhookFirstRetry, v) }},
+		{Flag: "webhook-retry-for", Env: []string{"AGENTD_WEBHOOK_RETRY_FOR"}, File: "webhook_retry_for", Default: "24h",
+			Doc: "How long a webhook delivery is retried, from its first attempt (or its redelivery), before it is marked failed.",
+			set: func(c *Config, v string) error { return setDuration(&c.WebhookRetryFor, v) }},
 		{Flag: "git-clone-timeout", Env: []string{"AGENTD_GIT_CLONE_TIMEOUT"}, File: "git_clone_timeout", Default: "10m",
 			Doc: "How long the clone of a conversation's repository may take before its start fails; at most 1h.",
 			set: func(c *Config, v string) error { return setDuration(&c.GitCloneTimeout, v) }},
@@ -462,6 +482,9 @@ func (c *Config) validate() error {
 	if c.SandboxIdleTimeout < 0 {
 		errs = append(errs, errors.New("sandbox idle timeout must not be negative"))
 	}
+	if c.SessionTTL <= 0 {
+		errs = append(errs, errors.New("session ttl must be positive"))
+	}
 	if c.SandboxStartTimeout <= 0 {
 		errs = append(errs, errors.New("sandbox start timeout must be positive"))
 	}
@@ -479,6 +502,9 @@ func (c *Config) validate() error {
 	}
 	if c.TerminalMaxWait <= 0 {
 		errs = append(errs, errors.New("terminal max wait must be positive"))
+	}
+	if c.WebhookTimeout <= 0 || c.WebhookFirstRetry <= 0 || c.WebhookRetryFor <= 0 {
+		errs = append(errs, errors.New("webhook timeout, first retry and retry-for must be positive"))
 	}
 	// The runtime runs no command for longer than an hour.
 	if c.GitCloneTimeout <= 0 || c.GitCloneTimeout > time.Hour {

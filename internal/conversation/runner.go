@@ -324,10 +324,12 @@ func (s *Service) record(ctx context.Context, c Conversation, evs []event.Event)
 			u.ConfirmationPolicy = &p
 		}
 	}
-	if err := s.o.Store.RecordEvents(ctx, c.ID, evs, u); err != nil {
+	if err := s.o.Bus.Record(c.ID, func() error { return s.o.Store.RecordEvents(ctx, c.ID, evs, u) }, evs); err != nil {
 		return err
 	}
-	s.o.Bus.Publish(evs...)
+	if u.ExecutionStatus != "" {
+		s.notifyRecorded(ctx, c, evs)
+	}
 	return nil
 }
 

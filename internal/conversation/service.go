@@ -22,6 +22,7 @@ import (
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/secret"
 	"github.com/agentd/agentd/internal/skill"
+	"github.com/agentd/agentd/internal/webhook"
 )
 
 // Sandboxes is what the conversation service needs of the sandbox service.
@@ -95,6 +96,8 @@ type Options struct {
 	// Providers reach the users' git providers: the agent's provider tools, the content of
 	// suggested tasks. nil gives agents no provider tools and suggested tasks no content.
 	Providers Providers
+	// Webhooks is told of the conversations' transitions; nil tells no one.
+	Webhooks Notifier
 	// Titles says how conversations the user did not name are named (TitlesModel,
 	// TitlesMessage); empty or TitlesOff keeps "Conversation <id>".
 	Titles string
@@ -348,6 +351,8 @@ func (s *Service) create(ctx context.Context, ownerID string, r CreateRequest, w
 		*watch = s.watchTask(task.ID)
 	}
 	s.launch(task, r.SpecID)
+	s.notify(ctx, webhook.KindConversationCreated, c, map[string]any{"title": c.Title,
+		"selected_repository": c.SelectedRepository, "selected_branch": c.SelectedBranch, "version": c.Version})
 	return View{Conversation: c, SandboxStatus: sandbox.StatusMissing, TaskStatus: task.Status}, task, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/webhook"
 )
 
 // launch runs a start task in a goroutine owned by the service.
@@ -42,6 +43,7 @@ func (s *Service) runTask(ctx context.Context, t StartTask, specID string) {
 		if err := s.deliverPending(ctx, v.Conversation); err != nil {
 			s.log.Error("deliver pending messages", "conversation_id", t.ConversationID, "err", err)
 		}
+		s.notify(ctx, webhook.KindConversationStatusChanged, v.Conversation, map[string]any{"conversation_status": string(StatusRunning)})
 		// The agent answers them now, unless the user paused it meanwhile.
 		if v.ExecutionStatus != "paused" {
 			s.startLoop(t.OwnerID, t.ConversationID)
@@ -57,9 +59,14 @@ func (s *Service) runTask(ctx context.Context, t StartTask, specID string) {
 	s.log.Warn("conversation start failed", "task_id", t.ID, "conversation_id", t.ConversationID, "err", err)
 	t.Status = TaskError
 	t.Detail = taskDetail(err)
-	if err := s.saveTask(context.WithoutCancel(ctx), &t); err != nil && !errors.Is(err, ErrNotFound) {
-		s.log.Error("save failed start task", "task_id", t.ID, "err", err)
+	if err := s.saveTask(context.WithoutCancel(ctx), &t); err != nil {
+		if !errors.Is(err, ErrNotFound) {
+			s.log.Error("save failed start task", "task_id", t.ID, "err", err)
+		}
+		return
 	}
+	s.notify(ctx, webhook.KindConversationStartFailed, Conversation{ID: t.ConversationID, OwnerID: t.OwnerID, SandboxID: t.SandboxID},
+		map[string]any{"detail": t.Detail})
 }
 
 // taskDetail is the error text clients see: the domain's words, never internal ones (those

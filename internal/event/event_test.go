@@ -2,6 +2,7 @@ package event
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -167,5 +168,41 @@ func TestBodyText(t *testing.T) {
 				t.Fatalf("BodyText = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestBusRecordPublishesOnlyWhatWasStored(t *testing.T) {
+	var b Bus
+	sub := b.Subscribe("c1", 10)
+	defer sub.Close()
+	evs := []Event{{ID: "1", ConversationID: "c1"}, {ID: "2", ConversationID: "c1"}}
+	if err := b.Record("c1", func() error { return errors.New("disk full") }, evs); err == nil {
+		t.Fatal("a failed store recorded")
+	}
+	// A store that does not number the events is a bug: they are not published, since a
+	// feed would take them for transient ones.
+	if err := b.Record("c1", func() error { return nil }, evs); err == nil {
+		t.Fatal("events without a seq recorded")
+	}
+	select {
+	case e := <-sub.C:
+		t.Fatalf("published %q", e.ID)
+	default:
+	}
+	if err := b.Record("c1", func() error {
+		for i := range evs {
+			evs[i].Seq = int64(i + 1)
+		}
+		return nil
+	}, evs); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"1", "2"} {
+		if e := <-sub.C; e.ID != want || e.Seq == 0 {
+			t.Fatalf("published %+v, want %s with its seq", e, want)
+		}
+	}
+	if len(b.appending) != 0 {
+		t.Fatalf("conversation locks left: %v", b.appending)
 	}
 }

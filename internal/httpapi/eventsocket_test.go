@@ -497,28 +497,31 @@ func TestEventSocketClientFrames(t *testing.T) {
 	}
 }
 
-// TestEventSocketSubscriberLimit: a conversation takes 50 sockets; the 51st is closed with
-// 1013 until one of the 50 leaves.
+// TestEventSocketSubscriberLimit: a conversation takes as many sockets as configured; one
+// more is closed with 1013 until one of them leaves.
 func TestEventSocketSubscriberLimit(t *testing.T) {
 	e := newEnv(t)
+	const limit = 3
+	e.sockets.MaxPerConversation = limit
+	e.restart()
 	_, alice := e.newUser("alice")
 	c := e.startAgent(alice, map[string]any{"initial_message": message("Hello", true)})
 	c.waitStatus("finished")
 	var open []*testSocket
-	for range 50 {
+	for range limit {
 		s := dialSocket(t, c.socketURL(""), keyHeader(alice))
 		s.fullState()
 		open = append(open, s)
 	}
 	if got := dialSocket(t, c.socketURL(""), keyHeader(alice)).closeStatus(); got != websocket.StatusTryAgainLater {
-		t.Fatalf("51st socket closed with %d, want 1013", got)
+		t.Fatalf("socket over the limit closed with %d, want 1013", got)
 	}
 	// Another conversation has room.
 	c2 := e.startAgent(alice, map[string]any{"initial_message": message("Other", false)})
 	dialSocket(t, c2.socketURL(""), keyHeader(alice)).fullState()
 
 	open[0].c.Close(websocket.StatusNormalClosure, "")
-	e.eventually("a place among the 50", func() bool {
+	e.eventually("a place among the sockets", func() bool {
 		s := dialSocket(t, c.socketURL(""), keyHeader(alice))
 		data, err := s.read()
 		if err != nil {

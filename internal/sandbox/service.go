@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/webhook"
 )
 
 // Defaults of ServiceOptions.
@@ -45,6 +46,14 @@ type ServiceOptions struct {
 	IdleTimeout time.Duration
 	// OnIdlePause is told of every sandbox paused for being idle (and for how long it was).
 	OnIdlePause func(ctx context.Context, sb Sandbox, idle time.Duration)
+	// Webhooks is told of sandboxes paused, resumed and deleted; nil tells no one.
+	Webhooks Notifier
+}
+
+// Notifier is told of sandboxes' transitions (for webhooks). Notify returns quickly, never
+// on the network, and never fails its caller.
+type Notifier interface {
+	Notify(ctx context.Context, ev webhook.Event)
 }
 
 // Service owns the lifecycle of sandboxes: it keeps the store's records and the backend's
@@ -71,6 +80,7 @@ type Service struct {
 	watchInterval time.Duration
 	idleTimeout   time.Duration
 	onIdlePause   func(ctx context.Context, sb Sandbox, idle time.Duration)
+	webhooks      Notifier
 
 	locks   keyLock // one per sandbox id, and one per owner ("owner:" + id); always id first
 	changes notifier
@@ -112,6 +122,7 @@ func NewService(opts ServiceOptions) *Service {
 		watchInterval: opts.WatchInterval,
 		idleTimeout:   opts.IdleTimeout,
 		onIdlePause:   opts.OnIdlePause,
+		webhooks:      opts.Webhooks,
 		starting:      map[string]*startWait{},
 		clients:       map[string]*runtime.Client{},
 		lastActive:    map[string]time.Time{},
@@ -192,7 +203,22 @@ func (s *Service) setStatus(ctx context.Context, sb Sandbox, to Status, detail s
 	}
 	s.changes.notify(sb.ID)
 	s.log.Info("sandbox status", "sandbox_id", sb.ID, "from", from, "to", to, "detail", detail)
+	switch {
+	case from == StatusRunning && to == StatusPaused:
+		s.tell(ctx, webhook.KindSandboxPaused, sb)
+	case from == StatusPaused && to == StatusRunning:
+		s.tell(ctx, webhook.KindSandboxResumed, sb)
+	}
 	return sb, nil
+}
+
+// tell tells the notifier about a transition of sb.
+func (s *Service) tell(ctx context.Context, kind string, sb Sandbox) {
+	if s.webhooks == nil {
+		return
+	}
+	s.webhooks.Notify(ctx, webhook.Event{Kind: kind, OwnerID: sb.OwnerID, SandboxID: sb.ID, At: s.now(),
+		Data: map[string]any{"spec_id": sb.SpecID}})
 }
 
 // sessionKey opens the sealed session key of sb.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/agentd/agentd/internal/webhook"
 )
 
 // Pause freezes a RUNNING sandbox. A PAUSED one is left as it is, and that is no error: as
@@ -116,5 +118,6 @@ func (s *Service) Delete(ctx context.Context, ownerID, id string) error {
 	s.dropClient(id)
 	s.changes.notify(id)
 	s.log.Info("sandbox deleted", "sandbox_id", id)
+	s.tell(cctx, webhook.KindSandboxDeleted, sb)
 	return nil
 }

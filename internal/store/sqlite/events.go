@@ -99,6 +99,9 @@ func eventWhere(ownerID string, f event.Filter) where {
 	if f.ConversationID != "" {
 		w.add("e.conversation_id = ?", f.ConversationID)
 	}
+	if f.AfterSeq > 0 {
+		w.add("e.seq > ?", f.AfterSeq)
+	}
 	if f.Kind != "" {
 		w.add("e.kind = ?", f.Kind)
 	}
