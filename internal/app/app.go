@@ -273,7 +273,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Runtimes: func(ctx context.Context, ownerID, sandboxID string) (conversation.Runtime, error) {
 			return a.Sandboxes.Client(ctx, ownerID, sandboxID)
 		},
-		Remotes: remotes, Git: git, Webhooks: webhooks,
+		Remotes: remotes, Git: git, Webhooks: webhooks, Titles: cfg.ConversationTitles,
 		Repository: conversation.RepositoryOptions{CloneTimeout: cfg.GitCloneTimeout, SetupTimeout: cfg.SetupScriptTimeout,
 			AuthorName: cfg.GitAuthorName, AuthorEmail: cfg.GitAuthorEmail},
 	})

@@ -115,6 +115,10 @@ type Config struct {
 	// whose settings and git provider name none.
 	GitAuthorName  string
 	GitAuthorEmail string
+	// ConversationTitles is how conversations the user did not name are named: model (the
+	// conversation's model writes the title), message (the start of the first message) or
+	// off ("Conversation <id>").
+	ConversationTitles string
 }
 
 // SpecConfig is a sandbox spec in the config file.
@@ -289,6 +293,12 @@ func Options() []Option {
 		{Flag: "git-author-email", Env: []string{"AGENTD_GIT_AUTHOR_EMAIL"}, File: "git_author_email", Default: "openhands@all-hands.dev",
 			Doc: "Author e-mail of those commits, for users whose settings (git_user_email) and git provider name none.",
 			set: func(c *Config, v string) error { c.GitAuthorEmail = strings.TrimSpace(v); return nil }},
+		{Flag: "conversation-titles", Env: []string{"AGENTD_CONVERSATION_TITLES"}, File: "conversation_titles", Default: "model",
+			Doc: "How a conversation the user did not name is named once its agent first runs: model (the conversation's own model writes a short title from the first message, as OpenHands does; the call is bounded to 30 s and 48 tokens, runs beside the agent, and its cost counts in the conversation's metrics; if it fails, the start of the message is the title), message (the start of the first message, no model call) or off (\"Conversation <id>\"). A title the user set is never replaced.",
+			set: func(c *Config, v string) error {
+				c.ConversationTitles = strings.ToLower(strings.TrimSpace(v))
+				return nil
+			}},
 		{Flag: "log-level", Env: []string{"AGENTD_LOG_LEVEL"}, File: "log_level", Default: "info",
 			Doc: "Log level: debug, info, warn or error.",
 			set: func(c *Config, v string) error { c.LogLevel = v; return nil }},
@@ -468,6 +478,11 @@ func (c *Config) validate() error {
 		if pu, err := url.Parse(u.v); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
 			errs = append(errs, fmt.Errorf("%s %q: want an http(s) URL", u.name, u.v))
 		}
+	}
+	switch c.ConversationTitles {
+	case "model", "message", "off":
+	default:
+		errs = append(errs, fmt.Errorf("conversation titles %q: want model, message or off", c.ConversationTitles))
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("log format %q: want text or json", c.LogFormat))

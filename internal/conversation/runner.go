@@ -247,13 +247,10 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 		cfg.Secrets = append(cfg.Secrets, agent.SecretInfo{Name: sec.Name, Description: sec.Description})
 	}
 
-	metrics := &llm.Metrics{}
-	if len(v.Metrics) > 0 {
-		var snap llm.MetricsSnapshot
-		if json.Unmarshal(v.Metrics, &snap) == nil {
-			metrics = llm.NewMetricsFrom(snap)
-		}
-	}
+	// Shared with the title call, which runs beside the agent.
+	metrics, release := s.acquireMetrics(ownerID, convID, v.Metrics)
+	defer release()
+	s.nameConversation(ownerID, v, client, cfg.Model)
 	a := agent.New(agent.Options{
 		Config: cfg, LLM: client, Metrics: metrics, Logger: log,
 		Tools: conversationTools{provider: provider,

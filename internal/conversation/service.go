@@ -98,6 +98,9 @@ type Options struct {
 	Providers Providers
 	// Webhooks is told of the conversations' transitions; nil tells no one.
 	Webhooks Notifier
+	// Titles says how conversations the user did not name are named (TitlesModel,
+	// TitlesMessage); empty or TitlesOff keeps "Conversation <id>".
+	Titles string
 }
 
 // Service creates conversations and runs their start tasks in the background. Start tasks are
@@ -118,6 +121,16 @@ type Service struct {
 	// confirmMu serializes the answers to pending actions (a response, a message, a pause),
 	// so that no action is answered twice.
 	confirmMu sync.Mutex
+
+	// metricsMu guards live (the conversations' usage while model calls are under way, see
+	// usage.go) and titling (the conversations being named).
+	metricsMu sync.Mutex
+	live      map[string]*liveMetrics
+	titling   map[string]bool
+
+	// watchMu guards watches: start task id → the watches of its states.
+	watchMu sync.Mutex
+	watches map[string][]*TaskWatch
 
 	red redactors
 }
@@ -151,7 +164,8 @@ func NewService(o Options) *Service {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Service{o: o, log: o.Logger, ctx: ctx, cancel: cancel,
-		tasks: map[string]context.CancelFunc{}, loops: map[string]*loop{}}
+		tasks: map[string]context.CancelFunc{}, loops: map[string]*loop{},
+		live: map[string]*liveMetrics{}, titling: map[string]bool{}, watches: map[string][]*TaskWatch{}}
 }
 
 // Close cancels running start tasks and agent loops and waits for them. Their state stays
@@ -214,6 +228,18 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 // Create stores a conversation with its start task and first message, and starts the task in
 // the background. It returns at once.
 func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (View, StartTask, error) {
+	return s.create(ctx, ownerID, r, nil)
+}
+
+// CreateWatched is Create, with a watch of the start task's states from its first save on.
+// The caller stops the watch.
+func (s *Service) CreateWatched(ctx context.Context, ownerID string, r CreateRequest) (StartTask, *TaskWatch, error) {
+	var w *TaskWatch
+	_, task, err := s.create(ctx, ownerID, r, &w)
+	return task, w, err
+}
+
+func (s *Service) create(ctx context.Context, ownerID string, r CreateRequest, watch **TaskWatch) (View, StartTask, error) {
 	now := s.o.Now().UTC()
 	convID := r.ID
 	if convID == "" {
@@ -273,7 +299,7 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 	}
 	title := r.Title
 	if title == "" {
-		title = "Conversation " + convID[:min(5, len(convID))]
+		title = defaultTitle(convID)
 	}
 	sealed, err := s.o.Sealer.Seal(r.Raw)
 	if err != nil {
@@ -320,6 +346,9 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 	}
 	if err := s.o.Store.CreateConversation(ctx, c, task, first); err != nil {
 		return View{}, StartTask{}, fmt.Errorf("create conversation: %w", err)
+	}
+	if watch != nil {
+		*watch = s.watchTask(task.ID)
 	}
 	s.launch(task, r.SpecID)
 	s.notify(ctx, webhook.KindConversationCreated, c, map[string]any{"title": c.Title,

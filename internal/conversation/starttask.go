@@ -23,6 +23,7 @@ func (s *Service) launch(t StartTask, specID string) {
 			delete(s.tasks, t.ConversationID)
 			s.mu.Unlock()
 			cancel()
+			s.endWatches(t.ID)
 		}()
 		s.runTask(ctx, t, specID)
 	}()
@@ -89,7 +90,11 @@ func taskDetail(err error) string {
 
 func (s *Service) saveTask(ctx context.Context, t *StartTask) error {
 	t.UpdatedAt = s.o.Now().UTC()
-	return s.o.Store.UpdateStartTask(ctx, *t)
+	if err := s.o.Store.UpdateStartTask(ctx, *t); err != nil {
+		return err
+	}
+	s.notifyWatches(*t)
+	return nil
 }
 
 func (s *Service) walk(ctx context.Context, t *StartTask, specID string) error {

@@ -101,6 +101,9 @@ type envOption func(*config.Config)
 // does on its second listener.
 func withAgentServer(c *config.Config) { c.AgentServerAddr = "on" }
 
+// withTitles names conversations as agentd serve does by default: the model writes titles.
+func withTitles(c *config.Config) { c.ConversationTitles = "model" }
+
 // newEnv starts a server whose git provider makes any repository a conversation names.
 func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
@@ -127,6 +130,9 @@ func newEnvGit(t *testing.T, git *gittest.Server, opts ...envOption) *env {
 	// The agent-server base is off unless a test asks for it (withAgentServer): conversation
 	// URLs then lead to the prefix of the one test server.
 	cfg.AgentServerAddr, cfg.AgentServerPublicURL = "", ""
+	// Conversations keep their first title unless a test asks for titles (withTitles): a
+	// title call would take a step of the scripted models, in any order beside the agent's.
+	cfg.ConversationTitles = "off"
 	// Users' scripted models listen on loopback, as an operator's local model server would:
 	// the administrator allows it, as that operator would.
 	cfg.AllowInternal = []string{"127.0.0.0/8"}

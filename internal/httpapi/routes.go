@@ -157,6 +157,10 @@ func (a *API) routes() []route {
 		{wire.Operation{Method: "POST", Path: "/api/v1/app-conversations", Tag: "app-conversations", Summary: "Start a conversation; answers at once with its start task",
 			Body: apitypes.AppConversationStartRequest{}, Response: apitypes.AppConversationStartTask{}, Errors: errs(map[int]string{
 				422: "A malformed body, or a selected_repository the caller's git provider tokens cannot reach.", http.StatusBadGateway: "The git provider could not be reached to check the repository."})}, a.startAppConversation},
+		{wire.Operation{Method: "POST", Path: "/api/v1/app-conversations/stream-start", Tag: "app-conversations", Summary: "Start a conversation and follow its start: a JSON array of the start task's states, written as they are saved, until READY or ERROR",
+			Description: "The array's first element is the task as created (WORKING); the answer stays open until the task is READY or ERROR. Leaving early does not stop the start.",
+			Body:        apitypes.AppConversationStartRequest{}, Response: []apitypes.AppConversationStartTask{}, Errors: errs(map[int]string{
+				422: "A malformed body, or a selected_repository the caller's git provider tokens cannot reach.", http.StatusBadGateway: "The git provider could not be reached to check the repository."})}, a.streamStartAppConversation},
 		{wire.Operation{Method: "GET", Path: "/api/v1/app-conversations", Tag: "app-conversations", Summary: "Get conversations by id (null for unknown ids)",
 			Query: apitypes.ConversationIDsQuery{}, Response: []*apitypes.AppConversation{}, Errors: errs(nil)}, a.batchGetAppConversations},
 		{wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/search", Tag: "app-conversations", Summary: "Search conversations, newest first",
@@ -344,6 +348,14 @@ func (a *API) routes() []route {
 		{op: wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/git/diff", Tag: "app-conversations", Summary: "A file's text now and at the base its changes are shown against",
 			Query: runtime.GitDiffQuery{}, Response: runtime.GitDiff{}, Errors: errs(appWorkspaceErrors)}, h: a.appConversationGit(runtime.RouteGitDiff)},
 
+		{op: wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/download", Tag: "app-conversations", Summary: "The conversation's trajectory as a zip: meta.json (the conversation) and one event_<n>_<id>.json per event, in log order",
+			Description: "Written as the events are read, whatever their number: agentd has no export lock (OpenHands' 409) and no size limit (its 413).",
+			RawResponse: "application/zip", Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, h: a.downloadAppConversation},
+		{op: wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/skills", Tag: "app-conversations", Summary: "The skills the conversation's agent is given (the workspace's and the user's, as stored when it started)",
+			Response: apitypes.ConversationSkills{}, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, h: a.appConversationSkills},
+		{op: wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/hooks", Tag: "app-conversations", Summary: "The conversation's lifecycle hooks: none, agentd runs none",
+			Response: apitypes.ConversationHooks{}, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, h: a.appConversationHooks},
+
 		// Legacy V0.
 		{wire.Operation{Method: "POST", Path: "/api/conversations", Tag: "v0", Summary: "Create and start a conversation",
 			Body: apitypes.InitSessionRequest{}, Response: apitypes.ConversationResponse{}, Errors: errs(map[int]string{
@@ -355,6 +367,8 @@ func (a *API) routes() []route {
 			Response: apitypes.ConversationInfo{}, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, a.getConversationV0},
 		{wire.Operation{Method: "DELETE", Path: "/api/conversations/{conversation_id}", Tag: "v0", Summary: "Delete a conversation and its sandbox",
 			Response: true, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, a.deleteConversationV0},
+		{wire.Operation{Method: "PATCH", Path: "/api/conversations/{conversation_id}", Tag: "v0", Summary: "Rename a conversation (the web app's rename); the title is the user's from then on",
+			Body: apitypes.ConversationUpdateRequest{}, Response: true, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, a.renameConversationV0},
 		{wire.Operation{Method: "GET", Path: "/api/microagent-management/conversations", Tag: "v0", Summary: "List the conversations that write a microagent for a repository (create_microagent), newest first",
 			Query: apitypes.MicroagentConversationsQuery{}, Response: apitypes.ConversationInfoResultSet{}, Errors: errs(nil)}, a.microagentConversations},
 		{wire.Operation{Method: "POST", Path: "/api/add-git-providers", Tag: "v0", Summary: "Check git provider tokens with their providers and store them (sealed; never returned)",
@@ -369,6 +383,8 @@ func (a *API) routes() []route {
 			Response: []apitypes.SuggestedTask{}, Errors: errs(providerErrors)}, a.suggestedTasks},
 		{wire.Operation{Method: "GET", Path: "/api/v1/git/repositories/search", Tag: "git", Summary: "One page of the caller's repositories at a git provider, most recently pushed first; a query keeps those whose name contains it",
 			Query: apitypes.RepositorySearchQuery{}, Response: apitypes.RepositorySearchPage{}, Errors: errs(merge(providerErrors, map[int]string{400: "sort_order without a query."}))}, a.searchRepositories},
+		{wire.Operation{Method: "GET", Path: "/api/v1/git/installations/search", Tag: "git", Summary: "One page of what the caller's repositories live under at a provider: GitHub App installation ids (none for a token that is no GitHub App user token), Bitbucket workspace slugs, Bitbucket Data Center project keys",
+			Query: apitypes.InstallationSearchQuery{}, Response: apitypes.InstallationPage{}, Errors: errs(merge(providerErrors, map[int]string{400: "A provider without installations or workspaces (GitLab)."}))}, a.searchInstallations},
 		{wire.Operation{Method: "GET", Path: "/api/v1/git/branches/search", Tag: "git", Summary: "One page of a repository's branches; a query keeps those whose name contains it",
 			Query: apitypes.BranchSearchQuery{}, Response: apitypes.BranchSearchPage{}, Errors: errs(providerErrors)}, a.searchBranches},
 		{wire.Operation{Method: "GET", Path: "/api/v1/git/suggested-tasks/search", Tag: "git", Summary: "One page of the issues assigned to the caller, and their pull requests with conflicts, failing checks or reviews to answer",

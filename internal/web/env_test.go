@@ -64,6 +64,9 @@ func newEnv(t *testing.T) *env {
 	}
 	cfg.Specs = []config.SpecConfig{{ID: "default", InitialEnv: map[string]string{sandboxtest.EnvRuntime: "1"}}}
 	cfg.AgentServerAddr, cfg.AgentServerPublicURL = "", ""
+	// Conversations keep their first title: a title call would take a step of the scripted
+	// models, in any order beside the agent's.
+	cfg.ConversationTitles = "off"
 	// Users' scripted models listen on loopback.
 	cfg.AllowInternal = []string{"127.0.0.0/8"}
 	e := &env{t: t, cfg: cfg, logs: &logBuffer{}, github: providertest.NewGitHub(t)}
