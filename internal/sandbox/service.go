@@ -45,6 +45,10 @@ type ServiceOptions struct {
 	IdleTimeout time.Duration
 	// OnIdlePause is told of every sandbox paused for being idle (and for how long it was).
 	OnIdlePause func(ctx context.Context, sb Sandbox, idle time.Duration)
+	// OnStatus is told of every change of a sandbox's status after its creation (and of its
+	// deletion, as MISSING), once it is stored, in order for each sandbox. It runs while the
+	// sandbox's operations wait, so it must not call them. nil tells nobody.
+	OnStatus func(ctx context.Context, sb Sandbox)
 }
 
 // Service owns the lifecycle of sandboxes: it keeps the store's records and the backend's
@@ -71,6 +75,7 @@ type Service struct {
 	watchInterval time.Duration
 	idleTimeout   time.Duration
 	onIdlePause   func(ctx context.Context, sb Sandbox, idle time.Duration)
+	onStatus      func(ctx context.Context, sb Sandbox)
 
 	locks   keyLock // one per sandbox id, and one per owner ("owner:" + id); always id first
 	changes notifier
@@ -112,6 +117,7 @@ func NewService(opts ServiceOptions) *Service {
 		watchInterval: opts.WatchInterval,
 		idleTimeout:   opts.IdleTimeout,
 		onIdlePause:   opts.OnIdlePause,
+		onStatus:      opts.OnStatus,
 		starting:      map[string]*startWait{},
 		clients:       map[string]*runtime.Client{},
 		lastActive:    map[string]time.Time{},
@@ -192,7 +198,15 @@ func (s *Service) setStatus(ctx context.Context, sb Sandbox, to Status, detail s
 	}
 	s.changes.notify(sb.ID)
 	s.log.Info("sandbox status", "sandbox_id", sb.ID, "from", from, "to", to, "detail", detail)
+	s.told(ctx, sb)
 	return sb, nil
+}
+
+// told tells OnStatus of sb's status.
+func (s *Service) told(ctx context.Context, sb Sandbox) {
+	if s.onStatus != nil {
+		s.onStatus(context.WithoutCancel(ctx), sb)
+	}
 }
 
 // sessionKey opens the sealed session key of sb.

@@ -116,5 +116,7 @@ func (s *Service) Delete(ctx context.Context, ownerID, id string) error {
 	s.dropClient(id)
 	s.changes.notify(id)
 	s.log.Info("sandbox deleted", "sandbox_id", id)
+	sb.Status, sb.Detail = StatusMissing, "deleted"
+	s.told(cctx, sb)
 	return nil
 }
