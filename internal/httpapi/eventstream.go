@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentd/agentd/internal/apitypes"
@@ -89,6 +90,9 @@ func (a *API) eventStream(w http.ResponseWriter, r *http.Request) error {
 	h.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
 	w.WriteHeader(http.StatusOK)
 	s := &sseStream{w: w, rc: http.NewResponseController(w), timeout: a.sockets.o.WriteTimeout}
+	// When the server stops, a write blocked on a client that takes nothing ends at once,
+	// instead of holding the shutdown for the write timeout.
+	defer s.cutOnShutdown(a.sockets.ctx)()
 	if !s.send(fmt.Appendf(nil, "retry: %d\n\n", sseRetry.Milliseconds())) || !s.event("", "", state.Body) {
 		return nil
 	}
@@ -183,6 +187,27 @@ type sseStream struct {
 	rc      *http.ResponseController
 	timeout time.Duration
 	buf     bytes.Buffer
+
+	mu   sync.Mutex
+	done bool // the handler has returned: rc may no longer be used
+}
+
+// cutOnShutdown ends a blocked write as soon as ctx ends; the function it returns must run
+// before the handler returns.
+func (s *sseStream) cutOnShutdown(ctx context.Context) (stop func()) {
+	stopAfter := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.done {
+			s.rc.SetWriteDeadline(time.Now())
+		}
+	})
+	return func() {
+		stopAfter()
+		s.mu.Lock()
+		s.done = true
+		s.mu.Unlock()
+	}
 }
 
 // event sends data (one JSON value) as an event, with its id and name when they are not "".

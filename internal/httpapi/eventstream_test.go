@@ -334,8 +334,10 @@ func TestStreamStalledSubscriberIsCutOff(t *testing.T) {
 			}
 		}
 	}()
-	// Two clients stop reading at once, with small connection buffers.
+	// Three clients stop reading at once, with small connection buffers; the third never reads
+	// again.
 	stalled := e.openStreamWith(smallBufferClient(), alice, c.id, "", nil) // not started
+	e.openStreamWith(smallBufferClient(), alice, c.id, "", nil)
 	stalledSocket, _, err := websocket.Dial(ctxWait(t), c.socketURL("resend_mode=all"),
 		&websocket.DialOptions{HTTPClient: smallBufferClient(), HTTPHeader: keyHeader(alice)})
 	if err != nil {
@@ -343,9 +345,9 @@ func TestStreamStalledSubscriberIsCutOff(t *testing.T) {
 	}
 	stalledSocket.SetReadLimit(8 << 20)
 	t.Cleanup(func() { stalledSocket.CloseNow() })
-	e.waitFollowers(c.id, 4)
+	e.waitFollowers(c.id, 5)
 
-	// Messages until both stalled clients are cut off; appending never waits for them.
+	// Messages until the stalled clients are cut off; appending never waits for them.
 	big := strings.Repeat("x", 8<<10)
 	for n := 0; e.app.Conversations.Followers(c.id) > 2; n++ {
 		if n == 2000 {
@@ -410,6 +412,20 @@ func TestStreamStalledSubscriberIsCutOff(t *testing.T) {
 			ids, raw = append(ids, w.ID), append(raw, data)
 		}
 		sameLog(t, "cut and resumed", ids, raw, wantIDs, wantRaw)
+	})
+	t.Run("shutdown", func(t *testing.T) {
+		// The third stream's write is still blocked on its client: stopping the server cuts it
+		// rather than wait for the write timeout.
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			e.stop()
+		}()
+		select {
+		case <-stopped:
+		case <-time.After(streamWait):
+			t.Fatal("the server did not stop while a stream's client took nothing")
+		}
 	})
 }
 
