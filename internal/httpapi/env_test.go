@@ -147,6 +147,9 @@ func newEnvGit(t *testing.T, git *gittest.Server, opts ...envOption) *env {
 	// The agent-server base is off unless a test asks for it (withAgentServer): conversation
 	// URLs then lead to the prefix of the one test server.
 	cfg.AgentServerAddr, cfg.AgentServerPublicURL = "", ""
+	// Test clients read their sockets only when a test looks, and a ping left unanswered
+	// until the next cuts a socket off: pings are rare unless a test asks for them.
+	cfg.StreamHeartbeat = 2 * time.Minute
 	// Users' scripted models listen on loopback, as an operator's local model server would:
 	// the administrator allows it, as that operator would.
 	cfg.AllowInternal = []string{"127.0.0.0/8"}
