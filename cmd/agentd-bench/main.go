@@ -39,6 +39,7 @@ type options struct {
 	repoFiles     int
 	repoRounds    int
 	mcpCalls      int
+	streamRounds  int
 }
 
 func main() {
@@ -57,10 +58,11 @@ func main() {
 	flag.IntVar(&o.repoFiles, "repo-files", 3000, "files of the repository that conversations are started on")
 	flag.IntVar(&o.repoRounds, "repo-rounds", 10, "conversations on a repository to time")
 	flag.IntVar(&o.mcpCalls, "mcp-calls", 500, "MCP tool calls to time per transport, through the tool router and directly")
+	flag.IntVar(&o.streamRounds, "stream-rounds", 200, "events to time on each kind and number of stream subscribers")
 	flag.Parse()
 	if o.starts < 1 || o.cycles < 1 || o.many < 1 || o.conversations < 1 || o.clients < 1 || o.duration <= 0 ||
-		o.steps < 2 || o.logs < 1 || o.events < 1 || o.repoFiles < 1 || o.repoRounds < 1 || o.mcpCalls < 1 {
-		fmt.Fprintln(os.Stderr, "agentd-bench: -starts, -cycles, -many, -conversations, -clients, -duration, -steps, -logs, -events, -repo-files, -repo-rounds and -mcp-calls must be positive")
+		o.steps < 2 || o.logs < 1 || o.events < 1 || o.repoFiles < 1 || o.repoRounds < 1 || o.mcpCalls < 1 || o.streamRounds < 1 {
+		fmt.Fprintln(os.Stderr, "agentd-bench: -starts, -cycles, -many, -conversations, -clients, -duration, -steps, -logs, -events, -repo-files, -repo-rounds, -mcp-calls and -stream-rounds must be positive")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -181,6 +183,12 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 	rep.rows = append(rep.rows, rows...)
 	rep.notes = append(rep.notes, notes...)
 	rows, notes, err = benchMCP(ctx, srv, tmp, o.mcpCalls, progress)
+	if err != nil {
+		return err
+	}
+	rep.rows = append(rep.rows, rows...)
+	rep.notes = append(rep.notes, notes...)
+	rows, notes, err = benchStreams(ctx, srv, o.streamRounds, progress)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/wire"
 )
 
@@ -158,6 +159,23 @@ type AgentConversationInfo struct {
 	SubConversationIDs   []string           `json:"sub_conversation_ids"`
 	CreatedAt            time.Time          `json:"created_at"`
 	UpdatedAt            time.Time          `json:"updated_at"`
+}
+
+// StreamState is the value of the full_state update that a live stream opens with: the
+// conversation as the conversation API shows it, with the status fields that the stream's
+// own state updates carry (sandbox_status, conversation_status, start_task).
+type StreamState struct {
+	AgentConversationInfo
+	SandboxID          *string               `json:"sandbox_id"`
+	SandboxStatus      string                `json:"sandbox_status" doc:"STARTING, RUNNING, PAUSED, ERROR or MISSING (no sandbox, or it is gone)."`
+	ConversationStatus string                `json:"conversation_status" doc:"STARTING, RUNNING, STOPPED or ERROR."`
+	StartTask          *event.StartTaskState `json:"start_task" doc:"The conversation's latest start task; null for one created without (V0)."`
+}
+
+// StreamClose is the data of the "close" event that ends an SSE event stream, saying why.
+type StreamClose struct {
+	Reason string `json:"reason" doc:"lagged: the client fell behind (reconnect after the last event received); deleted: the conversation was deleted; shutdown: the server is stopping (reconnect); error: a server error."`
+	Detail string `json:"detail"`
 }
 
 // AgentFinalResponse is the agent's last answer: the message of its last finish call or the

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentd/agentd/internal/auth"
@@ -56,7 +57,8 @@ type Options struct {
 	// SandboxNow is the sandbox service's clock, which decides when a sandbox is idle; nil
 	// means time.Now.
 	SandboxNow func() time.Time
-	// Sockets tune the API's WebSockets; the zero value is the defaults.
+	// Sockets tune the API's live streams; zero fields take the configuration's values and
+	// the defaults.
 	Sockets httpapi.SocketOptions
 	// GitRemotes resolve the repositories of conversations to their upstream and the
 	// credentials agentd adds there; nil means the users' git providers (gitprovider.Service).
@@ -190,6 +192,10 @@ func New(ctx context.Context, o Options) (*App, error) {
 	})
 	a.closers = append(a.closers, func() error { webhooks.Close(); return nil })
 
+	// The conversations hear of their sandboxes' status changes once their service exists:
+	// those of the start-up's reconciliation happened while the server was down, and the
+	// streams' opening state shows them.
+	var statusTo atomic.Pointer[conversation.Service]
 	a.Sandboxes = sandbox.NewService(sandbox.ServiceOptions{
 		Store: st, Backend: o.Backend, Sealer: keyring, Logger: log,
 		DefaultSpec: cfg.DefaultSpec, MaxRunningPerUser: cfg.MaxRunningSandboxes,
@@ -198,6 +204,13 @@ func New(ctx context.Context, o Options) (*App, error) {
 		OnIdlePause: func(ctx context.Context, sb sandbox.Sandbox, idle time.Duration) {
 			if err := a.Conversations.SandboxIdlePaused(ctx, sb.OwnerID, sb.ID, idle); err != nil {
 				log.Error("record idle pause", "sandbox_id", sb.ID, "err", err)
+			}
+		},
+		OnStatus: func(ctx context.Context, sb sandbox.Sandbox) {
+			if c := statusTo.Load(); c != nil {
+				if err := c.SandboxStatusChanged(ctx, sb.OwnerID, sb.ID, sb.Status); err != nil {
+					log.Error("record sandbox status", "sandbox_id", sb.ID, "err", err)
+				}
 			}
 		},
 	})
@@ -277,6 +290,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Repository: conversation.RepositoryOptions{CloneTimeout: cfg.GitCloneTimeout, SetupTimeout: cfg.SetupScriptTimeout,
 			AuthorName: cfg.GitAuthorName, AuthorEmail: cfg.GitAuthorEmail},
 	})
+	statusTo.Store(a.Conversations)
 	a.closers = append(a.closers, func() error { a.Conversations.Close(); return nil })
 	if err := a.Conversations.Resume(ctx); err != nil {
 		return nil, err
@@ -313,7 +327,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Open:          keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: o.Version,
 		AgentServerURL: cfg.AgentServerPublicURL, DefaultModel: cfg.LLMModel,
 		SpecWarnings: func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },
-		CORSOrigins:  cfg.CORSOrigins, Sockets: o.Sockets,
+		CORSOrigins:  cfg.CORSOrigins, Sockets: streamOptions(cfg, o.Sockets),
 		URLs: urls, BodyTimeout: cfg.RequestBodyTimeout, MaxUploadBytes: cfg.MaxUploadMB << 20,
 		Web: webApp,
 		Checks: []httpapi.Check{
@@ -356,6 +370,21 @@ func newGitProxy(a *App, remotes gitproxy.Remotes, userHTTP func(context.Context
 		HTTP:   userHTTP,
 		Logger: log,
 	})
+}
+
+// streamOptions are the live streams' options: the configuration's, where the caller (a
+// test) set none.
+func streamOptions(cfg config.Config, o httpapi.SocketOptions) httpapi.SocketOptions {
+	if o.MaxPerConversation == 0 {
+		o.MaxPerConversation = cfg.StreamMaxSubscribers
+	}
+	if o.EventBuffer == 0 {
+		o.EventBuffer = cfg.StreamBuffer
+	}
+	if o.PingInterval == 0 {
+		o.PingInterval = cfg.StreamHeartbeat
+	}
+	return o
 }
 
 // Handler serves the HTTP API.

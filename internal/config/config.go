@@ -91,6 +91,13 @@ type Config struct {
 	RequestBodyTimeout time.Duration
 	// MaxUploadMB bounds a file uploaded into a conversation's workspace, in MiB.
 	MaxUploadMB int64
+	// StreamMaxSubscribers bounds the live streams (event sockets and SSE streams together)
+	// of one conversation; StreamBuffer is how many live events may wait for one stream
+	// before it is closed for falling behind; StreamHeartbeat is how often an idle stream
+	// shows it is alive.
+	StreamMaxSubscribers int
+	StreamBuffer         int
+	StreamHeartbeat      time.Duration
 	// LogLevel is debug, info, warn or error; LogFormat is text or json.
 	LogLevel  string
 	LogFormat string
@@ -230,6 +237,15 @@ func Options() []Option {
 		{Flag: "max-upload-mb", Env: []string{"AGENTD_MAX_UPLOAD_MB"}, File: "max_upload_mb", Default: "100",
 			Doc: "Largest file, in MiB, that may be uploaded into a conversation's workspace (at most 4096); a larger one is answered 413. The upload must also arrive within the request body timeout.",
 			set: func(c *Config, v string) error { return setInt64(&c.MaxUploadMB, v) }},
+		{Flag: "stream-max-subscribers", Env: []string{"AGENTD_STREAM_MAX_SUBSCRIBERS"}, File: "stream_max_subscribers", Default: "100",
+			Doc: "Most live streams one conversation may have open at once, event sockets and SSE streams together; one more is refused (a socket closes with 1013, an SSE stream is answered 429).",
+			set: func(c *Config, v string) error { return setInt(&c.StreamMaxSubscribers, v) }},
+		{Flag: "stream-buffer", Env: []string{"AGENTD_STREAM_BUFFER"}, File: "stream_buffer", Default: "256",
+			Doc: "How many live events may wait to be sent on one stream. A client further behind is disconnected with a reason (SSE: a final close event; WebSocket: 1013) and resumes after the last event it received, losing nothing; the agent never waits for a client.",
+			set: func(c *Config, v string) error { return setInt(&c.StreamBuffer, v) }},
+		{Flag: "stream-heartbeat", Env: []string{"AGENTD_STREAM_HEARTBEAT"}, File: "stream_heartbeat", Default: "15s",
+			Doc: "How often a live stream shows it is alive, so that proxies keep an idle one open: an SSE comment, a WebSocket ping (a socket that has not answered by the next ping is closed).",
+			set: func(c *Config, v string) error { return setDuration(&c.StreamHeartbeat, v) }},
 		{Flag: "sandbox-idle-timeout", Env: []string{"AGENTD_SANDBOX_IDLE_TIMEOUT"}, File: "sandbox_idle_timeout", Default: "0",
 			Doc: "Pause a running sandbox nobody used for this long (no agent working in it, no command or tool call), e.g. 30m; the pause is recorded on its conversations. 0 never pauses.",
 			set: func(c *Config, v string) error { return setDuration(&c.SandboxIdleTimeout, v) }},
@@ -501,6 +517,15 @@ func (c *Config) validate() error {
 	}
 	if c.RequestBodyTimeout <= 0 {
 		errs = append(errs, errors.New("request body timeout must be positive"))
+	}
+	if c.StreamMaxSubscribers < 1 {
+		errs = append(errs, errors.New("stream max subscribers must be at least 1"))
+	}
+	if c.StreamBuffer < 1 {
+		errs = append(errs, errors.New("stream buffer must be at least 1"))
+	}
+	if c.StreamHeartbeat < time.Second {
+		errs = append(errs, errors.New("stream heartbeat must be at least 1s"))
 	}
 	if c.MaxUploadMB <= 0 || c.MaxUploadMB > 4096 {
 		errs = append(errs, fmt.Errorf("max upload %d MiB: want 1 to 4096 (the runtime's own bound)", c.MaxUploadMB))

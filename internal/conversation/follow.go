@@ -66,3 +66,7 @@ func (s *Service) Follow(ctx context.Context, ownerID, convID string, start Feed
 	}
 	return feed, nil
 }
+
+// Followers returns how many subscriptions follow the conversation's events now: its open
+// feeds (a feed that fell behind is no longer among them).
+func (s *Service) Followers(convID string) int { return s.o.Bus.Subscribers(convID) }

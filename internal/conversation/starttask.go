@@ -88,15 +88,6 @@ func taskDetail(err error) string {
 	return "the conversation could not start; the server log has the cause"
 }
 
-func (s *Service) saveTask(ctx context.Context, t *StartTask) error {
-	t.UpdatedAt = s.o.Now().UTC()
-	if err := s.o.Store.UpdateStartTask(ctx, *t); err != nil {
-		return err
-	}
-	s.notifyWatches(*t)
-	return nil
-}
-
 func (s *Service) walk(ctx context.Context, t *StartTask, specID string) error {
 	t.Status = TaskWaitingForSandbox
 	if err := s.saveTask(ctx, t); err != nil {

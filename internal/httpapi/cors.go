@@ -38,7 +38,7 @@ func (a *API) cors(next http.Handler) http.Handler {
 		h.Add("Vary", "Origin")
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
-			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Session-API-Key")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Session-API-Key, Last-Event-ID")
 			h.Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)
 			return

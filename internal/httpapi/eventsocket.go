@@ -316,9 +316,10 @@ func socketStart(q apitypes.EventSocketQuery) conversation.FeedStart {
 }
 
 // sendFullState sends the ConversationStateUpdateEvent with key full_state that clients
-// wait for: the conversation as GET …/api/conversations/{id} shows it.
+// wait for: the conversation as GET …/api/conversations/{id} shows it, with agentd's status
+// fields (apitypes.StreamState).
 func (s *eventSocket) sendFullState(ownerID string, v conversation.View) bool {
-	value, err := json.Marshal(s.a.agentConversationInfo(s.a.sockets.ctx, ownerID, v))
+	value, err := json.Marshal(s.a.streamState(s.a.sockets.ctx, ownerID, v))
 	if err != nil {
 		s.fail(fmt.Errorf("encode full state: %w", err))
 		return false

@@ -433,6 +433,28 @@ func TestEventSocketResend(t *testing.T) {
 		})
 	}
 
+	t.Run("after_event_id", func(t *testing.T) {
+		ids, _ := c.rawEvents("")
+		s := dialSocket(t, c.socketURL("after_event_id="+ids[0]), keyHeader(alice))
+		s.fullState()
+		for _, id := range ids[1:] {
+			if ev, _ := s.next(); ev.ID != id {
+				t.Fatalf("after the first event came %s, want %s", ev.ID, id)
+			}
+		}
+		// With resend_mode too: a 422 before the upgrade.
+		ctx, cancel := context.WithTimeout(context.Background(), socketWait)
+		defer cancel()
+		_, resp, err := websocket.Dial(ctx, c.socketURL("after_event_id="+ids[0]+"&resend_mode=all"), &websocket.DialOptions{HTTPHeader: keyHeader(alice)})
+		if err == nil || resp == nil || resp.StatusCode != http.StatusUnprocessableEntity {
+			t.Fatalf("dial with after_event_id and resend_mode: %v, %v; want a 422", resp, err)
+		}
+		// An id that is no event of the conversation closes the socket with 4400.
+		if got := dialSocket(t, c.socketURL("after_event_id=no-such-event"), keyHeader(alice)).closeStatus(); got != 4400 {
+			t.Fatalf("unknown after_event_id: closed with %d, want 4400", got)
+		}
+	})
+
 	t.Run("unknown resend_mode", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), socketWait)
 		defer cancel()

@@ -184,6 +184,14 @@ func (a *API) routes() []route {
 				409: "The sandbox is not RUNNING (resume it first), or the conversation is still starting.",
 				410: "The conversation is archived: its sandbox no longer exists.",
 				503: "The sandbox is in ERROR, or the conversation failed to start."})}, a.sendAppMessage},
+		{wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/events/stream", Tag: "app-conversations",
+			Summary: "Follow a conversation's events as Server-Sent Events: its full state, the events after the one named (all of them when none is), then each event as it is stored",
+			Description: "Each event is a data line with the event's JSON; stored events carry their id as the SSE id, so that a client that reconnects with Last-Event-ID (or after_event_id) gets every later event once, in order, also after a restart of the server. " +
+				"The first event is a ConversationStateUpdateEvent full_state (not stored, no SSE id). Comments keep an idle stream open. A stream that ends for a reason the client should know ends with an event named close, whose data is {\"reason\": lagged | deleted | shutdown | error, \"detail\": ...}.",
+			Query: apitypes.EventStreamQuery{}, Response: "", ResponseType: "text/event-stream", Errors: errs(map[int]string{
+				400: "The id is not a UUID, or Last-Event-ID names no event of this conversation.", 404: "No such conversation.",
+				422: "after_event_id names no event of this conversation.", 429: "The conversation has as many live streams open as allowed (stream_max_subscribers).",
+				503: "The server is shutting down."})}, a.eventStream},
 		{wire.Operation{Method: "POST", Path: "/api/v1/conversations/{conversation_id}/pending-messages", Tag: "app-conversations", Summary: "Queue a user message until the conversation is READY (sent at once when it is); the id may be the start task's",
 			Body: apitypes.PendingMessageRequest{}, Response: apitypes.PendingMessageResponse{}, Status: 201, Errors: errs(map[int]string{
 				400: "The id is not a UUID (bare or after task-).", 404: "No such conversation or start task.",

@@ -15,8 +15,8 @@ import (
 	"github.com/agentd/agentd/internal/gitproxy/gittest"
 )
 
-// openStream posts a stream-start request and returns the open answer.
-func (e *env) openStream(key string, body any) *http.Response {
+// streamStart posts a stream-start request and returns the open answer.
+func (e *env) streamStart(key string, body any) *http.Response {
 	e.t.Helper()
 	b, _ := json.Marshal(body)
 	req, err := http.NewRequestWithContext(e.t.Context(), "POST", e.srv.URL+"/api/v1/app-conversations/stream-start", bytes.NewReader(b))
@@ -76,7 +76,7 @@ func TestStreamStart(t *testing.T) {
 	}
 	e.repo(alice, "github", "octo/gate")
 
-	resp := e.openStream(alice, map[string]any{"selected_repository": "octo/gate", "git_provider": "github"})
+	resp := e.streamStart(alice, map[string]any{"selected_repository": "octo/gate", "git_provider": "github"})
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("stream-start answered %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
@@ -129,7 +129,7 @@ func TestStreamStartErrors(t *testing.T) {
 	e := newEnv(t)
 	_, alice := e.newUser("alice")
 	e.repo(alice, "github", "octo/plain")
-	resp := e.openStream(alice, map[string]any{"selected_repository": "octo/plain", "git_provider": "github", "selected_branch": "no-such-branch"})
+	resp := e.streamStart(alice, map[string]any{"selected_repository": "octo/plain", "git_provider": "github", "selected_branch": "no-such-branch"})
 	s := newStreamReader(t, resp.Body)
 	var last v1Task
 	for {

@@ -46,6 +46,10 @@ type ServiceOptions struct {
 	IdleTimeout time.Duration
 	// OnIdlePause is told of every sandbox paused for being idle (and for how long it was).
 	OnIdlePause func(ctx context.Context, sb Sandbox, idle time.Duration)
+	// OnStatus is told of every change of a sandbox's status after its creation (and of its
+	// deletion, as MISSING), once it is stored, in order for each sandbox. It runs while the
+	// sandbox's operations wait, so it must not call them. nil tells nobody.
+	OnStatus func(ctx context.Context, sb Sandbox)
 	// Webhooks is told of sandboxes paused, resumed and deleted; nil tells no one.
 	Webhooks Notifier
 }
@@ -81,6 +85,7 @@ type Service struct {
 	idleTimeout   time.Duration
 	onIdlePause   func(ctx context.Context, sb Sandbox, idle time.Duration)
 	webhooks      Notifier
+	onStatus      func(ctx context.Context, sb Sandbox)
 
 	locks   keyLock // one per sandbox id, and one per owner ("owner:" + id); always id first
 	changes notifier
@@ -123,6 +128,7 @@ func NewService(opts ServiceOptions) *Service {
 		idleTimeout:   opts.IdleTimeout,
 		onIdlePause:   opts.OnIdlePause,
 		webhooks:      opts.Webhooks,
+		onStatus:      opts.OnStatus,
 		starting:      map[string]*startWait{},
 		clients:       map[string]*runtime.Client{},
 		lastActive:    map[string]time.Time{},
@@ -209,6 +215,7 @@ func (s *Service) setStatus(ctx context.Context, sb Sandbox, to Status, detail s
 	case from == StatusPaused && to == StatusRunning:
 		s.tell(ctx, webhook.KindSandboxResumed, sb)
 	}
+	s.told(ctx, sb)
 	return sb, nil
 }
 
@@ -219,6 +226,13 @@ func (s *Service) tell(ctx context.Context, kind string, sb Sandbox) {
 	}
 	s.webhooks.Notify(ctx, webhook.Event{Kind: kind, OwnerID: sb.OwnerID, SandboxID: sb.ID, At: s.now(),
 		Data: map[string]any{"spec_id": sb.SpecID}})
+}
+
+// told tells OnStatus of sb's status.
+func (s *Service) told(ctx context.Context, sb Sandbox) {
+	if s.onStatus != nil {
+		s.onStatus(context.WithoutCancel(ctx), sb)
+	}
 }
 
 // sessionKey opens the sealed session key of sb.

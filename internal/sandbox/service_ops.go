@@ -119,5 +119,7 @@ func (s *Service) Delete(ctx context.Context, ownerID, id string) error {
 	s.changes.notify(id)
 	s.log.Info("sandbox deleted", "sandbox_id", id)
 	s.tell(cctx, webhook.KindSandboxDeleted, sb)
+	sb.Status, sb.Detail = StatusMissing, "deleted"
+	s.told(cctx, sb)
 	return nil
 }
