@@ -188,18 +188,24 @@ type sseStream struct {
 	timeout time.Duration
 	buf     bytes.Buffer
 
-	mu   sync.Mutex
-	done bool // the handler has returned: rc may no longer be used
+	mu    sync.Mutex
+	done  bool      // the handler has returned: rc may no longer be used
+	cutAt time.Time // once the server stops: no write goes on past it
 }
 
-// cutOnShutdown ends a blocked write as soon as ctx ends; the function it returns must run
-// before the handler returns.
+// shutdownGrace is how long a stream's writes may still take once the server stops: a
+// client that reads gets the close event in far less, one that takes nothing is cut then.
+const shutdownGrace = 2 * time.Second
+
+// cutOnShutdown ends a blocked write soon after ctx ends (shutdownGrace), instead of at the
+// write timeout; the function it returns must run before the handler returns.
 func (s *sseStream) cutOnShutdown(ctx context.Context) (stop func()) {
 	stopAfter := context.AfterFunc(ctx, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if !s.done {
-			s.rc.SetWriteDeadline(time.Now())
+			s.cutAt = time.Now().Add(shutdownGrace)
+			s.rc.SetWriteDeadline(s.cutAt)
 		}
 	})
 	return func() {
@@ -237,7 +243,14 @@ func (s *sseStream) close(reason, detail string) {
 }
 
 func (s *sseStream) send(p []byte) bool {
-	if err := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil {
+	s.mu.Lock()
+	deadline := time.Now().Add(s.timeout)
+	if !s.cutAt.IsZero() && s.cutAt.Before(deadline) {
+		deadline = s.cutAt
+	}
+	err := s.rc.SetWriteDeadline(deadline)
+	s.mu.Unlock()
+	if err != nil {
 		return false
 	}
 	if _, err := s.w.Write(p); err != nil {

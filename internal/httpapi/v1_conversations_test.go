@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/paging"
 )
 
 // v1Task is a start task as the API answers it, decoded with the wire names.
@@ -135,13 +138,39 @@ func (e *env) newConversation(key string, body map[string]any) (v1Task, v1Conv) 
 }
 
 // settleAgent waits until the conversation's agent has stopped: the agent that starts when a
-// conversation is READY changes its record (execution status, metrics, updated_at).
+// conversation is READY changes its record (execution status, metrics, updated_at). A READY
+// conversation is idle before its agent first runs, so idle counts only once the agent has
+// answered the newest user message, if there is one.
 func (e *env) settleAgent(key, convID string) {
 	e.t.Helper()
 	e.eventually("the agent of "+convID+" to stop", func() bool {
 		c := e.getConversation(key, convID)
-		return c != nil && c.ExecutionStatus != nil && *c.ExecutionStatus != "running" && !e.app.Conversations.AgentRunning(convID)
+		if c == nil || c.ExecutionStatus == nil || *c.ExecutionStatus == "running" || e.app.Conversations.AgentRunning(convID) {
+			return false
+		}
+		return *c.ExecutionStatus != "idle" || e.answered(*c.CreatedByUserID, convID)
 	})
+}
+
+// answered reports whether the agent recorded an event after the newest user message of the
+// conversation, or there is none.
+func (e *env) answered(ownerID, convID string) bool {
+	e.t.Helper()
+	ctx := e.t.Context()
+	msgs, _, err := e.app.Conversations.SearchEvents(ctx, ownerID,
+		event.Filter{ConversationID: convID, Kind: "MessageEvent", Source: event.SourceUser}, true, paging.Query{Limit: 1})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if len(msgs) == 0 {
+		return true
+	}
+	n, err := e.app.Conversations.CountEvents(ctx, ownerID,
+		event.Filter{ConversationID: convID, Source: event.SourceAgent, AfterSeq: msgs[0].Seq})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n > 0
 }
 
 func strOrNil(s *string) any {

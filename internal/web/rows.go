@@ -35,7 +35,7 @@ func (a *App) conversationRows(w http.ResponseWriter, r *http.Request, s *signed
 	defer cancel()
 	untrack, ok := a.track(cancel)
 	if !ok {
-		return &webError{http.StatusServiceUnavailable, "The server is shutting down."}
+		return comeBack(w)
 	}
 	defer untrack()
 

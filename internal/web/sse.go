@@ -49,6 +49,18 @@ func (s *sse) send(id, typ string, data []byte) error {
 	return s.rc.Flush()
 }
 
+// comeBack answers a stream that a closing server cannot serve: an empty event stream that
+// tells the browser when to reconnect, which EventSource does without an error (an answer of
+// another type would end it for good and log one).
+func comeBack(w http.ResponseWriter) error {
+	out, err := startSSE(w)
+	if err != nil {
+		return nil
+	}
+	out.retry(time.Second)
+	return nil
+}
+
 // retry tells the browser how long to wait before it reconnects.
 func (s *sse) retry(d time.Duration) error {
 	if _, err := fmt.Fprintf(s.w, "retry: %d\n\n", d.Milliseconds()); err != nil {

@@ -44,6 +44,13 @@ type liveStream struct {
 	stop context.CancelFunc
 }
 
+// isClosed reports whether the app was closed.
+func (a *App) isClosed() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.closed
+}
+
 // track registers a stream until its handler ends; false when the app is closed.
 func (a *App) track(cancel context.CancelFunc) (untrack func(), ok bool) {
 	s := &liveStream{stop: cancel}
@@ -74,7 +81,7 @@ func (a *App) conversationStream(w http.ResponseWriter, r *http.Request, s *sign
 	defer cancel()
 	untrack, ok := a.track(cancel)
 	if !ok {
-		return &webError{http.StatusServiceUnavailable, "The server is shutting down."}
+		return comeBack(w)
 	}
 	defer untrack()
 	feed, err := a.d.Conversations.Follow(ctx, s.User.ID, id, conversation.FeedStart{AfterEventID: after}, streamBuffer)

@@ -149,6 +149,10 @@ const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 // form and comes back after it; a fragment or stream answers 401.
 func (a *App) page(h pageHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") && a.isClosed() {
+			comeBack(w) // a browser's stream reconnects to the next server
+			return
+		}
 		s, err := a.session(r)
 		if err != nil {
 			if !errors.Is(err, auth.ErrUnauthorized) {

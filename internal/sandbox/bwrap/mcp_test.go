@@ -63,7 +63,9 @@ func newMCPServer(t *testing.T) *mcpServer {
 	root := filepath.Join(dir, "sandboxes", "bwrap")
 	newTestBackend(t, testRoot(t)) // skip early when bwrap does not work here
 	cfg, err := config.Load([]string{"--data-dir", dir, "--admin-key", mcpAdminKey, "--sandbox-backend", Name,
-		"--mcp-connect-timeout", "15s"}, func(string) string { return "" })
+		"--mcp-connect-timeout", "15s",
+		// The scripted model answers the agent alone: no title call takes one of its steps.
+		"--conversation-titles", "off"}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
