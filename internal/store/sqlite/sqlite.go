@@ -20,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	msqlite "modernc.org/sqlite"
 
 	"github.com/agentd/agentd/internal/store"
 )
@@ -41,11 +41,22 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
+// Options tune a Store; the zero value is the defaults.
+type Options struct {
+	// Observer, when set, is told the time of every statement.
+	Observer QueryObserver
+}
+
 // Open opens the database file at path, creating it if needed (its directory must exist), and
 // migrates its schema. It refuses a database whose schema is newer than this binary
 // (ErrSchemaTooNew). Several Stores, in one process or several, may open the same file; ctx
 // bounds only the opening.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return OpenWith(ctx, path, Options{})
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
@@ -53,7 +64,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err := registerFunctions(); err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: register functions: %w", path, err)
 	}
-	w, err := openWriter(ctx, abs)
+	w, err := openWriter(ctx, abs, o.Observer)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
@@ -61,7 +72,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
-	r, err := sql.Open("sqlite", dsn(abs, false))
+	r, err := openDB(dsn(abs, false), PoolRead, o.Observer)
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
@@ -78,8 +89,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 }
 
 // openWriter opens the single writing connection and switches the file to WAL.
-func openWriter(ctx context.Context, path string) (*sql.DB, error) {
-	w, err := sql.Open("sqlite", dsn(path, true))
+func openWriter(ctx context.Context, path string, obs QueryObserver) (*sql.DB, error) {
+	w, err := openDB(dsn(path, true), PoolWrite, obs)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +103,18 @@ func openWriter(ctx context.Context, path string) (*sql.DB, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// openDB opens a pool of connections to dsn, timed by obs when it is set.
+func openDB(dsn, pool string, obs QueryObserver) (*sql.DB, error) {
+	c, err := msqlite.NewConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if obs != nil {
+		c = observedConnector{Connector: c, pool: pool, obs: obs}
+	}
+	return sql.OpenDB(c), nil
 }
 
 // enableWAL switches the file to WAL and checks that WAL is really in force: some file systems
