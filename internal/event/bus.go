@@ -7,8 +7,25 @@ import "sync"
 // a publication can always catch up from the store. Safe for concurrent use; the zero value
 // is ready.
 type Bus struct {
-	mu   sync.Mutex
-	subs map[string]map[*Subscription]struct{}
+	mu    sync.Mutex
+	subs  map[string]map[*Subscription]struct{}
+	stats BusStats
+}
+
+// BusStats count a bus's subscriptions, for the server's metrics.
+type BusStats struct {
+	// Subscribers is the number of open subscriptions.
+	Subscribers int
+	// Lagged, Ended and Closed count the subscriptions that ended since the bus was made:
+	// dropped for falling behind, ended with their conversation, and closed by their reader.
+	Lagged, Ended, Closed uint64
+}
+
+// Stats returns the bus's counts.
+func (b *Bus) Stats() BusStats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stats
 }
 
 // Subscription receives the events published for one conversation, in publication order.
@@ -41,6 +58,7 @@ func (b *Bus) Subscribe(conversationID string, buffer int) *Subscription {
 		b.subs[conversationID] = map[*Subscription]struct{}{}
 	}
 	b.subs[conversationID][s] = struct{}{}
+	b.stats.Subscribers++
 	return s
 }
 
@@ -99,6 +117,16 @@ func (s *Subscription) closeLocked() {
 	}
 	s.closed = true
 	close(s.c)
+	st := &s.bus.stats
+	st.Subscribers--
+	switch {
+	case s.lagged:
+		st.Lagged++
+	case s.ended:
+		st.Ended++
+	default:
+		st.Closed++
+	}
 	m := s.bus.subs[s.convID]
 	delete(m, s)
 	if len(m) == 0 {

@@ -115,9 +115,15 @@ func TestBusDeliversInOrderAndDropsLaggards(t *testing.T) {
 		t.Fatal("closed subscription delivers")
 	}
 	b.Publish(Event{ID: "3", ConversationID: "c1"}) // no subscribers left: no panic
+	if st := b.Stats(); st != (BusStats{Subscribers: 1, Lagged: 1, Closed: 1}) {
+		t.Fatalf("stats with one subscriber left: %+v", st)
+	}
 	other.Close()
 	if len(b.subs) != 0 {
 		t.Fatalf("subscriptions left: %v", b.subs)
+	}
+	if st := b.Stats(); st != (BusStats{Lagged: 1, Closed: 2}) {
+		t.Fatalf("stats at the end: %+v", st)
 	}
 }
 
@@ -144,6 +150,9 @@ func TestBusEndClosesTheConversationsSubscriptions(t *testing.T) {
 	other.Close()
 	if len(b.subs) != 0 {
 		t.Fatalf("subscriptions left: %v", b.subs)
+	}
+	if st := b.Stats(); st != (BusStats{Ended: 2, Closed: 1}) {
+		t.Fatalf("stats: %+v", st)
 	}
 }
 
