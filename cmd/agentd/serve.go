@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentd/agentd/internal/app"
 	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/metrics"
 	"github.com/agentd/agentd/internal/runtime"
 )
 
@@ -44,7 +45,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer backend.Close()
-	a, err := app.New(ctx, app.Options{Config: cfg, Backend: backend, Logger: log, Version: version})
+	a, err := app.New(ctx, app.Options{Config: cfg, Backend: backend, Logger: log, Version: version,
+		Metrics: metrics.New(log)})
 	if err != nil {
 		return err
 	}
@@ -72,8 +74,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		servers, listeners = append(servers, agentSrv), append(listeners, aln)
 		agentAddr = aln.Addr().String()
 	}
+	adminAddr := "off"
+	if adminSrv := a.AdminServer(); adminSrv != nil {
+		mln, err := net.Listen("tcp", cfg.AdminAddr)
+		if err != nil {
+			for _, l := range listeners {
+				l.Close()
+			}
+			return fmt.Errorf("listen for the admin listener (admin_addr): %w", err)
+		}
+		servers, listeners = append(servers, adminSrv), append(listeners, mln)
+		adminAddr = mln.Addr().String()
+	}
 	log.Info("agentd serving", "addr", ln.Addr().String(), "public_url", cfg.PublicURL,
-		"agent_server_addr", agentAddr, "agent_server_url", cfg.AgentServerPublicURL,
+		"agent_server_addr", agentAddr, "agent_server_url", cfg.AgentServerPublicURL, "admin_addr", adminAddr,
 		"data_dir", cfg.DataDir, "sandbox_backend", backend.Name(), "version", version)
 	errc := make(chan error, len(servers))
 	for i, srv := range servers {

@@ -51,6 +51,9 @@ func New(o Options) *Agent {
 	if o.Metrics == nil {
 		o.Metrics = &llm.Metrics{}
 	}
+	if o.Observer == nil {
+		o.Observer = noObserver{}
+	}
 	if o.PauseRequested == nil {
 		o.PauseRequested = func() bool { return false }
 	}
@@ -253,6 +256,7 @@ func (a *Agent) agentsTurn() bool {
 
 // step makes one model call and carries out what the model asked for.
 func (a *Agent) step(ctx context.Context) error {
+	a.o.Observer.Step()
 	if err := a.condenseIfNeeded(ctx, false); err != nil {
 		return err
 	}
@@ -387,6 +391,7 @@ func (a *Agent) act(ctx context.Context, resp llm.Response, toolCalls []llm.Tool
 func (a *Agent) execute(ctx context.Context, c call, actionID string) error {
 	var res tool.Result
 	var err error
+	began := time.Now()
 	switch c.name {
 	case tool.Finish:
 		res = tool.FinishResult(*c.args.(*tool.FinishArgs))
@@ -401,6 +406,7 @@ func (a *Agent) execute(ctx context.Context, c call, actionID string) error {
 			res, err = a.o.Tools.Run(ctx, c.name, c.argsJSON)
 		}
 	}
+	a.o.Observer.ToolCall(c.name, time.Since(began), err != nil || res.IsError)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

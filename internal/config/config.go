@@ -34,6 +34,9 @@ type Config struct {
 	// AgentServerPublicURL is how clients reach the agent-server base; conversation URLs
 	// start with it. Empty when there is no base.
 	AgentServerPublicURL string
+	// AdminAddr is the listen address of the admin listener (metrics, profiles, health,
+	// without a key); empty when there is none.
+	AdminAddr string
 	// SandboxBackend is "auto", "process", "bwrap" or "docker". auto picks the best the
 	// machine offers.
 	SandboxBackend string
@@ -156,6 +159,9 @@ func Options() []Option {
 		{Flag: "agent-server-public-url", Env: []string{"AGENTD_AGENT_SERVER_PUBLIC_URL"}, File: "agent_server_public_url", Default: "",
 			Doc: "Base URL clients use to reach the agent-server API (default: http://<agent-server-addr>). It must keep the API at its root: a path in it is lost on clients that keep only the host.",
 			set: func(c *Config, v string) error { c.AgentServerPublicURL = strings.TrimRight(v, "/"); return nil }},
+		{Flag: "admin-addr", Env: []string{"AGENTD_ADMIN_ADDR"}, File: "admin_addr", Default: "",
+			Doc: "Listen address of the admin listener, e.g. 127.0.0.1:9090: /metrics (Prometheus), Go's profiles under /debug/pprof/ and the health routes, without a key, for operators and their scrapers; keep it off networks users reach. Empty: no such listener; admins then read /metrics and /debug/pprof/ on the main address with their key.",
+			set: func(c *Config, v string) error { c.AdminAddr = strings.TrimSpace(v); return nil }},
 		{Flag: "sandbox-backend", Env: []string{"AGENTD_SANDBOX_BACKEND"}, File: "sandbox_backend", Default: "auto",
 			Doc: "Sandbox backend: auto, process, bwrap or docker. auto uses the best one the machine offers.",
 			set: func(c *Config, v string) error { c.SandboxBackend = v; return nil }},
@@ -414,6 +420,11 @@ func (c *Config) validate() error {
 	var errs []error
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("addr %q: want host:port", c.Addr))
+	}
+	if _, port, err := net.SplitHostPort(c.AdminAddr); c.AdminAddr != "" && err != nil {
+		errs = append(errs, fmt.Errorf("admin addr %q: want host:port", c.AdminAddr))
+	} else if c.AdminAddr == c.Addr && port != "0" {
+		errs = append(errs, fmt.Errorf("admin addr %q: the main server listens there", c.AdminAddr))
 	}
 	switch c.SandboxBackend {
 	case "auto", "process", "bwrap", "docker":

@@ -62,6 +62,9 @@ type Deps struct {
 	// MaxUploadBytes bounds a file uploaded into a workspace; zero means
 	// DefaultMaxUploadBytes.
 	MaxUploadBytes int64
+	// Metrics records the requests and serves /metrics; nil records nothing, and /metrics
+	// answers 404.
+	Metrics Metrics
 }
 
 // API serves every HTTP endpoint of agentd serve. Close ends its WebSockets.
@@ -97,6 +100,9 @@ func New(d Deps) (*API, error) {
 	if d.BodyTimeout <= 0 {
 		d.BodyTimeout = DefaultBodyTimeout
 	}
+	if d.Metrics == nil {
+		d.Metrics = noMetrics{}
+	}
 	if d.MaxUploadBytes <= 0 {
 		d.MaxUploadBytes = DefaultMaxUploadBytes
 	}
@@ -121,7 +127,8 @@ func New(d Deps) (*API, error) {
 	mux.Handle("/", a.wrap(route{h: func(w http.ResponseWriter, r *http.Request) error {
 		return errNotFoundRoute
 	}, op: wire.Operation{Public: true}}))
-	a.handler = a.recoverer(a.logRequests(a.cors(cleanPaths(mux))))
+	mux.Handle(pprofPrefix, a.adminProfiles())
+	a.handler = a.requestIDs(a.recoverer(a.logRequests(a.cors(cleanPaths(mux)))))
 	a.agentHandler = a.agentBaseHandler(rts)
 	return a, nil
 }

@@ -108,7 +108,7 @@ func (s *Service) adoptStarting(ctx context.Context, sb Sandbox, state State) er
 			return err
 		}
 	}
-	s.awaitReady(sb, key)
+	s.awaitReady(sb, key, time.Time{}) // its start began in the last server: not timed
 	return nil
 }
 

@@ -45,7 +45,29 @@ type ServiceOptions struct {
 	IdleTimeout time.Duration
 	// OnIdlePause is told of every sandbox paused for being idle (and for how long it was).
 	OnIdlePause func(ctx context.Context, sb Sandbox, idle time.Duration)
+	// Metrics is told how starts, pauses and resumes went; nil tells nobody.
+	Metrics Metrics
 }
+
+// Metrics records the sandbox operations, for the server's metrics. ObserveOperation is
+// called from many goroutines at once and must not block.
+type Metrics interface {
+	// ObserveOperation records one operation (OpStart, OpPause, OpResume) of backend: how
+	// long it took (a start, until the runtime answered or the start failed) and whether it
+	// failed.
+	ObserveOperation(backend, op string, d time.Duration, failed bool)
+}
+
+// Operations of Metrics.
+const (
+	OpStart  = "start"
+	OpPause  = "pause"
+	OpResume = "resume"
+)
+
+type noMetrics struct{}
+
+func (noMetrics) ObserveOperation(string, string, time.Duration, bool) {}
 
 // Service owns the lifecycle of sandboxes: it keeps the store's records and the backend's
 // processes in step, and is the only writer of sandbox records.
@@ -71,6 +93,7 @@ type Service struct {
 	watchInterval time.Duration
 	idleTimeout   time.Duration
 	onIdlePause   func(ctx context.Context, sb Sandbox, idle time.Duration)
+	metrics       Metrics
 
 	locks   keyLock // one per sandbox id, and one per owner ("owner:" + id); always id first
 	changes notifier
@@ -112,6 +135,7 @@ func NewService(opts ServiceOptions) *Service {
 		watchInterval: opts.WatchInterval,
 		idleTimeout:   opts.IdleTimeout,
 		onIdlePause:   opts.OnIdlePause,
+		metrics:       opts.Metrics,
 		starting:      map[string]*startWait{},
 		clients:       map[string]*runtime.Client{},
 		lastActive:    map[string]time.Time{},
@@ -122,6 +146,9 @@ func NewService(opts ServiceOptions) *Service {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.metrics == nil {
+		s.metrics = noMetrics{}
 	}
 	if s.newID == nil {
 		s.newID = func() string { return hex.EncodeToString(randomBytes(16)) }
@@ -210,4 +237,9 @@ func (s *Service) ours(sb Sandbox) error {
 		return fmt.Errorf("sandbox %s runs on backend %q, this server uses %q: %w", sb.ID, sb.Backend, s.backend.Name(), ErrUnsupported)
 	}
 	return nil
+}
+
+// observe records an operation of the backend that began at start.
+func (s *Service) observe(op string, start time.Time, err error) {
+	s.metrics.ObserveOperation(s.backend.Name(), op, time.Since(start), err != nil)
 }
