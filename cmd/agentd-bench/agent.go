@@ -141,7 +141,8 @@ func llmFlags() []string {
 // less the model's own time (its handler) in between, less the tool's time. With think the
 // tool runs in the control plane and costs nothing measurable; with terminal it runs in the
 // sandbox, and its time, measured by calling the runtime directly, is subtracted at the median.
-func benchAgent(ctx context.Context, s *server, steps int, progress func(string, ...any)) ([]row, []string, error) {
+func benchAgent(ctx context.Context, s *server, o options, progress func(string, ...any)) ([]row, []string, error) {
+	steps := o.steps
 	m := benchModel()
 	m.steps = steps
 	svc := s.app.Sandboxes
@@ -170,7 +171,12 @@ func benchAgent(ctx context.Context, s *server, steps int, progress func(string,
 	var notes []string
 	for _, tool := range []string{"think", "terminal"} {
 		progress("timing %d agent steps with %s", steps, tool)
+		stopProfile, err := s.profile(o, "agent-"+tool)
+		if err != nil {
+			return nil, nil, err
+		}
 		overheads, err := s.timeSteps(ctx, sb.ID, tool)
+		stopProfile()
 		if err != nil {
 			return nil, nil, err
 		}

@@ -78,6 +78,8 @@ type API struct {
 	sockets      *sockets
 	keys         keyCache
 	ready        *readiness
+	// decodedMetrics keeps the conversations' metrics as lately decoded (convert.go).
+	decodedMetrics metricsCache
 	// started and lastSeen (unix nanoseconds of the last request) answer /server_info.
 	started  time.Time
 	lastSeen atomic.Int64

@@ -175,7 +175,7 @@ func (s *Service) Run(ctx context.Context) error {
 // become MISSING, and idle ones are paused (as of the service's clock, ServiceOptions.Now).
 // Run calls it on a ticker; a test that owns the clock calls it to decide when a pass runs.
 func (s *Service) Watch(ctx context.Context) error {
-	sbs, err := s.store.AllSandboxes(ctx)
+	sbs, err := s.store.LiveSandboxes(ctx)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,10 @@ type QueryObserver interface {
 	ObserveQuery(pool, statement string, d time.Duration, failed bool)
 }
 
+type noObserver struct{}
+
+func (noObserver) ObserveQuery(string, string, time.Duration, bool) {}
+
 // Pools of a QueryObserver.
 const (
 	PoolRead  = "read"
@@ -29,6 +33,8 @@ type observedConnector struct {
 	driver.Connector
 	pool string
 	obs  QueryObserver
+	// trace, when set, is told every statement's text and arguments (tests only).
+	trace func(query string, args []driver.NamedValue)
 }
 
 func (c observedConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -36,7 +42,7 @@ func (c observedConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &observedConn{Conn: conn, pool: c.pool, obs: c.obs}, nil
+	return &observedConn{Conn: conn, pool: c.pool, obs: c.obs, trace: c.trace}, nil
 }
 
 // The driver's connection implements these; database/sql looks for them.
@@ -53,8 +59,9 @@ type fullConn interface {
 
 type observedConn struct {
 	driver.Conn
-	pool string
-	obs  QueryObserver
+	pool  string
+	obs   QueryObserver
+	trace func(query string, args []driver.NamedValue)
 }
 
 func (c *observedConn) full() fullConn { return c.Conn.(fullConn) }
@@ -78,7 +85,7 @@ func (c *observedConn) PrepareContext(ctx context.Context, query string) (driver
 	if err != nil {
 		return nil, err
 	}
-	return &observedStmt{Stmt: st, c: c, statement: statementOf(query)}, nil
+	return &observedStmt{Stmt: st, c: c, query: query, statement: statementOf(query)}, nil
 }
 
 func (c *observedConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
@@ -89,6 +96,9 @@ func (c *observedConn) ExecContext(ctx context.Context, query string, args []dri
 }
 
 func (c *observedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if c.trace != nil {
+		c.trace(query, args)
+	}
 	start := time.Now()
 	rows, err := c.full().QueryContext(ctx, query, args)
 	if err != nil {
@@ -120,8 +130,8 @@ func (t observedTx) end(statement string, fn func() error) error {
 
 type observedStmt struct {
 	driver.Stmt
-	c         *observedConn
-	statement string
+	c                *observedConn
+	query, statement string
 }
 
 func (s *observedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
@@ -132,6 +142,9 @@ func (s *observedStmt) ExecContext(ctx context.Context, args []driver.NamedValue
 }
 
 func (s *observedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	if s.c.trace != nil {
+		s.c.trace(s.query, args)
+	}
 	start := time.Now()
 	rows, err := s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
 	if err != nil {

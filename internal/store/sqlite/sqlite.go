@@ -11,6 +11,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -30,8 +31,8 @@ const busyTimeoutMillis = 10_000
 
 // Store is a store.Store kept in one SQLite database file. Safe for concurrent use.
 type Store struct {
-	w *sql.DB // the only writer: one connection, IMMEDIATE transactions
-	r *sql.DB // readers, query_only
+	w *sql.DB  // the only writer: one connection, IMMEDIATE transactions
+	r *readers // readers, query_only, with their statements prepared
 	// one runs a single write statement outside a transaction (see autocommit).
 	one autocommit
 
@@ -45,6 +46,9 @@ var _ store.Store = (*Store)(nil)
 type Options struct {
 	// Observer, when set, is told the time of every statement.
 	Observer QueryObserver
+	// trace, when set, is told the text and arguments of every query (the readers' only),
+	// for tests of the query plans.
+	trace func(query string, args []driver.NamedValue)
 }
 
 // Open opens the database file at path, creating it if needed (its directory must exist), and
@@ -72,7 +76,7 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
-	r, err := openDB(dsn(abs, false), PoolRead, o.Observer)
+	r, err := openDB(dsn(abs, false), PoolRead, o.Observer, o.trace)
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
@@ -85,12 +89,12 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
-	return &Store{w: w, r: r, one: autocommit{w}}, nil
+	return &Store{w: w, r: newReaders(r), one: autocommit{w}}, nil
 }
 
 // openWriter opens the single writing connection and switches the file to WAL.
 func openWriter(ctx context.Context, path string, obs QueryObserver) (*sql.DB, error) {
-	w, err := openDB(dsn(path, true), PoolWrite, obs)
+	w, err := openDB(dsn(path, true), PoolWrite, obs, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -106,13 +110,16 @@ func openWriter(ctx context.Context, path string, obs QueryObserver) (*sql.DB, e
 }
 
 // openDB opens a pool of connections to dsn, timed by obs when it is set.
-func openDB(dsn, pool string, obs QueryObserver) (*sql.DB, error) {
+func openDB(dsn, pool string, obs QueryObserver, trace func(string, []driver.NamedValue)) (*sql.DB, error) {
 	c, err := msqlite.NewConnector(dsn)
 	if err != nil {
 		return nil, err
 	}
-	if obs != nil {
-		c = observedConnector{Connector: c, pool: pool, obs: obs}
+	if obs != nil || trace != nil {
+		if obs == nil {
+			obs = noObserver{}
+		}
+		c = observedConnector{Connector: c, pool: pool, obs: obs, trace: trace}
 	}
 	return sql.OpenDB(c), nil
 }
@@ -177,7 +184,7 @@ func (s *Store) Close() error {
 // Ping reads from both connection pools: the readers, and the single writing connection,
 // which answers only once the write in progress, if any, is done.
 func (s *Store) Ping(ctx context.Context) error {
-	for _, db := range []*sql.DB{s.r, s.w} {
+	for _, db := range []*sql.DB{s.r.DB, s.w} {
 		var n int
 		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations").Scan(&n); err != nil {
 			return fmt.Errorf("ping sqlite store: %w", err)
