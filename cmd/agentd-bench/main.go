@@ -42,12 +42,13 @@ type options struct {
 	repoFiles     int
 	repoRounds    int
 	listingRows   []int
+	curve         []int
 	profileDir    string
 	only          map[string]bool
 }
 
 // groups are the figures -only can pick, in the order they run.
-var groups = []string{"starts", "repository", "pause", "docker", "bwrap", "search", "agent", "memory", "listing"}
+var groups = []string{"starts", "repository", "pause", "docker", "bwrap", "search", "agent", "memory", "curve", "listing"}
 
 // runs reports whether the group of figures g is to be measured.
 func (o options) runs(g string) bool { return len(o.only) == 0 || o.only[g] }
@@ -67,6 +68,7 @@ func main() {
 	flag.IntVar(&o.events, "events", 500, "events per conversation of the memory figure")
 	flag.IntVar(&o.repoFiles, "repo-files", 3000, "files of the repository that conversations are started on")
 	flag.IntVar(&o.repoRounds, "repo-rounds", 10, "conversations on a repository to time")
+	curve := flag.String("curve", "50,100,200", "comma-separated, growing numbers of conversations running at once for the memory curve")
 	listingRows := flag.String("listing-rows", "1000,100000", "comma-separated numbers of stored rows the listing figures run over")
 	flag.StringVar(&o.profileDir, "profile", "", "write CPU and heap profiles of the heaviest figures (the listing loads, the agent steps, the memory curve) into this directory")
 	only := flag.String("only", "", "comma-separated groups of figures to measure (default all): "+strings.Join(groups, ", "))
@@ -74,6 +76,10 @@ func main() {
 	var err error
 	if o.listingRows, err = parseInts(*listingRows); err != nil {
 		fmt.Fprintln(os.Stderr, "agentd-bench: -listing-rows:", err)
+		os.Exit(2)
+	}
+	if o.curve, err = parseInts(*curve); err != nil {
+		fmt.Fprintln(os.Stderr, "agentd-bench: -curve:", err)
 		os.Exit(2)
 	}
 	if *only != "" {
@@ -194,6 +200,7 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 		{"memory", func() ([]row, []string, error) {
 			return benchEventMemory(ctx, srv, filepath.Join(tmp, "data"), o.logs, o.events, progress)
 		}},
+		{"curve", func() ([]row, []string, error) { return benchMemoryCurve(ctx, srv, o, progress) }},
 		{"listing", func() ([]row, []string, error) { return benchListing(ctx, o, bin, tmp, logw, progress) }},
 	}
 	for _, st := range steps {

@@ -602,6 +602,9 @@ func (a *Agent) refresh(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		// The decoded body is what the loop reads; the raw JSON beside it would double what
+		// a long log holds in memory for as long as the loop runs.
+		ev.Body = nil
 		a.entries = append(a.entries, entry{ev: ev, body: body})
 		a.lastSeq = max(a.lastSeq, ev.Seq)
 		if su, ok := body.(*event.StateUpdateEvent); ok {
