@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/agentd/agentd/internal/app"
@@ -62,6 +63,10 @@ func startServerWith(ctx context.Context, b sandbox.Backend, dataDir string, cli
 	}
 	if githubAPI != "" {
 		cfg.GitHubAPIURL = githubAPI
+	}
+	// As agentd serve does: the process's soft memory limit is the configuration's.
+	if cfg.MemoryLimit > 0 {
+		debug.SetMemoryLimit(cfg.MemoryLimit)
 	}
 	// The default spec has the egress network; this one, none, to measure the difference.
 	cfg.Specs = append(cfg.Specs, config.SpecConfig{ID: specNoNetwork, Network: "none"})

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/agentd/agentd/internal/app"
@@ -36,6 +38,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := newLogger(cfg, stderr)
+	setMemoryLimit(cfg.MemoryLimit)
 	rt, err := runtimeBinary(cfg, log)
 	if err != nil {
 		return err
@@ -108,4 +111,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return serveErr
+}
+
+// setMemoryLimit sets the Go runtime's soft memory limit (limit bytes; 0: none).
+func setMemoryLimit(limit int64) {
+	if limit <= 0 {
+		limit = math.MaxInt64
+	}
+	debug.SetMemoryLimit(limit)
 }

@@ -35,3 +35,37 @@ func TestAdminAddr(t *testing.T) {
 		})
 	}
 }
+
+func TestMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int64
+		err  string
+	}{
+		{name: "default", want: 96 << 20},
+		{name: "given", args: []string{"--memory-limit", "2GiB"}, want: 2 << 30},
+		{name: "GOMEMLIMIT's form", env: map[string]string{"GOMEMLIMIT": "536870912"}, want: 512 << 20},
+		{name: "ours first", env: map[string]string{"AGENTD_MEMORY_LIMIT": "128MiB", "GOMEMLIMIT": "1GiB"}, want: 128 << 20},
+		{name: "off", args: []string{"--memory-limit", "off"}, want: 0},
+		{name: "no unit we know", args: []string{"--memory-limit", "96MB"}, err: "not a size"},
+		{name: "zero", args: []string{"--memory-limit", "0"}, err: "not a size"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load(tc.args, env(tc.env))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one saying %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.MemoryLimit != tc.want {
+				t.Fatalf("memory limit %d, want %d", c.MemoryLimit, tc.want)
+			}
+		})
+	}
+}

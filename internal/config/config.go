@@ -81,6 +81,9 @@ type Config struct {
 	RequestBodyTimeout time.Duration
 	// MaxUploadMB bounds a file uploaded into a conversation's workspace, in MiB.
 	MaxUploadMB int64
+	// MemoryLimit is the Go runtime's soft memory limit in bytes (GOMEMLIMIT), which main
+	// sets; 0 means none.
+	MemoryLimit int64
 	// LogLevel is debug, info, warn or error; LogFormat is text or json.
 	LogLevel  string
 	LogFormat string
@@ -264,6 +267,9 @@ func Options() []Option {
 		{Flag: "git-author-email", Env: []string{"AGENTD_GIT_AUTHOR_EMAIL"}, File: "git_author_email", Default: "openhands@all-hands.dev",
 			Doc: "Author e-mail of those commits, for users whose settings (git_user_email) and git provider name none.",
 			set: func(c *Config, v string) error { c.GitAuthorEmail = strings.TrimSpace(v); return nil }},
+		{Flag: "memory-limit", Env: []string{"AGENTD_MEMORY_LIMIT", "GOMEMLIMIT"}, File: "memory_limit", Default: "96MiB",
+			Doc: "Soft limit of the server's Go memory (the runtime's GOMEMLIMIT), e.g. 96MiB or 1GiB; off for none. Near it the garbage collector runs more often and returns freed memory to the system sooner, so a burst of conversations does not leave the process large; it is not a hard cap: a server that needs more takes more, at the cost of more collection (at most about half a CPU). Raise it for a server that keeps many conversations running at once.",
+			set: func(c *Config, v string) error { return setBytes(&c.MemoryLimit, v) }},
 		{Flag: "log-level", Env: []string{"AGENTD_LOG_LEVEL"}, File: "log_level", Default: "info",
 			Doc: "Log level: debug, info, warn or error.",
 			set: func(c *Config, v string) error { c.LogLevel = v; return nil }},
@@ -309,6 +315,32 @@ func setFloat(dst *float64, v string) error {
 		return fmt.Errorf("%q is not a number", v)
 	}
 	*dst = f
+	return nil
+}
+
+// setBytes reads a size as GOMEMLIMIT writes it: a whole number of bytes with an optional
+// unit (B, KiB, MiB, GiB, TiB), or off (0).
+func setBytes(dst *int64, v string) error {
+	v = strings.TrimSpace(v)
+	if v == "off" {
+		*dst = 0
+		return nil
+	}
+	num, mult := v, int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"B", 1}} {
+		if n, ok := strings.CutSuffix(v, u.suffix); ok {
+			num, mult = n, u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return fmt.Errorf("%q is not a size such as 96MiB or 2GiB, or off", v)
+	}
+	*dst = n * mult
 	return nil
 }
 
