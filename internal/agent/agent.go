@@ -31,6 +31,9 @@ type Agent struct {
 	skillsSeen int64
 
 	entries []entry
+	// view and prompt follow entries incrementally (view.go).
+	view    viewState
+	prompt  promptState
 	lastSeq int64
 	status  Status
 	// policy is the conversation's confirmation policy, as the log last set it.
@@ -305,7 +308,7 @@ func (a *Agent) complete(ctx context.Context) (llm.Response, error) {
 	}
 	return a.o.LLM.Complete(ctx, llm.Request{
 		Model:     a.cfg.Model,
-		Messages:  buildMessages(a.systemText(), buildView(a.entries)),
+		Messages:  a.prompt.messages(a.systemText(), a.view.extend(a.entries), a.view.gen),
 		Tools:     a.specs,
 		MaxTokens: a.cfg.MaxTokens,
 	})
