@@ -14,6 +14,7 @@ declare -A need=(
   [iptables]=iptables # keeps egress sandboxes off the host's own addresses
   [ip]=iproute2 # the escape suite makes a network namespace standing for the internet
   [dockerd]=docker.io # the docker backend's tests start a private engine
+  [chromium]=chromium # the web app's browser tests (and make bench's page timings)
 )
 # `deps.sh stress` also installs what `make stress` loads the machine with.
 if [ "${1:-}" = stress ]; then

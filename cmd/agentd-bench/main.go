@@ -45,10 +45,12 @@ type options struct {
 	curve         []int
 	profileDir    string
 	only          map[string]bool
+	mcpCalls      int
+	streamRounds  int
 }
 
 // groups are the figures -only can pick, in the order they run.
-var groups = []string{"starts", "repository", "pause", "docker", "bwrap", "search", "agent", "memory", "curve", "listing"}
+var groups = []string{"starts", "repository", "pause", "docker", "bwrap", "search", "agent", "mcp", "streams", "memory", "web", "curve", "listing"}
 
 // runs reports whether the group of figures g is to be measured.
 func (o options) runs(g string) bool { return len(o.only) == 0 || o.only[g] }
@@ -72,6 +74,8 @@ func main() {
 	listingRows := flag.String("listing-rows", "1000,100000", "comma-separated numbers of stored rows the listing figures run over")
 	flag.StringVar(&o.profileDir, "profile", "", "write CPU and heap profiles of the heaviest figures (the listing loads, the agent steps, the memory curve) into this directory")
 	only := flag.String("only", "", "comma-separated groups of figures to measure (default all): "+strings.Join(groups, ", "))
+	flag.IntVar(&o.mcpCalls, "mcp-calls", 500, "MCP tool calls to time per transport, through the tool router and directly")
+	flag.IntVar(&o.streamRounds, "stream-rounds", 200, "events to time on each kind and number of stream subscribers")
 	flag.Parse()
 	var err error
 	if o.listingRows, err = parseInts(*listingRows); err != nil {
@@ -97,8 +101,8 @@ func main() {
 		os.Exit(2)
 	}
 	if o.starts < 1 || o.cycles < 1 || o.many < 1 || o.conversations < 1 || o.clients < 1 || o.duration <= 0 ||
-		o.steps < 2 || o.logs < 1 || o.events < 1 || o.repoFiles < 1 || o.repoRounds < 1 {
-		fmt.Fprintln(os.Stderr, "agentd-bench: -starts, -cycles, -many, -conversations, -clients, -duration, -steps, -logs, -events, -repo-files and -repo-rounds must be positive")
+		o.steps < 2 || o.logs < 1 || o.events < 1 || o.repoFiles < 1 || o.repoRounds < 1 || o.mcpCalls < 1 || o.streamRounds < 1 {
+		fmt.Fprintln(os.Stderr, "agentd-bench: -starts, -cycles, -many, -conversations, -clients, -duration, -steps, -logs, -events, -repo-files, -repo-rounds, -mcp-calls and -stream-rounds must be positive")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -197,9 +201,12 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 			}), notes, err
 		}},
 		{"agent", func() ([]row, []string, error) { return benchAgent(ctx, srv, o, progress) }},
+		{"mcp", func() ([]row, []string, error) { return benchMCP(ctx, srv, tmp, o.mcpCalls, progress) }},
+		{"streams", func() ([]row, []string, error) { return benchStreams(ctx, srv, o.streamRounds, progress) }},
 		{"memory", func() ([]row, []string, error) {
 			return benchEventMemory(ctx, srv, filepath.Join(tmp, "data"), o.logs, o.events, progress)
 		}},
+		{"web", func() ([]row, []string, error) { return benchWeb(ctx, srv, filepath.Join(tmp, "data"), progress) }},
 		{"curve", func() ([]row, []string, error) { return benchMemoryCurve(ctx, srv, o, progress) }},
 		{"listing", func() ([]row, []string, error) { return benchListing(ctx, o, bin, tmp, logw, progress) }},
 	}

@@ -11,9 +11,10 @@ import (
 type unit int
 
 const (
-	unitTime unit = iota // seconds; less is better
-	unitRate             // a rate; more is better
-	unitSize             // a size; less is better
+	unitTime  unit = iota // seconds; less is better
+	unitRate              // a rate; more is better
+	unitSize              // a size; less is better
+	unitBytes             // a small size, in KiB; less is better
 )
 
 func (u unit) format(v float64) string {
@@ -22,6 +23,8 @@ func (u unit) format(v float64) string {
 		return fmt.Sprintf("%.0f req/s", v)
 	case unitSize:
 		return fmt.Sprintf("%.1f MiB", v/(1<<20))
+	case unitBytes:
+		return fmt.Sprintf("%.1f KiB", v/(1<<10))
 	}
 	d := time.Duration(v * float64(time.Second))
 	switch {
@@ -76,8 +79,8 @@ func (r report) print(w io.Writer) {
 	fmt.Fprintf(w, "- go: %s %s, GOMAXPROCS=%d\n", m.goVersion, m.platform, m.maxProcs)
 	fmt.Fprintf(w, "- cpu: %s (%d logical CPUs)\n", m.cpuModel, m.cpus)
 	fmt.Fprintf(w, "- kernel: %s; load average at the start: %s\n", m.kernel, m.loadAvg)
-	fmt.Fprintf(w, "- run: %d starts, %d pause/resume cycles, %d bwrap sandboxes at once, %d conversations, %d clients × %v per load, %d conversations on a repository of %d files\n",
-		o.starts, o.cycles, o.many, o.conversations, o.clients, o.duration, o.repoRounds, o.repoFiles)
+	fmt.Fprintf(w, "- run: %d starts, %d pause/resume cycles, %d bwrap sandboxes at once, %d conversations, %d clients × %v per load, %d conversations on a repository of %d files, %d MCP calls per transport\n",
+		o.starts, o.cycles, o.many, o.conversations, o.clients, o.duration, o.repoRounds, o.repoFiles, o.mcpCalls)
 	fmt.Fprintf(w, "- sandboxes run: %s\n\n", r.binary)
 	fmt.Fprintln(w, "| figure | agentd | primitive | ratio |")
 	fmt.Fprintln(w, "|---|--:|---|--:|")

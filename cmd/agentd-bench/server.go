@@ -68,6 +68,9 @@ func startServerWith(ctx context.Context, b sandbox.Backend, dataDir string, cli
 	if cfg.MemoryLimit > 0 {
 		debug.SetMemoryLimit(cfg.MemoryLimit)
 	}
+	// The figures time the agent's model calls; a title call beside the first would be
+	// among them.
+	cfg.ConversationTitles = "off"
 	// The default spec has the egress network; this one, none, to measure the difference.
 	cfg.Specs = append(cfg.Specs, config.SpecConfig{ID: specNoNetwork, Network: "none"})
 	s := &server{backend: b, key: key, log: log}

@@ -67,7 +67,9 @@ func conversationLog(c *client, convID string) []logEvent {
 func logLabels(evs []logEvent) []string {
 	var out []string
 	for _, ev := range evs {
-		if ev.Key != "stats" {
+		switch ev.Key {
+		case "stats", "start_task", "sandbox_status", "conversation_status": // not the agent's
+		default:
 			out = append(out, ev.label())
 		}
 	}

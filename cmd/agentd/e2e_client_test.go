@@ -96,6 +96,21 @@ type startTask struct {
 	SandboxID         *string `json:"sandbox_id"`
 }
 
+// newUser creates a user through the admin API (c is an admin's client) and returns a key of
+// theirs.
+func (c *client) newUser(name string) string {
+	c.t.Helper()
+	var u struct {
+		ID string `json:"id"`
+	}
+	c.do("POST", "/api/v1/users", map[string]any{"name": name}, http.StatusCreated, &u)
+	var k struct {
+		Key string `json:"key"`
+	}
+	c.do("POST", "/api/keys", map[string]any{"name": name, "user_id": u.ID}, http.StatusCreated, &k)
+	return k.Key
+}
+
 func (c *client) me() userInfo {
 	c.t.Helper()
 	var u userInfo

@@ -87,16 +87,8 @@ func TestUserURLPolicy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s := startServer(t, newDataDir(t), testEnv(append(tc.env, "AGENTD_ADMIN_KEY="+httpAdminKey)...))
-			admin := s.client(httpAdminKey)
-			var u struct {
-				ID string `json:"id"`
-			}
-			admin.do("POST", "/api/v1/users", map[string]any{"name": "alice"}, http.StatusCreated, &u)
-			var k struct {
-				Key string `json:"key"`
-			}
-			admin.do("POST", "/api/keys", map[string]any{"name": "alice", "user_id": u.ID}, http.StatusCreated, &k)
-			status, body := s.client(k.Key).call("POST", "/api/settings", map[string]any{"llm_base_url": "http://127.0.0.1:11434/v1"})
+			alice := s.client(httpAdminKey).newUser("alice")
+			status, body := s.client(alice).call("POST", "/api/settings", map[string]any{"llm_base_url": "http://127.0.0.1:11434/v1"})
 			if status != tc.want || !strings.Contains(string(body), tc.check) {
 				t.Fatalf("POST /api/settings: %d %s, want %d with %q", status, body, tc.want, tc.check)
 			}

@@ -268,9 +268,11 @@ func (b *syncBuffer) String() string {
 }
 
 // testEnv is the environment children run with: the test's own, less every setting of agentd,
-// plus a server-wide model (see defaultLLMEnv), plus extra.
+// plus a server-wide model (see defaultLLMEnv), with conversation titles off (a title call
+// would take a step of a scripted model, in any order beside the agent's), plus extra (which
+// wins: the last of duplicate variables does).
 func testEnv(extra ...string) []string {
-	env := defaultLLMEnv()
+	env := append(defaultLLMEnv(), "AGENTD_CONVERSATION_TITLES=off")
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(k, "AGENTD_") || k == "SESSION_API_KEY" {

@@ -301,14 +301,20 @@ func (a *Agent) step(ctx context.Context) error {
 	return a.act(ctx, resp, calls, stats)
 }
 
-// complete calls the model with the current view.
+// complete calls the model with the current view and tools.
 func (a *Agent) complete(ctx context.Context) (llm.Response, error) {
 	if a.o.LLM == nil {
 		return llm.Response{}, errNoLLM
 	}
+	if a.o.UpdateTools != nil {
+		if extra, changed := a.o.UpdateTools(ctx); changed {
+			a.tools = toolset{extra: extra}
+			a.specs = a.tools.specs()
+		}
+	}
 	return a.o.LLM.Complete(ctx, llm.Request{
 		Model:     a.cfg.Model,
-		Messages:  a.prompt.messages(a.systemText(), a.view.extend(a.entries), a.view.gen),
+		Messages:  a.prompt.messages(a.systemText(), a.view.extend(a.entries), a.view.gen, llm.AcceptsImages(a.cfg.Model)),
 		Tools:     a.specs,
 		MaxTokens: a.cfg.MaxTokens,
 	})

@@ -182,7 +182,7 @@ func TestMessagesBackfillAndMerge(t *testing.T) {
 		// b is never answered: the loop was interrupted.
 		{e: mkAct("c", "r2")},
 	}
-	msgs := buildMessages("sys", view)
+	msgs := buildMessages("sys", view, false)
 	var shape []string
 	for _, m := range msgs {
 		s := string(m.Role)

@@ -113,6 +113,10 @@ type Options struct {
 	Log   Log
 	// Metrics accumulates usage and cost; nil starts from zero.
 	Metrics *llm.Metrics
+	// UpdateTools is called before each model call; when it reports a change, the tools it
+	// returns replace Config.Tools from that call on (an MCP server's tools changed). nil
+	// keeps Config.Tools for the whole run.
+	UpdateTools func(ctx context.Context) ([]tool.Tool, bool)
 	// PauseRequested is polled between steps; nil never pauses. To pause without waiting
 	// for the step in flight, also cancel Run's context with the cause ErrPaused.
 	PauseRequested func() bool

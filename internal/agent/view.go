@@ -124,8 +124,9 @@ func pendingAt(view []item) []int {
 // message and each followed by exactly one tool message per call. Messages that arrived
 // while tool calls were unanswered wait until the calls are answered; calls never answered
 // (the loop was interrupted) get a result saying so, as providers reject unanswered calls.
-func buildMessages(system string, view []item) []llm.Message {
-	b := newMessageBuilder(system)
+// With vision, the images of tool observations (an MCP tool's) follow their text.
+func buildMessages(system string, view []item, vision bool) []llm.Message {
+	b := newMessageBuilder(system, vision)
 	for _, it := range view {
 		b.add(it)
 	}
@@ -133,15 +134,16 @@ func buildMessages(system string, view []item) []llm.Message {
 	return b.msgs
 }
 
-func newMessageBuilder(system string) *messageBuilder {
-	b := &messageBuilder{pending: map[string]string{}, assistant: -1}
+func newMessageBuilder(system string, vision bool) *messageBuilder {
+	b := &messageBuilder{pending: map[string]string{}, assistant: -1, vision: vision}
 	b.msgs = append(b.msgs, llm.Message{Role: llm.RoleSystem, Parts: []llm.Part{llm.TextPart(system)}})
 	return b
 }
 
 // promptState is the prompt built incrementally: the messages of the view's first fed items
 // (of the view's generation gen), to which each step adds the items new since the last. A
-// condensation, which changes the view before its end, makes it start again.
+// condensation, which changes the view before its end, makes it start again, and so does a
+// change of vision (whether tool observations' images are sent).
 type promptState struct {
 	b   *messageBuilder
 	fed int
@@ -150,9 +152,9 @@ type promptState struct {
 
 // messages returns the model's messages for system and view (of generation gen), as
 // buildMessages does, building only what is new since the last call.
-func (p *promptState) messages(system string, view []item, gen int) []llm.Message {
-	if p.b == nil || p.gen != gen || p.fed > len(view) {
-		p.b, p.fed, p.gen = newMessageBuilder(system), 0, gen
+func (p *promptState) messages(system string, view []item, gen int, vision bool) []llm.Message {
+	if p.b == nil || p.gen != gen || p.fed > len(view) || p.b.vision != vision {
+		p.b, p.fed, p.gen = newMessageBuilder(system, vision), 0, gen
 	}
 	p.b.msgs[0] = llm.Message{Role: llm.RoleSystem, Parts: []llm.Part{llm.TextPart(system)}}
 	for _, it := range view[p.fed:] {
@@ -169,6 +171,7 @@ func (b *messageBuilder) snapshot() []llm.Message {
 	c := &messageBuilder{
 		msgs: slices.Clone(b.msgs), pending: maps.Clone(b.pending), order: slices.Clone(b.order),
 		assistant: b.assistant, lastResponse: b.lastResponse, deferred: slices.Clone(b.deferred),
+		vision: b.vision,
 	}
 	for i := range c.msgs {
 		c.msgs[i].Parts = slices.Clip(c.msgs[i].Parts)
@@ -189,6 +192,8 @@ type messageBuilder struct {
 	assistant    int
 	lastResponse string
 	deferred     []llm.Message
+	// vision: the model takes images.
+	vision bool
 }
 
 func (b *messageBuilder) add(it item) {
@@ -202,7 +207,11 @@ func (b *messageBuilder) add(it item) {
 	case *event.ActionEvent:
 		b.action(ev)
 	case *event.ObservationEvent:
-		b.result(ev.ToolCallID, ev.ToolName, it.e.ev.LLMText)
+		var images []string
+		if b.vision {
+			images = ev.ImageURLs()
+		}
+		b.result(ev.ToolCallID, ev.ToolName, it.e.ev.LLMText, images...)
 	case *event.AgentErrorEvent:
 		b.result(ev.ToolCallID, ev.ToolName, ev.Error)
 	case *event.UserRejectObservation:
@@ -274,12 +283,16 @@ func (b *messageBuilder) action(a *event.ActionEvent) {
 	b.order = append(b.order, tc.ID)
 }
 
-func (b *messageBuilder) result(callID, name, text string) {
+func (b *messageBuilder) result(callID, name, text string, images ...string) {
 	if _, ok := b.pending[callID]; !ok {
 		return // its call is not in the view; the providers would reject it
 	}
 	delete(b.pending, callID)
-	b.msgs = append(b.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: callID, Name: name, Parts: []llm.Part{llm.TextPart(text)}})
+	parts := []llm.Part{llm.TextPart(text)}
+	for _, u := range images {
+		parts = append(parts, llm.ImagePart(u))
+	}
+	b.msgs = append(b.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: callID, Name: name, Parts: parts})
 	if len(b.pending) == 0 {
 		b.flush()
 	}

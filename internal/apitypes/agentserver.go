@@ -3,6 +3,9 @@ package apitypes
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/wire"
 )
 
 // Event is one event of a conversation's log in the OpenHands shape: an object with kind,
@@ -15,6 +18,12 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		return []byte("null"), nil
 	}
 	return e, nil
+}
+
+// UnmarshalJSON keeps the event as it was sent, for clients of the API.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	*e = append((*e)[:0], b...)
+	return nil
 }
 
 // WireSchema documents the envelope; the other fields depend on kind.
@@ -152,6 +161,23 @@ type AgentConversationInfo struct {
 	UpdatedAt            time.Time          `json:"updated_at"`
 }
 
+// StreamState is the value of the full_state update that a live stream opens with: the
+// conversation as the conversation API shows it, with the status fields that the stream's
+// own state updates carry (sandbox_status, conversation_status, start_task).
+type StreamState struct {
+	AgentConversationInfo
+	SandboxID          *string               `json:"sandbox_id"`
+	SandboxStatus      string                `json:"sandbox_status" doc:"STARTING, RUNNING, PAUSED, ERROR or MISSING (no sandbox, or it is gone)."`
+	ConversationStatus string                `json:"conversation_status" doc:"STARTING, RUNNING, STOPPED or ERROR."`
+	StartTask          *event.StartTaskState `json:"start_task" doc:"The conversation's latest start task; null for one created without (V0)."`
+}
+
+// StreamClose is the data of the "close" event that ends an SSE event stream, saying why.
+type StreamClose struct {
+	Reason string `json:"reason" doc:"lagged: the client fell behind (reconnect after the last event received); deleted: the conversation was deleted; shutdown: the server is stopping (reconnect); error: a server error."`
+	Detail string `json:"detail"`
+}
+
 // AgentFinalResponse is the agent's last answer: the message of its last finish call or the
 // text of its last message, whichever came later; empty when there is none.
 type AgentFinalResponse struct {
@@ -170,6 +196,20 @@ type EventSocketQuery struct {
 	ResendMode     *ResendMode `query:"resend_mode" doc:"all: replay the whole log first; since: the events from after_timestamp on; absent: live events only."`
 	AfterTimestamp *time.Time  `query:"after_timestamp" doc:"With resend_mode=since: replay the events with timestamp >= this."`
 	ResendAll      bool        `query:"resend_all" doc:"Deprecated: resend_mode=all."`
+	AfterEventID   *string     `query:"after_event_id" wire:"minlen=1,maxlen=200" doc:"agentd's: replay the events after this one (the id of the last event the client received), then the live ones: each event once, also across a restart of the server. Not with resend_mode or resend_all."`
+}
+
+// ValidateWire refuses a replay asked for twice.
+func (q *EventSocketQuery) ValidateWire(c *wire.Checker) {
+	if q.AfterEventID != nil && (q.ResendMode != nil || q.ResendAll) {
+		c.ValueError("after_event_id already says what to replay: leave out resend_mode and resend_all", "after_event_id")
+	}
+}
+
+// EventStreamQuery is the query of a conversation's event stream
+// (GET /api/v1/app-conversations/{conversation_id}/events/stream).
+type EventStreamQuery struct {
+	AfterEventID *string `query:"after_event_id" wire:"minlen=1,maxlen=200" doc:"Start after this event: the id of the last event the client received. A Last-Event-ID header takes precedence (an EventSource sends it when it reconnects). Absent: the whole log."`
 }
 
 // SocketAuth is the first frame of an event socket opened without a key.

@@ -60,3 +60,17 @@ type UserGitInfo struct {
 	Name      *string `json:"name"`
 	Email     *string `json:"email"`
 }
+
+// InstallationSearchQuery is the query of GET /api/v1/git/installations/search.
+type InstallationSearchQuery struct {
+	Provider ProviderType `query:"provider" wire:"required"`
+	PageID   string       `query:"page_id"`
+	Limit    int          `query:"limit" wire:"min=1,max=100,default=100"`
+}
+
+// InstallationPage is a page of installation ids (GitHub), workspace slugs (Bitbucket
+// Cloud) or project keys (Bitbucket Data Center).
+type InstallationPage struct {
+	Items      []string `json:"items"`
+	NextPageID *string  `json:"next_page_id"`
+}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/agentd/agentd/internal/settings"
 	"github.com/agentd/agentd/internal/wire"
 )
 
@@ -176,18 +177,10 @@ func (s *MCPStdioServer) DecodeWire(v any, d *wire.Decoder) {
 	switch env := p.Env.(type) {
 	case nil:
 	case string:
-		s.Env = map[string]string{}
-		for _, pair := range strings.Split(env, ",") {
-			pair = strings.TrimSpace(pair)
-			if pair == "" {
-				continue
-			}
-			k, val, ok := strings.Cut(pair, "=")
-			if !ok {
-				d.Problem("value_error", fmt.Sprintf("Value error, Environment variable %q must be in KEY=VALUE format", pair), "env")
-				continue
-			}
-			s.Env[strings.TrimSpace(k)] = strings.TrimSpace(val)
+		var bad []string
+		s.Env, bad = settings.ParseEnv(env)
+		for _, pair := range bad {
+			d.Problem("value_error", fmt.Sprintf("Value error, Environment variable %q must be in KEY=VALUE format", pair), "env")
 		}
 	case map[string]any:
 		s.Env = map[string]string{}
@@ -233,7 +226,7 @@ type StdioArgs []string
 // DecodeWire accepts a list of strings or one string split like a shell would.
 func (a *StdioArgs) DecodeWire(v any, d *wire.Decoder) {
 	if s, ok := v.(string); ok {
-		args, err := splitShell(s)
+		args, err := settings.SplitArgs(s)
 		if err != nil {
 			d.Problem("value_error", "Value error, Invalid argument format: "+err.Error())
 			return
@@ -253,60 +246,4 @@ func (StdioArgs) WireSchema() map[string]any {
 		map[string]any{"type": "string", "description": "Arguments split like a shell would."},
 		map[string]any{"type": "null"},
 	}}
-}
-
-// splitShell splits s into words with POSIX-shell quoting rules (no expansion).
-func splitShell(s string) ([]string, error) {
-	var (
-		words   []string
-		cur     strings.Builder
-		inWord  bool
-		quote   rune
-		escaped bool
-	)
-	for _, r := range s {
-		switch {
-		case escaped:
-			cur.WriteRune(r)
-			escaped = false
-		case quote == '\'':
-			if r == '\'' {
-				quote = 0
-			} else {
-				cur.WriteRune(r)
-			}
-		case quote == '"':
-			switch r {
-			case '"':
-				quote = 0
-			case '\\':
-				escaped = true
-			default:
-				cur.WriteRune(r)
-			}
-		case r == '\\':
-			escaped, inWord = true, true
-		case r == '\'' || r == '"':
-			quote, inWord = r, true
-		case r == ' ' || r == '\t' || r == '\n':
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		default:
-			cur.WriteRune(r)
-			inWord = true
-		}
-	}
-	if quote != 0 {
-		return nil, fmt.Errorf("no closing quotation")
-	}
-	if escaped {
-		return nil, fmt.Errorf("no escaped character")
-	}
-	if inWord {
-		words = append(words, cur.String())
-	}
-	return words, nil
 }

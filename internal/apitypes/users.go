@@ -105,3 +105,9 @@ type CurrentUser struct {
 type CurrentUserQuery struct {
 	ExposeSecrets bool `query:"expose_secrets" doc:"Answer the secret settings unmasked. Only with X-Session-API-Key set to the session key of one of the caller's own sandboxes, beside the caller's key as Authorization: Bearer; otherwise 403."`
 }
+
+// UserPage is a page of users, oldest first.
+type UserPage struct {
+	Items      []UserInfo `json:"items"`
+	NextPageID *string    `json:"next_page_id"`
+}

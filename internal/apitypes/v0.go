@@ -125,6 +125,15 @@ type ConversationListQuery struct {
 	IncludeSubConversations bool                 `query:"include_sub_conversations"`
 }
 
+// ConversationUpdateRequest is the body of PATCH /api/conversations/{id}: the web app's
+// rename.
+type ConversationUpdateRequest struct {
+	Title string `json:"title" wire:"required,minlen=1,maxlen=200"`
+}
+
+// WireStrict rejects unknown fields, as OpenHands does.
+func (ConversationUpdateRequest) WireStrict() {}
+
 // ProviderToken is one git provider token sent by a client.
 type ProviderToken struct {
 	Token  *string `json:"token" wire:"secret"`

@@ -361,3 +361,51 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 	c.Text = new(TextContent)
 	return json.Unmarshal(b, c.Text)
 }
+
+// ConversationSkillType says when a conversation's agent is given a skill, in OpenHands'
+// words: repo (always), knowledge (on a trigger word, task skills included); agentskills
+// (loaded by the agent on demand) agentd has none of.
+type ConversationSkillType string
+
+// EnumValues lists the values.
+func (ConversationSkillType) EnumValues() []string {
+	return []string{"repo", "knowledge", "agentskills"}
+}
+
+// ConversationSkill is one skill a conversation's agent is given (OpenHands' SkillResponse).
+type ConversationSkill struct {
+	Name     string                `json:"name"`
+	Type     ConversationSkillType `json:"type"`
+	Content  string                `json:"content"`
+	Triggers []string              `json:"triggers"`
+}
+
+// ConversationSkills answers GET /api/v1/app-conversations/{id}/skills.
+type ConversationSkills struct {
+	Skills []ConversationSkill `json:"skills"`
+}
+
+// HookDefinition is one command a lifecycle hook runs (OpenHands' HookDefinitionResponse).
+type HookDefinition struct {
+	Type    string `json:"type"`
+	Command string `json:"command"`
+	Timeout int    `json:"timeout"`
+	Async   bool   `json:"async"`
+}
+
+// HookMatcher says which tools a hook applies to, and its commands.
+type HookMatcher struct {
+	Matcher string           `json:"matcher"`
+	Hooks   []HookDefinition `json:"hooks"`
+}
+
+// HookEvent is the hooks of one lifecycle event (pre_tool_use, stop, …).
+type HookEvent struct {
+	EventType string        `json:"event_type"`
+	Matchers  []HookMatcher `json:"matchers"`
+}
+
+// ConversationHooks answers GET /api/v1/app-conversations/{id}/hooks.
+type ConversationHooks struct {
+	Hooks []HookEvent `json:"hooks" doc:"Always empty: agentd runs no lifecycle hooks (it does not read .openhands/hooks.json)."`
+}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentd/agentd/internal/auth"
@@ -29,12 +30,15 @@ import (
 	"github.com/agentd/agentd/internal/logctx"
 	"github.com/agentd/agentd/internal/metrics"
 	"github.com/agentd/agentd/internal/netpolicy"
+	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/runtime"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/secret"
 	"github.com/agentd/agentd/internal/settings"
 	"github.com/agentd/agentd/internal/skill"
 	"github.com/agentd/agentd/internal/store/sqlite"
+	"github.com/agentd/agentd/internal/web"
+	"github.com/agentd/agentd/internal/webhook"
 )
 
 // Options are what the caller chooses: the configuration and the concrete backend.
@@ -55,7 +59,8 @@ type Options struct {
 	// SandboxNow is the sandbox service's clock, which decides when a sandbox is idle; nil
 	// means time.Now.
 	SandboxNow func() time.Time
-	// Sockets tune the API's WebSockets; the zero value is the defaults.
+	// Sockets tune the API's live streams; zero fields take the configuration's values and
+	// the defaults.
 	Sockets httpapi.SocketOptions
 	// GitRemotes resolve the repositories of conversations to their upstream and the
 	// credentials agentd adds there; nil means the users' git providers (gitprovider.Service).
@@ -84,6 +89,8 @@ type App struct {
 	Conversations *conversation.Service
 
 	handler http.Handler
+	// web is the web app, whose live streams end when the server shuts down.
+	web *web.App
 	// agentServer serves the agent-server base; nil when the configuration has none.
 	agentServer http.Handler
 	// admin serves the admin listener (metrics, profiles); nil when the configuration has none.
@@ -154,27 +161,6 @@ func New(ctx context.Context, o Options) (*App, error) {
 		return nil, fmt.Errorf("default sandbox spec %q: %w", cfg.DefaultSpec, err)
 	}
 
-	a.Sandboxes = sandbox.NewService(sandbox.ServiceOptions{
-		Store: st, Backend: o.Backend, Sealer: keyring, Logger: log,
-		DefaultSpec: cfg.DefaultSpec, MaxRunningPerUser: cfg.MaxRunningSandboxes,
-		StartTimeout: cfg.SandboxStartTimeout, IdleTimeout: cfg.SandboxIdleTimeout,
-		WatchInterval: o.SandboxWatchInterval, Now: o.SandboxNow, Metrics: m,
-		OnIdlePause: func(ctx context.Context, sb sandbox.Sandbox, idle time.Duration) {
-			if err := a.Conversations.SandboxIdlePaused(ctx, sb.OwnerID, sb.ID, idle); err != nil {
-				log.Error("record idle pause", "sandbox_id", sb.ID, "err", err)
-			}
-		},
-	})
-	a.closers = append(a.closers, a.Sandboxes.Close)
-	if err := a.Sandboxes.Reconcile(ctx); err != nil {
-		return nil, err
-	}
-
-	users := auth.NewService(st, auth.Options{Logger: log})
-	if a.BootstrapKey, err = users.Bootstrap(ctx, cfg.AdminKey); err != nil {
-		return nil, err
-	}
-
 	// Users' URLs are reached only as the policy allows them.
 	urls, err := netpolicy.New(cfg.AllowInternal)
 	if err != nil {
@@ -186,6 +172,69 @@ func New(ctx context.Context, o Options) (*App, error) {
 			return nil, fmt.Errorf("user %s: %w", userID, err)
 		}
 		return urls.Client(u.IsAdmin), nil
+	}
+	// Webhooks are told of the sandboxes' and conversations' transitions; their deliveries
+	// start once every service runs, and stop before the store closes.
+	webhooks := webhook.NewService(webhook.Options{
+		Store: st, Sealer: keyring, Logger: log,
+		CheckURL: func(ctx context.Context, ownerID, rawURL string) error {
+			u, err := st.GetUser(ctx, ownerID)
+			if err != nil {
+				return fmt.Errorf("user %s: %w", ownerID, err)
+			}
+			return urls.CheckURL(ctx, rawURL, u.IsAdmin)
+		},
+		Client: userHTTP,
+		ConversationExists: func(ctx context.Context, ownerID, id string) (bool, error) {
+			_, err := st.GetConversation(ctx, ownerID, id)
+			if errors.Is(err, conversation.ErrNotFound) {
+				return false, nil
+			}
+			return err == nil, err
+		},
+		SandboxConversations: func(ctx context.Context, ownerID, sandboxID string) ([]string, error) {
+			vs, _, err := st.ListConversations(ctx, ownerID, conversation.Filter{SandboxID: sandboxID, IncludeSub: true}, paging.Query{Limit: 100})
+			ids := make([]string, len(vs))
+			for i, v := range vs {
+				ids[i] = v.ID
+			}
+			return ids, err
+		},
+		Timeout: cfg.WebhookTimeout, FirstRetry: cfg.WebhookFirstRetry, RetryFor: cfg.WebhookRetryFor,
+		UserAgent: "agentd-webhooks/" + o.Version,
+	})
+	a.closers = append(a.closers, func() error { webhooks.Close(); return nil })
+
+	// The conversations hear of their sandboxes' status changes once their service exists:
+	// those of the start-up's reconciliation happened while the server was down, and the
+	// streams' opening state shows them.
+	var statusTo atomic.Pointer[conversation.Service]
+	a.Sandboxes = sandbox.NewService(sandbox.ServiceOptions{
+		Store: st, Backend: o.Backend, Sealer: keyring, Logger: log,
+		DefaultSpec: cfg.DefaultSpec, MaxRunningPerUser: cfg.MaxRunningSandboxes,
+		StartTimeout: cfg.SandboxStartTimeout, IdleTimeout: cfg.SandboxIdleTimeout,
+		WatchInterval: o.SandboxWatchInterval, Now: o.SandboxNow, Webhooks: webhooks, Metrics: m,
+		OnIdlePause: func(ctx context.Context, sb sandbox.Sandbox, idle time.Duration) {
+			if err := a.Conversations.SandboxIdlePaused(ctx, sb.OwnerID, sb.ID, idle); err != nil {
+				log.Error("record idle pause", "sandbox_id", sb.ID, "err", err)
+			}
+		},
+		OnStatus: func(ctx context.Context, sb sandbox.Sandbox) {
+			if c := statusTo.Load(); c != nil {
+				if err := c.SandboxStatusChanged(ctx, sb.OwnerID, sb.ID, sb.Status); err != nil {
+					log.Error("record sandbox status", "sandbox_id", sb.ID, "err", err)
+				}
+			}
+		},
+	})
+	a.closers = append(a.closers, a.Sandboxes.Close)
+	if err := a.Sandboxes.Reconcile(ctx); err != nil {
+		return nil, err
+	}
+
+	users := auth.NewService(st, auth.Options{Logger: log, SessionTTL: cfg.SessionTTL})
+	if a.BootstrapKey, err = users.Bootstrap(ctx, cfg.AdminKey); err != nil {
+		return nil, err
 	}
 
 	userSettings := settings.NewService(st, keyring, nil)
@@ -241,6 +290,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 			BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey},
 		NewLLM: newLLM, Retry: o.LLMRetry, Agent: o.Agent, AgentObserver: m, UserHTTP: userHTTP,
 		Terminal:      runtime.NewTerminalWaits(cfg.TerminalNoChangeTimeout, cfg.TerminalMaxWait),
+		MCP:           conversation.MCPOptions{ConnectTimeout: cfg.MCPConnectTimeout, CallTimeout: cfg.MCPCallTimeout},
 		Secrets:       []conversation.SecretSource{userSettings, gitProviders, customSecrets},
 		CustomSecrets: customSecrets,
 		Skills:        st,
@@ -259,10 +309,11 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Runtimes: func(ctx context.Context, ownerID, sandboxID string) (conversation.Runtime, error) {
 			return a.Sandboxes.Client(ctx, ownerID, sandboxID)
 		},
-		Remotes: remotes, Git: git,
+		Remotes: remotes, Git: git, Webhooks: webhooks, Titles: cfg.ConversationTitles,
 		Repository: conversation.RepositoryOptions{CloneTimeout: cfg.GitCloneTimeout, SetupTimeout: cfg.SetupScriptTimeout,
 			AuthorName: cfg.GitAuthorName, AuthorEmail: cfg.GitAuthorEmail},
 	})
+	statusTo.Store(a.Conversations)
 	a.closers = append(a.closers, func() error { a.Conversations.Close(); return nil })
 	if err := a.Conversations.Resume(ctx); err != nil {
 		return nil, err
@@ -277,19 +328,32 @@ func New(ctx context.Context, o Options) (*App, error) {
 		}
 	}()
 	a.closers = append(a.closers, func() error { stopRun(); <-runDone; return nil })
+	webhooks.Start()
 
+	webApp, err := web.New(web.Deps{
+		Auth: users, Conversations: a.Conversations, Sandboxes: a.Sandboxes, Settings: userSettings,
+		GitProviders: gitProviders, CustomSecrets: customSecrets, Logger: log, PublicURL: cfg.PublicURL,
+		Version: o.Version, DefaultModel: cfg.LLMModel,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.web = webApp
+	a.closers = append(a.closers, func() error { webApp.Close(); return nil })
 	api, err := httpapi.New(httpapi.Deps{
 		Auth: users, Conversations: a.Conversations, Sandboxes: a.Sandboxes,
 		Settings:      userSettings,
 		GitProviders:  gitProviders,
 		Skills:        userSkills,
 		CustomSecrets: customSecrets,
+		Webhooks:      webhooks,
 		Open:          keyring.Open, Logger: log, PublicURL: cfg.PublicURL, Version: o.Version,
 		AgentServerURL: cfg.AgentServerPublicURL, DefaultModel: cfg.LLMModel,
 		SpecWarnings: func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },
-		CORSOrigins:  cfg.CORSOrigins, Sockets: o.Sockets,
+		CORSOrigins:  cfg.CORSOrigins, Sockets: streamOptions(cfg, o.Sockets),
 		URLs: urls, BodyTimeout: cfg.RequestBodyTimeout, MaxUploadBytes: cfg.MaxUploadMB << 20,
 		Metrics: m,
+		Web:     webApp,
 		Checks: []httpapi.Check{
 			{Name: "store", Run: st.Ping},
 			{Name: "sandbox_backend", Run: a.Sandboxes.CheckBackend},
@@ -335,12 +399,33 @@ func newGitProxy(a *App, remotes gitproxy.Remotes, userHTTP func(context.Context
 	})
 }
 
+// streamOptions are the live streams' options: the configuration's, where the caller (a
+// test) set none.
+func streamOptions(cfg config.Config, o httpapi.SocketOptions) httpapi.SocketOptions {
+	if o.MaxPerConversation == 0 {
+		o.MaxPerConversation = cfg.StreamMaxSubscribers
+	}
+	if o.EventBuffer == 0 {
+		o.EventBuffer = cfg.StreamBuffer
+	}
+	if o.PingInterval == 0 {
+		o.PingInterval = cfg.StreamHeartbeat
+	}
+	return o
+}
+
 // Handler serves the HTTP API.
 func (a *App) Handler() http.Handler { return a.handler }
 
 // Server returns the HTTP server of the API, with its timeouts and bounds, to serve on a
 // listener wrapped by Listener.
-func (a *App) Server() *http.Server { return httpapi.NewServer(a.handler, a.log) }
+func (a *App) Server() *http.Server {
+	srv := httpapi.NewServer(a.handler, a.log)
+	// The app's live streams are plain requests that last: a shutdown ends them rather
+	// than wait for them.
+	srv.RegisterOnShutdown(a.web.Close)
+	return srv
+}
 
 // AgentServerHandler serves the agent-server base (the conversation API at its root); nil
 // when the configuration has none.

@@ -53,6 +53,9 @@ type Store interface {
 	LookupAPIKey(ctx context.Context, hash []byte) (APIKey, User, error)
 	// ListAPIKeys lists a user's keys, oldest first.
 	ListAPIKeys(ctx context.Context, userID string) ([]APIKey, error)
-	// DeleteAPIKey returns ErrNotFound when the user has no key with that id.
+	// DeleteAPIKey returns ErrNotFound when the user has no key with that id; the sessions
+	// opened with the key go with it.
 	DeleteAPIKey(ctx context.Context, userID, keyID string) error
+
+	SessionStore
 }

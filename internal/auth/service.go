@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/id"
+	"github.com/agentd/agentd/internal/paging"
 )
 
 // KeyPrefix starts every API key agentd generates, so a leaked key is recognisable.
@@ -26,6 +27,8 @@ type Service struct {
 	newID func() string
 	// newKey makes the secret part of new API keys.
 	newKey func() string
+	// sessionTTL is how long an unused session lasts.
+	sessionTTL time.Duration
 }
 
 // Options configure a Service. Zero fields take defaults.
@@ -34,11 +37,16 @@ type Options struct {
 	Now    func() time.Time
 	NewID  func() string
 	NewKey func() string
+	// SessionTTL is how long an unused browser session lasts; zero means DefaultSessionTTL.
+	SessionTTL time.Duration
 }
 
 // NewService returns a Service over store.
 func NewService(store Store, o Options) *Service {
-	s := &Service{store: store, log: o.Logger, now: o.Now, newID: o.NewID, newKey: o.NewKey}
+	s := &Service{store: store, log: o.Logger, now: o.Now, newID: o.NewID, newKey: o.NewKey, sessionTTL: o.SessionTTL}
+	if s.sessionTTL <= 0 {
+		s.sessionTTL = DefaultSessionTTL
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -118,21 +126,39 @@ func (s *Service) newAPIKey(userID, name, key string, expires *time.Time) APIKey
 
 // Authenticate returns the user holding key, or ErrUnauthorized.
 func (s *Service) Authenticate(ctx context.Context, key string) (User, error) {
+	_, u, err := s.lookupKey(ctx, key)
+	return u, err
+}
+
+// lookupKey finds a live key and its user, or ErrUnauthorized.
+func (s *Service) lookupKey(ctx context.Context, key string) (APIKey, User, error) {
 	key = strings.TrimSpace(key)
 	if key == "" {
-		return User{}, ErrUnauthorized
+		return APIKey{}, User{}, ErrUnauthorized
 	}
 	k, u, err := s.store.LookupAPIKey(ctx, Hash(key))
 	if errors.Is(err, ErrNotFound) {
-		return User{}, ErrUnauthorized
+		return APIKey{}, User{}, ErrUnauthorized
 	}
 	if err != nil {
-		return User{}, fmt.Errorf("authenticate: %w", err)
+		return APIKey{}, User{}, fmt.Errorf("authenticate: %w", err)
 	}
 	if k.ExpiresAt != nil && !s.now().Before(*k.ExpiresAt) {
-		return User{}, ErrUnauthorized
+		return APIKey{}, User{}, ErrUnauthorized
 	}
-	return u, nil
+	return k, u, nil
+}
+
+// ListUsers pages through the users, oldest first; only admins may.
+func (s *Service) ListUsers(ctx context.Context, caller User, q paging.Query) ([]User, string, error) {
+	if !caller.IsAdmin {
+		return nil, "", ErrForbidden
+	}
+	users, next, err := s.store.ListUsers(ctx, q)
+	if err != nil {
+		return nil, "", fmt.Errorf("list users: %w", err)
+	}
+	return users, next, nil
 }
 
 // CreateUser adds a user; only admins may.

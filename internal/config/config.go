@@ -58,9 +58,22 @@ type Config struct {
 	// command keeps printing. The command runs on either way, for the agent's next call.
 	TerminalNoChangeTimeout time.Duration
 	TerminalMaxWait         time.Duration
+	// WebhookTimeout bounds one delivery attempt; WebhookFirstRetry is the wait after the
+	// first failed one (doubling after each), and WebhookRetryFor how long a delivery is
+	// retried before it is marked failed.
+	WebhookTimeout    time.Duration
+	WebhookFirstRetry time.Duration
+	WebhookRetryFor   time.Duration
+	// MCPConnectTimeout bounds starting (or reaching) a conversation's MCP server and listing
+	// its tools; MCPCallTimeout bounds a call to one of its tools, unless the server sets a
+	// timeout of its own (a streamable-HTTP server's timeout).
+	MCPConnectTimeout time.Duration
+	MCPCallTimeout    time.Duration
 	// CORSOrigins are the browser origins allowed to call the API; empty allows any
 	// localhost origin, "*" allows every origin.
 	CORSOrigins []string
+	// SessionTTL is how long a web app session lasts unused.
+	SessionTTL time.Duration
 	// LLMModel, LLMBaseURL, LLMAPIKey and LLMProvider are the server-wide LLM, used for
 	// users who set none in their settings. LLMProvider is "", "openai" or "anthropic"; empty
 	// infers it from the model name.
@@ -84,6 +97,13 @@ type Config struct {
 	// MemoryLimit is the Go runtime's soft memory limit in bytes (GOMEMLIMIT), which main
 	// sets; 0 means none.
 	MemoryLimit int64
+	// StreamMaxSubscribers bounds the live streams (event sockets and SSE streams together)
+	// of one conversation; StreamBuffer is how many live events may wait for one stream
+	// before it is closed for falling behind; StreamHeartbeat is how often an idle stream
+	// shows it is alive.
+	StreamMaxSubscribers int
+	StreamBuffer         int
+	StreamHeartbeat      time.Duration
 	// LogLevel is debug, info, warn or error; LogFormat is text or json.
 	LogLevel  string
 	LogFormat string
@@ -108,6 +128,10 @@ type Config struct {
 	// whose settings and git provider name none.
 	GitAuthorName  string
 	GitAuthorEmail string
+	// ConversationTitles is how conversations the user did not name are named: model (the
+	// conversation's model writes the title), message (the start of the first message) or
+	// off ("Conversation <id>").
+	ConversationTitles string
 }
 
 // SpecConfig is a sandbox spec in the config file.
@@ -186,6 +210,9 @@ func Options() []Option {
 		{Flag: "cors-origins", Env: []string{"AGENTD_CORS_ORIGINS", "PERMITTED_CORS_ORIGINS"}, File: "cors_origins", Default: "",
 			Doc: "Comma-separated browser origins allowed to call the API (e.g. https://app.example.com); empty allows any localhost origin, * allows all.",
 			set: func(c *Config, v string) error { c.CORSOrigins = splitList(v); return nil }},
+		{Flag: "session-ttl", Env: []string{"AGENTD_SESSION_TTL"}, File: "session_ttl", Default: "168h",
+			Doc: "How long a session of the web app lasts without being used (it is renewed while used, and never outlives the API key it was signed in with).",
+			set: func(c *Config, v string) error { return setDuration(&c.SessionTTL, v) }},
 		{Flag: "llm-model", Env: []string{"AGENTD_LLM_MODEL"}, File: "llm_model", Default: "",
 			Doc: "Model for users whose settings name none, e.g. gpt-4o, claude-sonnet-4-5, or anthropic/claude-sonnet-4-5.",
 			set: func(c *Config, v string) error { c.LLMModel = strings.TrimSpace(v); return nil }},
@@ -202,7 +229,7 @@ func Options() []Option {
 			Doc: "Wire protocol of that API: openai (chat completions, also every compatible server) or anthropic (messages). Empty infers it from the model name (claude-* and anthropic/* are anthropic).",
 			set: func(c *Config, v string) error { c.LLMProvider = strings.ToLower(strings.TrimSpace(v)); return nil }},
 		{Flag: "allow-internal", Env: []string{"AGENTD_ALLOW_INTERNAL"}, File: "allow_internal", Default: "",
-			Doc: "Comma-separated internal addresses that users' URLs (their llm_base_url, their git providers' hosts) may reach: prefixes (10.0.0.0/8, 127.0.0.0/8), addresses (::1) or host names (ollama.internal, admitting whatever the name resolves to). Otherwise loopback, private, link-local, cloud metadata and other internal addresses are refused for users who are not admins; the server's own URLs (llm-base-url) are not restricted.",
+			Doc: "Comma-separated internal addresses that users' URLs (their llm_base_url, their webhooks, their git providers' hosts) may reach: prefixes (10.0.0.0/8, 127.0.0.0/8), addresses (::1) or host names (ollama.internal, admitting whatever the name resolves to). Otherwise loopback, private, link-local, cloud metadata and other internal addresses are refused for users who are not admins; the server's own URLs (llm-base-url) are not restricted.",
 			set: func(c *Config, v string) error { c.AllowInternal = splitList(v); return nil }},
 		{Flag: "github-api-url", Env: []string{"AGENTD_GITHUB_API_URL"}, File: "github_api_url", Default: "https://api.github.com",
 			Doc: "GitHub's REST API for tokens stored without a host (or with github.com). A GitHub Enterprise Server's is https://<host>/api/v3; users may instead give their token's host.",
@@ -219,6 +246,15 @@ func Options() []Option {
 		{Flag: "max-upload-mb", Env: []string{"AGENTD_MAX_UPLOAD_MB"}, File: "max_upload_mb", Default: "100",
 			Doc: "Largest file, in MiB, that may be uploaded into a conversation's workspace (at most 4096); a larger one is answered 413. The upload must also arrive within the request body timeout.",
 			set: func(c *Config, v string) error { return setInt64(&c.MaxUploadMB, v) }},
+		{Flag: "stream-max-subscribers", Env: []string{"AGENTD_STREAM_MAX_SUBSCRIBERS"}, File: "stream_max_subscribers", Default: "100",
+			Doc: "Most live streams one conversation may have open at once, event sockets and SSE streams together; one more is refused (a socket closes with 1013, an SSE stream is answered 429).",
+			set: func(c *Config, v string) error { return setInt(&c.StreamMaxSubscribers, v) }},
+		{Flag: "stream-buffer", Env: []string{"AGENTD_STREAM_BUFFER"}, File: "stream_buffer", Default: "256",
+			Doc: "How many live events may wait to be sent on one stream. A client further behind is disconnected with a reason (SSE: a final close event; WebSocket: 1013) and resumes after the last event it received, losing nothing; the agent never waits for a client.",
+			set: func(c *Config, v string) error { return setInt(&c.StreamBuffer, v) }},
+		{Flag: "stream-heartbeat", Env: []string{"AGENTD_STREAM_HEARTBEAT"}, File: "stream_heartbeat", Default: "15s",
+			Doc: "How often a live stream shows it is alive, so that proxies keep an idle one open: an SSE comment, a WebSocket ping (a socket that has not answered by the next ping is closed).",
+			set: func(c *Config, v string) error { return setDuration(&c.StreamHeartbeat, v) }},
 		{Flag: "sandbox-idle-timeout", Env: []string{"AGENTD_SANDBOX_IDLE_TIMEOUT"}, File: "sandbox_idle_timeout", Default: "0",
 			Doc: "Pause a running sandbox nobody used for this long (no agent working in it, no command or tool call), e.g. 30m; the pause is recorded on its conversations. 0 never pauses.",
 			set: func(c *Config, v string) error { return setDuration(&c.SandboxIdleTimeout, v) }},
@@ -228,6 +264,12 @@ func Options() []Option {
 		{Flag: "terminal-max-wait", Env: []string{"AGENTD_TERMINAL_MAX_WAIT"}, File: "terminal_max_wait", Default: "2m",
 			Doc: "The longest an agent's terminal call waits for its command, even while it keeps printing and whatever timeout the model asked for; the command runs on. Long enough for most builds and installs to finish in one call, short enough that a command printing without end (yes, a server in the foreground) gives the agent its turn back.",
 			set: func(c *Config, v string) error { return setDuration(&c.TerminalMaxWait, v) }},
+		{Flag: "mcp-connect-timeout", Env: []string{"AGENTD_MCP_CONNECT_TIMEOUT"}, File: "mcp_connect_timeout", Default: "30s",
+			Doc: "How long a conversation's MCP server may take to start (or be reached) and list its tools, as in OpenHands; a server that takes longer is left out of the conversation, with an event saying so, and tried again at the agent's next run. At most 1h.",
+			set: func(c *Config, v string) error { return setDuration(&c.MCPConnectTimeout, v) }},
+		{Flag: "mcp-call-timeout", Env: []string{"AGENTD_MCP_CALL_TIMEOUT"}, File: "mcp_call_timeout", Default: "60s",
+			Doc: "How long a call to an MCP server's tool may take before the model is told it timed out; a streamable-HTTP server's own timeout (shttp_servers[].timeout) replaces it for that server. At most 1h.",
+			set: func(c *Config, v string) error { return setDuration(&c.MCPCallTimeout, v) }},
 		{Flag: "sandbox-memory-mb", Env: []string{"AGENTD_SANDBOX_MEMORY_MB"}, File: "sandbox_memory_mb", Default: "2048",
 			Doc: "Memory limit (MiB, swap included) of the default spec, and of every spec that sets none; 0 means none.",
 			set: func(c *Config, v string) error { return setInt64(&c.SandboxLimits.MemoryMB, v) }},
@@ -255,6 +297,15 @@ func Options() []Option {
 		{Flag: "sandbox-uid", Env: []string{"AGENTD_SANDBOX_UID"}, File: "sandbox_uid", Default: "2000000000",
 			Doc: "Host uid and gid that the commands of every bwrap and docker sandbox run as (a docker container's init and runtime are root with a few capabilities): unprivileged, never 0, and used by nothing else on the machine. Files that sandboxes create in their workspaces belong to it.",
 			set: func(c *Config, v string) error { return setInt(&c.SandboxUID, v) }},
+		{Flag: "webhook-timeout", Env: []string{"AGENTD_WEBHOOK_TIMEOUT"}, File: "webhook_timeout", Default: "10s",
+			Doc: "How long one webhook delivery attempt may take, connection included; a slower endpoint counts as failed for that attempt and is tried again later. Deliveries never hold up a conversation.",
+			set: func(c *Config, v string) error { return setDuration(&c.WebhookTimeout, v) }},
+		{Flag: "webhook-first-retry", Env: []string{"AGENTD_WEBHOOK_FIRST_RETRY"}, File: "webhook_first_retry", Default: "10s",
+			Doc: "Wait after a webhook delivery's first failed attempt; each later wait doubles, up to an hour.",
+			set: func(c *Config, v string) error { return setDuration(&c.WebhookFirstRetry, v) }},
+		{Flag: "webhook-retry-for", Env: []string{"AGENTD_WEBHOOK_RETRY_FOR"}, File: "webhook_retry_for", Default: "24h",
+			Doc: "How long a webhook delivery is retried, from its first attempt (or its redelivery), before it is marked failed.",
+			set: func(c *Config, v string) error { return setDuration(&c.WebhookRetryFor, v) }},
 		{Flag: "git-clone-timeout", Env: []string{"AGENTD_GIT_CLONE_TIMEOUT"}, File: "git_clone_timeout", Default: "10m",
 			Doc: "How long the clone of a conversation's repository may take before its start fails; at most 1h.",
 			set: func(c *Config, v string) error { return setDuration(&c.GitCloneTimeout, v) }},
@@ -270,6 +321,12 @@ func Options() []Option {
 		{Flag: "memory-limit", Env: []string{"AGENTD_MEMORY_LIMIT", "GOMEMLIMIT"}, File: "memory_limit", Default: "96MiB",
 			Doc: "Soft limit of the server's Go memory (the runtime's GOMEMLIMIT), e.g. 96MiB or 1GiB; off for none. Near it the garbage collector runs more often and returns freed memory to the system sooner, so a burst of conversations does not leave the process large; it is not a hard cap: a server that needs more takes more, at the cost of more collection (at most about half a CPU). Raise it for a server that keeps many conversations running at once.",
 			set: func(c *Config, v string) error { return setBytes(&c.MemoryLimit, v) }},
+		{Flag: "conversation-titles", Env: []string{"AGENTD_CONVERSATION_TITLES"}, File: "conversation_titles", Default: "model",
+			Doc: "How a conversation the user did not name is named once its agent first runs: model (the conversation's own model writes a short title from the first message, as OpenHands does; the call is bounded to 30 s and 48 tokens, runs beside the agent, and its cost counts in the conversation's metrics; if it fails, the start of the message is the title), message (the start of the first message, no model call) or off (\"Conversation <id>\"). A title the user set is never replaced.",
+			set: func(c *Config, v string) error {
+				c.ConversationTitles = strings.ToLower(strings.TrimSpace(v))
+				return nil
+			}},
 		{Flag: "log-level", Env: []string{"AGENTD_LOG_LEVEL"}, File: "log_level", Default: "info",
 			Doc: "Log level: debug, info, warn or error.",
 			set: func(c *Config, v string) error { c.LogLevel = v; return nil }},
@@ -481,6 +538,11 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: want an http(s) URL", u.name, u.v))
 		}
 	}
+	switch c.ConversationTitles {
+	case "model", "message", "off":
+	default:
+		errs = append(errs, fmt.Errorf("conversation titles %q: want model, message or off", c.ConversationTitles))
+	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("log format %q: want text or json", c.LogFormat))
 	}
@@ -490,11 +552,23 @@ func (c *Config) validate() error {
 	if c.SandboxIdleTimeout < 0 {
 		errs = append(errs, errors.New("sandbox idle timeout must not be negative"))
 	}
+	if c.SessionTTL <= 0 {
+		errs = append(errs, errors.New("session ttl must be positive"))
+	}
 	if c.SandboxStartTimeout <= 0 {
 		errs = append(errs, errors.New("sandbox start timeout must be positive"))
 	}
 	if c.RequestBodyTimeout <= 0 {
 		errs = append(errs, errors.New("request body timeout must be positive"))
+	}
+	if c.StreamMaxSubscribers < 1 {
+		errs = append(errs, errors.New("stream max subscribers must be at least 1"))
+	}
+	if c.StreamBuffer < 1 {
+		errs = append(errs, errors.New("stream buffer must be at least 1"))
+	}
+	if c.StreamHeartbeat < time.Second {
+		errs = append(errs, errors.New("stream heartbeat must be at least 1s"))
 	}
 	if c.MaxUploadMB <= 0 || c.MaxUploadMB > 4096 {
 		errs = append(errs, fmt.Errorf("max upload %d MiB: want 1 to 4096 (the runtime's own bound)", c.MaxUploadMB))
@@ -507,6 +581,16 @@ func (c *Config) validate() error {
 	}
 	if c.TerminalMaxWait <= 0 {
 		errs = append(errs, errors.New("terminal max wait must be positive"))
+	}
+	if c.WebhookTimeout <= 0 || c.WebhookFirstRetry <= 0 || c.WebhookRetryFor <= 0 {
+		errs = append(errs, errors.New("webhook timeout, first retry and retry-for must be positive"))
+	}
+	// The runtime takes MCP time bounds up to an hour.
+	if c.MCPConnectTimeout <= 0 || c.MCPConnectTimeout > time.Hour {
+		errs = append(errs, errors.New("mcp connect timeout must be positive and at most 1h"))
+	}
+	if c.MCPCallTimeout <= 0 || c.MCPCallTimeout > time.Hour {
+		errs = append(errs, errors.New("mcp call timeout must be positive and at most 1h"))
 	}
 	// The runtime runs no command for longer than an hour.
 	if c.GitCloneTimeout <= 0 || c.GitCloneTimeout > time.Hour {

@@ -17,7 +17,9 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.Addr != "127.0.0.1:3000" || c.SandboxBackend != "auto" || c.DefaultSpec != "default" ||
 		c.SandboxStartTimeout != 30*time.Second || c.PublicURL != "http://127.0.0.1:3000" ||
-		c.TerminalNoChangeTimeout != 30*time.Second || c.TerminalMaxWait != 2*time.Minute {
+		c.TerminalNoChangeTimeout != 30*time.Second || c.TerminalMaxWait != 2*time.Minute ||
+		c.MCPConnectTimeout != 30*time.Second || c.MCPCallTimeout != time.Minute ||
+		c.StreamMaxSubscribers != 100 || c.StreamBuffer != 256 || c.StreamHeartbeat != 15*time.Second {
 		t.Fatalf("defaults = %+v", c)
 	}
 	if !filepath.IsAbs(c.DataDir) || filepath.Base(c.DataDir) != ".agentd" {
@@ -86,6 +88,11 @@ func TestErrors(t *testing.T) {
 		{"bad duration", []string{"--sandbox-start-timeout", "soon"}, nil, "--sandbox-start-timeout"},
 		{"zero terminal wait", nil, map[string]string{"AGENTD_TERMINAL_MAX_WAIT": "0s"}, "terminal max wait must be positive"},
 		{"negative no-change timeout", []string{"--terminal-no-change-timeout", "-1s"}, nil, "terminal no-change timeout must be positive"},
+		{"zero mcp connect timeout", []string{"--mcp-connect-timeout", "0s"}, nil, "mcp connect timeout must be positive"},
+		{"mcp call timeout over an hour", nil, map[string]string{"AGENTD_MCP_CALL_TIMEOUT": "61m"}, "mcp call timeout must be positive and at most 1h"},
+		{"no streams", []string{"--stream-max-subscribers", "0"}, nil, "stream max subscribers must be at least 1"},
+		{"no stream buffer", nil, map[string]string{"AGENTD_STREAM_BUFFER": "0"}, "stream buffer must be at least 1"},
+		{"heartbeat too often", []string{"--stream-heartbeat", "10ms"}, nil, "stream heartbeat must be at least 1s"},
 		{"unknown file key", []string{"--config", bad}, nil, "no_such_key"},
 		{"unknown spec key", []string{"--config", badSpec}, nil, "imagee"},
 		{"missing file", []string{"--config", filepath.Join(dir, "none.toml")}, nil, "read config file"},

@@ -47,8 +47,8 @@ sets it can always use it.
 
 ## URLs users supply
 
-agentd connects to some URLs that users choose, such as their ` + "`llm_base_url`" + ` and the hosts of their git
-provider tokens. For users who are not admins, those connections may not reach internal addresses:
+agentd connects to some URLs that users choose, such as their ` + "`llm_base_url`" + `, their webhooks and the hosts
+of their git provider tokens. For users who are not admins, those connections may not reach internal addresses:
 loopback (` + "`127.0.0.0/8`" + `, ` + "`::1`" + `), private (` + "`10.0.0.0/8`" + `, ` + "`172.16.0.0/12`" + `, ` + "`192.168.0.0/16`" + `, ` + "`fc00::/7`" + `),
 link-local (` + "`169.254.0.0/16`" + `, ` + "`fe80::/10`" + `), cloud metadata (` + "`169.254.169.254`" + `, ` + "`fd00:ec2::254`" + ` and
 others), carrier-grade NAT (` + "`100.64.0.0/10`" + `), unspecified, multicast and reserved addresses, and the

@@ -50,7 +50,7 @@ func (s *Service) clone(ctx context.Context, t *StartTask, w *workspaceRepo) err
 		func(out string) {
 			if p, changed := progress.feed(out); changed {
 				t.Detail = "Cloning " + w.repo + ": " + p
-				if err := s.saveTask(ctx, t); err != nil {
+				if err := s.saveTaskProgress(ctx, t); err != nil {
 					s.log.Warn("save clone progress", "task_id", t.ID, "err", err)
 				}
 			}

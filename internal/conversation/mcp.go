@@ -11,7 +11,9 @@ import (
 
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/settings"
+	"github.com/agentd/agentd/internal/skill"
 	"github.com/agentd/agentd/internal/tool"
 	"github.com/agentd/agentd/internal/tool/mcp"
 )
@@ -23,9 +25,10 @@ type MCPOptions struct {
 }
 
 // mcpConfigOf is the conversation's MCP configuration: its owner's stored servers, then
-// those of its start request; a request server with a stored one's name (stdio) or URL
-// replaces it.
-func (s *Service) mcpConfigOf(ctx context.Context, c Conversation) ([]mcp.Server, error) {
+// those of its start request, then those its repository skills declare; a request server with
+// a stored one's name (stdio) or URL replaces it, and a skill's server with the name or URL of
+// one of those is left out.
+func (s *Service) mcpConfigOf(ctx context.Context, c Conversation, skills []skill.Skill) ([]mcp.Server, error) {
 	var stored, requested settings.MCPConfig
 	if s.o.Settings != nil {
 		raw, ok, err := s.o.Settings.Secret(ctx, c.OwnerID, "mcp_config")
@@ -46,16 +49,34 @@ func (s *Service) mcpConfigOf(ctx context.Context, c Conversation) ([]mcp.Server
 		var req struct {
 			MCPConfig *settings.MCPConfig `json:"mcp_config"`
 		}
-		_ = json.Unmarshal(raw, &req) // validated when stored
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return nil, fmt.Errorf("mcp servers of %s: its request: %w", c.ID, err)
+		}
 		if req.MCPConfig != nil {
 			requested = *req.MCPConfig
 		}
 	}
-	return mcpServers(stored, requested), nil
+	return mcpServers(stored, requested, declaredMCPServers(skills)), nil
 }
 
-// mcpServers merges two configurations into named servers.
-func mcpServers(stored, requested settings.MCPConfig) []mcp.Server {
+// declaredMCPServers are the servers the repo skills declare, in the skills' order: as in
+// OpenHands, those of knowledge and task skills are not used.
+func declaredMCPServers(skills []skill.Skill) []mcp.Server {
+	var out []mcp.Server
+	for _, sk := range skills {
+		if !sk.AlwaysOn() {
+			continue
+		}
+		for _, d := range sk.MCPServers {
+			out = append(out, mcp.Server{Name: d.Name, Transport: mcp.Transport(d.Transport), Command: d.Command,
+				Args: d.Args, Env: d.Env, URL: d.URL, APIKey: d.APIKey, TimeoutSeconds: d.TimeoutSeconds})
+		}
+	}
+	return out
+}
+
+// mcpServers merges the configurations into named servers.
+func mcpServers(stored, requested settings.MCPConfig, declared []mcp.Server) []mcp.Server {
 	var all []mcp.Server
 	add := func(m settings.MCPConfig) {
 		for _, st := range m.StdioServers {
@@ -75,23 +96,34 @@ func mcpServers(stored, requested settings.MCPConfig) []mcp.Server {
 	add(stored)
 	n := len(all)
 	add(requested)
+	configured := len(all)
+	all = append(all, declared...)
 	key := func(s mcp.Server) string {
 		if s.Transport == mcp.Stdio {
 			return "stdio:" + s.Name
 		}
 		return "url:" + s.URL
 	}
-	replaced := map[string]bool{}
-	for _, s := range all[n:] {
-		replaced[key(s)] = true
+	keys := func(servers []mcp.Server) map[string]bool {
+		m := map[string]bool{}
+		for _, s := range servers {
+			m[key(s)] = true
+		}
+		return m
 	}
+	requestedKeys, configuredKeys := keys(all[n:configured]), keys(all[:configured])
 	var out []mcp.Server
 	names := map[string]bool{}
 	for i, s := range all {
-		if i < n && replaced[key(s)] {
-			continue
+		switch {
+		case i < n && requestedKeys[key(s)]:
+			continue // the request's server replaces the stored one
+		case i >= configured && configuredKeys[key(s)]:
+			continue // a skill's server gives way to a configured one, or an earlier skill's
+		case i >= configured:
+			configuredKeys[key(s)] = true
 		}
-		if s.Transport != mcp.Stdio {
+		if s.Transport != mcp.Stdio && (s.Name == "" || i < configured) {
 			s.Name = urlServerName(s)
 		}
 		base := s.Name
@@ -123,27 +155,43 @@ func urlServerName(s mcp.Server) string {
 	return name
 }
 
-// mcpTools starts the conversation's MCP servers in its sandbox and returns their tools,
-// named so that none collides with taken. A server that fails is left out, and an event says
-// which and why; with no servers, or no runtime to run them, there are no tools.
-func (s *Service) mcpTools(ctx context.Context, c Conversation, taken func(string) bool) (mcp.Toolset, Runtime) {
+// mcpTools are a conversation's MCP tools for one run of its agent: those of the servers the
+// run started with, named so that none collides with the agent's other tools, and kept
+// current as the servers say their tools changed. Used by the run's goroutine only.
+type mcpTools struct {
+	s     *Service
+	conv  Conversation
+	taken func(string) bool
+	rt    Runtime // nil: no servers, or they could not be started
+	gen   uint64
+	set   mcp.Toolset
+	// reported holds the reason recorded for each server that failed in this run, so that a
+	// failure is recorded once, not at every look for changes.
+	reported map[string]string
+}
+
+// startMCP starts the conversation's MCP servers in its sandbox and lists their tools. A
+// server that fails is left out, and an event says which and why; with no servers, or no
+// runtime to run them, there are no tools.
+func (s *Service) startMCP(ctx context.Context, c Conversation, skills []skill.Skill, taken func(string) bool) *mcpTools {
+	m := &mcpTools{s: s, conv: c, taken: taken, reported: map[string]string{}}
 	log := s.log.With("conversation_id", c.ID)
-	servers, err := s.mcpConfigOf(ctx, c)
+	servers, err := s.mcpConfigOf(ctx, c, skills)
 	if err != nil {
 		log.Error("agent: read the MCP configuration", "err", err)
-		return mcp.Toolset{}, nil
+		return m
 	}
 	if len(servers) == 0 || c.SandboxID == "" || s.o.Runtimes == nil {
-		return mcp.Toolset{}, nil
+		return m
 	}
 	if _, err := s.o.Sandboxes.WaitRunning(ctx, c.OwnerID, c.SandboxID); err != nil {
 		log.Warn("agent: MCP servers not started: the sandbox does not run", "err", err)
-		return mcp.Toolset{}, nil
+		return m
 	}
 	rt, err := s.o.Runtimes(ctx, c.OwnerID, c.SandboxID)
 	if err != nil {
 		log.Warn("agent: MCP servers not started: reach the sandbox", "err", err)
-		return mcp.Toolset{}, nil
+		return m
 	}
 	st, err := rt.ConfigureMCP(ctx, c.ID, runtime.MCPConfigureRequest{
 		Servers:               servers,
@@ -152,38 +200,74 @@ func (s *Service) mcpTools(ctx context.Context, c Conversation, taken func(strin
 	})
 	if err != nil {
 		log.Warn("agent: MCP servers not started", "err", err)
-		return mcp.Toolset{}, nil
+		return m
 	}
-	s.recordMCPFailures(ctx, c, st)
-	return mcp.NewToolset(st, taken), rt
+	m.rt = rt
+	m.update(ctx, st)
+	return m
 }
 
-// mcpExecutor runs the MCP tools of a conversation in its sandbox.
-type mcpExecutor struct {
-	set  mcp.Toolset
-	rt   Runtime
-	conv string
+// update takes st as the servers' state: their tools, and an event for each failure not
+// recorded yet in this run.
+func (m *mcpTools) update(ctx context.Context, st mcp.State) {
+	m.gen, m.set = st.Generation, mcp.NewToolset(st, m.taken)
+	var failed []mcp.ServerStatus
+	for _, srv := range st.Servers {
+		if srv.Error != "" && m.reported[srv.Name] != srv.Error {
+			m.reported[srv.Name] = srv.Error
+			failed = append(failed, srv)
+		}
+	}
+	m.s.recordMCPFailures(ctx, m.conv, failed)
 }
 
-func (m mcpExecutor) run(ctx context.Context, name string, args json.RawMessage) (tool.Result, bool, error) {
+// Tools are the agent tools of the servers, as last listed.
+func (m *mcpTools) Tools() []tool.Tool { return m.set.Tools() }
+
+// refresh asks the sandbox's runtime whether a server's tools changed since they were last
+// listed (a server said so), and takes the new list when they did; it reports whether it
+// took one. A sandbox that
+// does not run is not asked (the tools stay as they were): asking a paused one would wait
+// for its resume.
+func (m *mcpTools) refresh(ctx context.Context) bool {
+	if m.rt == nil {
+		return false
+	}
+	if sb, err := m.s.o.Sandboxes.Get(ctx, m.conv.OwnerID, m.conv.SandboxID); err != nil || sb.Status != sandbox.StatusRunning {
+		return false
+	}
+	st, changed, err := m.rt.MCPChanges(ctx, m.conv.ID, m.gen)
+	if err != nil {
+		if ctx.Err() == nil {
+			m.s.log.Warn("agent: look for changed MCP tools", "conversation_id", m.conv.ID, "err", err)
+		}
+		return false
+	}
+	if !changed {
+		return false
+	}
+	m.update(ctx, st)
+	m.s.log.Info("agent: MCP tools listed again", "conversation_id", m.conv.ID, "tools", len(st.Tools), "generation", st.Generation)
+	return true
+}
+
+// run runs the MCP tool called name; ok is false when no MCP tool has that name.
+func (m *mcpTools) run(ctx context.Context, name string, args json.RawMessage) (res tool.Result, ok bool, err error) {
 	ref, ok := m.set.Lookup(name)
 	if !ok || m.rt == nil {
 		return tool.Result{}, false, nil
 	}
-	res, err := m.rt.CallMCP(ctx, m.conv, ref.Server, ref.Tool, args)
+	r, err := m.rt.CallMCP(ctx, m.conv.ID, ref.Server, ref.Tool, args)
 	if err != nil {
 		return tool.Result{}, true, err
 	}
-	return mcp.Result(name, res), true, nil
+	return mcp.Result(name, r), true, nil
 }
 
-// recordMCPFailures records one MCPServerErrorEvent per server of st that failed.
-func (s *Service) recordMCPFailures(ctx context.Context, c Conversation, st mcp.State) {
+// recordMCPFailures records one MCPServerErrorEvent per server of failed.
+func (s *Service) recordMCPFailures(ctx context.Context, c Conversation, failed []mcp.ServerStatus) {
 	var evs []event.Event
-	for _, srv := range st.Servers {
-		if srv.Error == "" {
-			continue
-		}
+	for _, srv := range failed {
 		s.log.Info("MCP server left out", "conversation_id", c.ID, "mcp_server", srv.Name, "err", srv.Error)
 		ev, err := event.New(s.o.NewEventID(), s.o.Now(), event.SourceEnvironment,
 			&event.MCPServerErrorEvent{Server: srv.Name, Transport: string(srv.Transport), Detail: srv.Error})

@@ -67,11 +67,9 @@ func (s *Service) deliverPending(ctx context.Context, c Conversation) error {
 	if err := s.redact(ctx, c, evs); err != nil {
 		return fmt.Errorf("deliver pending messages: %w", err)
 	}
-	if err := s.o.Store.DeliverPendingMessages(ctx, c.ID, ids, evs, StateUpdate{UpdatedAt: s.o.Now().UTC()}); err != nil {
-		return err
-	}
-	s.o.Bus.Publish(evs...)
-	return nil
+	return s.o.Bus.Record(c.ID, func() error {
+		return s.o.Store.DeliverPendingMessages(ctx, c.ID, ids, evs, StateUpdate{UpdatedAt: s.o.Now().UTC()})
+	}, evs)
 }
 
 // resumePending delivers what a previous process left pending on conversations that are

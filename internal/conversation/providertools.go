@@ -9,6 +9,7 @@ import (
 	"github.com/agentd/agentd/internal/gitprovider"
 	"github.com/agentd/agentd/internal/tool"
 	"github.com/agentd/agentd/internal/tool/providertool"
+	"github.com/agentd/agentd/internal/webhook"
 )
 
 // Providers reach the users' git providers with their stored tokens. *gitprovider.Service
@@ -59,7 +60,11 @@ func (s *Service) providerTools(ctx context.Context, c Conversation) *providerto
 		Provider: provider, Family: api.Family(), Repository: repo, Logger: log,
 		API: func(ctx context.Context) (gitprovider.API, error) { return s.o.Providers.API(ctx, c.OwnerID, provider) },
 		Opened: func(ctx context.Context, number int) error {
-			return s.o.Store.AddPRNumber(ctx, c.OwnerID, c.ID, number, s.o.Now().UTC())
+			if err := s.o.Store.AddPRNumber(ctx, c.OwnerID, c.ID, number, s.o.Now().UTC()); err != nil {
+				return err
+			}
+			s.notify(ctx, webhook.KindPullRequestOpened, c, map[string]any{"provider": provider, "repository": repo, "number": number})
+			return nil
 		},
 	})
 	if err != nil {
@@ -74,7 +79,7 @@ func (s *Service) providerTools(ctx context.Context, c Conversation) *providerto
 type conversationTools struct {
 	sandbox  *sandboxTools
 	provider *providertool.Set // nil: none
-	mcp      mcpExecutor
+	mcp      *mcpTools
 }
 
 func (t conversationTools) Run(ctx context.Context, name string, args json.RawMessage) (tool.Result, error) {

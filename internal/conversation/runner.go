@@ -42,6 +42,7 @@ type Runtime interface {
 	RunStream(ctx context.Context, req runtime.CommandRequest, onOutput func(string)) (runtime.CommandResult, error)
 	ConfigureMCP(ctx context.Context, conversationID string, req runtime.MCPConfigureRequest) (mcp.State, error)
 	CallMCP(ctx context.Context, conversationID, server, tool string, args json.RawMessage) (mcp.CallResult, error)
+	MCPChanges(ctx context.Context, conversationID string, since uint64) (st mcp.State, changed bool, err error)
 }
 
 // AgentOptions tune the agent loop for every conversation (tests shorten them).
@@ -226,14 +227,16 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 	if provider != nil {
 		cfg.Tools = provider.Tools()
 	}
+	// The MCP tools' names must not collide with the built-in tools' nor the provider's.
+	own := cfg.Tools
 	taken := func(name string) bool {
 		if _, ok := tool.Lookup(name); ok {
 			return true
 		}
-		return slices.ContainsFunc(cfg.Tools, func(t tool.Tool) bool { return t.Name == name })
+		return slices.ContainsFunc(own, func(t tool.Tool) bool { return t.Name == name })
 	}
-	mcpSet, mcpRuntime := s.mcpTools(ctx, v.Conversation, taken)
-	cfg.Tools = append(cfg.Tools, mcpSet.Tools()...)
+	mcpTools := s.startMCP(ctx, v.Conversation, cfg.Skills, taken)
+	cfg.Tools = append(slices.Clip(own), mcpTools.Tools()...)
 	if repo := deref(v.SelectedRepository); repo != "" && cfg.Workspace != "" {
 		// Where the start's PREPARING_REPOSITORY step cloned it (see resolveRepository).
 		cfg.Repository = agent.Repository{Name: repo, Dir: path.Join(cfg.Workspace, path.Base(repo)), Branch: deref(v.SelectedBranch)}
@@ -251,18 +254,22 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 		cfg.Secrets = append(cfg.Secrets, agent.SecretInfo{Name: sec.Name, Description: sec.Description})
 	}
 
-	metrics := &llm.Metrics{}
-	if len(v.Metrics) > 0 {
-		var snap llm.MetricsSnapshot
-		if json.Unmarshal(v.Metrics, &snap) == nil {
-			metrics = llm.NewMetricsFrom(snap)
-		}
-	}
+	// Shared with the title call, which runs beside the agent.
+	metrics, release := s.acquireMetrics(ownerID, convID, v.Metrics)
+	defer release()
+	s.nameConversation(ownerID, v, client, cfg.Model)
 	a := agent.New(agent.Options{
 		Config: cfg, LLM: client, Metrics: metrics, Logger: log,
 		Tools: conversationTools{provider: provider,
-			mcp:     mcpExecutor{set: mcpSet, rt: mcpRuntime, conv: v.Conversation.ID},
+			mcp:     mcpTools,
 			sandbox: &sandboxTools{s: s, conv: v.Conversation}},
+		// The MCP servers' tools as they are before each model call.
+		UpdateTools: func(ctx context.Context) ([]tool.Tool, bool) {
+			if !mcpTools.refresh(ctx) {
+				return nil, false
+			}
+			return append(slices.Clip(own), mcpTools.Tools()...), true
+		},
 		Log:            &runnerLog{s: s, conv: v.Conversation},
 		PauseRequested: l.pause.Load,
 		Observer:       s.o.AgentObserver,
@@ -335,10 +342,12 @@ func (s *Service) record(ctx context.Context, c Conversation, evs []event.Event)
 			u.ConfirmationPolicy = &p
 		}
 	}
-	if err := s.o.Store.RecordEvents(ctx, c.ID, evs, u); err != nil {
+	if err := s.o.Bus.Record(c.ID, func() error { return s.o.Store.RecordEvents(ctx, c.ID, evs, u) }, evs); err != nil {
 		return err
 	}
-	s.o.Bus.Publish(evs...)
+	if u.ExecutionStatus != "" {
+		s.notifyRecorded(ctx, c, evs)
+	}
 	return nil
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/secret"
 	"github.com/agentd/agentd/internal/skill"
+	"github.com/agentd/agentd/internal/webhook"
 )
 
 // Sandboxes is what the conversation service needs of the sandbox service.
@@ -99,6 +100,11 @@ type Options struct {
 	// Providers reach the users' git providers: the agent's provider tools, the content of
 	// suggested tasks. nil gives agents no provider tools and suggested tasks no content.
 	Providers Providers
+	// Webhooks is told of the conversations' transitions; nil tells no one.
+	Webhooks Notifier
+	// Titles says how conversations the user did not name are named (TitlesModel,
+	// TitlesMessage); empty or TitlesOff keeps "Conversation <id>".
+	Titles string
 }
 
 // Service creates conversations and runs their start tasks in the background. Start tasks are
@@ -119,6 +125,16 @@ type Service struct {
 	// confirmMu serializes the answers to pending actions (a response, a message, a pause),
 	// so that no action is answered twice.
 	confirmMu sync.Mutex
+
+	// metricsMu guards live (the conversations' usage while model calls are under way, see
+	// usage.go) and titling (the conversations being named).
+	metricsMu sync.Mutex
+	live      map[string]*liveMetrics
+	titling   map[string]bool
+
+	// watchMu guards watches: start task id → the watches of its states.
+	watchMu sync.Mutex
+	watches map[string][]*TaskWatch
 
 	red redactors
 }
@@ -152,7 +168,8 @@ func NewService(o Options) *Service {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Service{o: o, log: o.Logger, ctx: ctx, cancel: cancel,
-		tasks: map[string]context.CancelFunc{}, loops: map[string]*loop{}}
+		tasks: map[string]context.CancelFunc{}, loops: map[string]*loop{},
+		live: map[string]*liveMetrics{}, titling: map[string]bool{}, watches: map[string][]*TaskWatch{}}
 }
 
 // Close cancels running start tasks and agent loops and waits for them. Their state stays
@@ -215,6 +232,18 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 // Create stores a conversation with its start task and first message, and starts the task in
 // the background. It returns at once.
 func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (View, StartTask, error) {
+	return s.create(ctx, ownerID, r, nil)
+}
+
+// CreateWatched is Create, with a watch of the start task's states from its first save on.
+// The caller stops the watch.
+func (s *Service) CreateWatched(ctx context.Context, ownerID string, r CreateRequest) (StartTask, *TaskWatch, error) {
+	var w *TaskWatch
+	_, task, err := s.create(ctx, ownerID, r, &w)
+	return task, w, err
+}
+
+func (s *Service) create(ctx context.Context, ownerID string, r CreateRequest, watch **TaskWatch) (View, StartTask, error) {
 	now := s.o.Now().UTC()
 	convID := r.ID
 	if convID == "" {
@@ -274,7 +303,7 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 	}
 	title := r.Title
 	if title == "" {
-		title = "Conversation " + convID[:min(5, len(convID))]
+		title = defaultTitle(convID)
 	}
 	sealed, err := s.o.Sealer.Seal(r.Raw)
 	if err != nil {
@@ -323,7 +352,12 @@ func (s *Service) Create(ctx context.Context, ownerID string, r CreateRequest) (
 		return View{}, StartTask{}, fmt.Errorf("create conversation: %w", err)
 	}
 	logctx.Add(ctx, slog.String("conversation_id", convID))
+	if watch != nil {
+		*watch = s.watchTask(task.ID)
+	}
 	s.launch(task, r.SpecID, logctx.Attrs(ctx)...)
+	s.notify(ctx, webhook.KindConversationCreated, c, map[string]any{"title": c.Title,
+		"selected_repository": c.SelectedRepository, "selected_branch": c.SelectedBranch, "version": c.Version})
 	return View{Conversation: c, SandboxStatus: sandbox.StatusMissing, TaskStatus: task.Status}, task, nil
 }
 

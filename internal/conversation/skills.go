@@ -164,3 +164,19 @@ func (e *skillFilesError) Unwrap() error { return e.err }
 func (e *skillFilesError) ClientMessage() string {
 	return "the skills of the workspace could not be read from the sandbox"
 }
+
+// Skills returns the skills the owner's conversation's agent is given: those stored when it
+// started (none before its SETTING_UP_SKILLS step).
+func (s *Service) Skills(ctx context.Context, ownerID, convID string) ([]skill.Skill, error) {
+	if _, err := s.o.Store.GetConversation(ctx, ownerID, convID); err != nil {
+		return nil, err
+	}
+	if s.o.Skills == nil {
+		return nil, nil
+	}
+	skills, err := s.o.Skills.ConversationSkills(ctx, convID)
+	if err != nil {
+		return nil, fmt.Errorf("skills of conversation %s: %w", convID, err)
+	}
+	return skills, nil
+}

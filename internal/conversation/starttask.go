@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentd/agentd/internal/logctx"
 	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/webhook"
 )
 
 // launch runs a start task in a goroutine owned by the service. Its log lines carry attrs
@@ -29,6 +30,7 @@ func (s *Service) launch(t StartTask, specID string, attrs ...slog.Attr) {
 			delete(s.tasks, t.ConversationID)
 			s.mu.Unlock()
 			cancel()
+			s.endWatches(t.ID)
 		}()
 		s.runTask(ctx, t, specID)
 	}()
@@ -48,6 +50,7 @@ func (s *Service) runTask(ctx context.Context, t StartTask, specID string) {
 		if err := s.deliverPending(ctx, v.Conversation); err != nil {
 			s.log.ErrorContext(ctx, "deliver pending messages", "err", err)
 		}
+		s.notify(ctx, webhook.KindConversationStatusChanged, v.Conversation, map[string]any{"conversation_status": string(StatusRunning)})
 		// The agent answers them now, unless the user paused it meanwhile.
 		if v.ExecutionStatus != "paused" {
 			s.startLoop(t.OwnerID, t.ConversationID)
@@ -63,9 +66,14 @@ func (s *Service) runTask(ctx context.Context, t StartTask, specID string) {
 	s.log.WarnContext(ctx, "conversation start failed", "err", err)
 	t.Status = TaskError
 	t.Detail = taskDetail(err)
-	if err := s.saveTask(context.WithoutCancel(ctx), &t); err != nil && !errors.Is(err, ErrNotFound) {
-		s.log.ErrorContext(ctx, "save failed start task", "err", err)
+	if err := s.saveTask(context.WithoutCancel(ctx), &t); err != nil {
+		if !errors.Is(err, ErrNotFound) {
+			s.log.ErrorContext(ctx, "save failed start task", "err", err)
+		}
+		return
 	}
+	s.notify(ctx, webhook.KindConversationStartFailed, Conversation{ID: t.ConversationID, OwnerID: t.OwnerID, SandboxID: t.SandboxID},
+		map[string]any{"detail": t.Detail})
 }
 
 // taskDetail is the error text clients see: the domain's words, never internal ones (those
@@ -85,11 +93,6 @@ func taskDetail(err error) string {
 		return "sandbox did not start in time"
 	}
 	return "the conversation could not start; the server log has the cause"
-}
-
-func (s *Service) saveTask(ctx context.Context, t *StartTask) error {
-	t.UpdatedAt = s.o.Now().UTC()
-	return s.o.Store.UpdateStartTask(ctx, *t)
 }
 
 func (s *Service) walk(ctx context.Context, t *StartTask, specID string) error {

@@ -1,18 +1,36 @@
 package event
 
-import "sync"
+import (
+	"fmt"
+	"sync"
+)
 
-// Bus tells live readers (the agent loop, streaming clients) about events appended to a
-// conversation. Writers publish only what the store has committed, so a reader that misses
-// a publication can always catch up from the store. Safe for concurrent use; the zero value
-// is ready.
+// Bus tells live readers (the streams, the agent loop's tests) about events appended to a
+// conversation. Writers store events and publish them through Record, which publishes only
+// what the store has committed, and a conversation's events in the order the store numbered
+// them (Seq): a reader that misses a publication can always catch up from the store, and a
+// reader that follows the bus after reading the store (Follow) sees no gap and no reordering.
+// Safe for concurrent use; the zero value is ready.
+//
+// The bus is in-process: it orders and delivers the appends of this process only. Several
+// processes writing one store would need their fan-out to come from the store.
 type Bus struct {
 	mu    sync.Mutex
 	subs  map[string]map[*Subscription]struct{}
 	stats BusStats
+
+	// appending holds one lock per conversation being recorded, so that its records run one
+	// at a time (see Record).
+	appendingMu sync.Mutex
+	appending   map[string]*convLock
 }
 
-// BusStats count a bus's subscriptions, for the server's metrics.
+type convLock struct {
+	mu    sync.Mutex
+	users int
+}
+
+// BusStats count a bus's subscriptions (each feed holds one), for the server's metrics.
 type BusStats struct {
 	// Subscribers is the number of open subscriptions.
 	Subscribers int
@@ -33,7 +51,7 @@ type Subscription struct {
 	// C delivers the events. It is closed by Close; when the subscriber fell more than its
 	// buffer behind (then Lagged reports true and the reader should read the store from the
 	// last event it saw); and when the conversation ended (then Ended reports true: it has
-	// no more events).
+	// no more events). Events buffered before the close are still delivered.
 	C <-chan Event
 
 	c      chan Event
@@ -45,7 +63,7 @@ type Subscription struct {
 }
 
 // Subscribe returns a subscription to the conversation's events with room for buffer events
-// (at least 1).
+// (at least 1). Most readers want Follow, which also reads the stored log.
 func (b *Bus) Subscribe(conversationID string, buffer int) *Subscription {
 	c := make(chan Event, max(buffer, 1))
 	s := &Subscription{C: c, c: c, bus: b, convID: conversationID}
@@ -62,8 +80,53 @@ func (b *Bus) Subscribe(conversationID string, buffer int) *Subscription {
 	return s
 }
 
+// Record stores evs, all events of conversationID, with store, which must commit them and
+// set their Seq (as Store.AppendEvents does), and then publishes them. Records of one
+// conversation run one at a time, the store and the publication together, so that its
+// events are published in Seq order; other conversations do not wait. Nothing is published
+// when store fails.
+func (b *Bus) Record(conversationID string, store func() error, evs []Event) error {
+	unlock := b.lockConversation(conversationID)
+	defer unlock()
+	if err := store(); err != nil {
+		return err
+	}
+	for _, e := range evs {
+		if e.ConversationID != conversationID || e.Seq == 0 {
+			return fmt.Errorf("record event %s: stored for conversation %q with seq %d, want %q and a seq", e.ID, e.ConversationID, e.Seq, conversationID)
+		}
+	}
+	b.Publish(evs...)
+	return nil
+}
+
+func (b *Bus) lockConversation(id string) (unlock func()) {
+	b.appendingMu.Lock()
+	if b.appending == nil {
+		b.appending = map[string]*convLock{}
+	}
+	l := b.appending[id]
+	if l == nil {
+		l = &convLock{}
+		b.appending[id] = l
+	}
+	l.users++
+	b.appendingMu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		b.appendingMu.Lock()
+		if l.users--; l.users == 0 {
+			delete(b.appending, id)
+		}
+		b.appendingMu.Unlock()
+	}
+}
+
 // Publish delivers evs to the subscribers of their conversations. It never blocks: a
-// subscriber whose buffer is full is dropped (see Subscription.C).
+// subscriber whose buffer is full is dropped (see Subscription.C). Stored events are
+// published by Record; Publish by itself is for transient events, which are never stored
+// (their Seq is 0): live readers get them, and nobody can read them again.
 func (b *Bus) Publish(evs ...Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -88,6 +151,13 @@ func (b *Bus) End(conversationID string) {
 		s.ended = true
 		s.closeLocked()
 	}
+}
+
+// Subscribers returns how many subscriptions the conversation has.
+func (b *Bus) Subscribers(conversationID string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.subs[conversationID])
 }
 
 // Ended reports whether the subscription was closed because its conversation ended.

@@ -1,6 +1,8 @@
 // Package event holds conversation events: their kinds and JSON shapes (those of OpenHands
 // agent servers, so that OpenHands clients read them), the store interface of the append-only
-// log, and the in-process bus that tells live readers about appends once they are stored.
+// log, the in-process bus that tells live readers about appends once they are stored, and the
+// feed (Bus.Follow), the one way to follow a log: replay from a point, then live, every event
+// once and in order.
 package event
 
 import (
@@ -50,6 +52,8 @@ type Filter struct {
 	// Body keeps the MessageEvents whose BodyText contains it, ignoring case; events of
 	// other kinds never match.
 	Body string
+	// AfterSeq keeps the events whose Seq is greater than it: those after a known event.
+	AfterSeq int64
 }
 
 // Store persists events. Appends to one conversation are ordered; safe for concurrent use.

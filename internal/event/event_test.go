@@ -1,7 +1,10 @@
 package event
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -176,5 +179,75 @@ func TestBodyText(t *testing.T) {
 				t.Fatalf("BodyText = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestBusRecordPublishesOnlyWhatWasStored(t *testing.T) {
+	var b Bus
+	sub := b.Subscribe("c1", 10)
+	defer sub.Close()
+	evs := []Event{{ID: "1", ConversationID: "c1"}, {ID: "2", ConversationID: "c1"}}
+	if err := b.Record("c1", func() error { return errors.New("disk full") }, evs); err == nil {
+		t.Fatal("a failed store recorded")
+	}
+	// A store that does not number the events is a bug: they are not published, since a
+	// feed would take them for transient ones.
+	if err := b.Record("c1", func() error { return nil }, evs); err == nil {
+		t.Fatal("events without a seq recorded")
+	}
+	select {
+	case e := <-sub.C:
+		t.Fatalf("published %q", e.ID)
+	default:
+	}
+	if err := b.Record("c1", func() error {
+		for i := range evs {
+			evs[i].Seq = int64(i + 1)
+		}
+		return nil
+	}, evs); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"1", "2"} {
+		if e := <-sub.C; e.ID != want || e.Seq == 0 {
+			t.Fatalf("published %+v, want %s with its seq", e, want)
+		}
+	}
+	if len(b.appending) != 0 {
+		t.Fatalf("conversation locks left: %v", b.appending)
+	}
+}
+
+// TestFeedsCountInTheBusStats: every feed holds a subscription of the bus, so the bus's counts
+// (the server's stream metrics) see each feed open, and end by its reason: fell behind, its
+// conversation was deleted, or its reader closed it.
+func TestFeedsCountInTheBusStats(t *testing.T) {
+	var b Bus
+	ctx := context.Background()
+	slow := b.Follow(ctx, "c1", FeedOptions{Buffer: 1})
+	closed := b.Follow(ctx, "c2", FeedOptions{Buffer: 10})
+	deleted := b.Follow(ctx, "c3", FeedOptions{Buffer: 10})
+	if st := b.Stats(); st != (BusStats{Subscribers: 3}) {
+		t.Fatalf("stats with three feeds open: %+v", st)
+	}
+	// The slow feed's reader reads nothing: of three events, its goroutine holds at most one
+	// and its buffer one, so the third drops it.
+	for i := range 3 {
+		b.Publish(Event{ID: fmt.Sprint(i), ConversationID: "c1"})
+	}
+	for range slow.C {
+	}
+	if err := slow.Err(); !errors.Is(err, ErrLagged) {
+		t.Fatalf("slow feed ended with %v", err)
+	}
+	closed.Close()
+	b.End("c3")
+	for range deleted.C {
+	}
+	if err := deleted.Err(); !errors.Is(err, ErrEnded) {
+		t.Fatalf("deleted conversation's feed ended with %v", err)
+	}
+	if st := b.Stats(); st != (BusStats{Lagged: 1, Ended: 1, Closed: 1}) {
+		t.Fatalf("stats once the feeds ended: %+v", st)
 	}
 }

@@ -42,6 +42,12 @@ type API interface {
 	PullRequest(ctx context.Context, repo string, number int) (PullRequest, error)
 	// CreatePullRequest opens a pull (merge) request.
 	CreatePullRequest(ctx context.Context, repo string, pr NewPullRequest) (PullRequest, error)
+	// Installations lists what the user's repositories live under, as OpenHands lists them:
+	// the ids of the GitHub App installations the token may use (none for a token that is
+	// no GitHub App user token: GitHub lets only those list them), the slugs of the user's
+	// Bitbucket workspaces, the keys of the Bitbucket Data Center projects they see. GitLab
+	// has no such thing: ErrUnsupported.
+	Installations(ctx context.Context, page, perPage int) (Page[string], error)
 }
 
 // User is a provider account.

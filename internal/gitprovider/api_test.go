@@ -286,6 +286,52 @@ func TestProviderAPIs(t *testing.T) {
 				_, err = e.svc.Remote(ctx, e.userID, otherProvider(a.provider), f.repo)
 				wantKind(t, err, gitprovider.ErrNoToken)
 			})
+
+			// Last: it adds to the double's state.
+			t.Run("installations, paged", func(t *testing.T) {
+				all := func(perPage int) [][]string {
+					t.Helper()
+					var pages [][]string
+					for page := 1; ; page++ {
+						p, err := api.Installations(ctx, page, perPage)
+						noSecret(err)
+						if err != nil {
+							t.Fatalf("Installations page %d: %v", page, err)
+						}
+						pages = append(pages, p.Items)
+						if !p.HasNext || page == 10 {
+							return pages
+						}
+					}
+				}
+				var want [][]string
+				switch a.family {
+				case gitprovider.FamilyGitLab:
+					_, err := api.Installations(ctx, 1, 10)
+					wantKind(t, err, gitprovider.ErrUnsupported, a.token)
+					return
+				case gitprovider.FamilyGitHub:
+					// A token that is no GitHub App user token has none to use.
+					if got := all(10); !reflect.DeepEqual(got, [][]string{{}}) {
+						t.Errorf("installations of a personal token: %v", got)
+					}
+					srv.AddUser(a.token, providertest.User{Login: f.login, Email: f.email, Installations: []int64{11, 22, 33}})
+					want = [][]string{{"11", "22"}, {"33"}}
+				case gitprovider.FamilyBitbucket:
+					// The user's own workspace, and those of the private repositories they belong to.
+					srv.AddRepo(providertest.Repo{FullName: "acme/x", Private: true, Members: []string{f.login}})
+					srv.AddRepo(providertest.Repo{FullName: "zeta/y", Private: true, Members: []string{f.login}})
+					want = [][]string{{f.login, "acme"}, {"zeta"}}
+				case gitprovider.FamilyBitbucketDC:
+					srv.AddRepo(providertest.Repo{FullName: "ACME/x"})
+					srv.AddRepo(providertest.Repo{FullName: "ZETA/y"})
+					srv.AddRepo(providertest.Repo{FullName: "HIDDEN/z", Private: true, Members: []string{"someone"}})
+					want = [][]string{{"ACME", "TEAM"}, {"ZETA"}}
+				}
+				if got := all(2); !reflect.DeepEqual(got, want) {
+					t.Errorf("installations %v, want %v", got, want)
+				}
+			})
 		})
 	}
 }

@@ -167,10 +167,26 @@ func (c *agentConv) events() []wireEvent {
 }
 
 // labels are the events' labels, without the usage statistics.
+// statusKeys are the state updates that are not the agent's.
+var statusKeys = map[string]bool{"stats": true, "start_task": true, "sandbox_status": true, "conversation_status": true}
+
+// agentEvents leaves out of evs the state updates that are not the agent's.
+func agentEvents(evs []wireEvent) []wireEvent {
+	var out []wireEvent
+	for _, ev := range evs {
+		if !statusKeys[ev.Key] {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// labels are the labels of the agent's events: the usage statistics and the status of the
+// conversation's start and sandbox are left out.
 func labels(evs []wireEvent) []string {
 	var out []string
 	for _, ev := range evs {
-		if ev.Key == "stats" {
+		if statusKeys[ev.Key] {
 			continue
 		}
 		out = append(out, ev.label())

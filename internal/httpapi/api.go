@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/settings"
 	"github.com/agentd/agentd/internal/skill"
+	"github.com/agentd/agentd/internal/webhook"
 	"github.com/agentd/agentd/internal/wire"
 )
 
@@ -30,6 +32,7 @@ type Deps struct {
 	GitProviders  *gitprovider.Service
 	Skills        *skill.Service
 	CustomSecrets *customsecret.Service
+	Webhooks      *webhook.Service
 	// Open unseals values the store keeps sealed (sandbox session keys).
 	Open   func(sealed []byte) ([]byte, error)
 	Logger *slog.Logger
@@ -65,6 +68,9 @@ type Deps struct {
 	// Metrics records the requests and serves /metrics; nil records nothing, and /metrics
 	// answers 404.
 	Metrics Metrics
+	// Web is the web app, served at every path outside the API's (/api/, /agent-server/,
+	// /sockets/); nil serves none.
+	Web http.Handler
 }
 
 // API serves every HTTP endpoint of agentd serve. Close ends its WebSockets.
@@ -127,12 +133,22 @@ func New(d Deps) (*API, error) {
 	// first frame, so it stays out of the route table (see eventsocket.go).
 	mux.HandleFunc("GET "+agentSocket, a.eventSocket)
 	mux.Handle("/", a.wrap(route{h: func(w http.ResponseWriter, r *http.Request) error {
+		if a.d.Web != nil && !apiPath(r.URL.Path) {
+			a.d.Web.ServeHTTP(w, r)
+			return nil
+		}
 		return errNotFoundRoute
 	}, op: wire.Operation{Public: true}}))
 	mux.Handle(pprofPrefix, a.adminProfiles())
 	a.handler = a.requestIDs(a.recoverer(a.logRequests(a.cors(cleanPaths(mux)))))
 	a.agentHandler = a.agentBaseHandler(rts)
 	return a, nil
+}
+
+// apiPath reports whether a path is in the API's part of the server, where an unknown path
+// is a JSON 404 rather than a page of the web app.
+func apiPath(p string) bool {
+	return strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/agent-server/") || strings.HasPrefix(p, "/sockets/")
 }
 
 // ServeHTTP implements http.Handler.

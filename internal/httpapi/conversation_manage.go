@@ -46,6 +46,27 @@ func (a *API) updateAppConversation(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
+// renameConversationV0 is the web app's rename, for conversations of either generation.
+func (a *API) renameConversationV0(w http.ResponseWriter, r *http.Request) error {
+	id, err := conversationIDFromPath(r)
+	if err != nil {
+		return err
+	}
+	var req apitypes.ConversationUpdateRequest
+	if _, err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	title := strings.TrimSpace(req.Title)
+	if title == "" {
+		return problem("value_error", "Value error, the title must not be blank", "body", "title")
+	}
+	if _, err := a.d.Conversations.Patch(r.Context(), caller(r).ID, id, conversation.Patch{Title: &title}); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, true)
+	return nil
+}
+
 func (a *API) deleteAppConversation(w http.ResponseWriter, r *http.Request) error {
 	id, err := appConversationID(r)
 	if err != nil {

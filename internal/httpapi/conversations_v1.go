@@ -13,10 +13,24 @@ import (
 )
 
 func (a *API) startAppConversation(w http.ResponseWriter, r *http.Request) error {
+	cr, err := a.appCreateRequest(r)
+	if err != nil {
+		return err
+	}
+	_, task, err := a.d.Conversations.Create(r.Context(), caller(r).ID, cr)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, a.startTask(task))
+	return nil
+}
+
+// appCreateRequest decodes and checks a V1 start request.
+func (a *API) appCreateRequest(r *http.Request) (conversation.CreateRequest, error) {
 	var req apitypes.AppConversationStartRequest
 	raw, err := decodeBody(r, &req)
 	if err != nil {
-		return err
+		return conversation.CreateRequest{}, err
 	}
 	cr := conversation.CreateRequest{
 		Version: conversation.V1, SelectedRepository: req.SelectedRepository,
@@ -33,7 +47,7 @@ func (a *API) startAppConversation(w http.ResponseWriter, r *http.Request) error
 	if req.ConversationID != nil {
 		id, err := normalizeUUID(*req.ConversationID)
 		if err != nil {
-			return problem("uuid_parsing", "Input should be a valid UUID", "body", "conversation_id")
+			return conversation.CreateRequest{}, problem("uuid_parsing", "Input should be a valid UUID", "body", "conversation_id")
 		}
 		cr.ID = id
 	}
@@ -47,13 +61,13 @@ func (a *API) startAppConversation(w http.ResponseWriter, r *http.Request) error
 	if req.ParentConversationID != nil {
 		pid, err := normalizeUUID(*req.ParentConversationID)
 		if err != nil {
-			return problem("uuid_parsing", "Input should be a valid UUID", "body", "parent_conversation_id")
+			return conversation.CreateRequest{}, problem("uuid_parsing", "Input should be a valid UUID", "body", "parent_conversation_id")
 		}
 		cr.ParentID = &pid
 	}
 	if m := req.InitialMessage; m != nil {
 		if m.Role != nil && *m.Role != "user" {
-			return problem("value_error", "Value error, the initial message must have role user", "body", "initial_message", "role")
+			return conversation.CreateRequest{}, problem("value_error", "Value error, the initial message must have role user", "body", "initial_message", "role")
 		}
 		var texts []string
 		for _, part := range m.Content {
@@ -68,29 +82,24 @@ func (a *API) startAppConversation(w http.ResponseWriter, r *http.Request) error
 	}
 	if req.SuggestedTask != nil {
 		if err := applySuggestedTask(req.SuggestedTask, &cr); err != nil {
-			return err
+			return conversation.CreateRequest{}, err
 		}
 	}
 	if req.PRNumber == nil {
 		req.PRNumber = []int{}
 	}
 	if cr.TaskRequest, err = json.Marshal(req); err != nil {
-		return err
+		return conversation.CreateRequest{}, err
 	}
 	if err := a.checkRepository(r, cr.SelectedRepository, cr.GitProvider, true); err != nil {
-		return err
+		return conversation.CreateRequest{}, err
 	}
 	if req.SuggestedTask != nil {
 		if cr.InitialText, err = a.suggestedTaskPrompt(r, req.SuggestedTask, &cr); err != nil {
-			return err
+			return conversation.CreateRequest{}, err
 		}
 	}
-	_, task, err := a.d.Conversations.Create(r.Context(), caller(r).ID, cr)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, a.startTask(task))
-	return nil
+	return cr, nil
 }
 
 // normalizeUUID accepts any UUID spelling (dashes, braces, upper case) and returns the 32-hex

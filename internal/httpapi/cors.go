@@ -39,7 +39,7 @@ func (a *API) cors(next http.Handler) http.Handler {
 		h.Set("Access-Control-Expose-Headers", requestIDHeader)
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
-			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Session-API-Key, "+requestIDHeader)
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Session-API-Key, Last-Event-ID, "+requestIDHeader)
 			h.Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)
 			return

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -56,6 +57,25 @@ type env struct {
 	git *gittest.Server
 	// logs holds what the server logged.
 	logs *logBuffer
+	// sendBuffer, when positive, is the kernel's send buffer (bytes) of each connection the
+	// server accepts from then on: a client that stops reading stalls its stream soon.
+	sendBuffer atomic.Int64
+}
+
+// sendBufferListener gives the connections it accepts the env's send buffer.
+type sendBufferListener struct {
+	net.Listener
+	e *env
+}
+
+func (l sendBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if n := l.e.sendBuffer.Load(); err == nil && n > 0 {
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetWriteBuffer(int(n))
+		}
+	}
+	return c, err
 }
 
 // logBuffer collects the server's log.
@@ -101,6 +121,9 @@ type envOption func(*config.Config)
 // does on its second listener.
 func withAgentServer(c *config.Config) { c.AgentServerAddr = "on" }
 
+// withTitles names conversations as agentd serve does by default: the model writes titles.
+func withTitles(c *config.Config) { c.ConversationTitles = "model" }
+
 // newEnv starts a server whose git provider makes any repository a conversation names.
 func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
@@ -127,6 +150,12 @@ func newEnvGit(t *testing.T, git *gittest.Server, opts ...envOption) *env {
 	// The agent-server base is off unless a test asks for it (withAgentServer): conversation
 	// URLs then lead to the prefix of the one test server.
 	cfg.AgentServerAddr, cfg.AgentServerPublicURL = "", ""
+	// Conversations keep their first title unless a test asks for titles (withTitles): a
+	// title call would take a step of the scripted models, in any order beside the agent's.
+	cfg.ConversationTitles = "off"
+	// Test clients read their sockets only when a test looks, and a ping left unanswered
+	// until the next cuts a socket off: pings are rare unless a test asks for them.
+	cfg.StreamHeartbeat = 2 * time.Minute
 	// Users' scripted models listen on loopback, as an operator's local model server would:
 	// the administrator allows it, as that operator would.
 	cfg.AllowInternal = []string{"127.0.0.0/8"}
@@ -154,7 +183,7 @@ func newEnvGit(t *testing.T, git *gittest.Server, opts ...envOption) *env {
 	e.srv.Config = httpapi.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		(*e.handler.Load()).ServeHTTP(w, r)
 	}), nil)
-	e.srv.Listener = httpapi.JSONRefusals(e.srv.Listener)
+	e.srv.Listener = httpapi.JSONRefusals(sendBufferListener{e.srv.Listener, e})
 	e.srv.Start()
 	// Registered before the app starts, so that a start that fails half-way is cleaned up too.
 	t.Cleanup(func() {

@@ -16,6 +16,7 @@ import (
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/settings"
 	"github.com/agentd/agentd/internal/skill"
+	"github.com/agentd/agentd/internal/webhook"
 	"github.com/agentd/agentd/internal/wire"
 )
 
@@ -44,6 +45,7 @@ func mapError(err error) (status int, body any, internal bool) {
 	var fe *conversation.FieldError
 	var rp *relayedProblem
 	var ie *customsecret.InvalidError
+	var whe *webhook.InvalidError
 	switch {
 	case errors.As(err, &we):
 		return http.StatusUnprocessableEntity, map[string]any{"detail": we.Problems}, false
@@ -57,6 +59,9 @@ func mapError(err error) (status int, body any, internal bool) {
 	case errors.As(err, &ie):
 		return http.StatusUnprocessableEntity, map[string]any{"detail": []wire.Problem{{
 			Type: "value_error", Loc: []any{"body", ie.Field}, Msg: "Value error, " + ie.Msg}}}, false
+	case errors.As(err, &whe):
+		return http.StatusUnprocessableEntity, map[string]any{"detail": []wire.Problem{{
+			Type: "value_error", Loc: []any{"body", whe.Field}, Msg: "Value error, " + whe.Msg}}}, false
 	case errors.Is(err, paging.ErrBadCursor):
 		return http.StatusUnprocessableEntity, map[string]any{"detail": []wire.Problem{{
 			Type: "value_error", Loc: []any{"query", "page_id"}, Msg: "Value error, invalid page_id: pass back a next_page_id this server returned"}}}, false
@@ -108,6 +113,10 @@ func mapError(err error) (status int, body any, internal bool) {
 		return http.StatusConflict, detail("A secret with that name already exists"), false
 	case errors.Is(err, customsecret.ErrNotFound):
 		return http.StatusNotFound, detail("Secret not found"), false
+	case errors.Is(err, webhook.ErrNotFound):
+		return http.StatusNotFound, detail("Webhook or delivery not found"), false
+	case errors.Is(err, webhook.ErrLimit):
+		return http.StatusConflict, detail(fmt.Sprintf("You have %d webhooks, as many as allowed: delete one first", webhook.MaxPerUser)), false
 	case errors.Is(err, auth.ErrNotFound):
 		return http.StatusNotFound, detail("Not found"), false
 	}

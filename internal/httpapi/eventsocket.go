@@ -40,15 +40,12 @@ const (
 
 const reasonShutdown = "Server shutting down"
 
-const (
-	// socketEventBuffer is how many live events may wait to be sent; the bus drops a
-	// socket further behind, which is then closed (1013) for its client to reconnect.
-	socketEventBuffer = 512
-	// socketFrameBuffer is how many client frames may wait to be handled.
-	socketFrameBuffer = 16
-	// replayPage is how many past events are read from the store at a time.
-	replayPage = 100
-)
+// closeBadStart closes a socket whose after_event_id names no event of its conversation:
+// agentd's, in the manner of OpenHands' 4001 and 4004.
+const closeBadStart websocket.StatusCode = 4400
+
+// socketFrameBuffer is how many client frames may wait to be handled.
+const socketFrameBuffer = 16
 
 // frame is a data frame a client sent.
 type frame struct {
@@ -250,9 +247,8 @@ func (s *eventSocket) awaitAuthFrame() (string, bool) {
 	return "", false
 }
 
-// serve streams the conversation to an authenticated client and takes its messages. The
-// subscription comes first, so that nothing stored while the past is read is missed;
-// events both read and published are sent once.
+// serve streams the conversation to an authenticated client and takes its messages: the
+// full state, then the conversation's feed (the replay asked for, then the live events).
 func (s *eventSocket) serve(ownerID, sandboxID, convID string, q apitypes.EventSocketQuery) {
 	ctx := s.a.sockets.ctx
 	if _, err := s.a.sandboxConversation(ctx, ownerID, sandboxID, convID); err != nil {
@@ -264,9 +260,19 @@ func (s *eventSocket) serve(ownerID, sandboxID, convID string, q apitypes.EventS
 		return
 	}
 	defer s.a.sockets.leave(convID)
-	sub := s.a.d.Conversations.Subscribe(convID, socketEventBuffer)
-	defer sub.Close()
-
+	feed, err := s.a.d.Conversations.Follow(ctx, ownerID, convID, socketStart(q), s.o.EventBuffer)
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	defer feed.Close()
+	// Read after the subscription: the state is not older than the first live event. The
+	// events up to the newest one now are the past, which the state shows already.
+	past, err := s.newestSeq(ownerID, convID)
+	if err != nil {
+		s.fail(err)
+		return
+	}
 	v, err := s.a.sandboxConversation(ctx, ownerID, sandboxID, convID)
 	if err != nil {
 		s.fail(err)
@@ -275,17 +281,45 @@ func (s *eventSocket) serve(ownerID, sandboxID, convID string, q apitypes.EventS
 	if !s.sendFullState(ownerID, v) {
 		return
 	}
-	replayed, ok := s.replay(ownerID, convID, q)
-	if !ok {
-		return
+	s.stream(ownerID, sandboxID, convID, feed, past)
+}
+
+// newestSeq is the Seq of the conversation's newest event, 0 when it has none.
+func (s *eventSocket) newestSeq(ownerID, convID string) (int64, error) {
+	evs, _, err := s.a.d.Conversations.SearchEvents(s.a.sockets.ctx, ownerID, event.Filter{ConversationID: convID}, true, paging.Query{Limit: 1})
+	if err != nil || len(evs) == 0 {
+		return 0, err
 	}
-	s.stream(ownerID, sandboxID, convID, sub, replayed)
+	return evs[0].Seq, nil
+}
+
+// socketStart is where the feed of a socket starts: after after_event_id; the whole log with
+// resend_mode=all; the events from after_timestamp on with resend_mode=since (nothing
+// without after_timestamp, as in OpenHands); otherwise live events only.
+func socketStart(q apitypes.EventSocketQuery) conversation.FeedStart {
+	mode := apitypes.ResendMode("")
+	switch {
+	case q.AfterEventID != nil:
+		return conversation.FeedStart{AfterEventID: *q.AfterEventID}
+	case q.ResendMode != nil:
+		mode = *q.ResendMode
+	case q.ResendAll:
+		mode = "all"
+	}
+	switch {
+	case mode == "all":
+		return conversation.FeedStart{}
+	case mode == "since" && q.AfterTimestamp != nil:
+		return conversation.FeedStart{Since: q.AfterTimestamp}
+	}
+	return conversation.FeedStart{Live: true}
 }
 
 // sendFullState sends the ConversationStateUpdateEvent with key full_state that clients
-// wait for: the conversation as GET …/api/conversations/{id} shows it.
+// wait for: the conversation as GET …/api/conversations/{id} shows it, with agentd's status
+// fields (apitypes.StreamState).
 func (s *eventSocket) sendFullState(ownerID string, v conversation.View) bool {
-	value, err := json.Marshal(s.a.agentConversationInfo(s.a.sockets.ctx, ownerID, v))
+	value, err := json.Marshal(s.a.streamState(s.a.sockets.ctx, ownerID, v))
 	if err != nil {
 		s.fail(fmt.Errorf("encode full state: %w", err))
 		return false
@@ -323,53 +357,10 @@ func (s *eventSocket) refreshState(ownerID, sandboxID, convID string) bool {
 	return s.sendFullState(ownerID, v)
 }
 
-// replay sends the past events the query asks for, in log order, and returns their ids.
-// resend_mode=since without after_timestamp replays nothing, as in OpenHands.
-func (s *eventSocket) replay(ownerID, convID string, q apitypes.EventSocketQuery) (map[string]bool, bool) {
-	mode := apitypes.ResendMode("")
-	switch {
-	case q.ResendMode != nil:
-		mode = *q.ResendMode
-	case q.ResendAll:
-		mode = "all"
-	}
-	f := event.Filter{ConversationID: convID}
-	switch {
-	case mode == "all":
-	case mode == "since" && q.AfterTimestamp != nil:
-		f.TimestampGTE = q.AfterTimestamp
-	default:
-		return nil, true
-	}
-	ctx := s.a.sockets.ctx
-	replayed := map[string]bool{}
-	page := paging.Query{Limit: replayPage}
-	for {
-		evs, next, err := s.a.d.Conversations.SearchEvents(ctx, ownerID, f, false, page)
-		if err != nil {
-			s.fail(err)
-			return nil, false
-		}
-		for _, e := range evs {
-			if !s.send(e.Body) {
-				return nil, false
-			}
-			replayed[e.ID] = true
-		}
-		if next == "" {
-			return replayed, true
-		}
-		if ctx.Err() != nil {
-			s.close(websocket.StatusGoingAway, reasonShutdown)
-			return nil, false
-		}
-		page.Cursor = next
-	}
-}
-
-// stream sends live events (but not those replayed already) and handles the client's
-// frames until either side ends the socket.
-func (s *eventSocket) stream(ownerID, sandboxID, convID string, sub *event.Subscription, replayed map[string]bool) {
+// stream sends the feed's events and handles the client's frames until either side ends
+// the socket. After a live event (newer than past) that ends a run, it sends the whole state
+// again, as OpenHands' agent servers do.
+func (s *eventSocket) stream(ownerID, sandboxID, convID string, feed *event.Feed, past int64) {
 	ctx := s.a.sockets.ctx
 	for {
 		select {
@@ -383,29 +374,33 @@ func (s *eventSocket) stream(ownerID, sandboxID, convID string, sub *event.Subsc
 			if !s.handle(ownerID, convID, f) {
 				return
 			}
-		case e, ok := <-sub.C:
-			if !ok && sub.Ended() {
-				s.close(closeNotFound, "Conversation deleted")
-				return
-			}
+		case e, ok := <-feed.C:
 			if !ok {
-				// The bus dropped the subscription: this client fell too far behind. It
-				// reconnects and reads what it missed (resend_mode=since).
-				s.log.Info("event socket: client fell behind the event stream")
-				s.close(websocket.StatusTryAgainLater, "Fell behind the event stream")
+				s.feedEnded(feed.Err())
 				return
-			}
-			if replayed[e.ID] {
-				delete(replayed, e.ID)
-				continue
 			}
 			if !s.send(e.Body) {
 				return
 			}
-			if endsRun(e) && !s.refreshState(ownerID, sandboxID, convID) {
+			if e.Seq > past && endsRun(e) && !s.refreshState(ownerID, sandboxID, convID) {
 				return
 			}
 		}
+	}
+}
+
+// feedEnded closes the socket for the reason its feed ended.
+func (s *eventSocket) feedEnded(err error) {
+	switch {
+	case errors.Is(err, event.ErrEnded):
+		s.close(closeNotFound, "Conversation deleted")
+	case errors.Is(err, event.ErrLagged):
+		// The client reconnects with after_event_id (or resend_mode=since) and reads what it
+		// missed.
+		s.log.Info("event socket: client fell behind the event stream")
+		s.close(websocket.StatusTryAgainLater, "Fell behind the event stream")
+	default:
+		s.fail(err)
 	}
 }
 
@@ -505,6 +500,8 @@ func (s *eventSocket) fail(err error) {
 	case errors.Is(err, conversation.ErrNotFound), errors.Is(err, sandbox.ErrNotFound):
 		// Also a valid owner's key used for a sandbox of someone else's, as the REST API's 404.
 		s.close(closeNotFound, "Conversation not found")
+	case errors.Is(err, conversation.ErrUnknownEvent):
+		s.close(closeBadStart, "after_event_id names no event of this conversation")
 	default:
 		s.log.Error("event socket failed", "err", err)
 		s.close(websocket.StatusInternalError, "Internal Server Error")

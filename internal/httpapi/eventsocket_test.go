@@ -433,6 +433,28 @@ func TestEventSocketResend(t *testing.T) {
 		})
 	}
 
+	t.Run("after_event_id", func(t *testing.T) {
+		ids, _ := c.rawEvents("")
+		s := dialSocket(t, c.socketURL("after_event_id="+ids[0]), keyHeader(alice))
+		s.fullState()
+		for _, id := range ids[1:] {
+			if ev, _ := s.next(); ev.ID != id {
+				t.Fatalf("after the first event came %s, want %s", ev.ID, id)
+			}
+		}
+		// With resend_mode too: a 422 before the upgrade.
+		ctx, cancel := context.WithTimeout(context.Background(), socketWait)
+		defer cancel()
+		_, resp, err := websocket.Dial(ctx, c.socketURL("after_event_id="+ids[0]+"&resend_mode=all"), &websocket.DialOptions{HTTPHeader: keyHeader(alice)})
+		if err == nil || resp == nil || resp.StatusCode != http.StatusUnprocessableEntity {
+			t.Fatalf("dial with after_event_id and resend_mode: %v, %v; want a 422", resp, err)
+		}
+		// An id that is no event of the conversation closes the socket with 4400.
+		if got := dialSocket(t, c.socketURL("after_event_id=no-such-event"), keyHeader(alice)).closeStatus(); got != 4400 {
+			t.Fatalf("unknown after_event_id: closed with %d, want 4400", got)
+		}
+	})
+
 	t.Run("unknown resend_mode", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), socketWait)
 		defer cancel()
@@ -497,28 +519,31 @@ func TestEventSocketClientFrames(t *testing.T) {
 	}
 }
 
-// TestEventSocketSubscriberLimit: a conversation takes 50 sockets; the 51st is closed with
-// 1013 until one of the 50 leaves.
+// TestEventSocketSubscriberLimit: a conversation takes as many sockets as configured; one
+// more is closed with 1013 until one of them leaves.
 func TestEventSocketSubscriberLimit(t *testing.T) {
 	e := newEnv(t)
+	const limit = 3
+	e.sockets.MaxPerConversation = limit
+	e.restart()
 	_, alice := e.newUser("alice")
 	c := e.startAgent(alice, map[string]any{"initial_message": message("Hello", true)})
 	c.waitStatus("finished")
 	var open []*testSocket
-	for range 50 {
+	for range limit {
 		s := dialSocket(t, c.socketURL(""), keyHeader(alice))
 		s.fullState()
 		open = append(open, s)
 	}
 	if got := dialSocket(t, c.socketURL(""), keyHeader(alice)).closeStatus(); got != websocket.StatusTryAgainLater {
-		t.Fatalf("51st socket closed with %d, want 1013", got)
+		t.Fatalf("socket over the limit closed with %d, want 1013", got)
 	}
 	// Another conversation has room.
 	c2 := e.startAgent(alice, map[string]any{"initial_message": message("Other", false)})
 	dialSocket(t, c2.socketURL(""), keyHeader(alice)).fullState()
 
 	open[0].c.Close(websocket.StatusNormalClosure, "")
-	e.eventually("a place among the 50", func() bool {
+	e.eventually("a place among the sockets", func() bool {
 		s := dialSocket(t, c.socketURL(""), keyHeader(alice))
 		data, err := s.read()
 		if err != nil {

@@ -67,7 +67,7 @@ func TestRepositoryThroughProviders(t *testing.T) {
 				!strings.Contains(reqs[0].System, "/private, with the branch dev checked out") {
 				t.Errorf("the system prompt does not say where the repository is")
 			}
-			evs := c.events()
+			evs := agentEvents(c.events())
 			if len(evs) < 3 || !strings.Contains(observationText(evs[2]), "setup ran on dev") {
 				t.Errorf("the setup script's output is not in the events: %d events", len(evs))
 			}

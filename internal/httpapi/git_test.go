@@ -114,7 +114,7 @@ func TestRepositoryConversation(t *testing.T) {
 	c.waitStatus("finished")
 
 	// The setup script ran on the branch, and is in the log as the environment's command.
-	evs := c.events()
+	evs := agentEvents(c.events())
 	wantLabels(t, evs[:3], "MessageEvent:user", "ActionEvent:terminal", "ObservationEvent:terminal")
 	if evs[1].Source != "environment" || !strings.Contains(string(evs[1].Action), ".openhands/setup.sh") {
 		t.Errorf("the setup script's action: %s %s", evs[1].Source, evs[1].Action)
@@ -299,7 +299,7 @@ func TestRepositorySetupTimeout(t *testing.T) {
 	id := e.waitTaskReady(alice, e.startConversation(alice, map[string]any{"selected_repository": "octo/slow"}).ID)
 	conv := e.getConversation(alice, id)
 	c := &agentConv{e: e, key: alice, id: id, sandboxID: conv.SandboxID, url: *conv.ConversationURL, sessionKey: *conv.SessionAPIKey}
-	evs := c.events()
+	evs := agentEvents(c.events())
 	if len(evs) < 2 || evs[1].Kind != "ObservationEvent" {
 		t.Fatalf("events %q", labels(evs))
 	}

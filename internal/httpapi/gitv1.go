@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/agentd/agentd/internal/apitypes"
+	"github.com/agentd/agentd/internal/gitprovider"
 )
 
 // The current generation's git browsing, at OpenHands' /api/v1/git paths: the same provider
@@ -70,6 +72,40 @@ func (a *API) searchRepositories(w http.ResponseWriter, r *http.Request) error {
 			out.NextPageID = nextPageID(page)
 			break
 		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// searchInstallations lists what the caller's repositories live under at a provider, as
+// OpenHands does: GitHub App installations, Bitbucket workspaces, Data Center projects. GitLab
+// has none: a 400, as in OpenHands.
+func (a *API) searchInstallations(w http.ResponseWriter, r *http.Request) error {
+	var q apitypes.InstallationSearchQuery
+	if err := decodeQuery(r, &q); err != nil {
+		return err
+	}
+	page, err := pageNumber(q.PageID)
+	if err != nil {
+		return err
+	}
+	api, err := a.d.GitProviders.API(r.Context(), caller(r).ID, string(q.Provider))
+	if err != nil {
+		return err
+	}
+	p, err := api.Installations(r.Context(), page, q.Limit)
+	if errors.Is(err, gitprovider.ErrUnsupported) {
+		return errStatus(http.StatusBadRequest, "Provider "+string(q.Provider)+" has no installations or workspaces")
+	}
+	if err != nil {
+		return err
+	}
+	out := apitypes.InstallationPage{Items: p.Items}
+	if out.Items == nil {
+		out.Items = []string{}
+	}
+	if p.HasNext {
+		out.NextPageID = nextPageID(page + 1)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -226,3 +226,45 @@ func TestUsersGitInfo(t *testing.T) {
 		t.Errorf("unknown provider: status %d, want 422", status)
 	}
 }
+
+// TestGitInstallationsSearchV1: GitHub App installations and Bitbucket workspaces, in pages
+// of items and next_page_id; a personal GitHub token has none; GitLab has no such thing (400,
+// as OpenHands); without a token it is a 401.
+func TestGitInstallationsSearchV1(t *testing.T) {
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	_, bob := e.newUser("bob")
+
+	e.storeToken(alice, "github", "ada")
+	if got := follow[string](e, alice, "/api/v1/git/installations/search?provider=github"); !reflect.DeepEqual(got, [][]string{{}}) {
+		t.Errorf("a personal token's installations: %v", got)
+	}
+	tok := e.token(alice, "github")
+	e.providers["github"].AddUser(tok, providertest.User{Login: "ada", Installations: []int64{101, 202, 303}})
+	if got := follow[string](e, alice, "/api/v1/git/installations/search?provider=github&limit=2"); !reflect.DeepEqual(got, [][]string{{"101", "202"}, {"303"}}) {
+		t.Errorf("installations in pages of 2: %v", got)
+	}
+
+	e.storeToken(alice, "bitbucket", "ada")
+	e.providers["bitbucket"].AddRepo(providertest.Repo{FullName: "acme/app", Private: true, Members: []string{"ada"}})
+	if got := follow[string](e, alice, "/api/v1/git/installations/search?provider=bitbucket"); !reflect.DeepEqual(got, [][]string{{"ada", "acme"}}) {
+		t.Errorf("workspaces: %v", got)
+	}
+
+	e.storeToken(alice, "gitlab", "ada")
+	if status, body := e.call("GET", "/api/v1/git/installations/search?provider=gitlab", alice, nil); status != http.StatusBadRequest {
+		t.Errorf("gitlab: %d %s, want 400", status, body)
+	}
+	if status, body := e.call("GET", "/api/v1/git/installations/search?provider=github", bob, nil); status != http.StatusUnauthorized {
+		t.Errorf("without a stored token: %d %s, want 401", status, body)
+	}
+	for _, tc := range []struct{ query, typ, field string }{
+		{"", "missing", "provider"},
+		{"provider=cvs", "enum", "provider"},
+		{"provider=github&limit=0", "greater_than_equal", "limit"},
+		{"provider=github&page_id=x", "value_error", "page_id"},
+	} {
+		status, body := e.call("GET", "/api/v1/git/installations/search?"+tc.query, alice, nil)
+		wantProblem(t, status, body, tc.typ, "query", tc.field)
+	}
+}

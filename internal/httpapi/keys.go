@@ -15,7 +15,8 @@ import (
 // key a route takes (wire.Operation.Keys); the services that own the keys check them: users'
 // API keys the auth service, sandboxes' session keys the sandbox service.
 //
-// Authorization: Bearer always carries a user key. X-Session-API-Key carries a sandbox's
+// Authorization: Bearer always carries a user key. A request with neither header may carry the
+// web app's session cookie instead, which stands for its user's key (session.go). X-Session-API-Key carries a sandbox's
 // session key on the routes that take one; alone, it may carry a user key too, as OpenHands'
 // clients send either there. When both headers come (OpenHands' cloud workspace sends its
 // user key and its sandbox's key together), each is checked for what it is.
@@ -75,7 +76,14 @@ func (a *API) authenticate(r *http.Request, op wire.Operation) (auth.User, error
 	if !op.Takes(wire.UserKey) {
 		return auth.User{}, auth.ErrUnauthorized
 	}
-	u, err := a.d.Auth.Authenticate(ctx, userKey(r))
+	var u auth.User
+	var err error
+	if token := sessionCookie(r); bearer == "" && header == "" && token != "" {
+		// No key: the web app's session cookie stands for the user's key (session.go).
+		u, err = a.authenticateSession(r, token)
+	} else {
+		u, err = a.d.Auth.Authenticate(ctx, userKey(r))
+	}
 	if err != nil {
 		return auth.User{}, err
 	}

@@ -1,9 +1,14 @@
 package httpapi_test
 
 import (
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/llm"
 	"github.com/agentd/agentd/internal/llm/llmtest"
 	"github.com/agentd/agentd/internal/tool/mcp/mcptest"
 )
@@ -91,5 +96,111 @@ func TestV1StartValidatesMCP(t *testing.T) {
 				t.Errorf("answer %d %s; want 422 at %s", status, body, tt.loc)
 			}
 		})
+	}
+}
+
+// TestMCPToolsChange: a tool a server adds while the conversation runs (it says so with
+// list_changed) is offered to the model before a later call, and the model can call it; the
+// server's calls are bounded by the server's mcp-call-timeout setting.
+func TestMCPToolsChange(t *testing.T) {
+	e := newEnv(t, func(c *config.Config) { c.MCPCallTimeout = 2 * time.Second })
+	_, alice := e.newUser("alice")
+	var calledLate atomic.Bool
+	// The notification comes on its own after add_tool answers: until the model is offered
+	// the tool, it thinks; the steps are a bound that ends a test that would never pass.
+	waitForLate := llmtest.Step{Func: func(req llmtest.RecordedRequest) llmtest.Step {
+		switch {
+		case calledLate.Load():
+			return llmtest.Calls(llmtest.Call("finish", `{"message":"done"}`))
+		case slices.ContainsFunc(req.Tools, func(tl llm.ToolSpec) bool { return tl.Name == "late_tool" }):
+			calledLate.Store(true)
+			return llmtest.Calls(llmtest.Call("late_tool", `{}`))
+		}
+		return llmtest.Calls(llmtest.Call("think", `{"thought":"waiting for the new tool"}`))
+	}}
+	steps := []llmtest.Step{
+		llmtest.Calls(llmtest.Call("hang", `{}`)),
+		llmtest.Calls(llmtest.Call("add_tool", `{"name":"late_tool"}`)),
+	}
+	for range 50 {
+		steps = append(steps, waitForLate)
+	}
+	model := e.scripted(alice, steps...)
+	c := e.startAgent(alice, map[string]any{
+		"initial_message": message("use the tools", true),
+		"mcp_config": map[string]any{"stdio_servers": []any{
+			map[string]any{"name": "local", "command": "/proc/self/exe", "env": map[string]any{mcptest.ModeEnv: "stdio"}},
+		}},
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, ev := range c.events() {
+				t.Logf("event %s %s %s", ev.label(), ev.Detail, observationText(ev))
+			}
+		}
+	})
+	c.waitStatus("finished")
+	if !calledLate.Load() {
+		t.Fatalf("the model was never offered late_tool in %d calls", len(model.Requests()))
+	}
+	var texts []string
+	for _, ev := range c.events() {
+		if ev.Kind == "ObservationEvent" {
+			texts = append(texts, ev.ToolName+": "+observationText(ev))
+		}
+	}
+	all := strings.Join(texts, "\n")
+	for _, want := range []string{"hang: ", "timed out", "late_tool: ", "late"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no observation says %q; observations:\n%s", want, all)
+		}
+	}
+	if first := model.Requests()[0]; slices.ContainsFunc(first.Tools, func(tl llm.ToolSpec) bool { return tl.Name == "late_tool" }) {
+		t.Error("late_tool was offered before the server added it")
+	}
+}
+
+// TestMCPServersOfMicroagents: a repository microagent that declares MCP servers
+// (mcp_tools) gives the conversation their tools beside those of the request; a knowledge
+// microagent's servers are not started.
+func TestMCPServersOfMicroagents(t *testing.T) {
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	model := e.scripted(alice,
+		llmtest.Calls(llmtest.Call("repo_echo", `{"text":"from the microagent's server"}`)),
+		llmtest.Calls(llmtest.Call("mine_echo", `{"text":"from the request's server"}`)),
+		llmtest.Text("Both answered."),
+	)
+	sb := e.runningSandbox(alice)
+	e.writeWorkspace(alice, sb, map[string]string{
+		".openhands/microagents/tools.md": "---\nname: tools\nmcp_tools:\n  stdio_servers:\n    - name: repo\n" +
+			"      command: /proc/self/exe\n      env: {" + mcptest.ModeEnv + ": stdio}\n---\nThe repository's tools.",
+		".openhands/microagents/later.md": "---\nname: later\ntriggers: [never-said]\nmcp_tools:\n  mcpServers:\n" +
+			"    knowledge: {command: /proc/self/exe, env: {" + mcptest.ModeEnv + ": stdio}}\n---\nNot yet.",
+	})
+	c := e.startAgent(alice, map[string]any{
+		"sandbox_id":      sb,
+		"initial_message": message("use the tools", true),
+		"mcp_config": map[string]any{"stdio_servers": []any{
+			map[string]any{"name": "mine", "command": "/proc/self/exe", "env": map[string]any{mcptest.ModeEnv: "stdio"}},
+		}},
+	})
+	c.waitStatus("finished")
+	var texts []string
+	for _, ev := range c.events() {
+		if ev.Kind == "ObservationEvent" {
+			texts = append(texts, observationText(ev))
+		}
+	}
+	all := strings.Join(texts, "\n")
+	for _, want := range []string{"from the microagent's server", "from the request's server"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no observation says %q; observations:\n%s", want, all)
+		}
+	}
+	for _, tl := range model.Requests()[0].Tools {
+		if strings.HasPrefix(tl.Name, "knowledge_") {
+			t.Errorf("the knowledge microagent's server was started: tool %s offered", tl.Name)
+		}
 	}
 }

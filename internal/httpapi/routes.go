@@ -146,6 +146,8 @@ func (a *API) routes() []route {
 			Query: apitypes.GitInfoQuery{}, Response: apitypes.UserGitInfo{}, Errors: errs(providerErrors)}, a.gitInfo},
 		{wire.Operation{Method: "POST", Path: "/api/v1/users", Tag: "users", Summary: "Create a user (admins only)", Body: apitypes.UserCreateRequest{}, Response: apitypes.UserInfo{}, Status: 201,
 			Errors: errs(map[int]string{403: "The caller is not an admin.", 409: "The name is taken."})}, a.createUser},
+		{wire.Operation{Method: "GET", Path: "/api/v1/users/search", Tag: "users", Summary: "List the users, oldest first (admins only)", Query: apitypes.PageQuery{}, Response: apitypes.UserPage{},
+			Errors: errs(map[int]string{403: "The caller is not an admin."})}, a.searchUsers},
 		{wire.Operation{Method: "POST", Path: "/api/keys", Tag: "users", Summary: "Create an API key; the key is shown only in this answer", Body: apitypes.APIKeyCreateRequest{}, Response: apitypes.APIKeyCreated{}, Status: 201,
 			Errors: errs(map[int]string{403: "Only admins may create keys for other users."})}, a.createKey},
 		{wire.Operation{Method: "GET", Path: "/api/keys", Tag: "users", Summary: "List API keys (never the keys themselves)", Query: apitypes.APIKeyListQuery{}, Response: []apitypes.APIKeyInfo{},
@@ -157,6 +159,10 @@ func (a *API) routes() []route {
 		{wire.Operation{Method: "POST", Path: "/api/v1/app-conversations", Tag: "app-conversations", Summary: "Start a conversation; answers at once with its start task",
 			Body: apitypes.AppConversationStartRequest{}, Response: apitypes.AppConversationStartTask{}, Errors: errs(map[int]string{
 				422: "A malformed body, or a selected_repository the caller's git provider tokens cannot reach.", http.StatusBadGateway: "The git provider could not be reached to check the repository."})}, a.startAppConversation},
+		{wire.Operation{Method: "POST", Path: "/api/v1/app-conversations/stream-start", Tag: "app-conversations", Summary: "Start a conversation and follow its start: a JSON array of the start task's states, written as they are saved, until READY or ERROR",
+			Description: "The array's first element is the task as created (WORKING); the answer stays open until the task is READY or ERROR. Leaving early does not stop the start.",
+			Body:        apitypes.AppConversationStartRequest{}, Response: []apitypes.AppConversationStartTask{}, Errors: errs(map[int]string{
+				422: "A malformed body, or a selected_repository the caller's git provider tokens cannot reach.", http.StatusBadGateway: "The git provider could not be reached to check the repository."})}, a.streamStartAppConversation},
 		{wire.Operation{Method: "GET", Path: "/api/v1/app-conversations", Tag: "app-conversations", Summary: "Get conversations by id (null for unknown ids)",
 			Query: apitypes.ConversationIDsQuery{}, Response: []*apitypes.AppConversation{}, Errors: errs(nil)}, a.batchGetAppConversations},
 		{wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/search", Tag: "app-conversations", Summary: "Search conversations, newest first",
@@ -180,6 +186,14 @@ func (a *API) routes() []route {
 				409: "The sandbox is not RUNNING (resume it first), or the conversation is still starting.",
 				410: "The conversation is archived: its sandbox no longer exists.",
 				503: "The sandbox is in ERROR, or the conversation failed to start."})}, a.sendAppMessage},
+		{wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/events/stream", Tag: "app-conversations",
+			Summary: "Follow a conversation's events as Server-Sent Events: its full state, the events after the one named (all of them when none is), then each event as it is stored",
+			Description: "Each event is a data line with the event's JSON; stored events carry their id as the SSE id, so that a client that reconnects with Last-Event-ID (or after_event_id) gets every later event once, in order, also after a restart of the server. " +
+				"The first event is a ConversationStateUpdateEvent full_state (not stored, no SSE id). Comments keep an idle stream open. A stream that ends for a reason the client should know ends with an event named close, whose data is {\"reason\": lagged | deleted | shutdown | error, \"detail\": ...}.",
+			Query: apitypes.EventStreamQuery{}, Response: "", ResponseType: "text/event-stream", Errors: errs(map[int]string{
+				400: "The id is not a UUID, or Last-Event-ID names no event of this conversation.", 404: "No such conversation.",
+				422: "after_event_id names no event of this conversation.", 429: "The conversation has as many live streams open as allowed (stream_max_subscribers).",
+				503: "The server is shutting down."})}, a.eventStream},
 		{wire.Operation{Method: "POST", Path: "/api/v1/conversations/{conversation_id}/pending-messages", Tag: "app-conversations", Summary: "Queue a user message until the conversation is READY (sent at once when it is); the id may be the start task's",
 			Body: apitypes.PendingMessageRequest{}, Response: apitypes.PendingMessageResponse{}, Status: 201, Errors: errs(map[int]string{
 				400: "The id is not a UUID (bare or after task-).", 404: "No such conversation or start task.",
@@ -230,6 +244,23 @@ func (a *API) routes() []route {
 			Body: apitypes.SkillUpdateRequest{}, Response: apitypes.SkillInfo{}, Errors: errs(map[int]string{404: "The caller has no skill of that name."})}, a.updateSkill},
 		{wire.Operation{Method: "DELETE", Path: "/api/v1/skills/{name}", Tag: "skills", Summary: "Delete a skill",
 			Response: apitypes.Success{}, Errors: errs(map[int]string{404: "The caller has no skill of that name."})}, a.deleteSkill},
+		// Webhooks: endpoints agentd tells about conversations and sandboxes, with signed deliveries.
+		{wire.Operation{Method: "POST", Path: "/api/v1/webhooks", Tag: "webhooks", Summary: "Register a webhook; its signing secret is shown only in this answer",
+			Body: apitypes.WebhookCreateRequest{}, Response: apitypes.WebhookCreated{}, Status: 201,
+			Errors: errs(map[int]string{409: "The caller has as many webhooks as allowed (20).",
+				422: "A malformed body, an unknown kind, a conversation the caller does not have, or a URL the URL policy refuses."})}, a.createWebhook},
+		{wire.Operation{Method: "GET", Path: "/api/v1/webhooks", Tag: "webhooks", Summary: "The caller's webhooks, oldest first (never their secrets)",
+			Response: []apitypes.Webhook{}, Errors: errs(nil)}, a.listWebhooks},
+		{wire.Operation{Method: "GET", Path: "/api/v1/webhooks/{webhook_id}", Tag: "webhooks", Summary: "One webhook (never its secret)",
+			Response: apitypes.Webhook{}, Errors: errs(notFound)}, a.getWebhook},
+		{wire.Operation{Method: "DELETE", Path: "/api/v1/webhooks/{webhook_id}", Tag: "webhooks", Summary: "Delete a webhook with its deliveries; pending ones are not sent",
+			Response: apitypes.Success{}, Errors: errs(notFound)}, a.deleteWebhook},
+		{wire.Operation{Method: "GET", Path: "/api/v1/webhooks/{webhook_id}/deliveries", Tag: "webhooks", Summary: "A webhook's recent deliveries, newest first, with their status and last response code",
+			Query: apitypes.WebhookDeliveryQuery{}, Response: apitypes.WebhookDeliveryPage{}, Errors: errs(notFound)}, a.listDeliveries},
+		{wire.Operation{Method: "POST", Path: "/api/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver", Tag: "webhooks",
+			Summary: "Send a delivery again, with the same delivery id, retried as a new one", Response: apitypes.WebhookDelivery{}, Status: 202,
+			Errors: errs(notFound)}, a.redeliver},
+
 		// Custom secrets: named values the agent's commands get as environment variables.
 		{wire.Operation{Method: "POST", Path: "/api/v1/secrets", Tag: "secrets", Summary: "Create a secret (sealed; its value is never returned)",
 			Body: apitypes.CustomSecretCreate{}, Response: apitypes.MessageResponse{}, Status: 201,
@@ -327,6 +358,14 @@ func (a *API) routes() []route {
 		{op: wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/git/diff", Tag: "app-conversations", Summary: "A file's text now and at the base its changes are shown against",
 			Query: runtime.GitDiffQuery{}, Response: runtime.GitDiff{}, Errors: errs(appWorkspaceErrors)}, h: a.appConversationGit(runtime.RouteGitDiff)},
 
+		{op: wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/download", Tag: "app-conversations", Summary: "The conversation's trajectory as a zip: meta.json (the conversation) and one event_<n>_<id>.json per event, in log order",
+			Description: "Written as the events are read, whatever their number: agentd has no export lock (OpenHands' 409) and no size limit (its 413).",
+			RawResponse: "application/zip", Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, h: a.downloadAppConversation},
+		{op: wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/skills", Tag: "app-conversations", Summary: "The skills the conversation's agent is given (the workspace's and the user's, as stored when it started)",
+			Response: apitypes.ConversationSkills{}, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, h: a.appConversationSkills},
+		{op: wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/hooks", Tag: "app-conversations", Summary: "The conversation's lifecycle hooks: none, agentd runs none",
+			Response: apitypes.ConversationHooks{}, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, h: a.appConversationHooks},
+
 		// Legacy V0.
 		{wire.Operation{Method: "POST", Path: "/api/conversations", Tag: "v0", Summary: "Create and start a conversation",
 			Body: apitypes.InitSessionRequest{}, Response: apitypes.ConversationResponse{}, Errors: errs(map[int]string{
@@ -338,6 +377,8 @@ func (a *API) routes() []route {
 			Response: apitypes.ConversationInfo{}, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, a.getConversationV0},
 		{wire.Operation{Method: "DELETE", Path: "/api/conversations/{conversation_id}", Tag: "v0", Summary: "Delete a conversation and its sandbox",
 			Response: true, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, a.deleteConversationV0},
+		{wire.Operation{Method: "PATCH", Path: "/api/conversations/{conversation_id}", Tag: "v0", Summary: "Rename a conversation (the web app's rename); the title is the user's from then on",
+			Body: apitypes.ConversationUpdateRequest{}, Response: true, Errors: errs(map[int]string{400: "Malformed conversation id.", 404: "No such conversation."})}, a.renameConversationV0},
 		{wire.Operation{Method: "GET", Path: "/api/microagent-management/conversations", Tag: "v0", Summary: "List the conversations that write a microagent for a repository (create_microagent), newest first",
 			Query: apitypes.MicroagentConversationsQuery{}, Response: apitypes.ConversationInfoResultSet{}, Errors: errs(nil)}, a.microagentConversations},
 		{wire.Operation{Method: "POST", Path: "/api/add-git-providers", Tag: "v0", Summary: "Check git provider tokens with their providers and store them (sealed; never returned)",
@@ -352,6 +393,8 @@ func (a *API) routes() []route {
 			Response: []apitypes.SuggestedTask{}, Errors: errs(providerErrors)}, a.suggestedTasks},
 		{wire.Operation{Method: "GET", Path: "/api/v1/git/repositories/search", Tag: "git", Summary: "One page of the caller's repositories at a git provider, most recently pushed first; a query keeps those whose name contains it",
 			Query: apitypes.RepositorySearchQuery{}, Response: apitypes.RepositorySearchPage{}, Errors: errs(merge(providerErrors, map[int]string{400: "sort_order without a query."}))}, a.searchRepositories},
+		{wire.Operation{Method: "GET", Path: "/api/v1/git/installations/search", Tag: "git", Summary: "One page of what the caller's repositories live under at a provider: GitHub App installation ids (none for a token that is no GitHub App user token), Bitbucket workspace slugs, Bitbucket Data Center project keys",
+			Query: apitypes.InstallationSearchQuery{}, Response: apitypes.InstallationPage{}, Errors: errs(merge(providerErrors, map[int]string{400: "A provider without installations or workspaces (GitLab)."}))}, a.searchInstallations},
 		{wire.Operation{Method: "GET", Path: "/api/v1/git/branches/search", Tag: "git", Summary: "One page of a repository's branches; a query keeps those whose name contains it",
 			Query: apitypes.BranchSearchQuery{}, Response: apitypes.BranchSearchPage{}, Errors: errs(providerErrors)}, a.searchBranches},
 		{wire.Operation{Method: "GET", Path: "/api/v1/git/suggested-tasks/search", Tag: "git", Summary: "One page of the issues assigned to the caller, and their pull requests with conflicts, failing checks or reviews to answer",

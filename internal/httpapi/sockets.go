@@ -9,27 +9,39 @@ import (
 	"time"
 )
 
-// WebSockets: what every socket of the API shares. Sockets live as long as the API, not
-// their request: Close ends them all. A socket runs in its request's handler goroutine,
-// with a reader goroutine (the library answers pings and close frames only while a read
-// is in progress) and a pinger goroutine beside it, both stopped before the handler
-// returns.
+// Live streams: what the event sockets (WebSocket) and the event streams (SSE) share. Streams
+// live as long as the API, not their request: Close ends them all. A socket runs in its
+// request's handler goroutine, with a reader goroutine (the library answers pings and close
+// frames only while a read is in progress) and a pinger goroutine beside it, both stopped
+// before the handler returns; an SSE stream runs in its handler goroutine alone. Both read the
+// conversation through a feed (conversation.Service.Follow).
 
-// SocketOptions tune the WebSockets; zero fields take the defaults. Tests shorten them.
+// SocketOptions tune the live streams; zero fields take the defaults. The configuration sets
+// some (see config.Config); tests shorten the rest.
 type SocketOptions struct {
 	// AuthTimeout bounds the wait for the auth frame of a socket opened without a key
 	// (default 10 s, as OpenHands).
 	AuthTimeout time.Duration
-	// PingInterval is how often a socket is pinged; a peer that has not answered a ping by
-	// the next one is cut off (default 30 s).
+	// PingInterval is how often a stream shows it is alive (default 30 s): a socket is pinged,
+	// and a peer that has not answered a ping by the next one is cut off; an SSE stream
+	// sends a comment, which keeps proxies from closing an idle stream.
 	PingInterval time.Duration
-	// WriteTimeout bounds the sending of one frame; a peer that does not take it in time is
-	// cut off (default 10 s).
+	// WriteTimeout bounds the sending of one frame or event; a peer that does not take it in
+	// time is cut off (default 10 s).
 	WriteTimeout time.Duration
-	// MaxPerConversation bounds the event sockets of one conversation (default 50, as
-	// OpenHands).
+	// MaxPerConversation bounds the live streams of one conversation, sockets and SSE streams
+	// together (default 100).
 	MaxPerConversation int
+	// EventBuffer is how many live events may wait to be sent on one stream (default 256); a
+	// stream further behind is closed, and its client resumes after the last event it got.
+	EventBuffer int
 }
+
+// Defaults of SocketOptions.
+const (
+	DefaultMaxStreams  = 100
+	DefaultEventBuffer = 256
+)
 
 func (o SocketOptions) withDefaults() SocketOptions {
 	if o.AuthTimeout <= 0 {
@@ -42,7 +54,10 @@ func (o SocketOptions) withDefaults() SocketOptions {
 		o.WriteTimeout = 10 * time.Second
 	}
 	if o.MaxPerConversation <= 0 {
-		o.MaxPerConversation = 50
+		o.MaxPerConversation = DefaultMaxStreams
+	}
+	if o.EventBuffer <= 0 {
+		o.EventBuffer = DefaultEventBuffer
 	}
 	return o
 }
@@ -51,10 +66,10 @@ func (o SocketOptions) withDefaults() SocketOptions {
 // the connection (the library alone would wait up to 10 s).
 const closeGrace = time.Second
 
-// sockets tracks the open sockets: how many each conversation has, and their lifetime.
+// sockets tracks the open streams: how many each conversation has, and their lifetime.
 type sockets struct {
 	o SocketOptions
-	// ctx ends when the API closes; every socket then closes.
+	// ctx ends when the API closes; every stream then closes.
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -69,8 +84,8 @@ func newSockets(o SocketOptions) *sockets {
 	return &sockets{o: o.withDefaults(), ctx: ctx, cancel: cancel, perConv: map[string]int{}}
 }
 
-// open registers a socket about to be accepted; false once the API is closing. Each true
-// is followed by one done.
+// open registers a stream about to be served; false once the API is closing. Each true is
+// followed by one done.
 func (s *sockets) open() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -83,8 +98,8 @@ func (s *sockets) open() bool {
 
 func (s *sockets) done() { s.wg.Done() }
 
-// join takes a place among the conversation's event sockets; false when none is left.
-// Each true is followed by one leave.
+// join takes a place among the conversation's streams; false when none is left. Each true
+// is followed by one leave.
 func (s *sockets) join(convID string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -103,7 +118,7 @@ func (s *sockets) leave(convID string) {
 	}
 }
 
-// close ends every socket and waits for their handlers. Safe to call twice.
+// close ends every stream and waits for their handlers. Safe to call twice.
 func (s *sockets) close() {
 	s.mu.Lock()
 	s.closed = true
@@ -112,9 +127,10 @@ func (s *sockets) close() {
 	s.wg.Wait()
 }
 
-// Close ends the API's WebSockets (close code 1001) and waits for them. http.Server's
-// Shutdown does not wait for them: they left its hands when they were upgraded. Safe to
-// call twice.
+// Close ends the API's live streams (WebSockets with close code 1001, SSE streams with a
+// final event) and waits for them. http.Server's Shutdown does not wait for the WebSockets
+// (they left its hands when they were upgraded) and would wait for ever for an SSE stream.
+// Safe to call twice.
 func (a *API) Close() { a.sockets.close() }
 
 // hijackTap keeps the connection a WebSocket upgrade takes over, so that a peer that does

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentd/agentd/internal/apitypes"
 	"github.com/agentd/agentd/internal/auth"
+	"github.com/agentd/agentd/internal/paging"
 )
 
 func userInfo(u auth.User) apitypes.UserInfo {
@@ -26,6 +27,23 @@ func (a *API) createUser(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusCreated, userInfo(u))
+	return nil
+}
+
+func (a *API) searchUsers(w http.ResponseWriter, r *http.Request) error {
+	var q apitypes.PageQuery
+	if err := decodeQuery(r, &q); err != nil {
+		return err
+	}
+	us, next, err := a.d.Auth.ListUsers(r.Context(), caller(r), paging.Query{Cursor: q.PageID, Limit: q.Limit})
+	if err != nil {
+		return err
+	}
+	page := apitypes.UserPage{Items: make([]apitypes.UserInfo, len(us)), NextPageID: optString(next)}
+	for i, u := range us {
+		page.Items[i] = userInfo(u)
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 

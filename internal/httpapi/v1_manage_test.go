@@ -248,3 +248,50 @@ func TestV1PendingMessages(t *testing.T) {
 		t.Errorf("malformed id: %d, want 400", status)
 	}
 }
+
+// TestV0Rename: the web app renames with PATCH /api/conversations/{id} and reads true; the
+// title is then the user's, in both generations' views, and bad titles are 422s.
+func TestV0Rename(t *testing.T) {
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	_, bob := e.newUser("bob")
+	_, c := e.newConversation(alice, map[string]any{})
+	path := "/api/conversations/" + dashed(c.ID)
+	if body := e.must("PATCH", path, alice, map[string]any{"title": "  Fix the login page "}, http.StatusOK, nil); strings.TrimSpace(string(body)) != "true" {
+		t.Fatalf("rename answered %s, want true", body)
+	}
+	if got := e.getConversation(alice, c.ID); got == nil || got.Title == nil || *got.Title != "Fix the login page" {
+		t.Fatalf("V1 view after the rename: %+v", got)
+	}
+	var info struct {
+		Title string `json:"title"`
+	}
+	e.must("GET", "/api/conversations/"+c.ID, alice, nil, http.StatusOK, &info)
+	if info.Title != "Fix the login page" {
+		t.Errorf("V0 view after the rename: %q", info.Title)
+	}
+
+	for _, tc := range []struct {
+		name string
+		body any
+		typ  string
+		loc  []any
+	}{
+		{"blank", map[string]any{"title": "  "}, "value_error", []any{"body", "title"}},
+		{"empty", map[string]any{"title": ""}, "string_too_short", []any{"body", "title"}},
+		{"too long", map[string]any{"title": strings.Repeat("x", 201)}, "string_too_long", []any{"body", "title"}},
+		{"missing", map[string]any{}, "missing", []any{"body", "title"}},
+		{"unknown field", map[string]any{"title": "x", "public": true}, "extra_forbidden", []any{"body", "public"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := e.call("PATCH", path, alice, tc.body)
+			wantProblem(t, status, body, tc.typ, tc.loc...)
+		})
+	}
+	if status, body := e.call("PATCH", path, bob, map[string]any{"title": "Mine"}); status != http.StatusNotFound {
+		t.Errorf("bob renames alice's conversation: %d %s, want 404", status, body)
+	}
+	if status, body := e.call("PATCH", "/api/conversations/"+strings.Repeat("a", 101), alice, map[string]any{"title": "x"}); status != http.StatusBadRequest {
+		t.Errorf("rename of a malformed id: %d %s, want 400", status, body)
+	}
+}

@@ -114,3 +114,28 @@ func KnownModels() []string {
 
 // Providers are the wire protocols agentd speaks, sorted.
 func Providers() []string { return []string{ProviderAnthropic, ProviderOpenAI} }
+
+// visionFamilies are the name prefixes of models that take images, among those agentd knows
+// (see AcceptsImages); noVision the exceptions within them.
+var (
+	visionFamilies = []string{"gpt-4o", "gpt-4.1", "gpt-4-turbo", "gpt-5", "o1", "o3", "o4", "claude-3", "claude-sonnet-4", "claude-opus-4", "claude-haiku-4", "gemini-"}
+	noVision       = []string{"o1-mini", "o3-mini"}
+)
+
+// AcceptsImages reports whether the model takes images in its input: the well-known OpenAI,
+// Anthropic and Gemini models that do. Any other model is sent no images, only their
+// description in text, as a server that takes none would refuse the request.
+func AcceptsImages(model string) bool {
+	m := normalizeModel(model)
+	for _, p := range noVision {
+		if strings.HasPrefix(m, p) {
+			return false
+		}
+	}
+	for _, p := range visionFamilies {
+		if strings.HasPrefix(m, p) {
+			return true
+		}
+	}
+	return false
+}

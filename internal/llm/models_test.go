@@ -61,3 +61,24 @@ func TestContextWindow(t *testing.T) {
 		}
 	}
 }
+
+func TestAcceptsImages(t *testing.T) {
+	for _, tc := range []struct {
+		model string
+		want  bool
+	}{
+		{"gpt-4o", true},
+		{"openai/gpt-4.1-mini-2025-04-14", true},
+		{"anthropic/claude-sonnet-4-5-20250929", true},
+		{"claude-3-5-haiku-latest", true},
+		{"o3-mini", false},
+		{"o3", true},
+		{"gpt-3.5-turbo", false},
+		{"llama3.1:8b", false},
+		{"", false},
+	} {
+		if got := AcceptsImages(tc.model); got != tc.want {
+			t.Errorf("AcceptsImages(%q) = %v, want %v", tc.model, got, tc.want)
+		}
+	}
+}

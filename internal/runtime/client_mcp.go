@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 
 	"github.com/agentd/agentd/internal/tool/mcp"
 )
@@ -30,6 +33,35 @@ func (c *Client) MCPState(ctx context.Context, conversationID string) (mcp.State
 		return mcp.State{}, fmt.Errorf("runtime mcp state: %w", err)
 	}
 	return st, nil
+}
+
+// MCPChanges answers with a conversation's MCP tools if they changed since the state of
+// generation since (a server said so, or the servers were configured again): changed is
+// false, and nothing was listed, while they did not. Servers that are not connected are not
+// tried again (see mcp.Hub.Changes). A conversation without MCP servers is a *StatusError
+// with code 404.
+func (c *Client) MCPChanges(ctx context.Context, conversationID string, since uint64) (st mcp.State, changed bool, err error) {
+	req, err := c.NewRequest(ctx, http.MethodGet, "/api/mcp/"+url.PathEscape(conversationID), nil)
+	if err != nil {
+		return mcp.State{}, false, err
+	}
+	req.Header.Set("If-None-Match", `"`+strconv.FormatUint(since, 10)+`"`)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return mcp.State{}, false, fmt.Errorf("runtime mcp changes: %w", err)
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusNotModified:
+		return mcp.State{Generation: since}, false, nil
+	case http.StatusOK:
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+			return mcp.State{}, false, fmt.Errorf("runtime mcp changes: decode answer: %w", err)
+		}
+		return st, true, nil
+	}
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	return mcp.State{}, false, fmt.Errorf("runtime mcp changes: %w", &StatusError{StatusCode: resp.StatusCode, Body: strings.TrimSpace(string(snippet))})
 }
 
 // CallMCP calls a tool of one of the conversation's MCP servers. A call that fails or runs

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -158,15 +160,36 @@ func (s *Server) handleMCPConfigure(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleMCPState answers with the conversation's MCP tools, listing again those of servers
-// that said their tools changed and trying again the servers that failed.
+// that said their tools changed and trying again the servers that failed. Its ETag is the
+// state's generation: with If-None-Match naming one, it answers 304 while that is still the
+// generation, and otherwise lists only what changed (see mcp.Hub.Changes).
 func (s *Server) handleMCPState(w http.ResponseWriter, r *http.Request) {
 	h := s.mcp.get(r.PathValue("conversation_id"))
 	if h == nil {
 		writeDetail(w, http.StatusNotFound, "The conversation has no MCP servers")
 		return
 	}
-	writeJSON(w, http.StatusOK, h.State(r.Context()))
+	var st mcp.State
+	if tag := r.Header.Get("If-None-Match"); tag != "" {
+		since, err := strconv.ParseUint(strings.Trim(tag, `"`), 10, 64)
+		if err != nil {
+			writeDetail(w, http.StatusBadRequest, "If-None-Match is not a generation")
+			return
+		}
+		var changed bool
+		if st, changed = h.Changes(r.Context(), since); !changed {
+			w.Header().Set("ETag", generationTag(since))
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	} else {
+		st = h.State(r.Context())
+	}
+	w.Header().Set("ETag", generationTag(st.Generation))
+	writeJSON(w, http.StatusOK, st)
 }
+
+func generationTag(gen uint64) string { return `"` + strconv.FormatUint(gen, 10) + `"` }
 
 func (s *Server) handleMCPCall(w http.ResponseWriter, r *http.Request) {
 	var req MCPCallRequest

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/internal/tool/mcp"
 	"github.com/agentd/agentd/internal/tool/mcp/mcptest"
@@ -117,5 +118,96 @@ func TestMCPRoutes(t *testing.T) {
 	}
 	if _, err := c.MCPState(ctx, "conv1"); !errors.As(err, &se) || se.StatusCode != http.StatusNotFound {
 		t.Errorf("state after close: %v", err)
+	}
+}
+
+// TestMCPChanges: the state's generation is its ETag. Looking for changes costs no listing
+// while there are none, and tries no failed server again; a server's list_changed makes the
+// next look list its tools again, the added one among them.
+func TestMCPChanges(t *testing.T) {
+	hs, ws := newTestServer(t, os.Environ())
+	c, err := NewClient(hs.URL, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// Every start of the failing server leaves a line in its file.
+	failing := mcp.Server{Name: "failing", Transport: mcp.Stdio, Command: "/bin/sh", Args: []string{"-c", "echo start >> starts; exit 3"}}
+	starts := func() int {
+		b, _ := os.ReadFile(ws + "/starts")
+		return strings.Count(string(b), "start")
+	}
+	st, err := c.ConfigureMCP(ctx, "conv", MCPConfigureRequest{Servers: []mcp.Server{selfServer(t, "local", "stdio"), failing}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if starts() != 1 {
+		t.Fatalf("the failing server started %d times for one configuration", starts())
+	}
+	// The SDK's servers announce the tools they were made with once a session starts, so the
+	// generation may move once after the configuration: look until it holds still.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, changed, err := c.MCPChanges(ctx, "conv", st.Generation)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !changed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the generation never held still")
+		}
+		st = got
+	}
+	if _, changed, err := c.MCPChanges(ctx, "conv", st.Generation+1); err != nil || !changed {
+		t.Fatalf("changes since another generation: changed=%v, %v", changed, err)
+	}
+	if starts() != 1 {
+		t.Errorf("looking for changes started the failing server again (%d starts)", starts())
+	}
+
+	if res, err := c.CallMCP(ctx, "conv", "local", "add_tool", json.RawMessage(`{"name":"late"}`)); err != nil || res.IsError {
+		t.Fatalf("add_tool: %+v, %v", res, err)
+	}
+	// The notification comes on its own; the bound only ends a test that would never pass.
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		got, changed, err := c.MCPChanges(ctx, "conv", st.Generation)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if changed {
+			names := map[string]bool{}
+			for _, tl := range got.Tools {
+				names[tl.Server+"/"+tl.Name] = true
+			}
+			if !names["local/late"] || !names["local/echo"] || got.Generation <= st.Generation {
+				t.Fatalf("after list_changed: generation %d, tools %v", got.Generation, names)
+			}
+			for _, s := range got.Servers {
+				if s.Name == "failing" && s.Error == "" {
+					t.Errorf("the failing server's reason is lost: %+v", s)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no change seen 30 s after the server added a tool")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if starts() != 1 {
+		t.Errorf("looking for changes started the failing server again (%d starts)", starts())
+	}
+	// A full state tries it again.
+	if _, err := c.MCPState(ctx, "conv"); err != nil {
+		t.Fatal(err)
+	}
+	if starts() != 2 {
+		t.Errorf("the full state started the failing server %d times in all, want 2", starts())
+	}
+	if status, body := do(t, "GET", hs.URL+"/api/mcp/conv", http.Header{"X-Session-API-Key": {testKey}, "If-None-Match": {"soon"}}, ""); status != http.StatusBadRequest {
+		t.Errorf("a bad If-None-Match: %d %s", status, body)
 	}
 }

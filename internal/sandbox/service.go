@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/webhook"
 )
 
 // Defaults of ServiceOptions.
@@ -47,6 +48,18 @@ type ServiceOptions struct {
 	OnIdlePause func(ctx context.Context, sb Sandbox, idle time.Duration)
 	// Metrics is told how starts, pauses and resumes went; nil tells nobody.
 	Metrics Metrics
+	// OnStatus is told of every change of a sandbox's status after its creation (and of its
+	// deletion, as MISSING), once it is stored, in order for each sandbox. It runs while the
+	// sandbox's operations wait, so it must not call them. nil tells nobody.
+	OnStatus func(ctx context.Context, sb Sandbox)
+	// Webhooks is told of sandboxes paused, resumed and deleted; nil tells no one.
+	Webhooks Notifier
+}
+
+// Notifier is told of sandboxes' transitions (for webhooks). Notify returns quickly, never
+// on the network, and never fails its caller.
+type Notifier interface {
+	Notify(ctx context.Context, ev webhook.Event)
 }
 
 // Metrics records the sandbox operations, for the server's metrics. ObserveOperation is
@@ -94,6 +107,8 @@ type Service struct {
 	idleTimeout   time.Duration
 	onIdlePause   func(ctx context.Context, sb Sandbox, idle time.Duration)
 	metrics       Metrics
+	webhooks      Notifier
+	onStatus      func(ctx context.Context, sb Sandbox)
 
 	locks   keyLock // one per sandbox id, and one per owner ("owner:" + id); always id first
 	changes notifier
@@ -136,6 +151,8 @@ func NewService(opts ServiceOptions) *Service {
 		idleTimeout:   opts.IdleTimeout,
 		onIdlePause:   opts.OnIdlePause,
 		metrics:       opts.Metrics,
+		webhooks:      opts.Webhooks,
+		onStatus:      opts.OnStatus,
 		starting:      map[string]*startWait{},
 		clients:       map[string]*runtime.Client{},
 		lastActive:    map[string]time.Time{},
@@ -219,7 +236,30 @@ func (s *Service) setStatus(ctx context.Context, sb Sandbox, to Status, detail s
 	}
 	s.changes.notify(sb.ID)
 	s.log.Info("sandbox status", "sandbox_id", sb.ID, "from", from, "to", to, "detail", detail)
+	switch {
+	case from == StatusRunning && to == StatusPaused:
+		s.tell(ctx, webhook.KindSandboxPaused, sb)
+	case from == StatusPaused && to == StatusRunning:
+		s.tell(ctx, webhook.KindSandboxResumed, sb)
+	}
+	s.told(ctx, sb)
 	return sb, nil
+}
+
+// tell tells the notifier about a transition of sb.
+func (s *Service) tell(ctx context.Context, kind string, sb Sandbox) {
+	if s.webhooks == nil {
+		return
+	}
+	s.webhooks.Notify(ctx, webhook.Event{Kind: kind, OwnerID: sb.OwnerID, SandboxID: sb.ID, At: s.now(),
+		Data: map[string]any{"spec_id": sb.SpecID}})
+}
+
+// told tells OnStatus of sb's status.
+func (s *Service) told(ctx context.Context, sb Sandbox) {
+	if s.onStatus != nil {
+		s.onStatus(context.WithoutCancel(ctx), sb)
+	}
 }
 
 // sessionKey opens the sealed session key of sb.

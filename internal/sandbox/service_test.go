@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -313,6 +315,36 @@ func TestServicePauseResume(t *testing.T) {
 	}
 	if err := c.Alive(ctx); err != nil {
 		t.Fatalf("runtime after resume: %v", err)
+	}
+}
+
+// TestServiceTellsStatusChanges: OnStatus hears of each status change once it is stored, in
+// order, and of a deletion as MISSING.
+func TestServiceTellsStatusChanges(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	var heard []string
+	s := e.service(e.backend(), func(o *sandbox.ServiceOptions) {
+		o.OnStatus = func(ctx context.Context, sb sandbox.Sandbox) {
+			stored, err := e.store.GetSandbox(ctx, sb.OwnerID, sb.ID)
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil && stored.Status != sb.Status {
+				t.Errorf("told %s while the store has %s", sb.Status, stored.Status)
+			}
+			heard = append(heard, string(sb.Status))
+		}
+	})
+	ctx := testContext(t)
+	sb := startRunning(t, s, "alice")
+	must(t, s.Pause(ctx, "alice", sb.ID))
+	must(t, s.Pause(ctx, "alice", sb.ID)) // no change, nothing told
+	must(t, s.Resume(ctx, "alice", sb.ID))
+	must(t, s.Delete(ctx, "alice", sb.ID))
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"RUNNING", "PAUSED", "RUNNING", "MISSING"}; !slices.Equal(heard, want) {
+		t.Fatalf("told %v, want %v", heard, want)
 	}
 }
 

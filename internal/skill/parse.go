@@ -29,6 +29,7 @@ type frontmatter struct {
 	Triggers    stringList `yaml:"triggers"`
 	Inputs      []input    `yaml:"inputs"`
 	Paths       stringList `yaml:"paths"`
+	MCPTools    yaml.Node  `yaml:"mcp_tools"`
 }
 
 type input struct {
@@ -122,6 +123,9 @@ func Parse(data []byte, defaultName, source string) (Skill, error) {
 		if err := taskSkill(&s, fm.Inputs); err != nil {
 			return Skill{}, err
 		}
+	}
+	if s.MCPServers, err = parseMCPTools(&fm.MCPTools); err != nil {
+		return Skill{}, err
 	}
 	return s, nil
 }

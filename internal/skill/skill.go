@@ -41,6 +41,9 @@ type Skill struct {
 	// Source says where the skill came from: its path in the workspace, or "user" for a
 	// skill the user keeps in agentd.
 	Source string
+	// MCPServers are the tool servers the skill declares (mcp_tools). As in OpenHands, those
+	// of repo skills join the conversation's MCP servers; the others are not used.
+	MCPServers []MCPServer
 }
 
 // AlwaysOn reports whether the skill belongs in the system context from the start.

@@ -14,6 +14,7 @@ import (
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/settings"
 	"github.com/agentd/agentd/internal/skill"
+	"github.com/agentd/agentd/internal/webhook"
 )
 
 // Store is everything agentd keeps durably.
@@ -26,9 +27,10 @@ type Store interface {
 	conversation.Store
 	event.Store
 	skill.Store
+	webhook.Store
 
 	// Reseal rewrites every sealed value (settings secrets, provider tokens, custom secrets,
-	// sandbox session keys, conversation requests and secrets) through fn in one transaction.
+	// sandbox session keys, conversation requests and secrets, webhook secrets) through fn in one transaction.
 	// Key rotation uses it.
 	Reseal(ctx context.Context, fn func(sealed []byte) ([]byte, error)) error
 	// Counts tallies the rows of every owner by state, for the server's metrics.

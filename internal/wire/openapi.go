@@ -127,6 +127,8 @@ func OpenAPI(info Info, ops []Operation) (out []byte, err error) {
 				"APIKeyHeader": map[string]any{"type": "apiKey", "in": "header", "name": "X-Session-API-Key",
 					"description": "A user's API key."},
 				"BearerAuth": map[string]any{"type": "http", "scheme": "bearer", "description": "A user's API key."},
+				"SessionCookie": map[string]any{"type": "apiKey", "in": "cookie", "name": "agentd_session",
+					"description": "The web app's session, opened by signing in with an API key; only for requests of the same origin, and those that change something must show that they come from a page of it (see docs/api.md)."},
 				"SessionKeyHeader": map[string]any{"type": "apiKey", "in": "header", "name": "X-Session-API-Key",
 					"description": "A sandbox's session key (its session_api_key); whoever holds it acts as the sandbox's owner."},
 			},
@@ -238,7 +240,8 @@ func (g *schemaGen) operation(method string, op Operation) (map[string]any, erro
 	o["responses"] = responses
 	var security []any
 	if op.Takes(UserKey) {
-		security = append(security, map[string]any{"APIKeyHeader": []string{}}, map[string]any{"BearerAuth": []string{}})
+		security = append(security, map[string]any{"APIKeyHeader": []string{}}, map[string]any{"BearerAuth": []string{}},
+			map[string]any{"SessionCookie": []string{}})
 	}
 	if op.Takes(SessionKey) {
 		security = append(security, map[string]any{"SessionKeyHeader": []string{}})

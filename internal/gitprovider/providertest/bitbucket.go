@@ -20,6 +20,7 @@ func NewBitbucket(t Cleaner) *Server {
 		mux.HandleFunc("GET "+p+"/user", b.authed(b.user))
 		mux.HandleFunc("GET "+p+"/user/emails", b.authed(b.emails))
 		mux.HandleFunc("GET "+p+"/repositories", b.authed(b.repositories))
+		mux.HandleFunc("GET "+p+"/user/permissions/workspaces", b.authed(b.workspaces))
 		mux.HandleFunc("GET "+p+"/pullrequests/{user}", b.authed(b.userPulls))
 		mux.HandleFunc("GET "+p+"/repositories/{ws}/{slug}", b.authed(b.repo))
 		mux.HandleFunc("GET "+p+"/repositories/{ws}/{slug}/refs/branches", b.authed(b.branches))
@@ -119,6 +120,25 @@ func (b *bbAPI) repositories(w http.ResponseWriter, r *http.Request, u User) {
 	var out []map[string]any
 	for _, repo := range b.visibleRepos(u) {
 		out = append(out, b.repoJSON(repo, u))
+	}
+	bbPage(w, r, out)
+}
+
+// workspaces lists the user's workspace memberships: their own workspace, and those of the
+// private repositories they are a member of.
+func (b *bbAPI) workspaces(w http.ResponseWriter, r *http.Request, u User) {
+	slugs := []string{u.Login}
+	for _, repo := range b.repos {
+		ws, _, _ := strings.Cut(repo.FullName, "/")
+		if repo.Private && slices.Contains(repo.Members, u.Login) && !slices.Contains(slugs, ws) {
+			slugs = append(slugs, ws)
+		}
+	}
+	var out []map[string]any
+	for _, ws := range slugs {
+		out = append(out, map[string]any{"type": "workspace_membership", "permission": "member",
+			"workspace": map[string]any{"type": "workspace", "slug": ws, "name": ws, "uuid": "{" + ws + "}"},
+			"user":      map[string]any{"type": "user", "nickname": u.Login}})
 	}
 	bbPage(w, r, out)
 }

@@ -20,6 +20,7 @@ func NewBitbucketDC(t Cleaner) *Server {
 		mux.HandleFunc("GET "+p+"/profile/recent/repos", d.authed(d.recentRepos))
 		mux.HandleFunc("GET "+p+"/users/{slug}", d.authed(d.user))
 		mux.HandleFunc("GET "+p+"/repos", d.authed(d.listRepos))
+		mux.HandleFunc("GET "+p+"/projects", d.authed(d.projects))
 		mux.HandleFunc("GET "+p+"/dashboard/pull-requests", d.authed(d.dashboardPulls))
 		mux.HandleFunc("GET "+rp, d.authed(d.repo))
 		mux.HandleFunc("GET "+rp+"/branches", d.authed(d.branches))
@@ -74,6 +75,24 @@ func dcPage[T any](w http.ResponseWriter, r *http.Request, items []T) {
 
 func (d *dcAPI) recentRepos(w http.ResponseWriter, r *http.Request, u User) {
 	dcPage(w, r, []map[string]any{})
+}
+
+// projects lists the projects whose repositories the user sees; personal projects (~user)
+// are not listed, as in Data Center.
+func (d *dcAPI) projects(w http.ResponseWriter, r *http.Request, u User) {
+	var keys []string
+	for _, repo := range d.visibleRepos(u) {
+		key, _, _ := strings.Cut(repo.FullName, "/")
+		if !strings.HasPrefix(key, "~") && !slices.Contains(keys, key) {
+			keys = append(keys, key)
+		}
+	}
+	slices.Sort(keys)
+	out := []map[string]any{}
+	for i, key := range keys {
+		out = append(out, map[string]any{"key": key, "id": i + 1, "name": key, "public": false, "type": "NORMAL"})
+	}
+	dcPage(w, r, out)
 }
 
 func dcUserJSON(u User) map[string]any {

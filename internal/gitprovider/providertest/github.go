@@ -20,6 +20,7 @@ func NewGitHub(t Cleaner) *Server {
 		mux.HandleFunc("GET "+p+"/user", g.authed(g.user))
 		mux.HandleFunc("GET "+p+"/user/emails", g.authed(g.emails))
 		mux.HandleFunc("GET "+p+"/user/repos", g.authed(g.userRepos))
+		mux.HandleFunc("GET "+p+"/user/installations", g.authed(g.installations))
 		mux.HandleFunc("GET "+p+"/issues", g.authed(g.assignedIssues))
 		mux.HandleFunc("GET "+p+"/search/issues", g.authed(g.searchIssues))
 		mux.HandleFunc("GET "+p+"/repos/{owner}/{name}", g.authed(g.repo))
@@ -108,6 +109,24 @@ func (g *ghAPI) userRepos(w http.ResponseWriter, r *http.Request, u User) {
 	}
 	g.link(w, r, page, perPage, more)
 	writeJSON(w, http.StatusOK, out)
+}
+
+// installations lists the GitHub App installations a user access token may use; GitHub
+// refuses other tokens.
+func (g *ghAPI) installations(w http.ResponseWriter, r *http.Request, u User) {
+	if u.Installations == nil {
+		ghError(w, http.StatusForbidden, "You must authenticate with an access token authorized to a GitHub App in order to list installations")
+		return
+	}
+	page, perPage := intParam(r, "page", 1), intParam(r, "per_page", 30)
+	items, more := paginate(u.Installations, page, perPage)
+	out := []map[string]any{}
+	for _, id := range items {
+		out = append(out, map[string]any{"id": id, "app_id": 1, "target_type": "Organization",
+			"account": map[string]any{"login": fmt.Sprintf("org-%d", id), "type": "Organization"}})
+	}
+	g.link(w, r, page, perPage, more)
+	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(u.Installations), "installations": out})
 }
 
 // target resolves {owner}/{name} to a repository the user sees, or answers 404.

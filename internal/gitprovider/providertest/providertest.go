@@ -27,6 +27,9 @@ type User struct {
 	Email string
 	// Company is the profile's company (GitLab: organization); Bitbucket has none.
 	Company string
+	// Installations are the ids of the GitHub App installations the user's token may use;
+	// nil makes the token no GitHub App user token, which GitHub refuses to list them (403).
+	Installations []int64
 }
 
 // Repo is a repository. The default branch is one of its branches whether listed or not.

@@ -38,6 +38,9 @@ type Server struct {
 	script     []Step
 	requests   []RecordedRequest
 	requireKey string
+	// beside answers requests that offer no tools, once Beside was called.
+	beside    []Step
+	besideSet bool
 }
 
 // NewOpenAI starts a server speaking OpenAI chat completions (POST /v1/chat/completions and
@@ -86,6 +89,16 @@ func (s *Server) Push(steps ...Step) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.script = append(s.script, steps...)
+}
+
+// Beside scripts the answers to requests that offer no tools (a conversation's title, a
+// summary), which may arrive in any order beside the agent's: from then on each such request
+// takes the next of these steps, and the main script answers only requests with tools.
+func (s *Server) Beside(steps ...Step) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.beside = append(s.beside, steps...)
+	s.besideSet = true
 }
 
 // RequireAPIKey makes the server answer 401, in the provider's shape and without using a
@@ -177,6 +190,12 @@ func (s *Server) next(rec RecordedRequest) (step Step, n int, refusal string) {
 	switch {
 	case s.requireKey != "" && rec.APIKey != s.requireKey:
 		return Step{}, n, refusedKey
+	case s.besideSet && len(rec.Tools) == 0:
+		if len(s.beside) == 0 {
+			return Step{}, n, refusedExhausted
+		}
+		step, s.beside = s.beside[0], s.beside[1:]
+		return step, n, ""
 	case len(s.script) == 0:
 		return Step{}, n, refusedExhausted
 	}

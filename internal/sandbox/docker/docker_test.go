@@ -15,10 +15,15 @@ import (
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/docker/dockertest"
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
+	"github.com/agentd/agentd/internal/tool/mcp/mcptest"
 )
 
-// testImage is the image the tests build and run.
-const testImage = "agentd-test/sandbox:latest"
+// testImage is the image the tests build and run; testMCPServer is where it has the test MCP
+// server (mcptest's, statically linked).
+const (
+	testImage     = "agentd-test/sandbox:latest"
+	testMCPServer = "/usr/local/bin/agentd-mcptest"
+)
 
 // engine is the private dockerd, the image and the static agentd binary the tests share. It is
 // set up by the first test that needs it and torn down by TestMain.
@@ -76,7 +81,12 @@ func setup() {
 		engine.failure = err
 		return
 	}
-	if err := dockertest.BuildImage(ctx, d.Client, testImage); err != nil {
+	mcpServer := filepath.Join(engine.tmp, "mcpserver")
+	if err := mcptest.BuildServer(ctx, mcpServer); err != nil {
+		engine.failure = err
+		return
+	}
+	if err := dockertest.BuildImage(ctx, d.Client, testImage, dockertest.File{Path: testMCPServer, Host: mcpServer}); err != nil {
 		engine.failure = err
 	}
 }
@@ -134,6 +144,7 @@ func TestConformance(t *testing.T) {
 			return New(Options{Host: d.Host, Root: root, Binary: binary})
 		},
 		Binary:     engine.binary,
+		MCPServer:  testMCPServer,
 		SandboxDir: func(id string) string { return filepath.Join(root, id) },
 		// The backend does not pull: the start fails once the sandbox's directory and
 		// volume exist, and must remove them.

@@ -35,18 +35,54 @@ type internet struct {
 // iproute2's ip: without them it skips, or fails under CI.
 func newInternet(t *testing.T) internet {
 	t.Helper()
+	ns, peerAddr, linkLocal := makeInternet(t)
+	ln := listenIn(t, ns)
+	in := internet{addr: peerAddr, linkLocal: linkLocal, port: strconv.Itoa(ln.Addr().(*net.TCPAddr).Port),
+		marker: "agentd-internet-" + NewKey()[:16]}
+	serveOn(t, ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, in.marker)
+	}))
+	return in
+}
+
+// ServeOnInternet serves h in a network namespace that stands in for the internet (see
+// internet), removed at cleanup, and returns its base URL (http://<address>:<port>): a
+// sandbox with the default network (egress) reaches it as it would a server out there,
+// which the host's loopback it could not. It needs root and iproute2's ip: without them it
+// skips, or fails under CI.
+func ServeOnInternet(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ns, addr, _ := makeInternet(t)
+	ln := listenIn(t, ns)
+	serveOn(t, ln, h)
+	return "http://" + net.JoinHostPort(addr, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+}
+
+// serveOn serves h on ln until cleanup.
+func serveOn(t *testing.T, ln net.Listener, h http.Handler) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: time.Minute}
+	go srv.Serve(ln)
+	// Registered after the namespace's removal, so it runs before: the listening socket holds
+	// the namespace.
+	t.Cleanup(func() { srv.Close() })
+}
+
+// makeInternet makes the namespace, removed at cleanup, and returns its path, the address of
+// its end of the veth pair and its link-local address.
+func makeInternet(t *testing.T) (nsPath, addr, linkLocal string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		Unavailable(t, "the egress probe makes a network namespace, which needs root")
+		Unavailable(t, "the stand-in for the internet is a network namespace, which needs root")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		Unavailable(t, "the egress probe needs iproute2's ip: %v", err)
+		Unavailable(t, "the stand-in for the internet needs iproute2's ip: %v", err)
 	}
 	var r [8]byte
 	_, _ = rand.Read(r[:])
 	n := binary.BigEndian.Uint32(r[:4]) % (1 << 15) // a /30 of the /15
 	base := uint32(198)<<24 | uint32(18)<<16 | n<<2
 	hostAddr, peerAddr := ipv4(base+1), ipv4(base+2)
-	linkLocal := fmt.Sprintf("169.254.%d.%d", 200+r[4]%50, 1+r[5]%250)
+	linkLocal = fmt.Sprintf("169.254.%d.%d", 200+r[4]%50, 1+r[5]%250)
 	tag := fmt.Sprintf("%08x", binary.BigEndian.Uint32(r[4:]))
 	ns, hostIf, nsIf := "agentd-inet-"+tag, "agi"+tag[:6]+"h", "agi"+tag[:6]+"n"
 
@@ -79,17 +115,7 @@ func newInternet(t *testing.T) internet {
 		}
 	}
 
-	ln := listenIn(t, "/run/netns/"+ns)
-	in := internet{addr: peerAddr, linkLocal: linkLocal, port: strconv.Itoa(ln.Addr().(*net.TCPAddr).Port),
-		marker: "agentd-internet-" + NewKey()[:16]}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, in.marker)
-	}), ReadHeaderTimeout: time.Minute}
-	go srv.Serve(ln)
-	// Registered after the namespace's removal, so it runs before: the listening socket holds
-	// the namespace.
-	t.Cleanup(func() { srv.Close() })
-	return in
+	return "/run/netns/" + ns, peerAddr, linkLocal
 }
 
 // listenIn opens a TCP listener on every address of the network namespace at path. The

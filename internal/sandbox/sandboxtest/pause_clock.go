@@ -23,7 +23,7 @@ const tickScript = `(while true; do echo $EPOCHREALTIME >> ticks; sleep 0.05; do
 func (s *suite) pauseResumeWithoutHost(t *testing.T, b sandbox.Backend, bx *box) {
 	ctx := context.Background()
 	run(t, bx.client, tickScript)
-	waitTickAfter(t, bx.client, time.Now())
+	waitTickAfter(t, bx.client, "ticks", time.Now())
 
 	if err := b.Pause(ctx, bx.inst); err != nil {
 		t.Fatalf("pause: %v", err)
@@ -42,7 +42,7 @@ func (s *suite) pauseResumeWithoutHost(t *testing.T, b sandbox.Backend, bx *box)
 	}
 	inspect(t, b, bx.inst, sandbox.StateRunning)
 	waitAnswers(t, bx.client)
-	ticks := waitTickAfter(t, bx.client, resumed)
+	ticks := waitTickAfter(t, bx.client, "ticks", resumed)
 	for _, tick := range ticks {
 		if tick.After(paused) && tick.Before(resumed) {
 			t.Fatalf("the background loop ticked at %s, %v after the sandbox was paused and %v before it was resumed",
@@ -54,12 +54,13 @@ func (s *suite) pauseResumeWithoutHost(t *testing.T, b sandbox.Backend, bx *box)
 	}
 }
 
-// waitTickAfter waits until the file ticks holds a time after since, and returns them all.
-func waitTickAfter(t *testing.T, c *runtime.Client, since time.Time) []time.Time {
+// waitTickAfter waits until the file (in the workspace, as tickScript writes it) holds a time
+// after since, and returns them all.
+func waitTickAfter(t *testing.T, c *runtime.Client, file string, since time.Time) []time.Time {
 	t.Helper()
 	deadline := time.Now().Add(changeTimeout)
 	for {
-		ticks := readTicks(t, c)
+		ticks := readTicks(t, c, file)
 		if len(ticks) > 0 && ticks[len(ticks)-1].After(since) {
 			return ticks
 		}
@@ -68,16 +69,16 @@ func waitTickAfter(t *testing.T, c *runtime.Client, since time.Time) []time.Time
 			if len(ticks) > 0 {
 				last = ticks[len(ticks)-1].Format(time.RFC3339Nano)
 			}
-			t.Fatalf("the background loop did not tick after %s within %v (%d ticks, the last at %s)",
-				since.Format(time.RFC3339Nano), changeTimeout, len(ticks), last)
+			t.Fatalf("%s: no tick after %s within %v (%d ticks, the last at %s)",
+				file, since.Format(time.RFC3339Nano), changeTimeout, len(ticks), last)
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
 }
 
-func readTicks(t *testing.T, c *runtime.Client) []time.Time {
+func readTicks(t *testing.T, c *runtime.Client, file string) []time.Time {
 	t.Helper()
-	res := run(t, c, "cat ticks 2>/dev/null; true")
+	res := run(t, c, "cat '"+file+"' 2>/dev/null; true")
 	var ticks []time.Time
 	for line := range strings.Lines(res.Output) {
 		line = strings.TrimSpace(line)

@@ -37,6 +37,10 @@ type Options struct {
 	// Binary is an agentd executable New accepts; empty means the test binary (Binary). The
 	// docker backend, for one, takes only a statically linked build.
 	Binary string
+	// MCPServer is the path, in the sandboxes, of the test MCP server program (the mcptest
+	// package's mcpserver, see mcptest.BuildServer); empty means the runtime's own executable,
+	// which is the test server when the runtime is the test binary (Binary empty).
+	MCPServer string
 	// SandboxDir returns the directory the backend keeps on the host for sandbox id. The
 	// suite checks that a start never takes over, nor removes, a directory that exists
 	// already, and that a failed start removes the one it made. Nil means the backend keeps no

@@ -105,6 +105,9 @@ func eventWhere(ownerID string, f event.Filter) where {
 	} else {
 		w.add("e.owner_id = ?", ownerID)
 	}
+	if f.AfterSeq > 0 {
+		w.add("e.seq > ?", f.AfterSeq)
+	}
 	if f.Kind != "" {
 		w.add("e.kind = ?", f.Kind)
 	}

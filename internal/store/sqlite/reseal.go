@@ -41,6 +41,7 @@ var sealedColumns = []sealedColumn{
 	{"sandboxes", "session_key_sealed"},
 	{"conversations", "request_sealed"},
 	{"conversations", "secrets_sealed"},
+	{"webhooks", "secret_sealed"},
 }
 
 type sealedRow struct {

@@ -150,10 +150,16 @@ func (s *Store) PutConversationSkills(ctx context.Context, conversationID string
 			if err != nil {
 				return err
 			}
+			servers := []byte("[]")
+			if len(sk.MCPServers) > 0 {
+				if servers, err = json.Marshal(sk.MCPServers); err != nil {
+					return err
+				}
+			}
 			_, err = tx.ExecContext(ctx,
-				`INSERT INTO conversation_skills (conversation_id, position, name, type, triggers, description, content, source)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-				conversationID, i, sk.Name, string(sk.Type), triggers, sk.Description, sk.Content, sk.Source)
+				`INSERT INTO conversation_skills (conversation_id, position, name, type, triggers, description, content, source, mcp_servers)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				conversationID, i, sk.Name, string(sk.Type), triggers, sk.Description, sk.Content, sk.Source, string(servers))
 			if isForeignKey(err) {
 				return conversation.ErrNotFound
 			}
@@ -172,16 +178,22 @@ func (s *Store) PutConversationSkills(ctx context.Context, conversationID string
 func (s *Store) ConversationSkills(ctx context.Context, conversationID string) ([]skill.Skill, error) {
 	out, err := collect(ctx, s.r, func(sc scanner) (skill.Skill, error) {
 		var sk skill.Skill
-		var typ, triggers string
-		if err := sc.Scan(&sk.Name, &typ, &triggers, &sk.Description, &sk.Content, &sk.Source); err != nil {
+		var typ, triggers, servers string
+		if err := sc.Scan(&sk.Name, &typ, &triggers, &sk.Description, &sk.Content, &sk.Source, &servers); err != nil {
 			return skill.Skill{}, err
 		}
 		sk.Type = skill.Type(typ)
 		if err := decodeTriggers(triggers, &sk.Triggers); err != nil {
 			return skill.Skill{}, fmt.Errorf("triggers of skill %q: %w", sk.Name, err)
 		}
+		if err := json.Unmarshal([]byte(servers), &sk.MCPServers); err != nil {
+			return skill.Skill{}, fmt.Errorf("mcp servers of skill %q: %w", sk.Name, err)
+		}
+		if len(sk.MCPServers) == 0 {
+			sk.MCPServers = nil
+		}
 		return sk, nil
-	}, `SELECT name, type, triggers, description, content, source FROM conversation_skills
+	}, `SELECT name, type, triggers, description, content, source, mcp_servers FROM conversation_skills
 		WHERE conversation_id = ? ORDER BY position`, conversationID)
 	if err != nil {
 		return nil, fmt.Errorf("skills of conversation %s: %w", conversationID, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -99,10 +100,14 @@ func testEventSearch(t *testing.T, s store.Store) {
 			where(func(e event.Event) bool {
 				return e.ConversationID == c2.ID && e.Kind == "MessageEvent" && !e.Timestamp.Before(at(2)) && e.Timestamp.Before(at(19))
 			})},
+		{"after an event", event.Filter{AfterSeq: all[6].Seq}, all[7:]},
+		{"after an event, of a conversation", event.Filter{ConversationID: c1.ID, AfterSeq: all[6].Seq},
+			where(func(e event.Event) bool { return e.ConversationID == c1.ID && e.Seq > all[6].Seq })},
 		{"nothing", event.Filter{Kind: "NoSuchEvent"}, nil},
+		{"nothing after the last", event.Filter{AfterSeq: all[len(all)-1].Seq}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.name != "nothing" && len(tc.want) == 0 {
+			if !strings.HasPrefix(tc.name, "nothing") && len(tc.want) == 0 {
 				t.Fatal("bad test: expects no events")
 			}
 			for _, desc := range []bool{false, true} {

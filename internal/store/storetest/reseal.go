@@ -12,6 +12,7 @@ import (
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/settings"
 	"github.com/agentd/agentd/internal/store"
+	"github.com/agentd/agentd/internal/webhook"
 )
 
 // sealedWorld is one of every kind of sealed value, as stored.
@@ -21,6 +22,7 @@ type sealedWorld struct {
 	Secrets              []customsecret.Secret
 	Sandbox              sandbox.Sandbox
 	Conv, Bare           conversation.Conversation
+	Webhook              webhook.Webhook
 }
 
 // sealed lists every non-empty sealed value in w.
@@ -37,7 +39,7 @@ func (w sealedWorld) sealed() [][]byte {
 	for _, sec := range w.Secrets {
 		out = append(out, sec.ValueSealed)
 	}
-	return append(out, w.Sandbox.SessionKeySealed, w.Conv.RequestSealed, w.Conv.SecretsSealed)
+	return append(out, w.Sandbox.SessionKeySealed, w.Conv.RequestSealed, w.Conv.SecretsSealed, w.Webhook.SecretSealed)
 }
 
 func storeSealedWorld(t *testing.T, s store.Store) sealedWorld {
@@ -53,6 +55,7 @@ func storeSealedWorld(t *testing.T, s store.Store) sealedWorld {
 		Sandbox: newSandbox(ownerA, "sb-1", 1, sandbox.StatusRunning),
 		Conv:    newConversation(ownerA, "conv-1", 1),
 		Bare:    newConversation(ownerB, "conv-bare", 2),
+		Webhook: newWebhook(ownerA, "wh-1", 1),
 	}
 	w.SettingsA.Secrets["search_api_key"] = []byte("sealed search key")
 	w.Bare.RequestSealed, w.Bare.SecretsSealed = nil, nil
@@ -65,6 +68,7 @@ func storeSealedWorld(t *testing.T, s store.Store) sealedWorld {
 	ok(t, "create sandbox", s.CreateSandbox(ctx, w.Sandbox))
 	createConversation(t, s, w.Conv)
 	createConversation(t, s, w.Bare)
+	ok(t, "create webhook", s.CreateWebhook(ctx, w.Webhook, webhook.MaxPerUser))
 	return w
 }
 
@@ -89,6 +93,8 @@ func readSealedWorld(t *testing.T, s store.Store, like sealedWorld) sealedWorld 
 	v, err = s.GetConversation(ctx, ownerB, like.Bare.ID)
 	ok(t, "get conversation", err)
 	w.Bare = v.Conversation
+	w.Webhook, err = s.GetWebhook(ctx, ownerA, like.Webhook.ID)
+	ok(t, "get webhook", err)
 	return w
 }
 
@@ -126,6 +132,7 @@ func testReseal(t *testing.T, s store.Store) {
 	}
 	expect.Conv.RequestSealed = reseal(before.Conv.RequestSealed)
 	expect.Conv.SecretsSealed = reseal(before.Conv.SecretsSealed)
+	expect.Webhook.SecretSealed = reseal(before.Webhook.SecretSealed)
 	after := readSealedWorld(t, s, before)
 	equal(t, "settings A", after.SettingsA, expect.SettingsA)
 	equal(t, "settings B", after.SettingsB, expect.SettingsB)
@@ -134,6 +141,7 @@ func testReseal(t *testing.T, s store.Store) {
 	equal(t, "sandbox", after.Sandbox, expect.Sandbox)
 	equal(t, "conversation", after.Conv, expect.Conv)
 	equal(t, "conversation without a request", after.Bare, expect.Bare)
+	equal(t, "webhook", after.Webhook, expect.Webhook)
 }
 
 func testResealRollback(t *testing.T, s store.Store) {

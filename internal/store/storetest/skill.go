@@ -113,6 +113,10 @@ func testConversationSkills(t *testing.T, s store.Store) {
 		{Name: "deploy", Type: skill.TypeKnowledge, Triggers: []string{"deploy", "ship it"}, Description: "d",
 			Content: "Deploy with care.", Source: ".openhands/microagents/deploy.md"},
 		{Name: "mine", Type: skill.TypeRepo, Content: "Mine.", Source: skill.SourceUser},
+		{Name: "tools", Type: skill.TypeRepo, Content: "Use the tools.", Source: ".openhands/microagents/tools.md", MCPServers: []skill.MCPServer{
+			{Name: "fetch", Transport: skill.MCPStdio, Command: "uvx", Args: []string{"mcp-server-fetch"}, Env: map[string]string{"LOG": "1"}},
+			{Transport: skill.MCPSHTTP, URL: "https://mcp.example.com/mcp", TimeoutSeconds: 30},
+		}},
 	}
 	ok(t, "put skills", s.PutConversationSkills(ctx, c.ID, skills))
 	ok(t, "put the other's skills", s.PutConversationSkills(ctx, other.ID, skills[:1]))

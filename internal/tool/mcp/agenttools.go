@@ -94,16 +94,18 @@ type Observation struct {
 	IsError    bool            `json:"is_error"`
 }
 
-// ObservationPart is text, or an image as a data URL.
+// ObservationPart is text, or an image as a data URL: OpenHands' TextContent and
+// ImageContent.
 type ObservationPart struct {
-	Type     string `json:"type"`
-	Text     string `json:"text,omitempty"`
-	ImageURL string `json:"image_url,omitempty"`
+	Type      string   `json:"type"`
+	Text      string   `json:"text,omitempty"`
+	ImageURLs []string `json:"image_urls,omitempty"`
 }
 
 // Result makes r what the model reads and the event log keeps: a first line naming the tool,
-// then each text part; images and other binary parts are named in the text and kept in the
-// observation; a structured answer is added as JSON when there is no text.
+// then each text part; images and other binary parts are named in the text, and images kept
+// in the observation as data URLs (which a model that takes images is shown); a structured
+// answer is added as JSON when there is no text.
 func Result(name string, r CallResult) tool.Result {
 	obs := Observation{Kind: KindObservation, ToolName: name, IsError: r.IsError, Content: []ObservationPart{}}
 	var text strings.Builder
@@ -118,7 +120,7 @@ func Result(name string, r CallResult) tool.Result {
 		case "image":
 			url := "data:" + c.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(c.Data)
 			fmt.Fprintf(&text, "\n[image: %s, %d bytes]", c.MIMEType, len(c.Data))
-			obs.Content = append(obs.Content, ObservationPart{Type: "image", ImageURL: url})
+			obs.Content = append(obs.Content, ObservationPart{Type: "image", ImageURLs: []string{url}})
 		case "resource_link":
 			fmt.Fprintf(&text, "\n[resource: %s]", c.URI)
 		case "resource":

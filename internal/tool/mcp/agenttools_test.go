@@ -62,7 +62,7 @@ func TestResult(t *testing.T) {
 	if err := json.Unmarshal(r.Observation, &obs); err != nil {
 		t.Fatal(err)
 	}
-	if obs.Kind != mcp.KindObservation || len(obs.Content) != 2 || obs.Content[1].ImageURL != "data:image/png;base64,cG5n" {
+	if obs.Kind != mcp.KindObservation || len(obs.Content) != 2 || len(obs.Content[1].ImageURLs) != 1 || obs.Content[1].ImageURLs[0] != "data:image/png;base64,cG5n" {
 		t.Errorf("observation = %s", r.Observation)
 	}
 	s := mcp.Result("sum", mcp.CallResult{Structured: json.RawMessage(`{"sum":5}`), IsError: true})

@@ -46,6 +46,8 @@ type conn struct {
 	stale       bool
 	listChanged atomic.Bool
 	closed      bool
+	// failed is why the last connection or listing failed; nil once one succeeds.
+	failed error
 }
 
 func newConn(spec Server, opts Options, log *slog.Logger, changed func()) *conn {
@@ -239,13 +241,30 @@ func (t *tail) String() string {
 	return string(bytes.TrimSpace(t.buf))
 }
 
-// list returns the server's tools, listing them again if they changed since last time.
-func (c *conn) list(ctx context.Context) ([]*sdk.Tool, error) {
+// list returns the server's tools, listing them again if they changed since last time. With
+// retry false, a server without a session is not connected again: its last failure stands,
+// or, if it was listed before, its last tools (its next call connects it again).
+func (c *conn) list(ctx context.Context, retry bool) ([]*sdk.Tool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.listChanged.Swap(false) {
 		c.stale = true
 	}
+	if !retry && c.sess == nil && !c.closed {
+		switch {
+		case c.failed != nil:
+			return nil, c.failed
+		case c.tools != nil:
+			return c.tools, nil
+		}
+	}
+	tools, err := c.listLocked(ctx)
+	c.failed = err
+	return tools, err
+}
+
+// listLocked is list's connection and listing. The caller holds c.mu.
+func (c *conn) listLocked(ctx context.Context) ([]*sdk.Tool, error) {
 	sess, err := c.session(ctx)
 	if err != nil {
 		return nil, err
@@ -255,7 +274,7 @@ func (c *conn) list(ctx context.Context) ([]*sdk.Tool, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
 	defer cancel()
-	var tools []*sdk.Tool
+	tools := []*sdk.Tool{}
 	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
 			return nil, explain(ctx, "list tools", err, c.stderr)

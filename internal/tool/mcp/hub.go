@@ -116,7 +116,22 @@ func (h *Hub) Generation() uint64 { return h.gen.Load() }
 // State lists every server's tools, connecting the servers not connected and listing again
 // those whose tools changed, all at once. A server that fails is in the answer with its
 // reason, without tools.
-func (h *Hub) State(ctx context.Context) State {
+func (h *Hub) State(ctx context.Context) State { return h.state(ctx, true) }
+
+// Changes is State for a caller that has seen generation since: while that is still the
+// generation it lists nothing and reports false. Otherwise it lists again the tools of the
+// servers that said they changed, and tries no server that is not connected: a server that
+// failed keeps its reason, and one whose session ended keeps its last tools (its next call
+// connects it again). A server that hangs thus costs its time bound once per State, not once
+// per look for changes.
+func (h *Hub) Changes(ctx context.Context, since uint64) (State, bool) {
+	if h.gen.Load() == since {
+		return State{Generation: since}, false
+	}
+	return h.state(ctx, false), true
+}
+
+func (h *Hub) state(ctx context.Context, retry bool) State {
 	st := State{Generation: h.gen.Load()}
 	conns := h.snapshot()
 	st.Servers = make([]ServerStatus, len(conns))
@@ -125,7 +140,7 @@ func (h *Hub) State(ctx context.Context) State {
 	for i, c := range conns {
 		wg.Go(func() {
 			st.Servers[i] = ServerStatus{Name: c.spec.Name, Transport: c.spec.Transport}
-			ts, err := c.list(ctx)
+			ts, err := c.list(ctx, retry)
 			if err != nil {
 				st.Servers[i].Error = err.Error()
 				h.log.Warn("mcp server unavailable", "mcp_server", c.spec.Name, "err", err)

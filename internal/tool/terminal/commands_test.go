@@ -172,3 +172,22 @@ func TestParsePrompt(t *testing.T) {
 		}
 	}
 }
+
+func TestColourOutput(t *testing.T) {
+	tests := []struct{ raw, colour string }{
+		{"\x1b[1;31mred\x1b[0m plain\r\n", "\x1b[1;31mred\x1b[0m plain"},
+		{"\x1b]0;title\x07\x1b[2K\x1b[32mok\x1b[m", "\x1b[32mok\x1b[m"},
+		{"10%\r\x1b[33m100%\x1b[0m\r\n", "\x1b[33m100%\x1b[0m"},
+		{"ab\bc\x07", "ac"},
+		{"\x1b[?25lplain", "plain"},
+	}
+	for _, tt := range tests {
+		got := colourOutput([]byte(tt.raw))
+		if got != tt.colour {
+			t.Errorf("colourOutput(%q) = %q, want %q", tt.raw, got, tt.colour)
+		}
+		if plain, want := stripColour(got), cleanOutput([]byte(tt.raw)); plain != want {
+			t.Errorf("stripColour(colourOutput(%q)) = %q, want cleanOutput's %q", tt.raw, plain, want)
+		}
+	}
+}

@@ -74,14 +74,42 @@ func (b *capBuffer) Reset() {
 // hyperlinks), DCS/PM/APC strings, and two-byte escapes.
 var ansi = regexp.MustCompile(`\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[PX^_][^\x1b]*\x1b\\|\x1b[()*+][0-9A-Za-z]|\x1b[@-Z\\-_=>]`)
 
+// sgr matches a colour sequence (SGR: colours, bold, underline): the one kind of control
+// sequence an observation keeps, for the people who read it; the model never sees one.
+var sgr = regexp.MustCompile(`\x1b\[[0-9;:]*m`)
+
 // cleanOutput turns raw terminal output into the text a person would read on the screen:
 // valid UTF-8, no control sequences, line ends as \n, and a line redrawn with \r (progress
 // bars) shown as its last state. Trailing newlines are dropped; the caller adds its own.
-func cleanOutput(raw []byte) string {
+func cleanOutput(raw []byte) string { return clean(raw, false) }
+
+// colourOutput is cleanOutput keeping the colour sequences, which observations carry for
+// clients to show; stripColour makes the model's text of it.
+func colourOutput(raw []byte) string { return clean(raw, true) }
+
+// stripColour removes the colour sequences (and any escape left alone) from colourOutput's
+// text, which then reads as cleanOutput's.
+func stripColour(s string) string {
+	if !strings.ContainsRune(s, 0x1b) {
+		return s
+	}
+	return strings.ReplaceAll(sgr.ReplaceAllString(s, ""), "\x1b", "")
+}
+
+func clean(raw []byte, keepColour bool) string {
 	s := strings.ToValidUTF8(string(raw), "\uFFFD")
-	s = ansi.ReplaceAllString(s, "")
+	if keepColour {
+		s = ansi.ReplaceAllStringFunc(s, func(seq string) string {
+			if sgr.MatchString(seq) && len(sgr.FindString(seq)) == len(seq) {
+				return seq
+			}
+			return ""
+		})
+	} else {
+		s = ansi.ReplaceAllString(s, "")
+	}
 	s = strings.ReplaceAll(s, "\r\n", "\n")
-	if strings.ContainsAny(s, "\r\b\x07") || hasControl(s) {
+	if strings.ContainsAny(s, "\r\b\x07") || hasControl(s, keepColour) {
 		var b strings.Builder
 		for line := range strings.Lines(s) {
 			nl := strings.HasSuffix(line, "\n")
@@ -89,7 +117,7 @@ func cleanOutput(raw []byte) string {
 			if i := strings.LastIndexByte(strings.TrimRight(line, "\r"), '\r'); i >= 0 {
 				line = line[i+1:]
 			}
-			b.WriteString(applyControls(line))
+			b.WriteString(applyControls(line, keepColour))
 			if nl {
 				b.WriteByte('\n')
 			}
@@ -99,9 +127,11 @@ func cleanOutput(raw []byte) string {
 	return strings.TrimRight(s, "\n")
 }
 
-func hasControl(s string) bool {
+// hasControl reports whether s has control characters other than \n and \t (and, when
+// keepEsc, the escape that starts a colour sequence).
+func hasControl(s string, keepEsc bool) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 && c != '\n' && c != '\t' {
+		if c := s[i]; c < 0x20 && c != '\n' && c != '\t' && (c != 0x1b || !keepEsc) {
 			return true
 		}
 	}
@@ -109,8 +139,8 @@ func hasControl(s string) bool {
 }
 
 // applyControls applies backspaces and removes the other control characters of one line.
-func applyControls(line string) string {
-	if !hasControl(line) {
+func applyControls(line string, keepEsc bool) string {
+	if !hasControl(line, keepEsc) {
 		return line
 	}
 	var out []rune
@@ -120,6 +150,8 @@ func applyControls(line string) string {
 			if len(out) > 0 {
 				out = out[:len(out)-1]
 			}
+		case r == 0x1b && keepEsc:
+			out = append(out, r)
 		case r < 0x20 && r != '\t':
 		default:
 			out = append(out, r)

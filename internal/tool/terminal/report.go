@@ -30,8 +30,16 @@ func (s *Session) observe(sh *shell, r report) tool.Result {
 
 // observeWith builds the observation and the model's text: notes, prefix, clipped output,
 // suffix, then the working directory, the Python interpreter and the exit code when known.
+//
+// r.out may hold colour sequences (colourOutput): the observation's content keeps them for
+// people, unless the output had to be clipped; the model's text never has them.
 func (s *Session) observeWith(pr prompt, r report) tool.Result {
-	out := clip(r.out, s.opts.MaxOutputChars, s.opts.OutputDir, r.dropped)
+	plain := stripColour(r.out)
+	out := clip(plain, s.opts.MaxOutputChars, s.opts.OutputDir, r.dropped)
+	shown := out
+	if out == plain {
+		shown = r.out
+	}
 	prefix, suffix := r.prefix, r.suffix
 	if r.dropped > 0 {
 		suffix = fmt.Sprintf("\n[%d bytes in the middle of the output were not kept: between two calls the terminal keeps the first and the last %s of what a command prints.]", r.dropped, byteSize(s.opts.MaxBufferedOutput/2)) + suffix
@@ -73,7 +81,7 @@ func (s *Session) observeWith(pr prompt, r report) tool.Result {
 			Suffix:            suffix,
 		},
 		FullOutputSaveDir: s.opts.OutputDir,
-		Content:           tool.Content(out),
+		Content:           tool.Content(shown),
 		IsError:           r.isError,
 	}
 	return tool.NewResult(strings.Join(lines, "\n"), r.isError, obs)

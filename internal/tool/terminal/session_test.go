@@ -173,7 +173,7 @@ func TestPersistentState(t *testing.T) {
 		{cmd("sh -c 'exit 7'"), "", 7, f.dir + "/sub"},
 		{cmd("printf 'no newline'"), "no newline", 0, f.dir + "/sub"},
 		{cmd("echo 'quote!' \"bang!\""), "quote! bang!", 0, f.dir + "/sub"},
-		{cmd("printf '\\033[31mred\\033[0m plain\\n'"), "red plain", 0, f.dir + "/sub"},
+		{cmd("printf '\\033[31mred\\033[0m plain\\n'"), "\x1b[31mred\x1b[0m plain", 0, f.dir + "/sub"}, // colour kept for people
 		{cmd("printf 'progress 10%%\\rprogress 100%%\\n'"), "progress 100%", 0, f.dir + "/sub"},
 		{cmd("echo out; echo err >&2"), "out\nerr", 0, f.dir + "/sub"},
 		{cmd("f() { echo in f; }"), "", 0, f.dir + "/sub"},
@@ -513,5 +513,19 @@ func waitGone(t *testing.T, pid string) {
 			t.Fatalf("process %s still runs: %s", pid, b)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestColourForPeopleNotTheModel: the observation keeps a command's colours for clients to
+// show; the model's text has none.
+func TestColourForPeopleNotTheModel(t *testing.T) {
+	f := newSession(t, 10*time.Second)
+	res, obs := f.run(t, cmd(`printf '\033[31mred\033[0m plain\n'`))
+	out, res, _ := f.settle(t, res, obs)
+	if !strings.Contains(out, "\x1b[31mred\x1b[0m plain") {
+		t.Errorf("observation content %q lost the colour", out)
+	}
+	if strings.ContainsRune(res.Text, 0x1b) || !strings.Contains(res.Text, "red plain") {
+		t.Errorf("the model's text %q holds an escape or lost the output", res.Text)
 	}
 }

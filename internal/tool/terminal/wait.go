@@ -55,7 +55,7 @@ func (s *Session) wait(ctx context.Context, sh *shell, a tool.TerminalArgs, w Wa
 	// running reports the command as still running, with the output since the last call.
 	running := func(suffix string, isError bool) tool.Result {
 		out, dropped := sh.takeOutput()
-		return s.observe(sh, report{command: a.Command, out: cleanOutput(out), dropped: dropped,
+		return s.observe(sh, report{command: a.Command, out: colourOutput(out), dropped: dropped,
 			exitCode: -1, timedOut: true, prefix: prefix, suffix: suffix, isError: isError, notes: notes})
 	}
 	for {
@@ -64,7 +64,7 @@ func (s *Session) wait(ctx context.Context, sh *shell, a tool.TerminalArgs, w Wa
 			fin = sh.takeFinal()
 			s.commandEnded()
 			pr := fin.prompt
-			out := stripEcho(cleanOutput(fin.out), s.currentCommand())
+			out := stripEcho(colourOutput(fin.out), s.currentCommand())
 			return s.observeWith(pr, report{command: a.Command, out: out, dropped: fin.dropped,
 				exitCode: pr.exitCode, prefix: prefix, notes: notes})
 		}
@@ -93,7 +93,7 @@ func (s *Session) wait(ctx context.Context, sh *shell, a tool.TerminalArgs, w Wa
 			}
 			s.commandEnded()
 			out, dropped := sh.takeOutput()
-			return s.observe(sh, report{command: a.Command, out: cleanOutput(out), dropped: dropped,
+			return s.observe(sh, report{command: a.Command, out: colourOutput(out), dropped: dropped,
 				exitCode: sh.status, prefix: prefix, notes: notes,
 				suffix: fmt.Sprintf("\n[The shell exited with status %d. The next command starts a new session in %s.]", sh.status, s.opts.Dir)})
 		case <-ctx.Done():

@@ -29,11 +29,18 @@ var ImageTools = []string{
 // ImagePath is the PATH of the test image, which its sandboxes keep.
 const ImagePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// File is a host file copied into an image, as an executable.
+type File struct {
+	// Path is where the image has it; Host is the file copied.
+	Path, Host string
+}
+
 // BuildImage imports an image named ref into the engine, made from the host's ImageTools
 // (those present) and the shared libraries they load, laid out usr-merged as on Debian, with
-// /bin/sh as bash, a root user, /tmp and /root. It needs no registry and no network.
-func BuildImage(ctx context.Context, cli *client.Client, ref string) error {
-	tarball, err := RootfsTar(ImageTools)
+// /bin/sh as bash, a root user, /tmp and /root, and the extra files (statically linked
+// programs: their libraries are not looked for). It needs no registry and no network.
+func BuildImage(ctx context.Context, cli *client.Client, ref string, extra ...File) error {
+	tarball, err := RootfsTar(ImageTools, extra...)
 	if err != nil {
 		return fmt.Errorf("build test image: %w", err)
 	}
@@ -54,9 +61,12 @@ func BuildImage(ctx context.Context, cli *client.Client, ref string) error {
 }
 
 // RootfsTar returns a root filesystem as a tar stream with the host programs named (those
-// found in PATH; at least bash must be) and everything they load.
-func RootfsTar(programs []string) ([]byte, error) {
+// found in PATH; at least bash must be) and everything they load, and the extra files.
+func RootfsTar(programs []string, extra ...File) ([]byte, error) {
 	files := map[string]string{} // path in the image → host file to copy
+	for _, f := range extra {
+		files[path.Clean("/"+f.Path)] = f.Host
+	}
 	for _, name := range programs {
 		host, err := lookProgram(name)
 		if err != nil {

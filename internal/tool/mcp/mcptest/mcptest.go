@@ -1,6 +1,7 @@
 // Package mcptest is MCP tool servers for tests, written with the same SDK agentd's client
-// uses: one served over stdio by a test binary that runs itself again, and the same served
-// over SSE and streamable HTTP on loopback.
+// uses: one served over stdio, by a test binary that runs itself again (Main) or by the
+// statically linked program mcpserver (BuildServer), and the same served over SSE and
+// streamable HTTP (HTTP on loopback, or Handler anywhere).
 package mcptest
 
 import (
@@ -10,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +35,8 @@ var PNG = []byte("\x89PNG\r\n\x1a\nnot really")
 //   - hang: waits until the call is cancelled, or stop is closed
 //   - fail: an answer with isError set
 //   - add_tool {name}: adds a tool of that name, which says list_changed to clients
+//   - tick {file}: from now on appends the time (Unix seconds with microseconds) to file (in
+//     its working directory) every 50 ms, until the server exits
 func NewServer(stop <-chan struct{}) *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "agentd-mcptest", Version: "1"}, nil)
 	type echoArgs struct {
@@ -73,6 +78,26 @@ func NewServer(stop <-chan struct{}) *sdk.Server {
 	sdk.AddTool(s, &sdk.Tool{Name: "fail", Description: "Fails."}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 		return nil, nil, fmt.Errorf("it failed on purpose")
 	})
+	type tickArgs struct {
+		File string `json:"file"`
+	}
+	sdk.AddTool(s, &sdk.Tool{Name: "tick", Description: "Counts in a file."}, func(_ context.Context, _ *sdk.CallToolRequest, a tickArgs) (*sdk.CallToolResult, any, error) {
+		if a.File == "" {
+			return nil, nil, fmt.Errorf("no file")
+		}
+		f, err := os.OpenFile(a.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, nil, err
+		}
+		go func() {
+			for {
+				now := time.Now()
+				fmt.Fprintf(f, "%d.%06d\n", now.Unix(), now.Nanosecond()/1000)
+				time.Sleep(50 * time.Millisecond)
+			}
+		}()
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ticking"}}}, nil, nil
+	})
 	type addArgs struct {
 		Name string `json:"name"`
 	}
@@ -88,9 +113,15 @@ func NewServer(stop <-chan struct{}) *sdk.Server {
 // Main serves as ModeEnv says and exits, if it is set; otherwise it returns. Call it first
 // in a TestMain.
 func Main() {
-	switch os.Getenv(ModeEnv) {
-	case "":
-		return
+	if mode := os.Getenv(ModeEnv); mode != "" {
+		Serve(mode)
+	}
+}
+
+// Serve serves on stdin and stdout as mode says ("stdio", "crash" or "hang"; see ModeEnv),
+// and exits.
+func Serve(mode string) {
+	switch mode {
 	case "stdio":
 		err := NewServer(nil).Run(context.Background(), &sdk.StdioTransport{})
 		if err != nil {
@@ -118,23 +149,7 @@ func HTTP(t testing.TB, key string) (sseURL, shttpURL string) {
 	// Closing stop ends calls that hang, whose handlers the SSE transport does not cancel
 	// when its client gives up, so that the server can shut down.
 	stop := make(chan struct{})
-	srv := NewServer(stop)
-	get := func(*http.Request) *sdk.Server { return srv }
-	mux := http.NewServeMux()
-	mux.Handle("/sse", sdk.NewSSEHandler(get, nil))
-	mux.Handle("/mcp", sdk.NewStreamableHTTPHandler(get, nil))
-	var h http.Handler = mux
-	if key != "" {
-		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get("Authorization") != "Bearer "+key {
-				w.WriteHeader(http.StatusUnauthorized)
-				_ = json.NewEncoder(w).Encode(map[string]string{"error": "bad key"})
-				return
-			}
-			mux.ServeHTTP(w, r)
-		})
-	}
-	hs := httptest.NewUnstartedServer(h)
+	hs := httptest.NewUnstartedServer(Handler(key, stop))
 	hs.Config.ReadHeaderTimeout = 10 * time.Second
 	hs.Start()
 	t.Cleanup(func() {
@@ -143,4 +158,40 @@ func HTTP(t testing.TB, key string) (sseURL, shttpURL string) {
 		hs.Close()
 	})
 	return hs.URL + "/sse", hs.URL + "/mcp"
+}
+
+// Handler is NewServer over SSE (at paths ending in /sse) and streamable HTTP (at paths
+// ending in /mcp), so that it can be mounted under any prefix. With a key, requests without
+// "Authorization: Bearer key" are refused with 401. Closing stop ends the calls that hang.
+func Handler(key string, stop <-chan struct{}) http.Handler {
+	srv := NewServer(stop)
+	get := func(*http.Request) *sdk.Server { return srv }
+	sse, shttp := sdk.NewSSEHandler(get, nil), sdk.NewStreamableHTTPHandler(get, nil)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if key != "" && r.Header.Get("Authorization") != "Bearer "+key {
+			w.WriteHeader(http.StatusUnauthorized)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": "bad key"})
+			return
+		}
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/sse"):
+			sse.ServeHTTP(w, r)
+		case strings.HasSuffix(r.URL.Path, "/mcp"):
+			shttp.ServeHTTP(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+// BuildServer builds the test server as a program of its own (package mcpserver), statically
+// linked, to out. The go command must be in PATH and the working directory in the module (as
+// under go test).
+func BuildServer(ctx context.Context, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "github.com/agentd/agentd/internal/tool/mcp/mcptest/mcpserver")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build the test MCP server: %w\n%s", err, b)
+	}
+	return nil
 }

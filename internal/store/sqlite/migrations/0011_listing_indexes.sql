@@ -1,4 +1,4 @@
--- 0008: every listing's filters and sorts reach their rows through an index, so that a page
+-- 0011: every listing's filters and sorts reach their rows through an index, so that a page
 -- costs what the page holds, not what the table holds (see the query plans' test).
 --
 -- owner_id on events is the owner of the event's conversation, written with the event: the

@@ -1,0 +1,321 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/paging"
+)
+
+// The live streams' figures: from the call that appends an event (SendMessage stores a user
+// message and publishes it) to its arrival at each subscriber of the conversation, on event
+// sockets and on SSE streams, with 1 and with 100 subscribers; beside a bare broadcast of the
+// same bytes to as many loopback TCP readers, in the same run. Each round waits until every
+// subscriber has the event before the next, so the figures are latencies, not queueing.
+
+// streamMarker starts the text of the bench's messages; the round's number follows.
+const streamMarker = "agentd-bench stream "
+
+// arrival is one subscriber's receipt of a round's event.
+type arrival struct {
+	round int
+	at    time.Time
+}
+
+func benchStreams(ctx context.Context, s *server, rounds int, progress func(string, ...any)) ([]row, []string, error) {
+	sb, done, err := s.runningSandbox(ctx)
+	defer done()
+	if err != nil {
+		return nil, nil, err
+	}
+	convID, err := s.quietConversation(ctx, sb.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	sample, err := event.NewUserMessage("00000000-0000-4000-8000-000000000000", time.Now(), streamMarker+strconv.Itoa(rounds), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	payload := append(bytes.Clone(sample.Body), '\n')
+
+	var rows []row
+	for _, n := range []int{1, 100} {
+		progress("timing %d events to %d loopback TCP readers", rounds, n)
+		bare, err := timeBroadcast(ctx, n, rounds, payload)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, kind := range []string{"WebSocket", "SSE"} {
+			progress("timing %d events to %d %s subscribers", rounds, n, kind)
+			got, err := s.timeStream(ctx, kind, sb.ID, convID, n, rounds)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, p := range []float64{50, 99} {
+				figure := fmt.Sprintf("event append → arrival at %d %s subscriber(s), p%.0f", n, kind, p)
+				rows = append(rows, timeRow(figure, p, got, bare, fmt.Sprintf("the same bytes written to %d loopback TCP reader(s)", n)))
+			}
+		}
+	}
+	notes := []string{fmt.Sprintf("streams: %d rounds per figure; a round appends one user message (SendMessage: masking, an SQLite commit, the publication) and ends when every subscriber has read its event; each subscriber's time counts. "+
+		"The primitive writes the event's bytes (%d) to each connection in turn from one goroutine and times each reader's arrival.", rounds, len(payload))}
+	return rows, notes, nil
+}
+
+// quietConversation starts a conversation without a message in the sandbox: its agent records
+// its system prompt and waits.
+func (s *server) quietConversation(ctx context.Context, sandboxID string) (string, error) {
+	var task struct {
+		ID string `json:"id"`
+	}
+	if err := s.call(ctx, "POST", "/api/v1/app-conversations", map[string]any{"sandbox_id": sandboxID}, &task); err != nil {
+		return "", err
+	}
+	if err := s.waitTasksReady(ctx, []string{task.ID}); err != nil {
+		return "", err
+	}
+	var tasks []*struct {
+		AppConversationID string `json:"app_conversation_id"`
+	}
+	if err := s.call(ctx, "GET", "/api/v1/app-conversations/start-tasks?ids="+task.ID, nil, &tasks); err != nil {
+		return "", err
+	}
+	return tasks[0].AppConversationID, nil
+}
+
+// timeStream opens n subscribers of kind ("WebSocket" or "SSE") on the conversation, appends
+// rounds events and returns each subscriber's time to each event. The subscribers are closed
+// before it returns, and the server has let them go.
+func (s *server) timeStream(ctx context.Context, kind, sandboxID, convID string, n, rounds int) ([]time.Duration, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		// The server's handlers take a moment to leave; the next figure needs their places.
+		for deadline := time.Now().Add(time.Minute); s.app.Conversations.Followers(convID) > 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	arrivals := make(chan arrival, n)
+	errs := make(chan error, n)
+	for range n {
+		var read func() error
+		var err error
+		switch kind {
+		case "WebSocket":
+			read, err = s.openSocket(ctx, sandboxID, convID, arrivals)
+		default:
+			read, err = s.openSSE(ctx, convID, arrivals)
+		}
+		if err != nil {
+			return nil, err
+		}
+		go func() { errs <- read() }()
+	}
+	var out []time.Duration
+	for r := range rounds {
+		start := time.Now()
+		err := s.app.Conversations.SendMessage(ctx, s.ownerID, convID, conversation.Message{Text: streamMarker + strconv.Itoa(r)}, false)
+		if err != nil {
+			return nil, err
+		}
+		for got := 0; got < n; {
+			select {
+			case a := <-arrivals:
+				if a.round == r {
+					out, got = append(out, a.at.Sub(start)), got+1
+				}
+			case err := <-errs:
+				return nil, fmt.Errorf("%s subscriber: %w", kind, err)
+			case <-time.After(time.Minute):
+				return nil, fmt.Errorf("%s: round %d reached %d of %d subscribers in a minute", kind, r, got, n)
+			}
+		}
+	}
+	return out, nil
+}
+
+// roundOf returns the round whose message data holds, or -1.
+func roundOf(data []byte) int {
+	i := bytes.Index(data, []byte(streamMarker))
+	if i < 0 {
+		return -1
+	}
+	rest := data[i+len(streamMarker):]
+	j := 0
+	for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+		j++
+	}
+	r, err := strconv.Atoi(string(rest[:j]))
+	if err != nil {
+		return -1
+	}
+	return r
+}
+
+// deliver hands a round's arrival on, if data is a round's event; false once ctx has ended.
+func deliver(ctx context.Context, arrivals chan<- arrival, data []byte, at time.Time) bool {
+	r := roundOf(data)
+	if r < 0 {
+		return true
+	}
+	select {
+	case arrivals <- arrival{r, at}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// openSocket opens a live-only event socket and returns the loop that reads it.
+func (s *server) openSocket(ctx context.Context, sandboxID, convID string, arrivals chan<- arrival) (func() error, error) {
+	u := "ws" + s.url[len("http"):] + "/agent-server/" + sandboxID + "/sockets/events/" + convID
+	c, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"X-Session-API-Key": {s.key}}})
+	if err != nil {
+		return nil, err
+	}
+	c.SetReadLimit(8 << 20)
+	// The full state comes once the socket follows the conversation.
+	if _, _, err := c.Read(ctx); err != nil {
+		c.CloseNow()
+		return nil, fmt.Errorf("event socket: %w", err)
+	}
+	return func() error {
+		defer c.CloseNow()
+		for {
+			_, data, err := c.Read(ctx)
+			at := time.Now()
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			if !deliver(ctx, arrivals, data, at) {
+				return nil
+			}
+		}
+	}, nil
+}
+
+// openSSE opens an SSE stream after the conversation's newest event and returns the loop that
+// reads it.
+func (s *server) openSSE(ctx context.Context, convID string, arrivals chan<- arrival) (func() error, error) {
+	newest, _, err := s.app.Conversations.SearchEvents(ctx, s.ownerID, event.Filter{ConversationID: convID}, true, paging.Query{Limit: 1})
+	if err != nil || len(newest) == 0 {
+		return nil, fmt.Errorf("newest event: %v", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, "GET", s.url+"/api/v1/app-conversations/"+convID+"/events/stream", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("X-Session-API-Key", s.key)
+	req.Header.Set("Last-Event-ID", newest[0].ID)
+	// A client of its own: each stream holds its connection for good.
+	resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return nil, fmt.Errorf("event stream: %s: %s", resp.Status, body)
+	}
+	// The full state comes once the stream follows the conversation.
+	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			resp.Body.Close()
+			return nil, fmt.Errorf("event stream: %w", err)
+		}
+		if bytes.HasPrefix(line, []byte("data: ")) {
+			break
+		}
+	}
+	return func() error {
+		defer resp.Body.Close()
+		for {
+			line, err := br.ReadSlice('\n')
+			at := time.Now()
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			if bytes.HasPrefix(line, []byte("data: ")) && !deliver(ctx, arrivals, line, at) {
+				return nil
+			}
+		}
+	}, nil
+}
+
+// timeBroadcast writes payload to n loopback TCP connections, one after the other, rounds
+// times, and returns each reader's time to each payload.
+func timeBroadcast(ctx context.Context, n, rounds int, payload []byte) ([]time.Duration, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	defer ln.Close()
+	arrivals := make(chan time.Time, n)
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range n {
+		client, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			return nil, err
+		}
+		conns = append(conns, client)
+		srv, err := ln.Accept()
+		if err != nil {
+			return nil, err
+		}
+		conns = append(conns, srv)
+		go func() {
+			br := bufio.NewReaderSize(client, 64<<10)
+			for {
+				if _, err := br.ReadSlice('\n'); err != nil {
+					return
+				}
+				arrivals <- time.Now()
+			}
+		}()
+	}
+	var out []time.Duration
+	for range rounds {
+		start := time.Now()
+		for i := 1; i < len(conns); i += 2 {
+			if _, err := conns[i].Write(payload); err != nil {
+				return nil, err
+			}
+		}
+		for range n {
+			select {
+			case at := <-arrivals:
+				out = append(out, at.Sub(start))
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Minute):
+				return nil, errors.New("a bare broadcast took over a minute")
+			}
+		}
+	}
+	return out, nil
+}

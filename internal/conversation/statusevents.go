@@ -1,0 +1,146 @@
+package conversation
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/sandbox"
+)
+
+// A conversation's status changes are events of its log (see event.StateStartTask), so that
+// its streams tell a page everything: each step of its start task, with the conversation
+// status it implies at the first step, at READY (with the sandbox's status) and at ERROR;
+// each change of its sandbox's status, with the conversation status it implies. The agent's
+// execution status and statistics are state updates already. A step's progress (a clone's
+// percentages) reaches the live streams without being stored: it changes hundreds of times,
+// and the next step says where the task is.
+
+// State is what a start_task update says of t.
+func (t StartTask) State() event.StartTaskState {
+	st := event.StartTaskState{ID: t.ID, Status: string(t.Status), Detail: optional(t.Detail),
+		SandboxID: optional(t.SandboxID), UpdatedAt: t.UpdatedAt}
+	if t.Status == TaskReady {
+		st.AppConversationID = optional(t.ConversationID)
+	}
+	return st
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// saveTask stores t's step and records it in the conversation's log. A step that was stored
+// but could not be recorded is logged: the task goes on.
+func (s *Service) saveTask(ctx context.Context, t *StartTask) error {
+	t.UpdatedAt = s.o.Now().UTC()
+	if err := s.o.Store.UpdateStartTask(ctx, *t); err != nil {
+		return err
+	}
+	s.notifyWatches(*t)
+	if err := s.recordTask(ctx, *t); err != nil {
+		s.log.Error("record start task step", "task_id", t.ID, "conversation_id", t.ConversationID, "err", err)
+	}
+	return nil
+}
+
+// saveTaskProgress stores t's detail, the progress of its step, and tells the live streams
+// without recording it in the log.
+func (s *Service) saveTaskProgress(ctx context.Context, t *StartTask) error {
+	t.UpdatedAt = s.o.Now().UTC()
+	if err := s.o.Store.UpdateStartTask(ctx, *t); err != nil {
+		return err
+	}
+	s.notifyWatches(*t)
+	v, err := s.o.Store.GetConversation(ctx, t.OwnerID, t.ConversationID)
+	if err != nil {
+		return err
+	}
+	ev, err := event.NewStateUpdate(s.o.NewEventID(), s.o.Now(), event.StateStartTask, t.State())
+	if err != nil {
+		return err
+	}
+	ev.ConversationID = t.ConversationID
+	evs := []event.Event{ev}
+	if err := s.redact(ctx, v.Conversation, evs); err != nil {
+		return err
+	}
+	s.o.Bus.Publish(evs...)
+	return nil
+}
+
+// recordTask records t's step, and the conversation status it implies at the first step,
+// READY and ERROR.
+func (s *Service) recordTask(ctx context.Context, t StartTask) error {
+	v, err := s.o.Store.GetConversation(ctx, t.OwnerID, t.ConversationID)
+	if err != nil {
+		return err
+	}
+	updates := []stateUpdate{{event.StateStartTask, t.State()}}
+	switch t.Status {
+	case TaskReady:
+		updates = append(updates, stateUpdate{event.StateSandboxStatus, v.SandboxStatus},
+			stateUpdate{event.StateConversationStatus, StatusOf(v)})
+	case TaskWaitingForSandbox, TaskError:
+		updates = append(updates, stateUpdate{event.StateConversationStatus, StatusOf(v)})
+	}
+	return s.recordState(ctx, v.Conversation, updates...)
+}
+
+// SandboxStatusChanged records, on every conversation of the owner that uses the sandbox, its
+// new status and the conversation status it implies.
+func (s *Service) SandboxStatusChanged(ctx context.Context, ownerID, sandboxID string, status sandbox.Status) error {
+	return s.eachOfSandbox(ctx, ownerID, sandboxID, func(v View) error {
+		v.SandboxStatus = status
+		return s.recordState(ctx, v.Conversation,
+			stateUpdate{event.StateSandboxStatus, status}, stateUpdate{event.StateConversationStatus, StatusOf(v)})
+	})
+}
+
+// eachOfSandbox calls fn with each of the owner's conversations that use the sandbox, read
+// whole (a listing leaves out the sealed request, whose secrets events are masked for).
+func (s *Service) eachOfSandbox(ctx context.Context, ownerID, sandboxID string, fn func(View) error) error {
+	f := Filter{SandboxID: sandboxID, IncludeSub: true}
+	for q := (paging.Query{Limit: paging.MaxLimit}); ; {
+		vs, next, err := s.o.Store.ListConversations(ctx, ownerID, f, q)
+		if err != nil {
+			return fmt.Errorf("conversations of sandbox %s: %w", sandboxID, err)
+		}
+		for _, listed := range vs {
+			v, err := s.o.Store.GetConversation(ctx, ownerID, listed.ID)
+			if err != nil {
+				continue // deleted meanwhile
+			}
+			if err := fn(v); err != nil {
+				return fmt.Errorf("conversation %s: %w", v.ID, err)
+			}
+		}
+		if next == "" {
+			return nil
+		}
+		q.Cursor = next
+	}
+}
+
+// stateUpdate is one key of a conversation's state and its new value.
+type stateUpdate struct {
+	key   string
+	value any
+}
+
+// recordState records the updates, in one batch, in c's log.
+func (s *Service) recordState(ctx context.Context, c Conversation, updates ...stateUpdate) error {
+	evs := make([]event.Event, len(updates))
+	for i, u := range updates {
+		ev, err := event.NewStateUpdate(s.o.NewEventID(), s.o.Now(), u.key, u.value)
+		if err != nil {
+			return err
+		}
+		evs[i] = ev
+	}
+	return s.record(ctx, c, evs)
+}

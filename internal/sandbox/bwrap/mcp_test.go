@@ -1,0 +1,448 @@
+package bwrap
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/internal/app"
+	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/llm/llmtest"
+	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
+	"github.com/agentd/agentd/internal/tool/mcp/mcptest"
+)
+
+const mcpAdminKey = "bwrap-mcp-admin-key-0123456789"
+
+// mcpServer is a whole agentd serve on the bwrap backend, and its admin as a client of its
+// HTTP API.
+type mcpServer struct {
+	t    *testing.T
+	app  *app.App
+	url  string
+	logs *lockedBuffer
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// newMCPServer serves agentd on the bwrap backend with the default network (egress) and a
+// spec "isolated" with network none. The MCP connect bound is half the default: a server that
+// never answers costs all of it, and the others (a race-built test binary among them, on a
+// busy machine) must start within it.
+func newMCPServer(t *testing.T) *mcpServer {
+	dir := sandboxtest.ShortDir(t)
+	root := filepath.Join(dir, "sandboxes", "bwrap")
+	newTestBackend(t, testRoot(t)) // skip early when bwrap does not work here
+	cfg, err := config.Load([]string{"--data-dir", dir, "--admin-key", mcpAdminKey, "--sandbox-backend", Name,
+		"--mcp-connect-timeout", "15s"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{sandboxtest.EnvRuntime: "1"}
+	limits := config.LimitsConfig{MemoryMB: 1024, CPUs: 1, PIDs: 512}
+	cfg.Specs = []config.SpecConfig{
+		{ID: "default", InitialEnv: env, Limits: limits},
+		{ID: "isolated", InitialEnv: env, Network: sandbox.NetworkNone, Limits: limits},
+	}
+	// Its Close is registered before the cleanup that uses it, so runs after.
+	cleaner := newTestBackend(t, root)
+	sandboxtest.DestroyAllAtCleanup(t, cleaner)
+	b := newTestBackend(t, root)
+	logs := &lockedBuffer{}
+	a, err := app.New(context.Background(), app.Options{Config: cfg, Backend: b, Version: "test",
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		a.Close()
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs)
+		}
+	})
+	return &mcpServer{t: t, app: a, url: srv.URL, logs: logs}
+}
+
+// api calls the server as its admin and decodes the answer into out, failing the test on any
+// other status than want.
+func (s *mcpServer) api(method, path string, body any, want int, out any) {
+	s.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, s.url+path, rd)
+	req.Header.Set("X-Session-API-Key", mcpAdminKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		s.t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			s.t.Fatalf("%s %s: %v: %s", method, path, err, b)
+		}
+	}
+}
+
+// eventually polls cond until it holds; the bound only ends a test that would never pass.
+func (s *mcpServer) eventually(what string, cond func() bool) {
+	s.t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("still waiting for %s after 2 minutes", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startSandbox starts a sandbox of spec and waits until it runs.
+func (s *mcpServer) startSandbox(spec string) string {
+	s.t.Helper()
+	var sb struct {
+		ID string `json:"id"`
+	}
+	s.api("POST", "/api/v1/sandboxes?sandbox_spec_id="+spec, nil, http.StatusOK, &sb)
+	s.eventually("sandbox "+sb.ID+" RUNNING", func() bool {
+		var got []*struct {
+			Status string `json:"status"`
+		}
+		s.api("GET", "/api/v1/sandboxes?id="+sb.ID, nil, http.StatusOK, &got)
+		return len(got) == 1 && got[0] != nil && got[0].Status == "RUNNING"
+	})
+	return sb.ID
+}
+
+// converse starts a conversation in sandbox sb with mcp_config and waits until its agent
+// has finished; it returns the conversation's id.
+func (s *mcpServer) converse(sb string, mcpConfig map[string]any) string {
+	s.t.Helper()
+	var task struct {
+		ID string `json:"id"`
+	}
+	s.api("POST", "/api/v1/app-conversations", map[string]any{
+		"sandbox_id":      sb,
+		"initial_message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "use the tools"}}, "run": true},
+		"mcp_config":      mcpConfig,
+	}, http.StatusOK, &task)
+	var conv string
+	s.eventually("start task "+task.ID+" READY", func() bool {
+		var got []*struct {
+			Status            string  `json:"status"`
+			Detail            *string `json:"detail"`
+			AppConversationID *string `json:"app_conversation_id"`
+		}
+		s.api("GET", "/api/v1/app-conversations/start-tasks?ids="+task.ID, nil, http.StatusOK, &got)
+		if got[0].Status == "ERROR" {
+			s.t.Fatalf("start task failed: %v", *got[0].Detail)
+		}
+		if got[0].AppConversationID != nil {
+			conv = *got[0].AppConversationID
+		}
+		return got[0].Status == "READY"
+	})
+	s.eventually("the agent of "+conv+" to finish", func() bool {
+		var got []*struct {
+			ExecutionStatus string `json:"execution_status"`
+		}
+		s.api("GET", "/api/v1/app-conversations?ids="+conv, nil, http.StatusOK, &got)
+		if st := got[0].ExecutionStatus; st == "error" || st == "stuck" {
+			s.t.Fatalf("the agent ended %s", st)
+		}
+		return got[0].ExecutionStatus == "finished"
+	})
+	return conv
+}
+
+// mcpEvent is what these tests read of an event.
+type mcpEvent struct {
+	Kind        string          `json:"kind"`
+	ToolName    string          `json:"tool_name"`
+	Observation json.RawMessage `json:"observation"`
+	Server      string          `json:"server"`
+	Detail      string          `json:"detail"`
+	raw         json.RawMessage
+}
+
+func (s *mcpServer) events(conv string) []mcpEvent {
+	s.t.Helper()
+	var all []mcpEvent
+	page := ""
+	for {
+		var p struct {
+			Items      []json.RawMessage `json:"items"`
+			NextPageID *string           `json:"next_page_id"`
+		}
+		s.api("GET", "/api/v1/events/search?conversation_id__eq="+conv+"&page_id="+url.QueryEscape(page), nil, http.StatusOK, &p)
+		for _, raw := range p.Items {
+			var ev mcpEvent
+			if err := json.Unmarshal(raw, &ev); err != nil {
+				s.t.Fatal(err)
+			}
+			ev.raw = raw
+			all = append(all, ev)
+		}
+		if p.NextPageID == nil {
+			return all
+		}
+		page = *p.NextPageID
+	}
+}
+
+// text is the text of an observation's content.
+func (ev mcpEvent) text() string {
+	var o struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	_ = json.Unmarshal(ev.Observation, &o)
+	var parts []string
+	for _, c := range o.Content {
+		parts = append(parts, c.Text)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// mcpOnInternet serves the test MCP servers over SSE and streamable HTTP where a sandbox with
+// the default network reaches them (the host's loopback it cannot): without a key under
+// /open, and wanting key under /keyed.
+func mcpOnInternet(t *testing.T, key string) (sse, keyedSSE, keyedSHTTP string) {
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	mux := http.NewServeMux()
+	mux.Handle("/open/", mcptest.Handler("", stop))
+	mux.Handle("/keyed/", mcptest.Handler(key, stop))
+	base := sandboxtest.ServeOnInternet(t, mux)
+	return base + "/open/sse", base + "/keyed/sse", base + "/keyed/mcp"
+}
+
+// TestMCPEndToEnd: a conversation in a bwrap sandbox with a stdio server, an SSE server and a
+// streamable-HTTP server that wants an API key (past the host, where the sandbox's default
+// network reaches), and three servers that fail: one crashes on start, one never answers,
+// one is given a wrong key. The scripted model calls a tool of each working server and reads
+// the answers as observations; each failing server leaves an event that says why and the
+// conversation runs on. The stdio server runs inside the sandbox, in its PID namespace, and is
+// gone once the sandbox is deleted. The API keys are in no event nor log line.
+func TestMCPEndToEnd(t *testing.T) {
+	s := newMCPServer(t)
+	const key, wrongKey = "mcp-e2e-key-7b1f0c", "mcp-e2e-wrong-0a9d"
+	sse, keyedSSE, keyedSHTTP := mcpOnInternet(t, key)
+	host := strings.NewReplacer(".", "_").Replace(strings.Split(strings.TrimPrefix(sse, "http://"), ":")[0])
+	model := llmtest.NewOpenAI(t,
+		llmtest.Calls(llmtest.Call("local_pid", `{}`)),
+		llmtest.Calls(llmtest.Call(host+"_echo", `{"text":"hello over sse"}`)),
+		llmtest.Calls(llmtest.Call(host+"_3_echo", `{"text":"hello over streamable http"}`)),
+		llmtest.Calls(llmtest.Call("finish", `{"message":"done"}`)),
+	)
+	s.api("POST", "/api/settings", map[string]any{"llm_model": "gpt-4o", "llm_base_url": model.URL(), "llm_api_key": llmtest.APIKey}, http.StatusOK, nil)
+
+	marker := "mcp-e2e-" + sandboxtest.NewID()
+	self := func(name, mode string, args ...string) map[string]any {
+		return map[string]any{"name": name, "command": "/proc/self/exe", "args": args, "env": map[string]any{mcptest.ModeEnv: mode}}
+	}
+	sb := s.startSandbox("default")
+	conv := s.converse(sb, map[string]any{
+		"stdio_servers": []any{self("local", "stdio", marker), self("crashes", "crash"), self("hangs", "hang")},
+		// Servers named after their host, in order: <host>, <host>_2, <host>_3.
+		"sse_servers":   []any{sse, map[string]any{"url": keyedSSE, "api_key": wrongKey}},
+		"shttp_servers": []any{map[string]any{"url": keyedSHTTP, "api_key": key}},
+	})
+	evs := s.events(conv)
+	var observations []string
+	reasons := map[string]string{}
+	for _, ev := range evs {
+		switch ev.Kind {
+		case "ObservationEvent":
+			observations = append(observations, ev.ToolName+": "+ev.text())
+		case "MCPServerErrorEvent":
+			reasons[ev.Server] = ev.Detail
+		}
+		for _, k := range []string{key, wrongKey} {
+			if bytes.Contains(ev.raw, []byte(k)) {
+				t.Errorf("an event holds an API key: %s", ev.raw)
+			}
+		}
+	}
+	all := strings.Join(observations, "\n")
+	for _, want := range []string{
+		host + "_echo: hello over sse",
+		host + "_3_echo: hello over streamable http",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no observation %q; observations:\n%s", want, all)
+		}
+	}
+	if !strings.Contains(reasons["crashes"], "crashing on purpose") {
+		t.Errorf("the crashing server's event says %q", reasons["crashes"])
+	}
+	if !strings.Contains(reasons["hangs"], "timed out") {
+		t.Errorf("the hanging server's event says %q", reasons["hangs"])
+	}
+	if r := reasons[host+"_2"]; !strings.Contains(r, "401") && !strings.Contains(strings.ToLower(r), "unauthorized") {
+		t.Errorf("the wrongly keyed server's event says %q", r)
+	}
+	if len(reasons) != 3 {
+		t.Errorf("servers reported as failed: %v", reasons)
+	}
+	for _, k := range []string{key, wrongKey} {
+		if strings.Contains(s.logs.String(), k) {
+			t.Errorf("the server log holds an API key")
+		}
+	}
+
+	// The stdio server, seen from the host: a process in the sandbox's PID namespace, where
+	// it has the pid it answered with.
+	var nsPID string
+	for _, o := range observations {
+		if rest, ok := strings.CutPrefix(o, "local_pid: "); ok {
+			nsPID = strings.TrimSpace(rest)
+		}
+	}
+	hostPID := onlyProcess(t, marker)
+	status, err := os.ReadFile("/proc/" + hostPID + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nspids []string
+	for _, line := range strings.Split(string(status), "\n") {
+		if f, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			nspids = strings.Fields(f)
+		}
+	}
+	if len(nspids) != 2 || nspids[0] != hostPID || nspids[1] != nsPID {
+		t.Errorf("the server (host pid %s) has the pids %q, want it in one more namespace with the pid %q it answered", hostPID, nspids, nsPID)
+	}
+	ours, _ := os.Readlink("/proc/self/ns/pid")
+	theirs, _ := os.Readlink("/proc/" + hostPID + "/ns/pid")
+	if theirs == "" || theirs == ours {
+		t.Errorf("the server's PID namespace %q is the host's %q", theirs, ours)
+	}
+	// Seen from inside: the same process, by its pid there.
+	rec := s.sandboxRecord(sb)
+	rt, err := s.app.Sandboxes.Client(context.Background(), rec.OwnerID, sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := rt.Run(context.Background(), runtime.CommandRequest{Command: "tr '\\0' ' ' < /proc/" + nsPID + "/cmdline", TimeoutSeconds: 60})
+	if err != nil || !strings.Contains(res.Output, marker) {
+		t.Errorf("inside the sandbox, pid %s is %+v, %v; want the server", nsPID, res, err)
+	}
+
+	s.api("DELETE", "/api/v1/sandboxes/"+sb, nil, http.StatusOK, nil)
+	s.eventually("the stdio server to be gone", func() bool { return len(processesWith(marker)) == 0 })
+}
+
+// TestMCPNetworkNone: a sandbox with network none reaches neither an SSE server past the host
+// (which a sandbox with the default network reaches, see TestMCPEndToEnd) nor one on the
+// host's loopback (its loopback is its own), so the conversation starts without them and an
+// event says so for each; both answer the host.
+func TestMCPNetworkNone(t *testing.T) {
+	s := newMCPServer(t)
+	remote, _, _ := mcpOnInternet(t, "")
+	local, _ := mcptest.HTTP(t, "")
+	model := llmtest.NewOpenAI(t, llmtest.Text("Nothing to call."))
+	s.api("POST", "/api/settings", map[string]any{"llm_model": "gpt-4o", "llm_base_url": model.URL(), "llm_api_key": llmtest.APIKey}, http.StatusOK, nil)
+	conv := s.converse(s.startSandbox("isolated"), map[string]any{"sse_servers": []any{remote, local}})
+	reasons := map[string]string{}
+	for _, ev := range s.events(conv) {
+		if ev.Kind == "MCPServerErrorEvent" {
+			reasons[ev.Server] = ev.Detail
+		}
+	}
+	if len(reasons) != 2 || !strings.HasPrefix(reasons["127_0_0_1"], "connect: ") {
+		t.Errorf("events about the unreachable servers: %q", reasons)
+	}
+	for _, tl := range model.Requests()[0].Tools {
+		if tl.Name == "echo" || strings.HasSuffix(tl.Name, "_echo") {
+			t.Errorf("the model was offered %s of a server the sandbox cannot reach", tl.Name)
+		}
+	}
+	for _, u := range []string{remote, local} {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatalf("the SSE server at %s does not answer the host: %v", u, err)
+		}
+		resp.Body.Close()
+	}
+}
+
+func (s *mcpServer) sandboxRecord(id string) sandbox.Sandbox {
+	s.t.Helper()
+	var me struct {
+		ID string `json:"id"`
+	}
+	s.api("GET", "/api/v1/users/me", nil, http.StatusOK, &me)
+	rec, err := s.app.Sandboxes.Get(context.Background(), me.ID, id)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return rec
+}
+
+// processesWith are the pids of the live processes whose command lines hold needle.
+func processesWith(needle string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || e.Name() == fmt.Sprint(os.Getpid()) {
+			continue
+		}
+		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if i := bytes.LastIndexByte(stat, ')'); i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' {
+			continue
+		}
+		if bytes.Contains(cmdline, []byte(needle)) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+func onlyProcess(t *testing.T, needle string) string {
+	t.Helper()
+	pids := processesWith(needle)
+	if len(pids) != 1 {
+		t.Fatalf("processes with %q: %q, want one", needle, pids)
+	}
+	return pids[0]
+}

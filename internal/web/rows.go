@@ -1,0 +1,154 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentd/agentd/internal/conversation"
+)
+
+// The conversation list keeps its rows current: a stream (SSE) that renders a row again
+// whenever its conversation has a new event (its status, its cost), and says when one is
+// deleted. A row only shows the present, so nothing needs resuming: a reconnect renders the
+// rows again.
+
+// maxLiveRows bounds the conversations one list stream follows (a page shows 20).
+const maxLiveRows = 100
+
+// rowsBuffer is how many events of one conversation may wait; a row that falls behind is
+// rendered again from the store, which is all it needs.
+const rowsBuffer = 16
+
+func (a *App) conversationRows(w http.ResponseWriter, r *http.Request, s *signedIn) error {
+	var ids []string
+	for id := range strings.SplitSeq(r.URL.Query().Get("ids"), ",") {
+		if id = strings.TrimSpace(id); id != "" && len(ids) < maxLiveRows {
+			ids = append(ids, id)
+		}
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	untrack, ok := a.track(cancel)
+	if !ok {
+		return &webError{http.StatusServiceUnavailable, "The server is shutting down."}
+	}
+	defer untrack()
+
+	// One goroutine per conversation says when its row changed.
+	changed := make(chan string, len(ids)+1)
+	gone := make(chan string, len(ids)+1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for _, id := range ids {
+		if _, err := a.d.Conversations.Get(ctx, s.User.ID, id); err != nil {
+			continue // not the caller's, or deleted: not followed
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.watchRow(ctx, id, changed, gone)
+		}()
+	}
+	out, err := startSSE(w)
+	if err != nil {
+		return nil
+	}
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	dirty := map[string]bool{}
+	for {
+		select {
+		case id := <-changed:
+			dirty[id] = true
+			// Gather the rest of the burst before rendering.
+			for len(changed) > 0 {
+				dirty[<-changed] = true
+			}
+			for id := range dirty {
+				if err := a.sendRow(ctx, out, s.User.ID, id); err != nil {
+					return nil
+				}
+				delete(dirty, id)
+			}
+		case id := <-gone:
+			b, _ := json.Marshal(streamMessage{Op: "gone", Target: "row-" + id})
+			if err := out.send("", "", b); err != nil {
+				return nil
+			}
+		case <-tick.C:
+			if err := out.ping(); err != nil {
+				return nil
+			}
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// watchRow says on changed whenever the conversation has new events, and on gone when it is
+// deleted.
+func (a *App) watchRow(ctx context.Context, id string, changed, gone chan<- string) {
+	for ctx.Err() == nil {
+		sub := a.d.Conversations.Subscribe(id, rowsBuffer)
+		for open := true; open; {
+			select {
+			case _, ok := <-sub.C:
+				if !ok {
+					open = false
+					break
+				}
+				select {
+				case changed <- id:
+				default: // a change of it is waiting already
+				}
+			case <-ctx.Done():
+				sub.Close()
+				return
+			}
+		}
+		if sub.Ended() {
+			select {
+			case gone <- id:
+			case <-ctx.Done():
+			}
+			return
+		}
+		// Fallen behind: render it again and follow on.
+		select {
+		case changed <- id:
+		default:
+		}
+	}
+}
+
+func (a *App) sendRow(ctx context.Context, out *sse, ownerID, id string) error {
+	v, err := a.d.Conversations.Get(ctx, ownerID, id)
+	var b []byte
+	switch {
+	case errors.Is(err, conversation.ErrNotFound):
+		b, _ = json.Marshal(streamMessage{Op: "gone", Target: "row-" + id})
+	case err != nil:
+		return err
+	default:
+		html, err := a.fragmentHTML("conv-row", newConvRow(v))
+		if err != nil {
+			return err
+		}
+		b, _ = json.Marshal(streamMessage{Op: "row", Target: "row-" + id, HTML: html})
+	}
+	return out.send("", "", b)
+}
+
+func (a *App) statusFragment(w http.ResponseWriter, r *http.Request, s *signedIn) error {
+	v, err := a.d.Conversations.Get(r.Context(), s.User.ID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return a.fragment(w, r, "status", newStatusView(v))
+}
