@@ -193,6 +193,10 @@ const pidLimit = 96
 // which it cannot do unless it forks freely up to near the limit.
 const pidSamples = 50
 
+// bombLifetime is how long a fork bomb of the checks keeps forking: long past the time the
+// check needs to see it grow and count it, short enough that a bomb whose test died ends.
+const bombLifetime = 3*changeTimeout + time.Minute
+
 // checkPIDs: a fork bomb is held by Limits.PIDs: it grows to many processes but never reaches
 // the limit, and destroying the sandbox ends them all. The count of a bomb churns for ever
 // (forks fail, processes exit, others fork), so the check holds it to a bound rather than
@@ -210,8 +214,11 @@ func (s *suite) checkPIDLimit(t *testing.T, lim sandbox.Limits) {
 	bx := s.start(t, s.newBackend(t), spec)
 	// Every process of the bomb is a bash fork of this command, so its command line carries
 	// the marker. Each one forks two more and waits for them; forks beyond the limit fail.
+	// The bomb stops forking after bombLifetime (bash's SECONDS carries into its forks), so
+	// that one left behind by a test binary killed mid-check dies out by itself.
 	marker := "agentd-fork-bomb-" + markerSeconds()
-	run(t, bx.client, ": "+marker+"; bomb() { bomb & bomb & wait; }; (bomb) > /dev/null 2>&1 < /dev/null &")
+	run(t, bx.client, fmt.Sprintf(": %s; bomb() { ((SECONDS < %d)) || return; bomb & bomb & wait; }; (bomb) > /dev/null 2>&1 < /dev/null &",
+		marker, int(bombLifetime.Seconds())))
 
 	most := 0
 	count := func() int {
