@@ -59,9 +59,11 @@ stress: build
 	@scripts/deps.sh stress
 	@scripts/stress.sh
 
-# Performance figures, each beside the raw primitive measured in the same run.
+# Performance figures, each beside the raw primitive measured in the same run. ARGS passes
+# flags: ARGS="-profile prof" writes CPU and heap profiles of the heaviest figures (listings,
+# agent steps, the memory curve) into prof/; ARGS="-only listing,agent" measures only those.
 bench: build
-	$(GO) run ./cmd/agentd-bench
+	$(GO) run ./cmd/agentd-bench $(ARGS)
 
 # Rewrite docs/openapi.json from the code.
 openapi:

@@ -55,6 +55,12 @@ var benchModel = sync.OnceValue(func() *fakeModel {
 	return m
 })
 
+// slowMarker in a benchMarker conversation's message makes the model answer after slowModel.
+const (
+	slowMarker = "slowly"
+	slowModel  = 50 * time.Millisecond
+)
+
 var stepRE = regexp.MustCompile(`step (\d+)|echo (\d+)`)
 
 func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
@@ -76,13 +82,19 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msg := map[string]any{"role": "assistant", "content": "OK."}
-	bench, terminal := false, false
+	bench, terminal, slow := false, false, false
 	for _, mm := range req.Messages {
 		if mm.Role == "user" {
 			bench = strings.Contains(string(mm.Content), benchMarker)
 			terminal = strings.Contains(string(mm.Content), "terminal")
+			slow = strings.Contains(string(mm.Content), slowMarker)
 			break
 		}
+	}
+	if slow {
+		// A model that takes its time, as real ones do, so that many conversations run at
+		// once however fast the loop is.
+		time.Sleep(slowModel)
 	}
 	switch {
 	case len(req.Tools) == 0:
@@ -115,7 +127,7 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": msg}},
 		"usage":   map[string]any{"prompt_tokens": 1000, "completion_tokens": 20, "total_tokens": 1020},
 	})
-	if bench {
+	if bench && !slow {
 		m.mu.Lock()
 		m.timings = append(m.timings, modelTiming{arrived: arrived, answered: time.Now(), agent: len(req.Tools) > 0})
 		m.mu.Unlock()
@@ -141,7 +153,8 @@ func llmFlags() []string {
 // less the model's own time (its handler) in between, less the tool's time. With think the
 // tool runs in the control plane and costs nothing measurable; with terminal it runs in the
 // sandbox, and its time, measured by calling the runtime directly, is subtracted at the median.
-func benchAgent(ctx context.Context, s *server, steps int, progress func(string, ...any)) ([]row, []string, error) {
+func benchAgent(ctx context.Context, s *server, o options, progress func(string, ...any)) ([]row, []string, error) {
+	steps := o.steps
 	m := benchModel()
 	m.steps = steps
 	svc := s.app.Sandboxes
@@ -170,7 +183,12 @@ func benchAgent(ctx context.Context, s *server, steps int, progress func(string,
 	var notes []string
 	for _, tool := range []string{"think", "terminal"} {
 		progress("timing %d agent steps with %s", steps, tool)
+		stopProfile, err := s.profile(o, "agent-"+tool)
+		if err != nil {
+			return nil, nil, err
+		}
 		overheads, err := s.timeSteps(ctx, sb.ID, tool)
+		stopProfile()
 		if err != nil {
 			return nil, nil, err
 		}

@@ -23,6 +23,11 @@ func (r loadResult) rate() float64 { return float64(r.requests) / r.elapsed.Seco
 // client waiting for an answer before it sends the next request (a closed loop). Any answer
 // but 200 ends the load with an error.
 func (s *server) load(ctx context.Context, path string, clients int, d time.Duration) (loadResult, error) {
+	return s.loadURL(ctx, s.url+path, clients, d)
+}
+
+// loadURL is load of any URL, with the same client and key.
+func (s *server) loadURL(ctx context.Context, url string, clients int, d time.Duration) (loadResult, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	lat := make([][]time.Duration, clients)
@@ -31,7 +36,7 @@ func (s *server) load(ctx context.Context, path string, clients int, d time.Dura
 	deadline := start.Add(d)
 	for i := range clients {
 		wg.Go(func() {
-			req, err := http.NewRequestWithContext(ctx, "GET", s.url+path, nil)
+			req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 			if err != nil {
 				cancel(err)
 				return
@@ -50,7 +55,7 @@ func (s *server) load(ctx context.Context, path string, clients int, d time.Dura
 	wg.Wait()
 	elapsed := time.Since(start)
 	if err := context.Cause(ctx); err != nil {
-		return loadResult{}, fmt.Errorf("load GET %s: %w", path, err)
+		return loadResult{}, fmt.Errorf("load GET %s: %w", url, err)
 	}
 	all := slices.Concat(lat...)
 	return loadResult{requests: len(all), elapsed: elapsed, latencies: all}, nil

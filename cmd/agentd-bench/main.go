@@ -19,6 +19,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -38,9 +41,19 @@ type options struct {
 	events        int
 	repoFiles     int
 	repoRounds    int
+	listingRows   []int
+	curve         []int
+	profileDir    string
+	only          map[string]bool
 	mcpCalls      int
 	streamRounds  int
 }
+
+// groups are the figures -only can pick, in the order they run.
+var groups = []string{"starts", "repository", "pause", "docker", "bwrap", "search", "agent", "mcp", "streams", "memory", "web", "curve", "listing"}
+
+// runs reports whether the group of figures g is to be measured.
+func (o options) runs(g string) bool { return len(o.only) == 0 || o.only[g] }
 
 func main() {
 	var o options
@@ -57,16 +70,43 @@ func main() {
 	flag.IntVar(&o.events, "events", 500, "events per conversation of the memory figure")
 	flag.IntVar(&o.repoFiles, "repo-files", 3000, "files of the repository that conversations are started on")
 	flag.IntVar(&o.repoRounds, "repo-rounds", 10, "conversations on a repository to time")
+	curve := flag.String("curve", "50,100,200", "comma-separated, growing numbers of conversations running at once for the memory curve")
+	listingRows := flag.String("listing-rows", "1000,100000", "comma-separated numbers of stored rows the listing figures run over")
+	flag.StringVar(&o.profileDir, "profile", "", "write CPU and heap profiles of the heaviest figures (the listing loads, the agent steps, the memory curve) into this directory")
+	only := flag.String("only", "", "comma-separated groups of figures to measure (default all): "+strings.Join(groups, ", "))
 	flag.IntVar(&o.mcpCalls, "mcp-calls", 500, "MCP tool calls to time per transport, through the tool router and directly")
 	flag.IntVar(&o.streamRounds, "stream-rounds", 200, "events to time on each kind and number of stream subscribers")
 	flag.Parse()
+	var err error
+	if o.listingRows, err = parseInts(*listingRows); err != nil {
+		fmt.Fprintln(os.Stderr, "agentd-bench: -listing-rows:", err)
+		os.Exit(2)
+	}
+	if o.curve, err = parseInts(*curve); err != nil {
+		fmt.Fprintln(os.Stderr, "agentd-bench: -curve:", err)
+		os.Exit(2)
+	}
+	if *only != "" {
+		o.only = map[string]bool{}
+		for g := range strings.SplitSeq(*only, ",") {
+			if !slices.Contains(groups, strings.TrimSpace(g)) {
+				fmt.Fprintf(os.Stderr, "agentd-bench: -only: no group %q (%s)\n", g, strings.Join(groups, ", "))
+				os.Exit(2)
+			}
+			o.only[strings.TrimSpace(g)] = true
+		}
+	}
+	if o.profileDir != "" && o.cpuProfile != "" {
+		fmt.Fprintln(os.Stderr, "agentd-bench: -profile and -cpuprofile exclude each other (one CPU profile at a time)")
+		os.Exit(2)
+	}
 	if o.starts < 1 || o.cycles < 1 || o.many < 1 || o.conversations < 1 || o.clients < 1 || o.duration <= 0 ||
 		o.steps < 2 || o.logs < 1 || o.events < 1 || o.repoFiles < 1 || o.repoRounds < 1 || o.mcpCalls < 1 || o.streamRounds < 1 {
 		fmt.Fprintln(os.Stderr, "agentd-bench: -starts, -cycles, -many, -conversations, -clients, -duration, -steps, -logs, -events, -repo-files, -repo-rounds, -mcp-calls and -stream-rounds must be positive")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, o, os.Stdout, os.Stderr)
+	err = run(ctx, o, os.Stdout, os.Stderr)
 	if err != nil && ctx.Err() != nil {
 		err = errors.New("interrupted; everything it started is stopped and removed")
 	}
@@ -122,90 +162,62 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 	}
 
 	rep := report{machine: m, options: o, binary: bin}
-	progress("timing %d sandbox starts", o.starts)
-	rows, err := benchStarts(ctx, srv, bin, o.starts)
-	if err != nil {
+	add := func(rows []row, notes []string, err error) error {
+		rep.rows = append(rep.rows, rows...)
+		rep.notes = append(rep.notes, notes...)
 		return err
 	}
-	rep.rows = append(rep.rows, rows...)
-
-	progress("timing %d conversations on a repository of %d files", o.repoRounds, o.repoFiles)
-	rows, notes, err := benchRepository(ctx, srv, git, o.repoFiles, o.repoRounds, tmp)
-	if err != nil {
-		return err
+	steps := []struct {
+		group string
+		run   func() ([]row, []string, error)
+	}{
+		{"starts", func() ([]row, []string, error) {
+			progress("timing %d sandbox starts", o.starts)
+			rows, err := benchStarts(ctx, srv, bin, o.starts)
+			return rows, nil, err
+		}},
+		{"repository", func() ([]row, []string, error) {
+			progress("timing %d conversations on a repository of %d files", o.repoRounds, o.repoFiles)
+			return benchRepository(ctx, srv, git, o.repoFiles, o.repoRounds, tmp)
+		}},
+		{"pause", func() ([]row, []string, error) {
+			progress("timing %d pause/resume cycles", o.cycles)
+			return benchPause(ctx, srv, o.cycles)
+		}},
+		{"docker", func() ([]row, []string, error) { return benchDocker(ctx, bin, tmp, logw, progress) }},
+		{"bwrap", func() ([]row, []string, error) {
+			return benchBwrap(ctx, o, bin, filepath.Join(tmp, "bwrap-data"), logw, progress)
+		}},
+		{"search", func() ([]row, []string, error) {
+			rows, notes, err := benchSearch(ctx, srv, o, progress)
+			if err != nil {
+				return nil, nil, err
+			}
+			rss, err := readRSS()
+			return append(rows, row{
+				figure: fmt.Sprintf("RSS of the process after loading %d conversations", o.conversations),
+				agentd: float64(rss), primitive: float64(rssBare), unit: unitSize,
+				baseline: "the same process before app.New",
+			}), notes, err
+		}},
+		{"agent", func() ([]row, []string, error) { return benchAgent(ctx, srv, o, progress) }},
+		{"mcp", func() ([]row, []string, error) { return benchMCP(ctx, srv, tmp, o.mcpCalls, progress) }},
+		{"streams", func() ([]row, []string, error) { return benchStreams(ctx, srv, o.streamRounds, progress) }},
+		{"memory", func() ([]row, []string, error) {
+			return benchEventMemory(ctx, srv, filepath.Join(tmp, "data"), o.logs, o.events, progress)
+		}},
+		{"web", func() ([]row, []string, error) { return benchWeb(ctx, srv, filepath.Join(tmp, "data"), progress) }},
+		{"curve", func() ([]row, []string, error) { return benchMemoryCurve(ctx, srv, o, progress) }},
+		{"listing", func() ([]row, []string, error) { return benchListing(ctx, o, bin, tmp, logw, progress) }},
 	}
-	rep.rows = append(rep.rows, rows...)
-	rep.notes = append(rep.notes, notes...)
-
-	progress("timing %d pause/resume cycles", o.cycles)
-	rows, notes, err = benchPause(ctx, srv, o.cycles)
-	if err != nil {
-		return err
+	for _, st := range steps {
+		if !o.runs(st.group) {
+			continue
+		}
+		if err := add(st.run()); err != nil {
+			return err
+		}
 	}
-	rep.rows = append(rep.rows, rows...)
-	rep.notes = append(rep.notes, notes...)
-
-	rows, notes, err = benchDocker(ctx, bin, tmp, logw, progress)
-	if err != nil {
-		return err
-	}
-	rep.rows = append(rep.rows, rows...)
-	rep.notes = append(rep.notes, notes...)
-
-	rows, notes, err = benchBwrap(ctx, o, bin, filepath.Join(tmp, "bwrap-data"), logw, progress)
-	if err != nil {
-		return err
-	}
-	rep.rows = append(rep.rows, rows...)
-	rep.notes = append(rep.notes, notes...)
-
-	rows, notes, err = benchSearch(ctx, srv, o, progress)
-	if err != nil {
-		return err
-	}
-	rep.rows = append(rep.rows, rows...)
-	rep.notes = append(rep.notes, notes...)
-
-	rss, err := readRSS()
-	if err != nil {
-		return err
-	}
-	rep.rows = append(rep.rows, row{
-		figure: fmt.Sprintf("RSS of the process after loading %d conversations", o.conversations),
-		agentd: float64(rss), primitive: float64(rssBare), unit: unitSize,
-		baseline: "the same process before app.New",
-	})
-
-	rows, notes, err = benchAgent(ctx, srv, o.steps, progress)
-	if err != nil {
-		return err
-	}
-	rep.rows = append(rep.rows, rows...)
-	rep.notes = append(rep.notes, notes...)
-	rows, notes, err = benchMCP(ctx, srv, tmp, o.mcpCalls, progress)
-	if err != nil {
-		return err
-	}
-	rep.rows = append(rep.rows, rows...)
-	rep.notes = append(rep.notes, notes...)
-	rows, notes, err = benchStreams(ctx, srv, o.streamRounds, progress)
-	if err != nil {
-		return err
-	}
-	rep.rows = append(rep.rows, rows...)
-	rep.notes = append(rep.notes, notes...)
-	rows, notes, err = benchEventMemory(ctx, srv, filepath.Join(tmp, "data"), o.logs, o.events, progress)
-	if err != nil {
-		return err
-	}
-	rep.rows = append(rep.rows, rows...)
-	rep.notes = append(rep.notes, notes...)
-	rows, notes, err = benchWeb(ctx, srv, filepath.Join(tmp, "data"), progress)
-	if err != nil {
-		return err
-	}
-	rep.rows = append(rep.rows, rows...)
-	rep.notes = append(rep.notes, notes...)
 	rep.print(out)
 	return nil
 }
@@ -224,4 +236,17 @@ func startCPUProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// parseInts reads a comma-separated list of positive numbers.
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

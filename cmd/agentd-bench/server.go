@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/agentd/agentd/internal/app"
@@ -62,6 +63,10 @@ func startServerWith(ctx context.Context, b sandbox.Backend, dataDir string, cli
 	}
 	if githubAPI != "" {
 		cfg.GitHubAPIURL = githubAPI
+	}
+	// As agentd serve does: the process's soft memory limit is the configuration's.
+	if cfg.MemoryLimit > 0 {
+		debug.SetMemoryLimit(cfg.MemoryLimit)
 	}
 	// The figures time the agent's model calls; a title call beside the first would be
 	// among them.

@@ -8,14 +8,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/agentd/agentd/internal/app"
 	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/metrics"
 	"github.com/agentd/agentd/internal/runtime"
 )
 
@@ -35,6 +38,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := newLogger(cfg, stderr)
+	setMemoryLimit(cfg.MemoryLimit)
 	rt, err := runtimeBinary(cfg, log)
 	if err != nil {
 		return err
@@ -44,7 +48,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer backend.Close()
-	a, err := app.New(ctx, app.Options{Config: cfg, Backend: backend, Logger: log, Version: version})
+	a, err := app.New(ctx, app.Options{Config: cfg, Backend: backend, Logger: log, Version: version,
+		Metrics: metrics.New(log)})
 	if err != nil {
 		return err
 	}
@@ -72,8 +77,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		servers, listeners = append(servers, agentSrv), append(listeners, aln)
 		agentAddr = aln.Addr().String()
 	}
+	adminAddr := "off"
+	if adminSrv := a.AdminServer(); adminSrv != nil {
+		mln, err := net.Listen("tcp", cfg.AdminAddr)
+		if err != nil {
+			for _, l := range listeners {
+				l.Close()
+			}
+			return fmt.Errorf("listen for the admin listener (admin_addr): %w", err)
+		}
+		servers, listeners = append(servers, adminSrv), append(listeners, mln)
+		adminAddr = mln.Addr().String()
+	}
 	log.Info("agentd serving", "addr", ln.Addr().String(), "public_url", cfg.PublicURL,
-		"agent_server_addr", agentAddr, "agent_server_url", cfg.AgentServerPublicURL,
+		"agent_server_addr", agentAddr, "agent_server_url", cfg.AgentServerPublicURL, "admin_addr", adminAddr,
 		"data_dir", cfg.DataDir, "sandbox_backend", backend.Name(), "version", version)
 	errc := make(chan error, len(servers))
 	for i, srv := range servers {
@@ -94,4 +111,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return serveErr
+}
+
+// setMemoryLimit sets the Go runtime's soft memory limit (limit bytes; 0: none).
+func setMemoryLimit(limit int64) {
+	if limit <= 0 {
+		limit = math.MaxInt64
+	}
+	debug.SetMemoryLimit(limit)
 }

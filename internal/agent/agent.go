@@ -31,6 +31,9 @@ type Agent struct {
 	skillsSeen int64
 
 	entries []entry
+	// view and prompt follow entries incrementally (view.go).
+	view    viewState
+	prompt  promptState
 	lastSeq int64
 	status  Status
 	// policy is the conversation's confirmation policy, as the log last set it.
@@ -50,6 +53,9 @@ func New(o Options) *Agent {
 	}
 	if o.Metrics == nil {
 		o.Metrics = &llm.Metrics{}
+	}
+	if o.Observer == nil {
+		o.Observer = noObserver{}
 	}
 	if o.PauseRequested == nil {
 		o.PauseRequested = func() bool { return false }
@@ -253,6 +259,7 @@ func (a *Agent) agentsTurn() bool {
 
 // step makes one model call and carries out what the model asked for.
 func (a *Agent) step(ctx context.Context) error {
+	a.o.Observer.Step()
 	if err := a.condenseIfNeeded(ctx, false); err != nil {
 		return err
 	}
@@ -307,7 +314,7 @@ func (a *Agent) complete(ctx context.Context) (llm.Response, error) {
 	}
 	return a.o.LLM.Complete(ctx, llm.Request{
 		Model:     a.cfg.Model,
-		Messages:  buildMessages(a.systemText(), buildView(a.entries), llm.AcceptsImages(a.cfg.Model)),
+		Messages:  a.prompt.messages(a.systemText(), a.view.extend(a.entries), a.view.gen, llm.AcceptsImages(a.cfg.Model)),
 		Tools:     a.specs,
 		MaxTokens: a.cfg.MaxTokens,
 	})
@@ -393,6 +400,7 @@ func (a *Agent) act(ctx context.Context, resp llm.Response, toolCalls []llm.Tool
 func (a *Agent) execute(ctx context.Context, c call, actionID string) error {
 	var res tool.Result
 	var err error
+	began := time.Now()
 	switch c.name {
 	case tool.Finish:
 		res = tool.FinishResult(*c.args.(*tool.FinishArgs))
@@ -407,6 +415,7 @@ func (a *Agent) execute(ctx context.Context, c call, actionID string) error {
 			res, err = a.o.Tools.Run(ctx, c.name, c.argsJSON)
 		}
 	}
+	a.o.Observer.ToolCall(c.name, time.Since(began), err != nil || res.IsError)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -602,6 +611,9 @@ func (a *Agent) refresh(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		// The decoded body is what the loop reads; the raw JSON beside it would double what
+		// a long log holds in memory for as long as the loop runs.
+		ev.Body = nil
 		a.entries = append(a.entries, entry{ev: ev, body: body})
 		a.lastSeq = max(a.lastSeq, ev.Seq)
 		if su, ok := body.(*event.StateUpdateEvent); ok {

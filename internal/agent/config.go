@@ -120,7 +120,25 @@ type Options struct {
 	// PauseRequested is polled between steps; nil never pauses. To pause without waiting
 	// for the step in flight, also cancel Run's context with the cause ErrPaused.
 	PauseRequested func() bool
-	Logger         *slog.Logger
-	Now            func() time.Time
-	NewID          func() string
+	// Observer is told of every step and tool call; nil tells nobody.
+	Observer Observer
+	Logger   *slog.Logger
+	Now      func() time.Time
+	NewID    func() string
 }
+
+// Observer records what loops do, for the server's metrics. One Observer serves every
+// conversation's loop, so its methods are called from many goroutines at once; they must not
+// block.
+type Observer interface {
+	// Step records one step: a model call and what the loop does with its answer.
+	Step()
+	// ToolCall records one tool call the loop ran: the tool, how long it took, and whether
+	// it failed (could not be made, or answered an error).
+	ToolCall(tool string, d time.Duration, failed bool)
+}
+
+type noObserver struct{}
+
+func (noObserver) Step()                                {}
+func (noObserver) ToolCall(string, time.Duration, bool) {}

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 
 	"github.com/agentd/agentd/internal/event"
 )
@@ -32,31 +33,33 @@ type pair struct {
 
 // detectStuck reads the log and says whether the agent is going round in circles.
 func detectStuck(log []entry) verdict {
-	start := 0
-	for i := len(log) - 1; i >= 0; i-- {
-		if m, ok := log[i].body.(*event.MessageEvent); ok && m.Source == event.SourceUser {
-			start = i + 1
-			break
-		}
-	}
-	// The window: the last stuckWindow events that take part in the conversation.
+	// From the end back to the user's last message: the last stuckWindow events that take
+	// part in the conversation, and whether the agent was nudged meanwhile. Read backwards,
+	// so that a step costs the window, not the log (a long run has one user message).
 	var window []entry
 	nudged := false
-	for _, e := range log[start:] {
+	for i := len(log) - 1; i >= 0; i-- {
+		e := log[i]
 		switch b := e.body.(type) {
 		case *event.MessageEvent:
+			if b.Source == event.SourceUser {
+				i = 0 // the window starts after it
+				continue
+			}
 			if b.Source == event.SourceEnvironment && len(b.Texts()) > 0 && b.Texts()[0] == nudgeRepeatedError {
 				nudged = true
 				continue
 			}
-			window = append(window, e)
+			if len(window) < stuckWindow {
+				window = append(window, e)
+			}
 		case *event.ActionEvent, *event.ObservationEvent, *event.AgentErrorEvent, *event.UserRejectObservation:
-			window = append(window, e)
+			if len(window) < stuckWindow {
+				window = append(window, e)
+			}
 		}
 	}
-	if len(window) > stuckWindow {
-		window = window[len(window)-stuckWindow:]
-	}
+	slices.Reverse(window)
 
 	if n := trailingAgentMessages(window); n >= stuckMonologue {
 		return verdict{reason: "The agent wrote several messages in a row without any reply from the user."}

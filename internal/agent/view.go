@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -49,30 +50,55 @@ func (it item) resultOf() string {
 
 // buildView applies the condensations of the log, in order, to its model-visible events.
 func buildView(log []entry) []item {
-	var view []item
-	for i := range log {
+	var v viewState
+	return v.extend(log)
+}
+
+// viewState is a view built incrementally: the model-visible events of log[:upTo] with the
+// condensations among them applied. A log only grows, so the view of a longer log is this
+// one extended by the new entries; only a condensation changes items already there, and it
+// counts in gen.
+type viewState struct {
+	items []item
+	upTo  int
+	gen   int
+}
+
+// extend brings the view up to the end of log, which must begin with the entries it has
+// seen, and returns it. The items belong to the state: callers read them only.
+func (v *viewState) extend(log []entry) []item {
+	for i := v.upTo; i < len(log); i++ {
 		e := &log[i]
 		switch b := e.body.(type) {
 		case *event.MessageEvent, *event.ActionEvent, *event.ObservationEvent:
-			view = append(view, item{id: e.ev.ID, e: e})
+			v.items = append(v.items, item{id: e.ev.ID, e: e})
 		case *event.AgentErrorEvent, *event.UserRejectObservation:
-			view = append(view, item{id: e.ev.ID, e: e})
+			v.items = append(v.items, item{id: e.ev.ID, e: e})
 		case *event.Condensation:
 			forgotten := make(map[string]bool, len(b.ForgottenEventIDs))
 			for _, id := range b.ForgottenEventIDs {
 				forgotten[id] = true
 			}
-			view = slices.DeleteFunc(view, func(it item) bool { return forgotten[it.id] })
+			// A new array: slices a caller still holds keep what they showed.
+			kept := make([]item, 0, len(v.items)+1)
+			for _, it := range v.items {
+				if !forgotten[it.id] {
+					kept = append(kept, it)
+				}
+			}
 			if b.Summary != nil {
 				at := 0
 				if b.SummaryOffset != nil {
-					at = min(max(*b.SummaryOffset, 0), len(view))
+					at = min(max(*b.SummaryOffset, 0), len(kept))
 				}
-				view = slices.Insert(view, at, item{id: b.SummaryID(), text: *b.Summary})
+				kept = slices.Insert(kept, at, item{id: b.SummaryID(), text: *b.Summary})
 			}
+			v.items = kept
+			v.gen++
 		}
 	}
-	return view
+	v.upTo = len(log)
+	return v.items
 }
 
 // pendingAt returns, for every position i of the view (0..len), how many tool calls made
@@ -100,13 +126,59 @@ func pendingAt(view []item) []int {
 // (the loop was interrupted) get a result saying so, as providers reject unanswered calls.
 // With vision, the images of tool observations (an MCP tool's) follow their text.
 func buildMessages(system string, view []item, vision bool) []llm.Message {
-	b := &messageBuilder{pending: map[string]string{}, assistant: -1, vision: vision}
-	b.msgs = append(b.msgs, llm.Message{Role: llm.RoleSystem, Parts: []llm.Part{llm.TextPart(system)}})
+	b := newMessageBuilder(system, vision)
 	for _, it := range view {
 		b.add(it)
 	}
 	b.backfill()
 	return b.msgs
+}
+
+func newMessageBuilder(system string, vision bool) *messageBuilder {
+	b := &messageBuilder{pending: map[string]string{}, assistant: -1, vision: vision}
+	b.msgs = append(b.msgs, llm.Message{Role: llm.RoleSystem, Parts: []llm.Part{llm.TextPart(system)}})
+	return b
+}
+
+// promptState is the prompt built incrementally: the messages of the view's first fed items
+// (of the view's generation gen), to which each step adds the items new since the last. A
+// condensation, which changes the view before its end, makes it start again, and so does a
+// change of vision (whether tool observations' images are sent).
+type promptState struct {
+	b   *messageBuilder
+	fed int
+	gen int
+}
+
+// messages returns the model's messages for system and view (of generation gen), as
+// buildMessages does, building only what is new since the last call.
+func (p *promptState) messages(system string, view []item, gen int, vision bool) []llm.Message {
+	if p.b == nil || p.gen != gen || p.fed > len(view) || p.b.vision != vision {
+		p.b, p.fed, p.gen = newMessageBuilder(system, vision), 0, gen
+	}
+	p.b.msgs[0] = llm.Message{Role: llm.RoleSystem, Parts: []llm.Part{llm.TextPart(system)}}
+	for _, it := range view[p.fed:] {
+		p.b.add(it)
+	}
+	p.fed = len(view)
+	return p.b.snapshot()
+}
+
+// snapshot returns the messages as they stand, with the calls still pending answered and the
+// messages waiting for them placed (backfill), leaving the builder as it is. The copy's
+// slices are clipped, so that what it appends never lands in the builder's arrays.
+func (b *messageBuilder) snapshot() []llm.Message {
+	c := &messageBuilder{
+		msgs: slices.Clone(b.msgs), pending: maps.Clone(b.pending), order: slices.Clone(b.order),
+		assistant: b.assistant, lastResponse: b.lastResponse, deferred: slices.Clone(b.deferred),
+		vision: b.vision,
+	}
+	for i := range c.msgs {
+		c.msgs[i].Parts = slices.Clip(c.msgs[i].Parts)
+		c.msgs[i].ToolCalls = slices.Clip(c.msgs[i].ToolCalls)
+	}
+	c.backfill()
+	return c.msgs
 }
 
 type messageBuilder struct {

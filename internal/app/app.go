@@ -27,6 +27,8 @@ import (
 	"github.com/agentd/agentd/internal/llm"
 	"github.com/agentd/agentd/internal/llm/anthropic"
 	"github.com/agentd/agentd/internal/llm/openai"
+	"github.com/agentd/agentd/internal/logctx"
+	"github.com/agentd/agentd/internal/metrics"
 	"github.com/agentd/agentd/internal/netpolicy"
 	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/runtime"
@@ -63,6 +65,8 @@ type Options struct {
 	// GitRemotes resolve the repositories of conversations to their upstream and the
 	// credentials agentd adds there; nil means the users' git providers (gitprovider.Service).
 	GitRemotes gitproxy.Remotes
+	// Metrics is the server's registry of metrics; nil means a new one.
+	Metrics *metrics.Metrics
 }
 
 // NewLLM makes a model client for cfg with the adapter of its provider: Anthropic messages,
@@ -89,7 +93,9 @@ type App struct {
 	web *web.App
 	// agentServer serves the agent-server base; nil when the configuration has none.
 	agentServer http.Handler
-	log         *slog.Logger
+	// admin serves the admin listener (metrics, profiles); nil when the configuration has none.
+	admin http.Handler
+	log   *slog.Logger
 
 	closeOnce sync.Once
 	closers   []func() error // run in reverse order
@@ -109,6 +115,12 @@ func New(ctx context.Context, o Options) (*App, error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	// Lines logged for a request, or for the conversation or sandbox it is about, name them.
+	log = slog.New(logctx.Handler(log.Handler()))
+	m := o.Metrics
+	if m == nil {
+		m = metrics.New(log)
 	}
 	a := &App{log: log}
 	ok := false
@@ -130,11 +142,12 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, DBFile))
+	st, err := sqlite.OpenWith(ctx, filepath.Join(cfg.DataDir, DBFile), sqlite.Options{Observer: m})
 	if err != nil {
 		return nil, err
 	}
 	a.closers = append(a.closers, st.Close)
+	m.WatchStore(st.Counts)
 
 	for _, spec := range Specs(cfg) {
 		if err := st.PutSpec(ctx, spec); err != nil {
@@ -200,7 +213,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Store: st, Backend: o.Backend, Sealer: keyring, Logger: log,
 		DefaultSpec: cfg.DefaultSpec, MaxRunningPerUser: cfg.MaxRunningSandboxes,
 		StartTimeout: cfg.SandboxStartTimeout, IdleTimeout: cfg.SandboxIdleTimeout,
-		WatchInterval: o.SandboxWatchInterval, Now: o.SandboxNow, Webhooks: webhooks,
+		WatchInterval: o.SandboxWatchInterval, Now: o.SandboxNow, Webhooks: webhooks, Metrics: m,
 		OnIdlePause: func(ctx context.Context, sb sandbox.Sandbox, idle time.Duration) {
 			if err := a.Conversations.SandboxIdlePaused(ctx, sb.OwnerID, sb.ID, idle); err != nil {
 				log.Error("record idle pause", "sandbox_id", sb.ID, "err", err)
@@ -245,10 +258,20 @@ func New(ctx context.Context, o Options) (*App, error) {
 	userSettings.OnSecretsChange(secretsChanged)
 	gitProviders.OnSecretsChange(secretsChanged)
 	customSecrets.OnSecretsChange(secretsChanged)
-	newLLM := o.NewLLM
-	if newLLM == nil {
-		newLLM = NewLLM
+	baseLLM := o.NewLLM
+	if baseLLM == nil {
+		baseLLM = NewLLM
 	}
+	// Every model call is counted (below the retry policy: each attempt).
+	newLLM := func(c llm.Config) (llm.Client, error) {
+		client, err := baseLLM(c)
+		if err != nil {
+			return nil, err
+		}
+		return m.LLM(client, c.Resolve().Model), nil
+	}
+	bus := &event.Bus{}
+	m.WatchStreams(bus)
 	// Conversations' repositories are the users' providers' unless a caller (a test) sets
 	// another resolver.
 	remotes := o.GitRemotes
@@ -262,10 +285,10 @@ func New(ctx context.Context, o Options) (*App, error) {
 	a.Conversations = conversation.NewService(conversation.Options{
 		Store: st, Sandboxes: a.Sandboxes, Sealer: keyring, Logger: log,
 		StartTimeout: cfg.SandboxStartTimeout,
-		Events:       st, Bus: &event.Bus{}, Settings: userSettings,
+		Events:       st, Bus: bus, Settings: userSettings,
 		LLM: conversation.LLMDefaults{Provider: cfg.LLMProvider, Model: cfg.LLMModel,
 			BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey},
-		NewLLM: newLLM, Retry: o.LLMRetry, Agent: o.Agent, UserHTTP: userHTTP,
+		NewLLM: newLLM, Retry: o.LLMRetry, Agent: o.Agent, AgentObserver: m, UserHTTP: userHTTP,
 		Terminal:      runtime.NewTerminalWaits(cfg.TerminalNoChangeTimeout, cfg.TerminalMaxWait),
 		MCP:           conversation.MCPOptions{ConnectTimeout: cfg.MCPConnectTimeout, CallTimeout: cfg.MCPCallTimeout},
 		Secrets:       []conversation.SecretSource{userSettings, gitProviders, customSecrets},
@@ -329,7 +352,8 @@ func New(ctx context.Context, o Options) (*App, error) {
 		SpecWarnings: func(s sandbox.Spec) []string { return sandbox.SpecWarnings(o.Backend, s) },
 		CORSOrigins:  cfg.CORSOrigins, Sockets: streamOptions(cfg, o.Sockets),
 		URLs: urls, BodyTimeout: cfg.RequestBodyTimeout, MaxUploadBytes: cfg.MaxUploadMB << 20,
-		Web: webApp,
+		Metrics: m,
+		Web:     webApp,
 		Checks: []httpapi.Check{
 			{Name: "store", Run: st.Ping},
 			{Name: "sandbox_backend", Run: a.Sandboxes.CheckBackend},
@@ -343,6 +367,9 @@ func New(ctx context.Context, o Options) (*App, error) {
 	a.handler = api
 	if cfg.AgentServerAddr != "" {
 		a.agentServer = api.AgentServer()
+	}
+	if cfg.AdminAddr != "" {
+		a.admin = api.AdminHandler()
 	}
 	ok = true
 	return a, nil
@@ -412,6 +439,19 @@ func (a *App) AgentServer() *http.Server {
 		return nil
 	}
 	return httpapi.NewServer(a.agentServer, a.log)
+}
+
+// AdminHandler serves the admin listener (/metrics, /debug/pprof/, the health routes) without
+// a key; nil when the configuration has none.
+func (a *App) AdminHandler() http.Handler { return a.admin }
+
+// AdminServer returns the HTTP server of the admin listener, to serve on the configured
+// admin address with a listener wrapped by Listener; nil when the configuration has none.
+func (a *App) AdminServer() *http.Server {
+	if a.admin == nil {
+		return nil
+	}
+	return httpapi.NewServer(a.admin, a.log)
 }
 
 // Listener wraps ln for Server, so that the answers net/http gives by itself (to a request

@@ -34,6 +34,9 @@ type Config struct {
 	// AgentServerPublicURL is how clients reach the agent-server base; conversation URLs
 	// start with it. Empty when there is no base.
 	AgentServerPublicURL string
+	// AdminAddr is the listen address of the admin listener (metrics, profiles, health,
+	// without a key); empty when there is none.
+	AdminAddr string
 	// SandboxBackend is "auto", "process", "bwrap" or "docker". auto picks the best the
 	// machine offers.
 	SandboxBackend string
@@ -91,6 +94,9 @@ type Config struct {
 	RequestBodyTimeout time.Duration
 	// MaxUploadMB bounds a file uploaded into a conversation's workspace, in MiB.
 	MaxUploadMB int64
+	// MemoryLimit is the Go runtime's soft memory limit in bytes (GOMEMLIMIT), which main
+	// sets; 0 means none.
+	MemoryLimit int64
 	// StreamMaxSubscribers bounds the live streams (event sockets and SSE streams together)
 	// of one conversation; StreamBuffer is how many live events may wait for one stream
 	// before it is closed for falling behind; StreamHeartbeat is how often an idle stream
@@ -180,6 +186,9 @@ func Options() []Option {
 		{Flag: "agent-server-public-url", Env: []string{"AGENTD_AGENT_SERVER_PUBLIC_URL"}, File: "agent_server_public_url", Default: "",
 			Doc: "Base URL clients use to reach the agent-server API (default: http://<agent-server-addr>). It must keep the API at its root: a path in it is lost on clients that keep only the host.",
 			set: func(c *Config, v string) error { c.AgentServerPublicURL = strings.TrimRight(v, "/"); return nil }},
+		{Flag: "admin-addr", Env: []string{"AGENTD_ADMIN_ADDR"}, File: "admin_addr", Default: "",
+			Doc: "Listen address of the admin listener, e.g. 127.0.0.1:9090: /metrics (Prometheus), Go's profiles under /debug/pprof/ and the health routes, without a key, for operators and their scrapers; keep it off networks users reach. Empty: no such listener; admins then read /metrics and /debug/pprof/ on the main address with their key.",
+			set: func(c *Config, v string) error { c.AdminAddr = strings.TrimSpace(v); return nil }},
 		{Flag: "sandbox-backend", Env: []string{"AGENTD_SANDBOX_BACKEND"}, File: "sandbox_backend", Default: "auto",
 			Doc: "Sandbox backend: auto, process, bwrap or docker. auto uses the best one the machine offers.",
 			set: func(c *Config, v string) error { c.SandboxBackend = v; return nil }},
@@ -309,6 +318,9 @@ func Options() []Option {
 		{Flag: "git-author-email", Env: []string{"AGENTD_GIT_AUTHOR_EMAIL"}, File: "git_author_email", Default: "openhands@all-hands.dev",
 			Doc: "Author e-mail of those commits, for users whose settings (git_user_email) and git provider name none.",
 			set: func(c *Config, v string) error { c.GitAuthorEmail = strings.TrimSpace(v); return nil }},
+		{Flag: "memory-limit", Env: []string{"AGENTD_MEMORY_LIMIT", "GOMEMLIMIT"}, File: "memory_limit", Default: "96MiB",
+			Doc: "Soft limit of the server's Go memory (the runtime's GOMEMLIMIT), e.g. 96MiB or 1GiB; off for none. Near it the garbage collector runs more often and returns freed memory to the system sooner, so a burst of conversations does not leave the process large; it is not a hard cap: a server that needs more takes more, at the cost of more collection (at most about half a CPU). Raise it for a server that keeps many conversations running at once.",
+			set: func(c *Config, v string) error { return setBytes(&c.MemoryLimit, v) }},
 		{Flag: "conversation-titles", Env: []string{"AGENTD_CONVERSATION_TITLES"}, File: "conversation_titles", Default: "model",
 			Doc: "How a conversation the user did not name is named once its agent first runs: model (the conversation's own model writes a short title from the first message, as OpenHands does; the call is bounded to 30 s and 48 tokens, runs beside the agent, and its cost counts in the conversation's metrics; if it fails, the start of the message is the title), message (the start of the first message, no model call) or off (\"Conversation <id>\"). A title the user set is never replaced.",
 			set: func(c *Config, v string) error {
@@ -360,6 +372,32 @@ func setFloat(dst *float64, v string) error {
 		return fmt.Errorf("%q is not a number", v)
 	}
 	*dst = f
+	return nil
+}
+
+// setBytes reads a size as GOMEMLIMIT writes it: a whole number of bytes with an optional
+// unit (B, KiB, MiB, GiB, TiB), or off (0).
+func setBytes(dst *int64, v string) error {
+	v = strings.TrimSpace(v)
+	if v == "off" {
+		*dst = 0
+		return nil
+	}
+	num, mult := v, int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"B", 1}} {
+		if n, ok := strings.CutSuffix(v, u.suffix); ok {
+			num, mult = n, u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return fmt.Errorf("%q is not a size such as 96MiB or 2GiB, or off", v)
+	}
+	*dst = n * mult
 	return nil
 }
 
@@ -471,6 +509,11 @@ func (c *Config) validate() error {
 	var errs []error
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("addr %q: want host:port", c.Addr))
+	}
+	if _, port, err := net.SplitHostPort(c.AdminAddr); c.AdminAddr != "" && err != nil {
+		errs = append(errs, fmt.Errorf("admin addr %q: want host:port", c.AdminAddr))
+	} else if c.AdminAddr == c.Addr && port != "0" {
+		errs = append(errs, fmt.Errorf("admin addr %q: the main server listens there", c.AdminAddr))
 	}
 	switch c.SandboxBackend {
 	case "auto", "process", "bwrap", "docker":

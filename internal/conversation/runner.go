@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/agentd/agentd/internal/confirm"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/llm"
+	"github.com/agentd/agentd/internal/logctx"
 	"github.com/agentd/agentd/internal/runtime"
 	"github.com/agentd/agentd/internal/tool"
 	"github.com/agentd/agentd/internal/tool/mcp"
@@ -140,6 +142,11 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 		}
 		return
 	}
+	if v.SandboxID != "" {
+		log = log.With("sandbox_id", v.SandboxID)
+	}
+	// What the loop's collaborators log with ctx names the conversation and its sandbox too.
+	ctx = logctx.With(ctx, slog.String("conversation_id", convID), slog.String("sandbox_id", v.SandboxID))
 	var req requestOptions
 	if len(v.RequestSealed) > 0 {
 		raw, err := s.o.Sealer.Open(v.RequestSealed)
@@ -265,6 +272,7 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 		},
 		Log:            &runnerLog{s: s, conv: v.Conversation},
 		PauseRequested: l.pause.Load,
+		Observer:       s.o.AgentObserver,
 		Now:            s.o.Now, NewID: s.o.NewEventID,
 	})
 	runCtx, interrupt := context.WithCancelCause(ctx)

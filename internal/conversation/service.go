@@ -16,6 +16,7 @@ import (
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/id"
 	"github.com/agentd/agentd/internal/llm"
+	"github.com/agentd/agentd/internal/logctx"
 	"github.com/agentd/agentd/internal/netpolicy"
 	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/runtime"
@@ -69,6 +70,9 @@ type Options struct {
 	// Runtimes returns the runtime of a RUNNING sandbox.
 	Runtimes func(ctx context.Context, ownerID, sandboxID string) (Runtime, error)
 	Agent    AgentOptions
+	// AgentObserver is told of every agent step and tool call, for the server's metrics;
+	// nil tells nobody.
+	AgentObserver agent.Observer
 	// Terminal bounds the waits of the agents' terminal calls, sent with each call; nil
 	// leaves them to the runtime.
 	Terminal *runtime.TerminalWaits
@@ -347,10 +351,11 @@ func (s *Service) create(ctx context.Context, ownerID string, r CreateRequest, w
 	if err := s.o.Store.CreateConversation(ctx, c, task, first); err != nil {
 		return View{}, StartTask{}, fmt.Errorf("create conversation: %w", err)
 	}
+	logctx.Add(ctx, slog.String("conversation_id", convID))
 	if watch != nil {
 		*watch = s.watchTask(task.ID)
 	}
-	s.launch(task, r.SpecID)
+	s.launch(task, r.SpecID, logctx.Attrs(ctx)...)
 	s.notify(ctx, webhook.KindConversationCreated, c, map[string]any{"title": c.Title,
 		"selected_repository": c.SelectedRepository, "selected_branch": c.SelectedBranch, "version": c.Version})
 	return View{Conversation: c, SandboxStatus: sandbox.StatusMissing, TaskStatus: task.Status}, task, nil

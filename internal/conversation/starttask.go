@@ -4,14 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
+	"github.com/agentd/agentd/internal/logctx"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/webhook"
 )
 
-// launch runs a start task in a goroutine owned by the service.
-func (s *Service) launch(t StartTask, specID string) {
-	ctx, cancel := context.WithCancel(s.ctx)
+// launch runs a start task in a goroutine owned by the service. Its log lines carry attrs
+// (those of the request that created it), its conversation, task and, once known, sandbox.
+func (s *Service) launch(t StartTask, specID string, attrs ...slog.Attr) {
+	ctx, cancel := context.WithCancel(logctx.With(s.ctx, append(attrs,
+		slog.String("conversation_id", t.ConversationID), slog.String("task_id", t.ID))...))
+	if t.SandboxID != "" {
+		logctx.Add(ctx, slog.String("sandbox_id", t.SandboxID))
+	}
 	s.mu.Lock()
 	s.tasks[t.ConversationID] = cancel
 	s.mu.Unlock()
@@ -41,7 +48,7 @@ func (s *Service) runTask(ctx context.Context, t StartTask, specID string) {
 		// Messages sent while it started follow the first, in order. One that fails to be
 		// delivered stays queued for the next process's resume.
 		if err := s.deliverPending(ctx, v.Conversation); err != nil {
-			s.log.Error("deliver pending messages", "conversation_id", t.ConversationID, "err", err)
+			s.log.ErrorContext(ctx, "deliver pending messages", "err", err)
 		}
 		s.notify(ctx, webhook.KindConversationStatusChanged, v.Conversation, map[string]any{"conversation_status": string(StatusRunning)})
 		// The agent answers them now, unless the user paused it meanwhile.
@@ -56,12 +63,12 @@ func (s *Service) runTask(ctx context.Context, t StartTask, specID string) {
 	if errors.Is(err, ErrNotFound) || errors.Is(err, context.Canceled) {
 		return // the conversation was deleted meanwhile
 	}
-	s.log.Warn("conversation start failed", "task_id", t.ID, "conversation_id", t.ConversationID, "err", err)
+	s.log.WarnContext(ctx, "conversation start failed", "err", err)
 	t.Status = TaskError
 	t.Detail = taskDetail(err)
 	if err := s.saveTask(context.WithoutCancel(ctx), &t); err != nil {
 		if !errors.Is(err, ErrNotFound) {
-			s.log.Error("save failed start task", "task_id", t.ID, "err", err)
+			s.log.ErrorContext(ctx, "save failed start task", "err", err)
 		}
 		return
 	}
@@ -99,6 +106,7 @@ func (s *Service) walk(ctx context.Context, t *StartTask, specID string) error {
 			return fmt.Errorf("start sandbox: %w", err)
 		}
 		t.SandboxID = sb.ID
+		logctx.Add(ctx, slog.String("sandbox_id", sb.ID))
 		// The sandbox exists now: record it even if ctx ended meanwhile (Close during the
 		// start), so that the task resumed by the next process uses it instead of starting
 		// another one and leaving this one running for nobody.

@@ -15,8 +15,9 @@ import (
 // The bus is in-process: it orders and delivers the appends of this process only. Several
 // processes writing one store would need their fan-out to come from the store.
 type Bus struct {
-	mu   sync.Mutex
-	subs map[string]map[*Subscription]struct{}
+	mu    sync.Mutex
+	subs  map[string]map[*Subscription]struct{}
+	stats BusStats
 
 	// appending holds one lock per conversation being recorded, so that its records run one
 	// at a time (see Record).
@@ -27,6 +28,22 @@ type Bus struct {
 type convLock struct {
 	mu    sync.Mutex
 	users int
+}
+
+// BusStats count a bus's subscriptions (each feed holds one), for the server's metrics.
+type BusStats struct {
+	// Subscribers is the number of open subscriptions.
+	Subscribers int
+	// Lagged, Ended and Closed count the subscriptions that ended since the bus was made:
+	// dropped for falling behind, ended with their conversation, and closed by their reader.
+	Lagged, Ended, Closed uint64
+}
+
+// Stats returns the bus's counts.
+func (b *Bus) Stats() BusStats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stats
 }
 
 // Subscription receives the events published for one conversation, in publication order.
@@ -59,6 +76,7 @@ func (b *Bus) Subscribe(conversationID string, buffer int) *Subscription {
 		b.subs[conversationID] = map[*Subscription]struct{}{}
 	}
 	b.subs[conversationID][s] = struct{}{}
+	b.stats.Subscribers++
 	return s
 }
 
@@ -169,6 +187,16 @@ func (s *Subscription) closeLocked() {
 	}
 	s.closed = true
 	close(s.c)
+	st := &s.bus.stats
+	st.Subscribers--
+	switch {
+	case s.lagged:
+		st.Lagged++
+	case s.ended:
+		st.Ended++
+	default:
+		st.Closed++
+	}
 	m := s.bus.subs[s.convID]
 	delete(m, s)
 	if len(m) == 0 {

@@ -1,8 +1,10 @@
 package event
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -116,9 +118,15 @@ func TestBusDeliversInOrderAndDropsLaggards(t *testing.T) {
 		t.Fatal("closed subscription delivers")
 	}
 	b.Publish(Event{ID: "3", ConversationID: "c1"}) // no subscribers left: no panic
+	if st := b.Stats(); st != (BusStats{Subscribers: 1, Lagged: 1, Closed: 1}) {
+		t.Fatalf("stats with one subscriber left: %+v", st)
+	}
 	other.Close()
 	if len(b.subs) != 0 {
 		t.Fatalf("subscriptions left: %v", b.subs)
+	}
+	if st := b.Stats(); st != (BusStats{Lagged: 1, Closed: 2}) {
+		t.Fatalf("stats at the end: %+v", st)
 	}
 }
 
@@ -145,6 +153,9 @@ func TestBusEndClosesTheConversationsSubscriptions(t *testing.T) {
 	other.Close()
 	if len(b.subs) != 0 {
 		t.Fatalf("subscriptions left: %v", b.subs)
+	}
+	if st := b.Stats(); st != (BusStats{Ended: 2, Closed: 1}) {
+		t.Fatalf("stats: %+v", st)
 	}
 }
 
@@ -204,5 +215,39 @@ func TestBusRecordPublishesOnlyWhatWasStored(t *testing.T) {
 	}
 	if len(b.appending) != 0 {
 		t.Fatalf("conversation locks left: %v", b.appending)
+	}
+}
+
+// TestFeedsCountInTheBusStats: every feed holds a subscription of the bus, so the bus's counts
+// (the server's stream metrics) see each feed open, and end by its reason: fell behind, its
+// conversation was deleted, or its reader closed it.
+func TestFeedsCountInTheBusStats(t *testing.T) {
+	var b Bus
+	ctx := context.Background()
+	slow := b.Follow(ctx, "c1", FeedOptions{Buffer: 1})
+	closed := b.Follow(ctx, "c2", FeedOptions{Buffer: 10})
+	deleted := b.Follow(ctx, "c3", FeedOptions{Buffer: 10})
+	if st := b.Stats(); st != (BusStats{Subscribers: 3}) {
+		t.Fatalf("stats with three feeds open: %+v", st)
+	}
+	// The slow feed's reader reads nothing: of three events, its goroutine holds at most one
+	// and its buffer one, so the third drops it.
+	for i := range 3 {
+		b.Publish(Event{ID: fmt.Sprint(i), ConversationID: "c1"})
+	}
+	for range slow.C {
+	}
+	if err := slow.Err(); !errors.Is(err, ErrLagged) {
+		t.Fatalf("slow feed ended with %v", err)
+	}
+	closed.Close()
+	b.End("c3")
+	for range deleted.C {
+	}
+	if err := deleted.Err(); !errors.Is(err, ErrEnded) {
+		t.Fatalf("deleted conversation's feed ended with %v", err)
+	}
+	if st := b.Stats(); st != (BusStats{Lagged: 1, Ended: 1, Closed: 1}) {
+		t.Fatalf("stats once the feeds ended: %+v", st)
 	}
 }

@@ -59,7 +59,7 @@ func (a *API) agentBaseHandler(rts []route) http.Handler {
 	mux.Handle("/", a.wrap(route{h: func(w http.ResponseWriter, r *http.Request) error {
 		return errNotFoundRoute
 	}, op: wire.Operation{Public: true}}))
-	return a.recoverer(a.logRequests(a.cors(cleanPaths(mux))))
+	return a.requestIDs(a.recoverer(a.logRequests(a.cors(cleanPaths(mux)))))
 }
 
 // agentBaseOnly are the base's routes the prefix has no counterpart of: an agent server's

@@ -78,7 +78,7 @@ func (a *API) agentConversationInfo(ctx context.Context, ownerID string, v conve
 		StuckDetection:       ag.StuckDetection,
 		ConfirmationPolicy:   policyWire(c.ConfirmationPolicy),
 		Stats:                apitypes.ConversationStats{UsageToMetrics: map[string]apitypes.MetricsSnapshot{}},
-		Metrics:              metricsOf(c.Metrics),
+		Metrics:              a.metricsOf(c.Metrics),
 		Tags:                 map[string]string{},
 		ParentConversationID: c.ParentID, SubConversationIDs: orEmpty(v.SubConversationIDs),
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,

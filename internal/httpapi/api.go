@@ -65,6 +65,9 @@ type Deps struct {
 	// MaxUploadBytes bounds a file uploaded into a workspace; zero means
 	// DefaultMaxUploadBytes.
 	MaxUploadBytes int64
+	// Metrics records the requests and serves /metrics; nil records nothing, and /metrics
+	// answers 404.
+	Metrics Metrics
 	// Web is the web app, served at every path outside the API's (/api/, /agent-server/,
 	// /sockets/); nil serves none.
 	Web http.Handler
@@ -81,6 +84,8 @@ type API struct {
 	sockets      *sockets
 	keys         keyCache
 	ready        *readiness
+	// decodedMetrics keeps the conversations' metrics as lately decoded (convert.go).
+	decodedMetrics metricsCache
 	// started and lastSeen (unix nanoseconds of the last request) answer /server_info.
 	started  time.Time
 	lastSeen atomic.Int64
@@ -102,6 +107,9 @@ func New(d Deps) (*API, error) {
 	}
 	if d.BodyTimeout <= 0 {
 		d.BodyTimeout = DefaultBodyTimeout
+	}
+	if d.Metrics == nil {
+		d.Metrics = noMetrics{}
 	}
 	if d.MaxUploadBytes <= 0 {
 		d.MaxUploadBytes = DefaultMaxUploadBytes
@@ -131,7 +139,8 @@ func New(d Deps) (*API, error) {
 		}
 		return errNotFoundRoute
 	}, op: wire.Operation{Public: true}}))
-	a.handler = a.recoverer(a.logRequests(a.cors(cleanPaths(mux))))
+	mux.Handle(pprofPrefix, a.adminProfiles())
+	a.handler = a.requestIDs(a.recoverer(a.logRequests(a.cors(cleanPaths(mux)))))
 	a.agentHandler = a.agentBaseHandler(rts)
 	return a, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"strconv"
+	"sync"
 
 	"github.com/agentd/agentd/internal/apitypes"
 	"github.com/agentd/agentd/internal/conversation"
@@ -109,7 +110,7 @@ func (a *API) appConversation(v conversation.View) apitypes.AppConversation {
 	if out.PRNumber == nil {
 		out.PRNumber = []int{}
 	}
-	out.Metrics = metricsOf(c.Metrics)
+	out.Metrics = a.metricsOf(c.Metrics)
 	// As in OpenHands, the agent's status and the conversation API are there while the
 	// sandbox runs.
 	if v.SandboxStatus == sandbox.StatusRunning && c.SandboxID != "" {
@@ -123,16 +124,47 @@ func (a *API) appConversation(v conversation.View) apitypes.AppConversation {
 	return out
 }
 
-// metricsOf decodes stored metrics; nil when there are none.
-func metricsOf(raw json.RawMessage) *apitypes.MetricsSnapshot {
+// metricsOf decodes stored metrics; nil when there are none. The answers share what it
+// returns, which nothing changes.
+func (a *API) metricsOf(raw json.RawMessage) *apitypes.MetricsSnapshot {
 	if len(raw) == 0 {
 		return nil
 	}
-	var m apitypes.MetricsSnapshot
-	if json.Unmarshal(raw, &m) != nil {
+	return a.decodedMetrics.get(raw)
+}
+
+// maxDecodedMetrics bounds metricsCache: a few pages of listings of many users.
+const maxDecodedMetrics = 4096
+
+// metricsCache keeps the metrics recently decoded, by their stored JSON: a listing sends the
+// metrics of a hundred conversations, most of which have not changed since the last listing,
+// and decoding them was a fifth of its time. The zero value is ready.
+type metricsCache struct {
+	mu sync.Mutex
+	m  map[string]*apitypes.MetricsSnapshot
+}
+
+func (c *metricsCache) get(raw json.RawMessage) *apitypes.MetricsSnapshot {
+	c.mu.Lock()
+	m, ok := c.m[string(raw)]
+	c.mu.Unlock()
+	if ok {
+		return m
+	}
+	var v apitypes.MetricsSnapshot
+	if json.Unmarshal(raw, &v) != nil {
 		return nil
 	}
-	return &m
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]*apitypes.MetricsSnapshot{}
+	}
+	if len(c.m) >= maxDecodedMetrics {
+		clear(c.m) // simpler than an LRU, and as good for what listings read again
+	}
+	c.m[string(raw)] = &v
+	return &v
 }
 
 func (a *API) conversationInfo(v conversation.View) apitypes.ConversationInfo {

@@ -36,9 +36,10 @@ func (a *API) cors(next http.Handler) http.Handler {
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", origin)
 		h.Add("Vary", "Origin")
+		h.Set("Access-Control-Expose-Headers", requestIDHeader)
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
-			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Session-API-Key, Last-Event-ID")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Session-API-Key, Last-Event-ID, "+requestIDHeader)
 			h.Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)
 			return

@@ -19,6 +19,7 @@ func (a *API) wrap(rt route) http.Handler {
 			limit = a.d.MaxUploadBytes + multipartSlack
 		}
 		limitBody(w, r, a.d.BodyTimeout, limit)
+		logPathIDs(r)
 		if !rt.op.Public {
 			u, err := a.authenticate(r, rt.op)
 			if err != nil {
@@ -39,7 +40,7 @@ func (a *API) wrap(rt route) http.Handler {
 func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, body, internal := mapError(err)
 	if internal {
-		a.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		a.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	writeJSON(w, status, body)
 }
@@ -75,15 +76,27 @@ func (s *statusRecorder) Flush() {
 	}
 }
 
-// logRequests logs one line per request. Only the path is logged: query strings may carry keys.
-func (a *API) logRequests(next http.Handler) http.Handler {
+// logRequests logs one line per request and counts it in the metrics. Only the path is
+// logged: query strings may carry keys.
+func (a *API) logRequests(next http.Handler) http.Handler { return a.logRequestsAs(true, next) }
+
+// logRequestsAs logs one line per request, and counts it in the request metrics when count
+// is set. The route is the pattern the mux below matched, which it sets on r.
+func (a *API) logRequestsAs(count bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
-		a.lastSeen.Store(a.d.Now().UnixNano())
-		a.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
-			"duration_ms", float64(time.Since(start).Microseconds())/1000, "user_id", rec.userID)
+		d := time.Since(start)
+		if rec.status == 0 {
+			rec.status = http.StatusOK // a handler that wrote nothing
+		}
+		if count {
+			a.lastSeen.Store(a.d.Now().UnixNano())
+			a.d.Metrics.ObserveRequest(routeLabel(r.Pattern), r.Method, rec.status, d)
+		}
+		a.log.DebugContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
+			"duration_ms", float64(d.Microseconds())/1000, "user_id", rec.userID)
 	})
 }
 
@@ -95,7 +108,7 @@ func (a *API) recoverer(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				a.log.Error("panic in handler", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				a.log.ErrorContext(r.Context(), "panic in handler", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
 				writeJSON(w, http.StatusInternalServerError, detail("Internal Server Error"))
 			}
 		}()

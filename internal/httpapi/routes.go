@@ -99,6 +99,8 @@ func (a *API) routes() []route {
 			Errors: map[int]string{503: "The store or the sandbox backend does not work; the body says which"}}, a.readyz},
 		{wire.Operation{Method: "GET", Path: "/server_info", Tag: "health", Summary: "The server's version and uptime", Public: true, Response: apitypes.ServerInfo{}}, a.serverInfo},
 		{wire.Operation{Method: "GET", Path: "/openapi.json", Tag: "health", Summary: "This API's OpenAPI document", Public: true}, a.openAPI},
+		{wire.Operation{Method: "GET", Path: "/metrics", Tag: "health", Summary: "The server's metrics, in Prometheus' text format (admins only; the admin listener serves them without a key)",
+			RawResponse: "text/plain; version=0.0.4", Errors: errs(map[int]string{403: "The caller is not an admin."})}, a.metrics},
 
 		// What the web app reads first, and the models it offers.
 		{wire.Operation{Method: "GET", Path: "/api/v1/web-client/config", Tag: "config", Summary: "What the web app reads first: the app mode (oss) and its feature flags",

@@ -108,7 +108,7 @@ func (s *Service) adoptStarting(ctx context.Context, sb Sandbox, state State) er
 			return err
 		}
 	}
-	s.awaitReady(sb, key)
+	s.awaitReady(sb, key, time.Time{}) // its start began in the last server: not timed
 	return nil
 }
 
@@ -175,7 +175,7 @@ func (s *Service) Run(ctx context.Context) error {
 // become MISSING, and idle ones are paused (as of the service's clock, ServiceOptions.Now).
 // Run calls it on a ticker; a test that owns the clock calls it to decide when a pass runs.
 func (s *Service) Watch(ctx context.Context) error {
-	sbs, err := s.store.AllSandboxes(ctx)
+	sbs, err := s.store.LiveSandboxes(ctx)
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,8 @@ type ServiceOptions struct {
 	IdleTimeout time.Duration
 	// OnIdlePause is told of every sandbox paused for being idle (and for how long it was).
 	OnIdlePause func(ctx context.Context, sb Sandbox, idle time.Duration)
+	// Metrics is told how starts, pauses and resumes went; nil tells nobody.
+	Metrics Metrics
 	// OnStatus is told of every change of a sandbox's status after its creation (and of its
 	// deletion, as MISSING), once it is stored, in order for each sandbox. It runs while the
 	// sandbox's operations wait, so it must not call them. nil tells nobody.
@@ -59,6 +61,26 @@ type ServiceOptions struct {
 type Notifier interface {
 	Notify(ctx context.Context, ev webhook.Event)
 }
+
+// Metrics records the sandbox operations, for the server's metrics. ObserveOperation is
+// called from many goroutines at once and must not block.
+type Metrics interface {
+	// ObserveOperation records one operation (OpStart, OpPause, OpResume) of backend: how
+	// long it took (a start, until the runtime answered or the start failed) and whether it
+	// failed.
+	ObserveOperation(backend, op string, d time.Duration, failed bool)
+}
+
+// Operations of Metrics.
+const (
+	OpStart  = "start"
+	OpPause  = "pause"
+	OpResume = "resume"
+)
+
+type noMetrics struct{}
+
+func (noMetrics) ObserveOperation(string, string, time.Duration, bool) {}
 
 // Service owns the lifecycle of sandboxes: it keeps the store's records and the backend's
 // processes in step, and is the only writer of sandbox records.
@@ -84,6 +106,7 @@ type Service struct {
 	watchInterval time.Duration
 	idleTimeout   time.Duration
 	onIdlePause   func(ctx context.Context, sb Sandbox, idle time.Duration)
+	metrics       Metrics
 	webhooks      Notifier
 	onStatus      func(ctx context.Context, sb Sandbox)
 
@@ -127,6 +150,7 @@ func NewService(opts ServiceOptions) *Service {
 		watchInterval: opts.WatchInterval,
 		idleTimeout:   opts.IdleTimeout,
 		onIdlePause:   opts.OnIdlePause,
+		metrics:       opts.Metrics,
 		webhooks:      opts.Webhooks,
 		onStatus:      opts.OnStatus,
 		starting:      map[string]*startWait{},
@@ -139,6 +163,9 @@ func NewService(opts ServiceOptions) *Service {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.metrics == nil {
+		s.metrics = noMetrics{}
 	}
 	if s.newID == nil {
 		s.newID = func() string { return hex.EncodeToString(randomBytes(16)) }
@@ -250,4 +277,9 @@ func (s *Service) ours(sb Sandbox) error {
 		return fmt.Errorf("sandbox %s runs on backend %q, this server uses %q: %w", sb.ID, sb.Backend, s.backend.Name(), ErrUnsupported)
 	}
 	return nil
+}
+
+// observe records an operation of the backend that began at start.
+func (s *Service) observe(op string, start time.Time, err error) {
+	s.metrics.ObserveOperation(s.backend.Name(), op, time.Since(start), err != nil)
 }

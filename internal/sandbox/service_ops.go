@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agentd/agentd/internal/webhook"
 )
@@ -33,10 +34,13 @@ func (s *Service) Pause(ctx context.Context, ownerID, id string) error {
 // pauseLocked freezes the RUNNING sandbox sb; the caller holds its lock.
 func (s *Service) pauseLocked(ctx context.Context, sb Sandbox) (Sandbox, error) {
 	bctx := context.WithoutCancel(ctx)
-	if err := s.backend.Pause(bctx, sb.Instance); err != nil {
+	began := time.Now()
+	err := s.backend.Pause(bctx, sb.Instance)
+	s.observe(OpPause, began, err)
+	if err != nil {
 		// Thaw what did freeze, so the sandbox stays as it was: RUNNING.
 		if rerr := s.backend.Resume(bctx, sb.Instance); rerr != nil {
-			s.log.Error("resume after failed pause", "sandbox_id", sb.ID, "err", rerr)
+			s.log.ErrorContext(ctx, "resume after failed pause", "sandbox_id", sb.ID, "err", rerr)
 		}
 		return sb, err
 	}
@@ -72,14 +76,16 @@ func (s *Service) Resume(ctx context.Context, ownerID, id string) error {
 
 	bctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), s.startTimeout, errStartTimeout)
 	defer cancel()
+	began := time.Now()
 	err = s.backend.Resume(bctx, sb.Instance)
 	if err == nil {
 		err = s.waitHealthy(bctx, sb, key)
 	}
+	s.observe(OpResume, began, err)
 	if err != nil {
 		cctx := context.WithoutCancel(ctx)
 		if perr := s.backend.Pause(cctx, sb.Instance); perr != nil {
-			s.log.Error("pause again after failed resume", "sandbox_id", id, "err", perr)
+			s.log.ErrorContext(ctx, "pause again after failed resume", "sandbox_id", id, "err", perr)
 		}
 		return fmt.Errorf("resume sandbox %s: %w", id, err)
 	}
@@ -109,7 +115,7 @@ func (s *Service) Delete(ctx context.Context, ownerID, id string) error {
 			return fmt.Errorf("delete sandbox %s: %w", id, err)
 		}
 	} else {
-		s.log.Warn("deleting the record of a sandbox of another backend; its processes are not touched",
+		s.log.WarnContext(ctx, "deleting the record of a sandbox of another backend; its processes are not touched",
 			"sandbox_id", id, "sandbox_backend", sb.Backend)
 	}
 	if err := s.store.DeleteSandbox(cctx, id); err != nil && !errors.Is(err, ErrNotFound) {
@@ -117,7 +123,7 @@ func (s *Service) Delete(ctx context.Context, ownerID, id string) error {
 	}
 	s.dropClient(id)
 	s.changes.notify(id)
-	s.log.Info("sandbox deleted", "sandbox_id", id)
+	s.log.InfoContext(ctx, "sandbox deleted", "sandbox_id", id)
 	s.tell(cctx, webhook.KindSandboxDeleted, sb)
 	sb.Status, sb.Detail = StatusMissing, "deleted"
 	s.told(cctx, sb)

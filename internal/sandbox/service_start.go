@@ -59,20 +59,23 @@ func (s *Service) Start(ctx context.Context, ownerID, specID string) (Sandbox, e
 	// record and the processes never disagree.
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.startTimeout)
 	defer cancel()
+	began := time.Now()
 	inst, err := s.backend.Start(bctx, StartRequest{ID: sb.ID, OwnerID: ownerID, Spec: spec, SessionKey: key})
 	if err != nil {
+		s.observe(OpStart, began, err)
 		return s.failStart(bctx, sb, err)
 	}
 	sb.Instance = inst
 	sb.UpdatedAt = s.now().UTC()
 	if err := s.store.UpdateSandbox(bctx, sb, StatusStarting); err != nil {
 		if derr := s.backend.Destroy(bctx, inst); derr != nil {
-			s.log.Error("destroy sandbox after failed write", "sandbox_id", sb.ID, "err", derr)
+			s.log.ErrorContext(ctx, "destroy sandbox after failed write", "sandbox_id", sb.ID, "err", derr)
 		}
+		s.observe(OpStart, began, err)
 		return s.failStart(bctx, sb, fmt.Errorf("record instance: %w", err))
 	}
-	s.log.Info("sandbox starting", "sandbox_id", sb.ID, "owner_id", ownerID, "spec_id", spec.ID)
-	s.awaitReady(sb, key)
+	s.log.InfoContext(ctx, "sandbox starting", "sandbox_id", sb.ID, "owner_id", ownerID, "spec_id", spec.ID)
+	s.awaitReady(sb, key, began)
 	return sb, nil
 }
 
@@ -105,7 +108,7 @@ func (s *Service) checkLimit(ctx context.Context, ownerID string) error {
 // failStart records a failed start as ERROR and returns the record and the error. The
 // record's detail is for the owner; the cause, which may name host paths, goes to the log.
 func (s *Service) failStart(ctx context.Context, sb Sandbox, cause error) (Sandbox, error) {
-	s.log.Error("sandbox start failed", "sandbox_id", sb.ID, "err", cause)
+	s.log.ErrorContext(ctx, "sandbox start failed", "sandbox_id", sb.ID, "err", cause)
 	detail := "the " + s.backend.Name() + " backend could not start the sandbox; the server log has the cause"
 	var cm interface{ ClientMessage() string }
 	if errors.As(cause, &cm) {
@@ -113,14 +116,16 @@ func (s *Service) failStart(ctx context.Context, sb Sandbox, cause error) (Sandb
 	}
 	failed, err := s.setStatus(ctx, sb, StatusError, detail)
 	if err != nil {
-		s.log.Error("record failed start", "sandbox_id", sb.ID, "err", err)
+		s.log.ErrorContext(ctx, "record failed start", "sandbox_id", sb.ID, "err", err)
 	}
 	return failed, fmt.Errorf("start sandbox %s: %w", sb.ID, cause)
 }
 
 // awaitReady waits in the background for the runtime of the STARTING sandbox sb, then moves
-// it to RUNNING, or to ERROR (destroying it) when the runtime does not answer in time.
-func (s *Service) awaitReady(sb Sandbox, key string) {
+// it to RUNNING, or to ERROR (destroying it) when the runtime does not answer in time. began
+// is when the backend was asked to start it (zero for a start the last server began, which
+// is not timed).
+func (s *Service) awaitReady(sb Sandbox, key string, began time.Time) {
 	ctx, cancel := context.WithCancel(s.life)
 	w := &startWait{cancel: cancel}
 	s.mu.Lock()
@@ -128,7 +133,7 @@ func (s *Service) awaitReady(sb Sandbox, key string) {
 	s.mu.Unlock()
 	ok := s.spawn(func() {
 		defer s.endWait(sb.ID, w)
-		s.finishStart(ctx, sb, key)
+		s.finishStart(ctx, sb, key, began)
 	})
 	if !ok {
 		s.endWait(sb.ID, w)
@@ -154,12 +159,15 @@ func (s *Service) cancelStart(id string) {
 	}
 }
 
-func (s *Service) finishStart(ctx context.Context, sb Sandbox, key string) {
+func (s *Service) finishStart(ctx context.Context, sb Sandbox, key string, began time.Time) {
 	wctx, cancel := context.WithTimeoutCause(ctx, s.startTimeout, errStartTimeout)
 	defer cancel()
 	healthErr := s.waitHealthy(wctx, sb, key)
 	if healthErr != nil && ctx.Err() != nil {
 		return // Delete or Close stopped the wait; the sandbox is theirs now
+	}
+	if !began.IsZero() {
+		s.observe(OpStart, began, healthErr)
 	}
 
 	unlock := s.locks.lock(sb.ID)
@@ -171,16 +179,16 @@ func (s *Service) finishStart(ctx context.Context, sb Sandbox, key string) {
 	}
 	if healthErr == nil {
 		if _, err := s.setStatus(cctx, cur, StatusRunning, ""); err != nil {
-			s.log.Error("record running sandbox", "sandbox_id", sb.ID, "err", err)
+			s.log.ErrorContext(ctx, "record running sandbox", "sandbox_id", sb.ID, "err", err)
 		}
 		return
 	}
-	s.log.Warn("sandbox did not start", "sandbox_id", sb.ID, "err", healthErr)
+	s.log.WarnContext(ctx, "sandbox did not start", "sandbox_id", sb.ID, "err", healthErr)
 	if err := s.backend.Destroy(cctx, cur.Instance); err != nil {
-		s.log.Error("destroy sandbox that did not start", "sandbox_id", sb.ID, "err", err)
+		s.log.ErrorContext(ctx, "destroy sandbox that did not start", "sandbox_id", sb.ID, "err", err)
 	}
 	if _, err := s.setStatus(cctx, cur, StatusError, readinessDetail(healthErr, s.startTimeout)); err != nil {
-		s.log.Error("record failed start", "sandbox_id", sb.ID, "err", err)
+		s.log.ErrorContext(ctx, "record failed start", "sandbox_id", sb.ID, "err", err)
 	}
 }
 

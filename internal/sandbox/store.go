@@ -33,6 +33,10 @@ type Store interface {
 	ListSandboxes(ctx context.Context, ownerID string, q paging.Query) (sbs []Sandbox, next string, err error)
 	// AllSandboxes returns every record of every owner, for reconciliation at start-up.
 	AllSandboxes(ctx context.Context) ([]Sandbox, error)
+	// LiveSandboxes returns the STARTING, RUNNING and PAUSED records of every owner (those
+	// whose processes should exist), for the watcher, which reads them often: its cost must
+	// not grow with the records of sandboxes long gone.
+	LiveSandboxes(ctx context.Context) ([]Sandbox, error)
 	// UpdateSandbox writes Status, Detail, Instance and UpdatedAt of sb if the stored status
 	// is still prev (compare and set). It returns ErrState when the status moved meanwhile and
 	// ErrNotFound when the record is gone.

@@ -33,9 +33,26 @@ type Store interface {
 	// sandbox session keys, conversation requests and secrets, webhook secrets) through fn in one transaction.
 	// Key rotation uses it.
 	Reseal(ctx context.Context, fn func(sealed []byte) ([]byte, error)) error
+	// Counts tallies the rows of every owner by state, for the server's metrics.
+	Counts(ctx context.Context) (Counts, error)
 	// Ping reports whether the store answers: a read of its schema and a turn on its writing
 	// connection, within ctx. Readiness probes call it.
 	Ping(ctx context.Context) error
 	// Close releases the store. Safe to call twice.
 	Close() error
+}
+
+// Counts are the store's rows of every owner by state.
+type Counts struct {
+	// Sandboxes counts sandbox records by backend and status.
+	Sandboxes map[SandboxKey]int
+	// Conversations counts conversations by their agent's execution status ("" for a
+	// conversation whose agent never ran).
+	Conversations map[string]int
+}
+
+// SandboxKey is a backend and a status.
+type SandboxKey struct {
+	Backend string
+	Status  sandbox.Status
 }

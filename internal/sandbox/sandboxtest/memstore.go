@@ -162,6 +162,14 @@ func (s *MemStore) AllSandboxes(_ context.Context) ([]sandbox.Sandbox, error) {
 	return out, nil
 }
 
+// LiveSandboxes returns the STARTING, RUNNING and PAUSED records.
+func (s *MemStore) LiveSandboxes(ctx context.Context) ([]sandbox.Sandbox, error) {
+	all, err := s.AllSandboxes(ctx)
+	return slices.DeleteFunc(all, func(sb sandbox.Sandbox) bool {
+		return sb.Status != sandbox.StatusStarting && sb.Status != sandbox.StatusRunning && sb.Status != sandbox.StatusPaused
+	}), err
+}
+
 // UpdateSandbox writes status, detail, instance and update time if the status is still prev.
 func (s *MemStore) UpdateSandbox(_ context.Context, sb sandbox.Sandbox, prev sandbox.Status) error {
 	s.mu.Lock()

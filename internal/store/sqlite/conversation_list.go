@@ -1,8 +1,10 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentd/agentd/internal/conversation"
@@ -83,22 +85,35 @@ func (s *Store) SubConversationIDs(ctx context.Context, ownerID string, parentID
 		marks[i] = "?"
 		args = append(args, id)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id, parent_id FROM conversations
-		WHERE owner_id = ? AND parent_id IN (`+strings.Join(marks, ",")+`)
-		ORDER BY created_at, id`, args...)
+	// Through the index on parent_id (the unary + keeps the owner's index from being
+	// chosen), each parent's children in order; sorted here, since IN lists several parents.
+	rows, err := s.r.QueryContext(ctx, `SELECT id, parent_id, created_at FROM conversations
+		WHERE parent_id IN (`+strings.Join(marks, ",")+`) AND +owner_id = ?`, append(args[1:], ownerID)...)
 	if err != nil {
 		return nil, fmt.Errorf("sub-conversations: %w", err)
 	}
 	defer rows.Close()
+	type child struct {
+		id      string
+		created int64
+	}
+	children := map[string][]child{}
 	for rows.Next() {
-		var id, parent string
-		if err := rows.Scan(&id, &parent); err != nil {
+		var c child
+		var parent string
+		if err := rows.Scan(&c.id, &parent, &c.created); err != nil {
 			return nil, fmt.Errorf("sub-conversations: %w", err)
 		}
-		out[parent] = append(out[parent], id)
+		children[parent] = append(children[parent], c)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sub-conversations: %w", err)
+	}
+	for parent, cs := range children {
+		slices.SortFunc(cs, func(a, b child) int { return cmp.Or(cmp.Compare(a.created, b.created), strings.Compare(a.id, b.id)) })
+		for _, c := range cs {
+			out[parent] = append(out[parent], c.id)
+		}
 	}
 	return out, nil
 }

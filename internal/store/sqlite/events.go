@@ -13,7 +13,8 @@ import (
 
 // Seq is the rowid of events, AUTOINCREMENT so that it never goes back, even after the newest
 // events are deleted. All writes go through one connection, so a later append always gets
-// greater numbers. Event reads are scoped by joining the conversation's owner.
+// greater numbers. Event reads are scoped by owner_id, the owner of the event's conversation,
+// written with the event.
 
 // AppendEvents inserts evs in one transaction, in order. Seq is set on the elements only once
 // the transaction has committed. Appending to a conversation that does not exist fails with
@@ -43,7 +44,8 @@ func insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event) ([]int64, 
 		return nil, nil
 	}
 	stmt, err := tx.PrepareContext(ctx,
-		`INSERT INTO events (id, conversation_id, kind, source, ts, body, llm_text) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+		`INSERT INTO events (id, conversation_id, kind, source, ts, body, llm_text, owner_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT owner_id FROM conversations WHERE id = ?))`)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +55,7 @@ func insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event) ([]int64, 
 		if err := checkTimes(e.Timestamp); err != nil {
 			return nil, fmt.Errorf("event %s: %w", e.ID, err)
 		}
-		res, err := stmt.ExecContext(ctx, e.ID, e.ConversationID, e.Kind, e.Source, nanos(e.Timestamp), rawArg(e.Body), nullString(e.LLMText))
+		res, err := stmt.ExecContext(ctx, e.ID, e.ConversationID, e.Kind, e.Source, nanos(e.Timestamp), rawArg(e.Body), nullString(e.LLMText), e.ConversationID)
 		switch {
 		case isForeignKey(err):
 			return nil, fmt.Errorf("event %s: conversation %s: %w", e.ID, e.ConversationID, conversation.ErrNotFound)
@@ -70,7 +72,7 @@ func insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event) ([]int64, 
 }
 
 const eventSelect = `SELECT e.seq, e.id, e.conversation_id, e.kind, e.source, e.ts, e.body, e.llm_text
-FROM events e JOIN conversations c ON c.id = e.conversation_id`
+FROM events e`
 
 func scanEvent(sc scanner) (event.Event, error) {
 	var e event.Event
@@ -95,9 +97,13 @@ func nullString(s string) any {
 
 func eventWhere(ownerID string, f event.Filter) where {
 	var w where
-	w.add("c.owner_id = ?", ownerID)
 	if f.ConversationID != "" {
+		// One conversation's events are read through its own index; the unary + keeps the
+		// owner's index, which holds every conversation's, from being chosen instead.
+		w.add("+e.owner_id = ?", ownerID)
 		w.add("e.conversation_id = ?", f.ConversationID)
+	} else {
+		w.add("e.owner_id = ?", ownerID)
 	}
 	if f.AfterSeq > 0 {
 		w.add("e.seq > ?", f.AfterSeq)
@@ -152,7 +158,7 @@ func (s *Store) CountEvents(ctx context.Context, ownerID string, f event.Filter)
 	w := eventWhere(ownerID, f)
 	var n int
 	err := s.r.QueryRowContext(ctx,
-		`SELECT COUNT(*) FROM events e JOIN conversations c ON c.id = e.conversation_id`+w.String(), w.args...).Scan(&n)
+		`SELECT COUNT(*) FROM events e`+w.String(), w.args...).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count events: %w", err)
 	}
@@ -172,7 +178,7 @@ func (s *Store) GetEvents(ctx context.Context, ownerID string, ids []string) ([]
 			args = append(args, id)
 		}
 		evs, err := collect(ctx, s.r, scanEvent,
-			eventSelect+` WHERE c.owner_id = ? AND e.id IN (`+placeholders(len(batch))+`)`, args...)
+			eventSelect+` WHERE e.owner_id = ? AND e.id IN (`+placeholders(len(batch))+`)`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("get events: %w", err)
 		}

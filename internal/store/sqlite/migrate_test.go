@@ -83,9 +83,9 @@ func TestPragmas(t *testing.T) {
 		{s.w, "synchronous", "1"}, // NORMAL
 		{s.w, "foreign_keys", "1"},
 		{s.w, "busy_timeout", "10000"},
-		{s.r, "foreign_keys", "1"},
-		{s.r, "query_only", "1"},
-		{s.r, "busy_timeout", "10000"},
+		{s.r.DB, "foreign_keys", "1"},
+		{s.r.DB, "query_only", "1"},
+		{s.r.DB, "busy_timeout", "10000"},
 	} {
 		var got string
 		if err := tc.db.QueryRowContext(t.Context(), "PRAGMA "+tc.pragma).Scan(&got); err != nil {

@@ -126,6 +126,16 @@ func (s *Store) ListSandboxes(ctx context.Context, ownerID string, q paging.Quer
 	return sbs, next, nil
 }
 
+// LiveSandboxes reads through the partial index sandboxes_live.
+func (s *Store) LiveSandboxes(ctx context.Context) ([]sandbox.Sandbox, error) {
+	sbs, err := collect(ctx, s.r, scanSandbox, `SELECT `+sandboxColumns+` FROM sandboxes
+		WHERE status IN ('STARTING', 'RUNNING', 'PAUSED')`)
+	if err != nil {
+		return nil, fmt.Errorf("list live sandboxes: %w", err)
+	}
+	return sbs, nil
+}
+
 func (s *Store) AllSandboxes(ctx context.Context) ([]sandbox.Sandbox, error) {
 	sbs, err := collect(ctx, s.r, scanSandbox, `SELECT `+sandboxColumns+` FROM sandboxes ORDER BY created_at, id`)
 	if err != nil {

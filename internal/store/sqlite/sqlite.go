@@ -11,6 +11,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -20,7 +21,7 @@ import (
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	msqlite "modernc.org/sqlite"
 
 	"github.com/agentd/agentd/internal/store"
 )
@@ -30,8 +31,8 @@ const busyTimeoutMillis = 10_000
 
 // Store is a store.Store kept in one SQLite database file. Safe for concurrent use.
 type Store struct {
-	w *sql.DB // the only writer: one connection, IMMEDIATE transactions
-	r *sql.DB // readers, query_only
+	w *sql.DB  // the only writer: one connection, IMMEDIATE transactions
+	r *readers // readers, query_only, with their statements prepared
 	// one runs a single write statement outside a transaction (see autocommit).
 	one autocommit
 
@@ -41,11 +42,25 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
+// Options tune a Store; the zero value is the defaults.
+type Options struct {
+	// Observer, when set, is told the time of every statement.
+	Observer QueryObserver
+	// trace, when set, is told the text and arguments of every query (the readers' only),
+	// for tests of the query plans.
+	trace func(query string, args []driver.NamedValue)
+}
+
 // Open opens the database file at path, creating it if needed (its directory must exist), and
 // migrates its schema. It refuses a database whose schema is newer than this binary
 // (ErrSchemaTooNew). Several Stores, in one process or several, may open the same file; ctx
 // bounds only the opening.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return OpenWith(ctx, path, Options{})
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
@@ -53,7 +68,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err := registerFunctions(); err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: register functions: %w", path, err)
 	}
-	w, err := openWriter(ctx, abs)
+	w, err := openWriter(ctx, abs, o.Observer)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
@@ -61,7 +76,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
-	r, err := sql.Open("sqlite", dsn(abs, false))
+	r, err := openDB(dsn(abs, false), PoolRead, o.Observer, o.trace)
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
@@ -74,12 +89,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
-	return &Store{w: w, r: r, one: autocommit{w}}, nil
+	return &Store{w: w, r: newReaders(r), one: autocommit{w}}, nil
 }
 
 // openWriter opens the single writing connection and switches the file to WAL.
-func openWriter(ctx context.Context, path string) (*sql.DB, error) {
-	w, err := sql.Open("sqlite", dsn(path, true))
+func openWriter(ctx context.Context, path string, obs QueryObserver) (*sql.DB, error) {
+	w, err := openDB(dsn(path, true), PoolWrite, obs, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +107,21 @@ func openWriter(ctx context.Context, path string) (*sql.DB, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// openDB opens a pool of connections to dsn, timed by obs when it is set.
+func openDB(dsn, pool string, obs QueryObserver, trace func(string, []driver.NamedValue)) (*sql.DB, error) {
+	c, err := msqlite.NewConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if obs != nil || trace != nil {
+		if obs == nil {
+			obs = noObserver{}
+		}
+		c = observedConnector{Connector: c, pool: pool, obs: obs, trace: trace}
+	}
+	return sql.OpenDB(c), nil
 }
 
 // enableWAL switches the file to WAL and checks that WAL is really in force: some file systems
@@ -154,7 +184,7 @@ func (s *Store) Close() error {
 // Ping reads from both connection pools: the readers, and the single writing connection,
 // which answers only once the write in progress, if any, is done.
 func (s *Store) Ping(ctx context.Context) error {
-	for _, db := range []*sql.DB{s.r, s.w} {
+	for _, db := range []*sql.DB{s.r.DB, s.w} {
 		var n int
 		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations").Scan(&n); err != nil {
 			return fmt.Errorf("ping sqlite store: %w", err)

@@ -15,7 +15,8 @@ func TestConformance(t *testing.T) {
 	paths := map[store.Store]string{}
 	open := func(t *testing.T, path string) store.Store {
 		t.Helper()
-		s, err := sqlite.Open(t.Context(), path)
+		// Through the statement observer, as the server opens it.
+		s, err := sqlite.OpenWith(t.Context(), path, sqlite.Options{Observer: &queryLog{}})
 		if err != nil {
 			t.Fatalf("open: %v", err)
 		}

@@ -56,14 +56,25 @@ func (s *Store) GetStartTask(ctx context.Context, ownerID, id string) (conversat
 	return t, nil
 }
 
-func taskWhere(ownerID string, f conversation.TaskFilter) where {
+// taskWhere is the conditions of a filter, for a listing sorted by sortCol ("" for a count).
+func taskWhere(ownerID string, f conversation.TaskFilter, sortCol string) where {
 	var w where
-	w.add("owner_id = ?", ownerID)
 	if f.ConversationID != "" {
+		// One conversation's tasks are few: read them through its index (the unary + keeps
+		// the owner's indexes from being chosen), sorted in memory.
+		w.add("+owner_id = ?", ownerID)
 		w.add("conversation_id = ?", f.ConversationID)
+	} else {
+		w.add("owner_id = ?", ownerID)
 	}
 	if f.CreatedGTE != nil {
-		w.add("created_at >= ?", nanos(*f.CreatedGTE))
+		if sortCol == "updated_at" {
+			// The unary + keeps SQLite from reading by created_at and sorting the rows it
+			// found: it reads the owner's tasks in the listing's order and stops at a page.
+			w.add("+created_at >= ?", nanos(*f.CreatedGTE))
+		} else {
+			w.add("created_at >= ?", nanos(*f.CreatedGTE))
+		}
 	}
 	return w
 }
@@ -96,7 +107,7 @@ func (s *Store) ListStartTasks(ctx context.Context, ownerID string, f conversati
 	if err != nil {
 		return nil, "", fmt.Errorf("list start tasks: %w", err)
 	}
-	w := taskWhere(ownerID, f)
+	w := taskWhere(ownerID, f, col)
 	keyset(&w, col, "id", desc, c)
 	ts, err := collect(ctx, s.r, scanTask,
 		`SELECT `+taskColumns+` FROM start_tasks`+w.String()+order(col, "id", desc)+` LIMIT ?`,
@@ -114,7 +125,7 @@ func (s *Store) ListStartTasks(ctx context.Context, ownerID string, f conversati
 }
 
 func (s *Store) CountStartTasks(ctx context.Context, ownerID string, f conversation.TaskFilter) (int, error) {
-	w := taskWhere(ownerID, f)
+	w := taskWhere(ownerID, f, "")
 	var n int
 	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM start_tasks`+w.String(), w.args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count start tasks: %w", err)

@@ -137,6 +137,17 @@ func testSandboxListAndCount(t *testing.T, s store.Store) {
 	slices.SortFunc(everyone, byID)
 	equal(t, "all sandboxes", all, everyone)
 
+	live, err := s.LiveSandboxes(ctx)
+	ok(t, "live sandboxes", err)
+	slices.SortFunc(live, byID)
+	wantLive := slices.DeleteFunc(slices.Clone(everyone), func(sb sandbox.Sandbox) bool {
+		return sb.Status != sandbox.StatusStarting && sb.Status != sandbox.StatusRunning && sb.Status != sandbox.StatusPaused
+	})
+	if len(wantLive) == len(everyone) {
+		t.Fatal("the fixture has no sandbox that is not live: LiveSandboxes is not tested")
+	}
+	equal(t, "live sandboxes", live, wantLive)
+
 	for _, tc := range []struct {
 		owner    string
 		statuses []sandbox.Status

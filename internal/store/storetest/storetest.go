@@ -86,6 +86,7 @@ func Run(t *testing.T, f Factory) {
 		{"Reseal", testReseal},
 		{"ResealRollback", testResealRollback},
 		{"CanceledWrites", testCanceledWrites},
+		{"Counts", testCounts},
 		{"Ping", testPing},
 		{"CloseTwice", testCloseTwice},
 	}

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/agentd/agentd/internal/app"
+	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/id"
+	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/store/sqlite"
+)
+
+// The listing figures: every list and search endpoint, 100 per page, over a store of a given
+// number of rows, beside the same answer's bytes served by a plain net/http handler with the
+// same clients: what agentd adds to the bytes it has to send.
+
+// listingEndpoint is one endpoint of the figures, its path made from the seeded ids.
+type listingEndpoint struct {
+	name string
+	path func(seed listingSeed) string
+}
+
+var listingEndpoints = []listingEndpoint{
+	{"conversations (GET /api/v1/app-conversations/search)", func(listingSeed) string { return "/api/v1/app-conversations/search?limit=100" }},
+	{"start tasks (GET /api/v1/app-conversations/start-tasks/search)", func(listingSeed) string {
+		return "/api/v1/app-conversations/start-tasks/search?limit=100"
+	}},
+	{"sandboxes (GET /api/v1/sandboxes/search)", func(listingSeed) string { return "/api/v1/sandboxes/search?limit=100" }},
+	{"events of a conversation (GET /api/v1/conversation/{id}/events/search)", func(s listingSeed) string {
+		return "/api/v1/conversation/" + s.longConversation + "/events/search?limit=100"
+	}},
+}
+
+// listingSeed is what seedListing stored.
+type listingSeed struct {
+	longConversation string
+	took             time.Duration
+}
+
+// benchListing measures the listing figures at each number of rows, each on a server of its
+// own whose store holds rows conversations (with their start tasks and first events) in one
+// running sandbox, rows sandbox records (MISSING: their processes are long gone, so that the
+// watcher has nothing to do with them) and one conversation with rows events.
+func benchListing(ctx context.Context, o options, bin, dir string, logw io.Writer, progress func(string, ...any)) ([]row, []string, error) {
+	var rows []row
+	var notes []string
+	for _, n := range o.listingRows {
+		s, err := startServer(ctx, bin, filepath.Join(dir, fmt.Sprintf("listing-%d", n)), o.clients, logw, "")
+		if err != nil {
+			return nil, nil, err
+		}
+		r, nt, err := func() ([]row, []string, error) {
+			defer s.close()
+			progress("storing %d conversations, start tasks, sandboxes and events for the listing figures", n)
+			seed, err := s.seedListing(ctx, filepath.Join(dir, fmt.Sprintf("listing-%d", n)), n)
+			if err != nil {
+				return nil, nil, err
+			}
+			notes := []string{fmt.Sprintf("listing store of %d rows each: seeded directly in the store in %.1f s.", n, seed.took.Seconds())}
+			var rows []row
+			for _, ep := range listingEndpoints {
+				r, note, err := s.benchEndpoint(ctx, o, ep.name, ep.path(seed), n, progress)
+				if err != nil {
+					return nil, nil, err
+				}
+				rows = append(rows, r...)
+				notes = append(notes, note)
+			}
+			return rows, notes, nil
+		}()
+		if err != nil {
+			return nil, nil, err
+		}
+		rows, notes = append(rows, r...), append(notes, nt...)
+	}
+	notes = append(notes, "listing figures: the primitive serves the very bytes of agentd's answer (read once before the load) from a plain net/http handler on its own loopback listener, to the same clients for the same time.")
+	return rows, notes, nil
+}
+
+// benchEndpoint loads path on agentd and its bytes on a plain handler and returns the
+// throughput and p99 rows.
+func (s *server) benchEndpoint(ctx context.Context, o options, name, path string, n int, progress func(string, ...any)) ([]row, string, error) {
+	body, err := s.getBytes(ctx, path)
+	if err != nil {
+		return nil, "", err
+	}
+	var cpu time.Duration
+	plain, err := servePlain(body)
+	if err != nil {
+		return nil, "", err
+	}
+	defer plain.close()
+	progress("loading %s over %d rows (%d bytes), %d clients, %v", name, n, len(body), o.clients, o.duration)
+	warm := min(o.duration/5, time.Second)
+	if _, err := s.loadURL(ctx, plain.url+path, o.clients, warm); err != nil {
+		return nil, "", err
+	}
+	if _, err := s.load(ctx, path, o.clients, warm); err != nil {
+		return nil, "", err
+	}
+	stopProfile, err := s.profile(o, fmt.Sprintf("listing-%s-%d", shortName(name), n))
+	if err != nil {
+		return nil, "", err
+	}
+	got, err := s.load(ctx, path, o.clients, o.duration)
+	if err == nil {
+		cpu, err = cpuPerRequest(s.app.Handler(), path, s.key, 200)
+	}
+	stopProfile()
+	if err != nil {
+		return nil, "", err
+	}
+	bare, err := s.loadURL(ctx, plain.url+path, o.clients, o.duration)
+	if err != nil {
+		return nil, "", err
+	}
+	bareCPU, err := cpuPerRequest(plain.srv.Handler, path, s.key, 2000)
+	if err != nil {
+		return nil, "", err
+	}
+	base := "the same bytes from a plain net/http handler"
+	what := fmt.Sprintf("%s, 100 per page of %d rows, %d clients", name, n, o.clients)
+	rows := []row{
+		{figure: what + ", throughput", agentd: got.rate(), primitive: bare.rate(), unit: unitRate, baseline: base},
+		timeRow(what+", p99 latency", 99, got.latencies, bare.latencies, base),
+		{figure: what + ", CPU time per request (in process, no network)", agentd: cpu.Seconds(), primitive: bareCPU.Seconds(), unit: unitTime, baseline: base},
+	}
+	note := fmt.Sprintf("%s over %d rows: %d bytes; p50 %s against %s.", name, n, len(body),
+		unitTime.format(seconds(percentile(got.latencies, 50))), unitTime.format(seconds(percentile(bare.latencies, 50))))
+	return rows, note, nil
+}
+
+func shortName(name string) string {
+	for i, c := range name {
+		if c == ' ' {
+			return name[:i]
+		}
+	}
+	return name
+}
+
+// plainServer serves fixed bytes as JSON on a loopback listener of its own.
+type plainServer struct {
+	url  string
+	srv  *http.Server
+	done chan struct{}
+}
+
+func servePlain(body []byte) (*plainServer, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &plainServer{url: "http://" + ln.Addr().String(), done: make(chan struct{}),
+		srv: &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(body)
+		})}}
+	go func() {
+		defer close(p.done)
+		p.srv.Serve(ln)
+	}()
+	return p, nil
+}
+
+func (p *plainServer) close() {
+	p.srv.Close()
+	<-p.done
+}
+
+// getBytes reads the answer to GET path as the admin; anything but 200 is an error.
+func (s *server) getBytes(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", s.url+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("X-Session-API-Key", s.key)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: status %d: %s", path, resp.StatusCode, b)
+	}
+	return b, nil
+}
+
+// seedListing stores n conversations like one made through the API (with its start task and
+// first events) in one running sandbox, n sandbox records and one conversation of n events,
+// through a second store on the server's database file.
+func (s *server) seedListing(ctx context.Context, dataDir string, n int) (listingSeed, error) {
+	sb, done, err := s.runningSandbox(ctx)
+	defer done()
+	if err != nil {
+		return listingSeed{}, err
+	}
+	ids, err := s.seedConversationIDs(ctx, sb.ID, 1)
+	if err != nil {
+		return listingSeed{}, err
+	}
+	for !s.idle() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(dataDir, app.DBFile))
+	if err != nil {
+		return listingSeed{}, err
+	}
+	defer st.Close()
+	start := time.Now()
+	tmpl, err := st.GetConversation(ctx, s.ownerID, ids[0])
+	if err != nil {
+		return listingSeed{}, err
+	}
+	tasks, _, err := st.ListStartTasks(ctx, s.ownerID, conversation.TaskFilter{}, conversation.SortCreatedAt, paging.Query{Limit: 1})
+	if err != nil || len(tasks) == 0 {
+		return listingSeed{}, fmt.Errorf("template start task: %v", err)
+	}
+	tmplEvents, err := st.ConversationEvents(ctx, ids[0], 0)
+	if err != nil {
+		return listingSeed{}, err
+	}
+	sbRec, err := st.GetSandbox(ctx, s.ownerID, sb.ID)
+	if err != nil {
+		return listingSeed{}, err
+	}
+	base := tmpl.CreatedAt.Add(-time.Duration(n+1) * time.Second)
+	for i := range n {
+		at := base.Add(time.Duration(i) * time.Second)
+		c := tmpl.Conversation
+		c.ID, c.CreatedAt, c.UpdatedAt = id.New(), at, at
+		c.Title = fmt.Sprintf("Conversation %d", i)
+		t := tasks[0]
+		t.ID, t.ConversationID, t.CreatedAt, t.UpdatedAt = id.New(), c.ID, at, at
+		evs := make([]event.Event, 0, len(tmplEvents))
+		for _, e := range tmplEvents {
+			e.ID, e.ConversationID, e.Seq, e.Timestamp = id.Dashed(), c.ID, 0, at
+			evs = append(evs, e)
+		}
+		if err := st.CreateConversation(ctx, c, t, evs); err != nil {
+			return listingSeed{}, err
+		}
+		rec := sbRec
+		rec.ID, rec.Status, rec.Detail, rec.CreatedAt, rec.UpdatedAt = id.New(), sandbox.StatusMissing, "the sandbox's processes are gone", at, at
+		rec.SessionKeyHash = nil
+		if err := st.CreateSandbox(ctx, rec); err != nil {
+			return listingSeed{}, err
+		}
+	}
+	// One conversation with n events, like an agent's.
+	long, err := s.seedConversationIDs(ctx, sb.ID, 1)
+	if err != nil {
+		return listingSeed{}, err
+	}
+	for !s.idle() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i := 0; i < n; i += 1000 {
+		evs, err := fakeLog(long[0], min(1000, n-i))
+		if err != nil {
+			return listingSeed{}, err
+		}
+		if err := st.AppendEvents(ctx, evs); err != nil {
+			return listingSeed{}, err
+		}
+	}
+	return listingSeed{longConversation: long[0], took: time.Since(start)}, nil
+}
+
+// cpuPerRequest serves GET path n times in this goroutine, straight into a recorder (no
+// network), and returns the process's CPU time per request (user and system, garbage
+// collection included): what one request costs, whatever else the machine runs.
+func cpuPerRequest(h http.Handler, path, key string, n int) (time.Duration, error) {
+	before, err := processCPU()
+	if err != nil {
+		return 0, err
+	}
+	for range n {
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set("X-Session-API-Key", key)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			return 0, fmt.Errorf("GET %s: status %d", path, rec.Code)
+		}
+	}
+	after, err := processCPU()
+	if err != nil {
+		return 0, err
+	}
+	return (after - before) / time.Duration(n), nil
+}
+
+// processCPU is the CPU time the process has used.
+func processCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, err
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}

@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/llm"
+)
+
+// TestIncrementalPrompt: the prompt built step by step, as the loop builds it, is at every
+// length of the log the prompt built from the whole log: with calls of one response merged,
+// messages waiting for unanswered calls, calls never answered, consecutive user messages
+// merged, condensations (which start it again), a system text that changes, and tool
+// observations with images, sent to a model that takes them and left out for one that does not.
+func TestIncrementalPrompt(t *testing.T) {
+	mk := func(id string, body event.Body, source string) entry {
+		ev, err := event.New(id, t0, source, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return entry{ev: ev, body: body}
+	}
+	user := func(id, text string) entry {
+		ev, err := event.NewUserMessage(id, t0, text, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := event.Decode(ev)
+		return entry{ev: ev, body: b}
+	}
+	act := func(id, call, resp string) entry {
+		return mk(id, &event.ActionEvent{ToolName: "think", ToolCallID: call, LLMResponseID: resp,
+			ToolCall: event.ToolCall{ID: call, Name: "think", Arguments: `{"thought":"` + id + `"}`}}, event.SourceAgent)
+	}
+	obs := func(id, call string) entry {
+		e := mk(id, &event.ObservationEvent{ToolName: "think", ToolCallID: call}, event.SourceEnvironment)
+		e.ev.LLMText = "result of " + call
+		return e
+	}
+	withImage := func(id, call string) entry {
+		e := mk(id, &event.ObservationEvent{ToolName: "screenshot", ToolCallID: call,
+			Observation: json.RawMessage(`{"kind":"MCPToolObservation","content":[{"type":"text","text":"a page"},{"type":"image","image_urls":["data:image/png;base64,` + id + `"]}]}`)},
+			event.SourceEnvironment)
+		e.ev.LLMText = "a page"
+		return e
+	}
+	condense := func(id string, forget []string, offset int) entry {
+		s := "summary " + id
+		return mk(id, &event.Condensation{ForgottenEventIDs: forget, Summary: &s, SummaryOffset: &offset}, event.SourceEnvironment)
+	}
+	log := []entry{
+		user("u1", "start"),
+		act("a1", "c1", "r1"), act("a2", "c2", "r1"), user("u2", "waits for c1 and c2"),
+		obs("o1", "c1"), obs("o2", "c2"),
+		user("u3", "one"), user("u4", "two, merged with one"),
+		act("a3", "c3", "r2"), // answered only after a condensation
+		condense("k1", []string{"a1", "a2", "u2", "o1", "o2"}, 1),
+		obs("o3", "c3"),
+		act("a4", "c4", "r3"), // never answered
+		user("u5", "after an unanswered call"),
+		act("a5", "c5", "r4"), obs("o5", "c5"),
+		condense("k2", []string{"k1-summary", "u3"}, 0),
+		act("a6", "c6", "r5"), obs("o6", "c6"),
+		act("a7", "c7", "r6"), withImage("o7", "c7"),
+	}
+	for _, vision := range []bool{false, true} {
+		var view viewState
+		var prompt promptState
+		for n := 0; n <= len(log); n++ {
+			system := fmt.Sprintf("system %d", n/5) // changes now and then, as skills activate
+			got := prompt.messages(system, view.extend(log[:n]), view.gen, vision)
+			want := buildMessages(system, buildView(log[:n]), vision)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("vision %v, after %d events:\n got %+v\nwant %+v", vision, n, got, want)
+			}
+			// A second call without new events gives the same again: the snapshot left the
+			// builder as it was.
+			if again := prompt.messages(system, view.extend(log[:n]), view.gen, vision); !reflect.DeepEqual(again, want) {
+				t.Fatalf("vision %v, after %d events, asked twice:\n got %+v\nwant %+v", vision, n, again, want)
+			}
+		}
+		// The image reached the prompt only for a model that takes images.
+		msgs := prompt.messages("system", view.extend(log), view.gen, vision)
+		last := msgs[len(msgs)-1]
+		if last.Role != llm.RoleTool || last.ToolCallID != "c7" || len(last.Parts) != 1+map[bool]int{false: 0, true: 1}[vision] {
+			t.Fatalf("vision %v: the screenshot's answer is %+v", vision, last)
+		}
+	}
+	// A prompt built without vision starts again when asked with it (the same model always
+	// asks the same way, but the state must not mix the two).
+	var view viewState
+	var prompt promptState
+	prompt.messages("system", view.extend(log), view.gen, false)
+	if got, want := prompt.messages("system", view.extend(log), view.gen, true), buildMessages("system", buildView(log), true); !reflect.DeepEqual(got, want) {
+		t.Fatalf("vision turned on:\n got %+v\nwant %+v", got, want)
+	}
+}

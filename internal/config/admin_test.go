@@ -1,0 +1,71 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestAdminAddr(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		env       map[string]string
+		addr, err string
+	}{
+		{name: "off by default"},
+		{name: "given", args: []string{"--admin-addr", "127.0.0.1:9090"}, addr: "127.0.0.1:9090"},
+		{name: "from the environment", env: map[string]string{"AGENTD_ADMIN_ADDR": " [::1]:9090 "}, addr: "[::1]:9090"},
+		{name: "malformed", args: []string{"--admin-addr", "nine"}, err: "admin addr \"nine\": want host:port"},
+		{name: "the main address", args: []string{"--admin-addr", "127.0.0.1:3000"}, err: "the main server listens there"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load(tc.args, env(tc.env))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one saying %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.AdminAddr != tc.addr {
+				t.Fatalf("admin addr %q, want %q", c.AdminAddr, tc.addr)
+			}
+		})
+	}
+}
+
+func TestMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int64
+		err  string
+	}{
+		{name: "default", want: 96 << 20},
+		{name: "given", args: []string{"--memory-limit", "2GiB"}, want: 2 << 30},
+		{name: "GOMEMLIMIT's form", env: map[string]string{"GOMEMLIMIT": "536870912"}, want: 512 << 20},
+		{name: "ours first", env: map[string]string{"AGENTD_MEMORY_LIMIT": "128MiB", "GOMEMLIMIT": "1GiB"}, want: 128 << 20},
+		{name: "off", args: []string{"--memory-limit", "off"}, want: 0},
+		{name: "no unit we know", args: []string{"--memory-limit", "96MB"}, err: "not a size"},
+		{name: "zero", args: []string{"--memory-limit", "0"}, err: "not a size"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load(tc.args, env(tc.env))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one saying %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.MemoryLimit != tc.want {
+				t.Fatalf("memory limit %d, want %d", c.MemoryLimit, tc.want)
+			}
+		})
+	}
+}
