@@ -1,4 +1,4 @@
--- 0008: the web app's sessions. A browser signs in with an API key once and then holds a
+-- 0009: the web app's sessions. A browser signs in with an API key once and then holds a
 -- random token in a cookie; hash is its SHA-256 (the token is never stored). A session acts
 -- for the user of the key it was opened with and goes when that key is deleted.
 CREATE TABLE web_sessions (
