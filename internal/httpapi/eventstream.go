@@ -1,20 +1,19 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentd/agentd/internal/apitypes"
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/sse"
 )
 
 // The event stream of a conversation: Server-Sent Events at
@@ -84,16 +83,14 @@ func (a *API) eventStream(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
-	w.WriteHeader(http.StatusOK)
-	s := &sseStream{w: w, rc: http.NewResponseController(w), timeout: a.sockets.o.WriteTimeout}
-	// When the server stops, a write blocked on a client that takes nothing ends at once,
+	s, err := sse.Start(w, a.sockets.o.WriteTimeout)
+	if err != nil {
+		return nil // the client left
+	}
+	// When the server stops, a write blocked on a client that takes nothing ends soon,
 	// instead of holding the shutdown for the write timeout.
-	defer s.cutOnShutdown(a.sockets.ctx)()
-	if !s.send(fmt.Appendf(nil, "retry: %d\n\n", sseRetry.Milliseconds())) || !s.event("", "", state.Body) {
+	defer s.CutWhen(a.sockets.ctx)()
+	if s.Retry(sseRetry) != nil || s.Event("", "", state.Body) != nil {
 		return nil
 	}
 	a.serveEventStream(r.Context(), s, feed, convID)
@@ -102,7 +99,7 @@ func (a *API) eventStream(w http.ResponseWriter, r *http.Request) error {
 
 // serveEventStream sends the feed's events, and a comment when the stream has been idle for
 // a heartbeat, until the client leaves or the stream ends.
-func (a *API) serveEventStream(ctx context.Context, s *sseStream, feed *event.Feed, convID string) {
+func (a *API) serveEventStream(ctx context.Context, s *sse.Writer, feed *event.Feed, convID string) {
 	heartbeat := time.NewTicker(a.sockets.o.PingInterval)
 	defer heartbeat.Stop()
 	for {
@@ -110,10 +107,10 @@ func (a *API) serveEventStream(ctx context.Context, s *sseStream, feed *event.Fe
 		case <-ctx.Done():
 			return // the client left
 		case <-a.sockets.ctx.Done():
-			s.close(closeShutdown, "The server is shutting down: reconnect after the last event received.")
+			closeStream(s, closeShutdown, "The server is shutting down: reconnect after the last event received.")
 			return
 		case <-heartbeat.C:
-			if !s.send([]byte(": keep-alive\n\n")) {
+			if s.Comment("keep-alive") != nil {
 				return
 			}
 		case e, ok := <-feed.C:
@@ -125,7 +122,7 @@ func (a *API) serveEventStream(ctx context.Context, s *sseStream, feed *event.Fe
 			if e.Seq != 0 {
 				id = e.ID
 			}
-			if !s.event(id, "", e.Body) {
+			if s.Event(id, "", e.Body) != nil {
 				return
 			}
 			heartbeat.Reset(a.sockets.o.PingInterval)
@@ -134,19 +131,19 @@ func (a *API) serveEventStream(ctx context.Context, s *sseStream, feed *event.Fe
 }
 
 // eventStreamEnded closes the stream for the reason its feed ended.
-func (a *API) eventStreamEnded(ctx context.Context, s *sseStream, err error, convID string) {
+func (a *API) eventStreamEnded(ctx context.Context, s *sse.Writer, err error, convID string) {
 	switch {
 	case ctx.Err() != nil:
 	case a.sockets.ctx.Err() != nil:
-		s.close(closeShutdown, "The server is shutting down: reconnect after the last event received.")
+		closeStream(s, closeShutdown, "The server is shutting down: reconnect after the last event received.")
 	case errors.Is(err, event.ErrLagged):
 		a.log.Info("event stream: client fell behind the event stream", "conversation_id", convID)
-		s.close(closeLagged, "Fell behind the conversation's events: reconnect after the last event received.")
+		closeStream(s, closeLagged, "Fell behind the conversation's events: reconnect after the last event received.")
 	case errors.Is(err, event.ErrEnded):
-		s.close(closeDeleted, "The conversation was deleted.")
+		closeStream(s, closeDeleted, "The conversation was deleted.")
 	default:
 		a.log.Error("event stream failed", "conversation_id", convID, "err", err)
-		s.close(closeError, "Internal Server Error")
+		closeStream(s, closeError, "Internal Server Error")
 	}
 }
 
@@ -180,81 +177,8 @@ func (a *API) streamState(ctx context.Context, ownerID string, v conversation.Vi
 	return st
 }
 
-// sseStream writes Server-Sent Events; a client that does not take one within the timeout is
-// cut off.
-type sseStream struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	timeout time.Duration
-	buf     bytes.Buffer
-
-	mu    sync.Mutex
-	done  bool      // the handler has returned: rc may no longer be used
-	cutAt time.Time // once the server stops: no write goes on past it
-}
-
-// shutdownGrace is how long a stream's writes may still take once the server stops: a
-// client that reads gets the close event in far less, one that takes nothing is cut then.
-const shutdownGrace = 2 * time.Second
-
-// cutOnShutdown ends a blocked write soon after ctx ends (shutdownGrace), instead of at the
-// write timeout; the function it returns must run before the handler returns.
-func (s *sseStream) cutOnShutdown(ctx context.Context) (stop func()) {
-	stopAfter := context.AfterFunc(ctx, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if !s.done {
-			s.cutAt = time.Now().Add(shutdownGrace)
-			s.rc.SetWriteDeadline(s.cutAt)
-		}
-	})
-	return func() {
-		stopAfter()
-		s.mu.Lock()
-		s.done = true
-		s.mu.Unlock()
-	}
-}
-
-// event sends data (one JSON value) as an event, with its id and name when they are not "".
-func (s *sseStream) event(id, name string, data []byte) bool {
-	s.buf.Reset()
-	if id != "" {
-		fmt.Fprintf(&s.buf, "id: %s\n", id)
-	}
-	if name != "" {
-		fmt.Fprintf(&s.buf, "event: %s\n", name)
-	}
-	// JSON from encoding/json has no raw line breaks; a value that had some still arrives
-	// whole, as the data lines are joined with them.
-	for line := range bytes.Lines(data) {
-		s.buf.WriteString("data: ")
-		s.buf.Write(bytes.TrimRight(line, "\r\n"))
-		s.buf.WriteByte('\n')
-	}
-	s.buf.WriteByte('\n')
-	return s.send(s.buf.Bytes())
-}
-
-// close sends the close event that says why the stream ends.
-func (s *sseStream) close(reason, detail string) {
+// closeStream sends the close event that says why the stream ends.
+func closeStream(s *sse.Writer, reason, detail string) {
 	data, _ := json.Marshal(apitypes.StreamClose{Reason: reason, Detail: detail})
-	s.event("", "close", data)
-}
-
-func (s *sseStream) send(p []byte) bool {
-	s.mu.Lock()
-	deadline := time.Now().Add(s.timeout)
-	if !s.cutAt.IsZero() && s.cutAt.Before(deadline) {
-		deadline = s.cutAt
-	}
-	err := s.rc.SetWriteDeadline(deadline)
-	s.mu.Unlock()
-	if err != nil {
-		return false
-	}
-	if _, err := s.w.Write(p); err != nil {
-		return false
-	}
-	return s.rc.Flush() == nil
+	s.Event("", "close", data)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/sse"
 )
 
 // The conversation list keeps its rows current: a stream (SSE) that renders a row again
@@ -55,10 +56,11 @@ func (a *App) conversationRows(w http.ResponseWriter, r *http.Request, s *signed
 			a.watchRow(ctx, id, changed, gone)
 		}()
 	}
-	out, err := startSSE(w)
+	out, stop, err := startStream(ctx, w)
 	if err != nil {
 		return nil
 	}
+	defer stop()
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
 	dirty := map[string]bool{}
@@ -78,11 +80,11 @@ func (a *App) conversationRows(w http.ResponseWriter, r *http.Request, s *signed
 			}
 		case id := <-gone:
 			b, _ := json.Marshal(streamMessage{Op: "gone", Target: "row-" + id})
-			if err := out.send("", "", b); err != nil {
+			if err := out.Event("", "", b); err != nil {
 				return nil
 			}
 		case <-tick.C:
-			if err := out.ping(); err != nil {
+			if err := out.Comment("ping"); err != nil {
 				return nil
 			}
 		case <-ctx.Done():
@@ -127,7 +129,7 @@ func (a *App) watchRow(ctx context.Context, id string, changed, gone chan<- stri
 	}
 }
 
-func (a *App) sendRow(ctx context.Context, out *sse, ownerID, id string) error {
+func (a *App) sendRow(ctx context.Context, out *sse.Writer, ownerID, id string) error {
 	v, err := a.d.Conversations.Get(ctx, ownerID, id)
 	var b []byte
 	switch {
@@ -142,7 +144,7 @@ func (a *App) sendRow(ctx context.Context, out *sse, ownerID, id string) error {
 		}
 		b, _ = json.Marshal(streamMessage{Op: "row", Target: "row-" + id, HTML: html})
 	}
-	return out.send("", "", b)
+	return out.Event("", "", b)
 }
 
 func (a *App) statusFragment(w http.ResponseWriter, r *http.Request, s *signedIn) error {

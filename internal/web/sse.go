@@ -1,80 +1,38 @@
 package web
 
 import (
-	"bytes"
-	"fmt"
+	"context"
 	"net/http"
-	"strings"
 	"time"
+
+	"github.com/agentd/agentd/internal/sse"
 )
 
 // heartbeat is how often an idle stream sends a comment, which keeps proxies from closing it.
 const heartbeat = 15 * time.Second
 
-// sse writes Server-Sent Events.
-type sse struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
-}
+// writeTimeout is how long a page may take to take one event of its stream before the
+// stream is cut off (the page then reconnects and resumes).
+const writeTimeout = 10 * time.Second
 
-func startSSE(w http.ResponseWriter) (*sse, error) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
-	w.WriteHeader(http.StatusOK)
-	s := &sse{w: w, rc: http.NewResponseController(w)}
-	return s, s.rc.Flush()
-}
-
-// send writes one event: its id (the client's resume point), its type ("" for message) and
-// its data, and flushes it.
-func (s *sse) send(id, typ string, data []byte) error {
-	var b bytes.Buffer
-	if id != "" {
-		fmt.Fprintf(&b, "id: %s\n", oneLine(id))
+// startStream answers a page's stream, which ends soon after ctx does (the app closing)
+// even when the page takes nothing; stop must run before the handler returns.
+func startStream(ctx context.Context, w http.ResponseWriter) (out *sse.Writer, stop func(), err error) {
+	out, err = sse.Start(w, writeTimeout)
+	if err != nil {
+		return nil, nil, err
 	}
-	if typ != "" {
-		fmt.Fprintf(&b, "event: %s\n", oneLine(typ))
-	}
-	for line := range bytes.SplitSeq(data, []byte("\n")) {
-		b.WriteString("data: ")
-		b.Write(bytes.TrimSuffix(line, []byte("\r")))
-		b.WriteByte('\n')
-	}
-	b.WriteByte('\n')
-	if _, err := s.w.Write(b.Bytes()); err != nil {
-		return err
-	}
-	return s.rc.Flush()
+	return out, out.CutWhen(ctx), nil
 }
 
 // comeBack answers a stream that a closing server cannot serve: an empty event stream that
 // tells the browser when to reconnect, which EventSource does without an error (an answer of
 // another type would end it for good and log one).
 func comeBack(w http.ResponseWriter) error {
-	out, err := startSSE(w)
+	out, err := sse.Start(w, writeTimeout)
 	if err != nil {
 		return nil
 	}
-	out.retry(time.Second)
+	out.Retry(time.Second)
 	return nil
 }
-
-// retry tells the browser how long to wait before it reconnects.
-func (s *sse) retry(d time.Duration) error {
-	if _, err := fmt.Fprintf(s.w, "retry: %d\n\n", d.Milliseconds()); err != nil {
-		return err
-	}
-	return s.rc.Flush()
-}
-
-// ping writes a comment.
-func (s *sse) ping() error {
-	if _, err := s.w.Write([]byte(": ping\n\n")); err != nil {
-		return err
-	}
-	return s.rc.Flush()
-}
-
-func oneLine(s string) string { return strings.NewReplacer("\n", "", "\r", "").Replace(s) }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/sse"
 )
 
 // A conversation's page follows its log through a stream of server-rendered fragments (SSE),
@@ -93,11 +94,12 @@ func (a *App) conversationStream(w http.ResponseWriter, r *http.Request, s *sign
 	}
 	defer feed.Close()
 
-	out, err := startSSE(w)
+	out, stop, err := startStream(ctx, w)
 	if err != nil {
 		return nil
 	}
-	if err := out.retry(time.Second); err != nil {
+	defer stop()
+	if err := out.Retry(time.Second); err != nil {
 		return nil
 	}
 	st := &pageStream{a: a, out: out, ownerID: s.User.ID, convID: id, title: v.Title}
@@ -139,7 +141,7 @@ func (a *App) conversationStream(w http.ResponseWriter, r *http.Request, s *sign
 			}
 			dirty = true
 		case <-tick.C:
-			if err := out.ping(); err != nil {
+			if err := out.Comment("ping"); err != nil {
 				return nil
 			}
 		case <-ctx.Done():
@@ -151,7 +153,7 @@ func (a *App) conversationStream(w http.ResponseWriter, r *http.Request, s *sign
 // pageStream renders a conversation's events for its page.
 type pageStream struct {
 	a               *App
-	out             *sse
+	out             *sse.Writer
 	ownerID, convID string
 	title           string
 }
@@ -195,7 +197,7 @@ func (p *pageStream) event(e event.Event) error {
 	if err != nil {
 		return err
 	}
-	return p.out.send(id, "", b)
+	return p.out.Event(id, "", b)
 }
 
 // refresh sends the status line as it is now (and the title when it changed).
@@ -216,13 +218,13 @@ func (p *pageStream) status(_ context.Context, v conversation.View) error {
 		return err
 	}
 	b, _ := json.Marshal(streamMessage{Op: "status", HTML: html})
-	if err := p.out.send("", "", b); err != nil {
+	if err := p.out.Event("", "", b); err != nil {
 		return err
 	}
 	if v.Title != p.title && strings.TrimSpace(v.Title) != "" {
 		p.title = v.Title
 		b, _ := json.Marshal(streamMessage{Op: "title", Text: v.Title})
-		return p.out.send("", "", b)
+		return p.out.Event("", "", b)
 	}
 	return nil
 }
@@ -230,7 +232,7 @@ func (p *pageStream) status(_ context.Context, v conversation.View) error {
 // end tells the page why its stream ended, when the page should not reconnect.
 func (p *pageStream) end(err error) {
 	if errors.Is(err, event.ErrEnded) {
-		_ = p.out.send("", "end", []byte("This conversation was deleted."))
+		_ = p.out.Event("", "end", []byte("This conversation was deleted."))
 	}
 	// Otherwise (fallen behind, shutting down) the page reconnects and resumes.
 }
