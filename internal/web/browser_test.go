@@ -119,8 +119,10 @@ func newBrowser(t *testing.T, e *env) *browser {
 				return
 			}
 			// Exceptions, policy violations (the browser's security log) and errors the
-			// script logs; a failed request (the network log) is the test's to judge.
-			if m.IsException() || (m.Type == chromedp.ConsoleError && m.Source != "network") {
+			// script logs; a failed request (the network log, and an event stream the
+			// browser gave up on, which the script opens again) is the test's to judge.
+			if m.IsException() || (m.Type == chromedp.ConsoleError && m.Source != "network" &&
+				!strings.HasPrefix(m.Text, "EventSource's response has")) {
 				b.mu.Lock()
 				b.problems = append(b.problems, m.String())
 				b.mu.Unlock()

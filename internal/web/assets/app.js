@@ -467,6 +467,9 @@
 
   // replaceStatus puts a new status line in, keeping what the user is typing in it (the
   // reason of a rejection) and where the focus is.
+  // streamStatuses counts the status lines the live stream brought.
+  let streamStatuses = 0;
+
   function replaceStatus(html) {
     const st = $("#status");
     if (!st) return;
@@ -487,6 +490,7 @@
   function apply(msg) {
     const stick = nearBottom();
     if (msg.op === "status") {
+      streamStatuses++;
       replaceStatus(msg.html);
       return;
     }
@@ -574,9 +578,14 @@
     window.addEventListener("pagehide", () => es && es.close());
   }
 
+  // refreshStatus shows the status line at once after a button's call. A status line the
+  // stream brought while this one was on its way may be newer (a pause the agent reached
+  // meanwhile), so this one then gives way: the stream brings every later change anyway.
   async function refreshStatus(conv) {
+    const seen = streamStatuses;
     try {
-      replaceStatus(await load("/conversations/" + conv.dataset.id + "/status"));
+      const html = await load("/conversations/" + conv.dataset.id + "/status");
+      if (streamStatuses === seen) replaceStatus(html);
     } catch (e) {
       /* the stream brings it */
     }
