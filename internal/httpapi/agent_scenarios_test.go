@@ -53,7 +53,10 @@ func TestMessageDuringARun(t *testing.T) {
 		t.Fatalf("%d model calls, want 2", n)
 	}
 
-	// A message without run waits; run answers it.
+	// A message without run waits; run answers it. The message with run sent during the run
+	// asked for another run after it, which finds nothing to answer and ends: the message
+	// without run is sent once it has, or that run would answer it.
+	e.eventually("the agent's loop to end", func() bool { return !e.app.Conversations.AgentRunning(c.id) })
 	srv.Push(llmtest.Text("Done waiting."))
 	c.api("POST", "/events", message("hold on", false), http.StatusOK, nil)
 	if got := c.waitStatus("idle"); got != "idle" || len(srv.Requests()) != 2 {
