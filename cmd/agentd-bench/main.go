@@ -24,6 +24,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentd/agentd/internal/runtime"
 )
 
 // options are the command-line flags; smaller values give a shorter run.
@@ -79,7 +81,7 @@ func main() {
 	flag.IntVar(&o.mcpCalls, "mcp-calls", 500, "MCP tool calls to time per transport, through the tool router and directly")
 	flag.IntVar(&o.streamRounds, "stream-rounds", 200, "events to time on each kind and number of stream subscribers")
 	flag.IntVar(&o.idleRounds, "idle-rounds", 5, "idle bwrap sandboxes to measure, one after the other")
-	flag.DurationVar(&o.idleWait, "idle-wait", 15*time.Second, "how long an idle sandbox gets no request before it is measured")
+	flag.DurationVar(&o.idleWait, "idle-wait", runtime.IdleTrimAfter+5*time.Second, "how long an idle sandbox gets no request before it is measured (its runtime trims its memory after "+runtime.IdleTrimAfter.String()+")")
 	flag.Parse()
 	var err error
 	if o.listingRows, err = parseInts(*listingRows); err != nil {
