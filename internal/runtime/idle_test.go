@@ -130,14 +130,7 @@ func TestIdleTrimmerWaitsForQuiet(t *testing.T) {
 // TestIdleTrimmerTrimsAfterRequests sends requests through the trimmer's handler and waits
 // for the trim its timer makes once they stop.
 func TestIdleTrimmerTrimsAfterRequests(t *testing.T) {
-	trimmed := make(chan struct{}, 1)
-	tr := newIdleTrimmer(time.Millisecond, func() {
-		select {
-		case trimmed <- struct{}{}:
-		default:
-		}
-	})
-	defer tr.stop()
+	tr, trimmed := quickTrimmer(t)
 	srv := httptest.NewServer(tr.handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	})))
@@ -186,14 +179,7 @@ func TestHeapReturner(t *testing.T) {
 
 // TestIdleTrimmerArmedByCollections: a collection arms the trimmer, which then trims.
 func TestIdleTrimmerArmedByCollections(t *testing.T) {
-	trimmed := make(chan struct{}, 1)
-	tr := newIdleTrimmer(time.Millisecond, func() {
-		select {
-		case trimmed <- struct{}{}:
-		default:
-		}
-	})
-	defer tr.stop()
+	tr, trimmed := quickTrimmer(t)
 	tr.armOnCollections()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -207,4 +193,17 @@ func TestIdleTrimmerArmedByCollections(t *testing.T) {
 			t.Fatal("no trim within a minute of collections")
 		}
 	}
+}
+
+// quickTrimmer is a trimmer that waits a millisecond and reports its trims on the channel.
+func quickTrimmer(t *testing.T) (*idleTrimmer, <-chan struct{}) {
+	trimmed := make(chan struct{}, 1)
+	tr := newIdleTrimmer(time.Millisecond, func() {
+		select {
+		case trimmed <- struct{}{}:
+		default:
+		}
+	})
+	t.Cleanup(tr.stop)
+	return tr, trimmed
 }
