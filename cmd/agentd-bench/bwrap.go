@@ -30,19 +30,9 @@ const (
 // sandbox beside a bare bwrap running sleep, and many sandboxes started at once. Where bwrap
 // does not work it returns a note instead of rows.
 func benchBwrap(ctx context.Context, o options, bin, dataDir string, logw io.Writer, progress func(string, ...any)) (_ []row, _ []string, err error) {
-	log := benchLogger(logw)
-	b, err := bwrap.New(bwrap.Options{Root: filepath.Join(dataDir, "sandboxes", "bwrap"), Binary: bin, Logger: log})
-	if err == nil {
-		if err = b.Probe(ctx); err != nil {
-			b.Close()
-		}
-	}
-	if err != nil {
-		return nil, []string{"bwrap rows skipped: the bwrap backend does not work here: " + err.Error()}, nil
-	}
-	s, err := startServerWith(ctx, b, dataDir, o.clients, log, "")
-	if err != nil {
-		return nil, nil, err
+	s, b, skipped, err := startBwrapServer(ctx, o, bin, dataDir, logw)
+	if s == nil {
+		return nil, skipped, err
 	}
 	defer s.close()
 
@@ -74,6 +64,26 @@ func benchBwrap(ctx context.Context, o options, bin, dataDir string, logw io.Wri
 		return nil, nil, err
 	}
 	return append(rows, r...), append(notes, n), nil
+}
+
+// startBwrapServer starts a server of its own on the bwrap backend (data directory dataDir).
+// Where bwrap does not work it returns no server and a note saying why.
+func startBwrapServer(ctx context.Context, o options, bin, dataDir string, logw io.Writer) (*server, *bwrap.Backend, []string, error) {
+	log := benchLogger(logw)
+	b, err := bwrap.New(bwrap.Options{Root: filepath.Join(dataDir, "sandboxes", "bwrap"), Binary: bin, Logger: log})
+	if err == nil {
+		if err = b.Probe(ctx); err != nil {
+			b.Close()
+		}
+	}
+	if err != nil {
+		return nil, nil, []string{"bwrap rows skipped: the bwrap backend does not work here: " + err.Error()}, nil
+	}
+	s, err := startServerWith(ctx, b, dataDir, o.clients, log, "")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return s, b, nil, nil
 }
 
 // bwrapStarts times n starts to RUNNING of each network, egress (the default) and none, each
@@ -181,9 +191,10 @@ func bwrapPause(ctx context.Context, s *server, b *bwrap.Backend, n int) ([]row,
 }
 
 // bwrapMemory measures the resident memory (the VmRSS of every process in its cgroup) of one
-// idle running sandbox, beside that of a bare bwrap running sleep, which it also returns.
+// running sandbox with network none (as the bare one has no slirp4netns), beside that of a
+// bare bwrap running sleep, which it also returns. The idle group measures it at length.
 func bwrapMemory(ctx context.Context, s *server, b *bwrap.Backend) (row, float64, error) {
-	sb, done, err := s.runningSandbox(ctx)
+	sb, done, err := s.runningSandboxOf(ctx, specNoNetwork)
 	defer done()
 	if err != nil {
 		return row{}, 0, err
@@ -206,7 +217,7 @@ func bwrapMemory(ctx context.Context, s *server, b *bwrap.Backend) (row, float64
 		return row{}, 0, err
 	}
 	return row{
-		figure: "resident memory of one idle sandbox (bwrap backend, VmRSS of its cgroup's processes)",
+		figure: "resident memory of a sandbox just started (bwrap backend, network none, VmRSS of its cgroup's processes)",
 		agentd: float64(rss), primitive: float64(floor), unit: unitSize,
 		baseline: "bare `bwrap … sleep` (its processes' VmRSS)",
 	}, float64(floor), nil

@@ -24,6 +24,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentd/agentd/internal/runtime"
 )
 
 // options are the command-line flags; smaller values give a shorter run.
@@ -47,10 +49,12 @@ type options struct {
 	only          map[string]bool
 	mcpCalls      int
 	streamRounds  int
+	idleRounds    int
+	idleWait      time.Duration
 }
 
 // groups are the figures -only can pick, in the order they run.
-var groups = []string{"starts", "repository", "pause", "docker", "bwrap", "search", "agent", "mcp", "streams", "memory", "web", "curve", "listing"}
+var groups = []string{"starts", "repository", "pause", "docker", "bwrap", "idle", "search", "agent", "mcp", "streams", "memory", "web", "curve", "listing"}
 
 // runs reports whether the group of figures g is to be measured.
 func (o options) runs(g string) bool { return len(o.only) == 0 || o.only[g] }
@@ -76,6 +80,8 @@ func main() {
 	only := flag.String("only", "", "comma-separated groups of figures to measure (default all): "+strings.Join(groups, ", "))
 	flag.IntVar(&o.mcpCalls, "mcp-calls", 500, "MCP tool calls to time per transport, through the tool router and directly")
 	flag.IntVar(&o.streamRounds, "stream-rounds", 200, "events to time on each kind and number of stream subscribers")
+	flag.IntVar(&o.idleRounds, "idle-rounds", 5, "idle bwrap sandboxes to measure, one after the other")
+	flag.DurationVar(&o.idleWait, "idle-wait", runtime.IdleTrimAfter+5*time.Second, "how long an idle sandbox gets no request before it is measured (its runtime trims its memory after "+runtime.IdleTrimAfter.String()+")")
 	flag.Parse()
 	var err error
 	if o.listingRows, err = parseInts(*listingRows); err != nil {
@@ -101,8 +107,8 @@ func main() {
 		os.Exit(2)
 	}
 	if o.starts < 1 || o.cycles < 1 || o.many < 1 || o.conversations < 1 || o.clients < 1 || o.duration <= 0 ||
-		o.steps < 2 || o.logs < 1 || o.events < 1 || o.repoFiles < 1 || o.repoRounds < 1 || o.mcpCalls < 1 || o.streamRounds < 1 {
-		fmt.Fprintln(os.Stderr, "agentd-bench: -starts, -cycles, -many, -conversations, -clients, -duration, -steps, -logs, -events, -repo-files, -repo-rounds, -mcp-calls and -stream-rounds must be positive")
+		o.steps < 2 || o.logs < 1 || o.events < 1 || o.repoFiles < 1 || o.repoRounds < 1 || o.mcpCalls < 1 || o.streamRounds < 1 || o.idleRounds < 1 || o.idleWait < 0 {
+		fmt.Fprintln(os.Stderr, "agentd-bench: -starts, -cycles, -many, -conversations, -clients, -duration, -steps, -logs, -events, -repo-files, -repo-rounds, -mcp-calls, -stream-rounds and -idle-rounds must be positive, -idle-wait not negative")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -187,6 +193,9 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 		{"docker", func() ([]row, []string, error) { return benchDocker(ctx, bin, tmp, logw, progress) }},
 		{"bwrap", func() ([]row, []string, error) {
 			return benchBwrap(ctx, o, bin, filepath.Join(tmp, "bwrap-data"), logw, progress)
+		}},
+		{"idle", func() ([]row, []string, error) {
+			return benchIdle(ctx, o, bin, filepath.Join(tmp, "idle-data"), logw, progress)
 		}},
 		{"search", func() ([]row, []string, error) {
 			rows, notes, err := benchSearch(ctx, srv, o, progress)

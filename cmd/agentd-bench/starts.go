@@ -60,8 +60,13 @@ func timeRun(cmd *exec.Cmd) (time.Duration, error) {
 // runningSandbox starts a sandbox from the default spec and waits until it runs. done deletes
 // it again; it is never nil, so callers defer it at once.
 func (s *server) runningSandbox(ctx context.Context) (sb sandbox.Sandbox, done func(), err error) {
+	return s.runningSandboxOf(ctx, "")
+}
+
+// runningSandboxOf is runningSandbox with a sandbox of spec specID ("" for the default).
+func (s *server) runningSandboxOf(ctx context.Context, specID string) (sb sandbox.Sandbox, done func(), err error) {
 	svc := s.app.Sandboxes
-	sb, err = svc.Start(ctx, s.ownerID, "")
+	sb, err = svc.Start(ctx, s.ownerID, specID)
 	if err == nil {
 		sb, err = svc.WaitRunning(ctx, s.ownerID, sb.ID)
 	}

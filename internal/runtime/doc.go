@@ -33,4 +33,8 @@
 // backend that starts it as root names the sandbox uid with --sandbox-uid: the runtime then
 // stays root, a uid the commands cannot signal or reach through /proc, and works on files and
 // starts every process as the sandbox uid (sandboxuser.go).
+//
+// Once it has answered no request for IdleTrimAfter, `agentd runtime` unmaps the pages of its
+// executable that start-up and its requests mapped, which are most of its resident memory, and
+// returns the heap it grew, if it did (idle.go).
 package runtime

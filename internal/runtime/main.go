@@ -111,9 +111,22 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 		ln.Close()
 		return fmt.Errorf("runtime: %w", err)
 	}
+	// Once it idles, the runtime returns the heap it grew, if it did, and unmaps the pages of
+	// its executable that start-up and its requests mapped (see idle.go).
+	var h http.Handler = handler
+	if trimExe, terr := executableTrimmer(); terr != nil {
+		log.Warn("the runtime will keep its executable's pages mapped when idle", "err", terr)
+	} else {
+		heap := newHeapReturner()
+		idle := newIdleTrimmer(IdleTrimAfter, func() { heap.trim(); trimExe() })
+		defer idle.stop()
+		idle.touch()
+		idle.armOnCollections()
+		h = idle.handler(handler)
+	}
 	// Tool sessions end when shutdown begins, so that calls waiting on a terminal return
 	// within the grace period instead of being cut off.
-	err = serve(ctx, log, ln, handler, func() { handler.Close() })
+	err = serve(ctx, log, ln, h, func() { handler.Close() })
 	handler.Close()
 	return err
 }

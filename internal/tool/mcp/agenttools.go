@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/agentd/agentd/internal/tool"
@@ -15,8 +14,25 @@ import (
 // KindObservation is the kind of an MCP tool's observation, as OpenHands names it.
 const KindObservation = "MCPToolObservation"
 
-// toolName is the LLM providers' rule for a tool's name.
-var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// validName reports whether s follows the LLM providers' rule for a tool's name: 1 to 64
+// letters, digits, '-' or '_'. A loop rather than a regular expression: `{1,64}` compiles
+// to 64 copies of the class, some 60 KiB allocated at start-up in every sandbox's runtime.
+func validName(s string) bool {
+	if len(s) < 1 || len(s) > 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !isNameChar(rune(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// isNameChar reports whether c may be part of a tool's name.
+func isNameChar(c rune) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
+}
 
 // Ref says which server's tool an agent tool is.
 type Ref struct{ Server, Tool string }
@@ -41,7 +57,7 @@ func NewToolset(st State, taken func(string) bool) Toolset {
 	used := func(n string) bool { _, ok := ts.refs[n]; return ok || taken(n) }
 	for _, t := range st.Tools {
 		name := t.Name
-		if count[name] > 1 || !toolName.MatchString(name) || used(name) {
+		if count[name] > 1 || !validName(name) || used(name) {
 			name = prefixed(t.Server, t.Name, used)
 		}
 		ts.refs[name] = Ref{Server: t.Server, Tool: t.Name}
@@ -54,10 +70,13 @@ func NewToolset(st State, taken func(string) bool) Toolset {
 	return ts
 }
 
-var notNameChar = regexp.MustCompile(`[^A-Za-z0-9_-]`)
-
 func prefixed(server, name string, used func(string) bool) string {
-	n := notNameChar.ReplaceAllString(server+"_"+name, "_")
+	n := strings.Map(func(c rune) rune {
+		if isNameChar(c) {
+			return c
+		}
+		return '_'
+	}, server+"_"+name)
 	if len(n) <= 64 && !used(n) {
 		return n
 	}

@@ -70,3 +70,23 @@ func TestResult(t *testing.T) {
 		t.Errorf("structured result = %+v", s)
 	}
 }
+
+func TestServerNames(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"a": true, "fs-2_x": true, strings.Repeat("x", 64): true,
+		"": false, strings.Repeat("x", 65): false, "a.b": false, "a b": false, "é": false, "a\n": false, "a/b": false,
+	} {
+		err := mcp.Server{Name: name, Transport: mcp.Stdio, Command: "true"}.Check()
+		if (err == nil) != ok {
+			t.Errorf("Check of name %q: %v; want valid %v", name, err, ok)
+		}
+	}
+}
+
+func TestToolsetNamesNotASCII(t *testing.T) {
+	st := mcp.State{Tools: []mcp.ToolInfo{{Server: "s", Name: "héllo wörld", InputSchema: json.RawMessage(`{"type":"object"}`)}}}
+	ts := mcp.NewToolset(st, func(string) bool { return false })
+	if got, ok := ts.Lookup("s_h_llo_w_rld"); !ok || got != (mcp.Ref{Server: "s", Tool: "héllo wörld"}) {
+		t.Errorf("tools %v: want s_h_llo_w_rld", ts.Tools()[0].Name)
+	}
+}

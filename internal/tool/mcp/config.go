@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"fmt"
-	"regexp"
 	"syscall"
 	"time"
 )
@@ -38,13 +37,10 @@ type Server struct {
 	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
 }
 
-// serverName follows the LLM providers' rule for tool names, so that a server's name can
-// prefix its tools' names.
-var serverName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
 // Check reports what is wrong with s, if anything.
 func (s Server) Check() error {
-	if !serverName.MatchString(s.Name) {
+	// A server's name follows the rule for tool names, so that it can prefix its tools' names.
+	if !validName(s.Name) {
 		return fmt.Errorf("mcp server name %q: want 1 to 64 letters, digits, '-' or '_'", s.Name)
 	}
 	switch s.Transport {
