@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -369,8 +370,79 @@ func TestMCPEndToEnd(t *testing.T) {
 		t.Errorf("inside the sandbox, pid %s is %+v, %v; want the server", nsPID, res, err)
 	}
 
+	// The server is in every cgroup of the runtime that started it, the sandbox's: it counts
+	// against the sandbox's limits, and the sandbox's pause freezes it with the rest.
+	parent := procField(t, hostPID, "PPid:")
+	if got, want := readProc(t, hostPID, "cgroup"), readProc(t, parent, "cgroup"); got != want {
+		t.Errorf("the server's cgroups\n%s\nare not its runtime's\n%s", got, want)
+	}
+	freezer := freezerState(t, hostPID)
+	if freezer == "" {
+		t.Error("the server is in no freezer cgroup")
+	}
+	s.api("POST", "/api/v1/sandboxes/"+sb+"/pause", nil, http.StatusOK, nil)
+	if st := freezerState(t, hostPID); st != "FROZEN" && st != "1" {
+		t.Errorf("the server's freezer reads %q while its sandbox is paused", st)
+	}
+	s.api("POST", "/api/v1/sandboxes/"+sb+"/resume", nil, http.StatusOK, nil)
+	// Resumed with it: the same process answers.
+	rt, err = s.app.Sandboxes.Client(context.Background(), rec.OwnerID, sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := rt.CallMCP(context.Background(), conv, "local", "pid", nil)
+	if err != nil || len(again.Content) == 0 || strings.TrimSpace(again.Content[0].Text) != nsPID {
+		t.Errorf("after the resume the stdio server answered %+v, %v; want its pid %s", again, err, nsPID)
+	}
+
 	s.api("DELETE", "/api/v1/sandboxes/"+sb, nil, http.StatusOK, nil)
 	s.eventually("the stdio server to be gone", func() bool { return len(processesWith(marker)) == 0 })
+}
+
+func readProc(t *testing.T, pid, name string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + pid + "/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// procField is a field of /proc/<pid>/status.
+func procField(t *testing.T, pid, field string) string {
+	t.Helper()
+	for _, line := range strings.Split(readProc(t, pid, "status"), "\n") {
+		if v, ok := strings.CutPrefix(line, field); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatalf("no %s in the status of %s", field, pid)
+	return ""
+}
+
+// freezerState reads the freezer of pid's cgroup: cgroup v1's freezer.state (THAWED,
+// FREEZING, FROZEN), or v2's cgroup.freeze (0, 1); "" when it has none.
+func freezerState(t *testing.T, pid string) string {
+	t.Helper()
+	for _, line := range strings.Split(readProc(t, pid, "cgroup"), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		var file string
+		switch {
+		case slices.Contains(strings.Split(parts[1], ","), "freezer"):
+			file = filepath.Join("/sys/fs/cgroup/freezer", parts[2], "freezer.state")
+		case parts[0] == "0" && parts[1] == "":
+			file = filepath.Join("/sys/fs/cgroup", parts[2], "cgroup.freeze")
+		default:
+			continue
+		}
+		if b, err := os.ReadFile(file); err == nil {
+			return strings.TrimSpace(string(b))
+		}
+	}
+	return ""
 }
 
 // TestMCPNetworkNone: a sandbox with network none reaches neither an SSE server past the host
