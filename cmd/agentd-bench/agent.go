@@ -314,9 +314,7 @@ func benchEventMemory(ctx context.Context, s *server, dataDir string, conversati
 	}
 	// Wait for their agents (which answer "OK.") to stop, then fill the logs directly in the
 	// store: through a second store on the same file, as the API has no bulk append.
-	for !s.idle() {
-		time.Sleep(20 * time.Millisecond)
-	}
+	s.waitIdle()
 	st, err := sqlite.Open(ctx, filepath.Join(dataDir, app.DBFile))
 	if err != nil {
 		return nil, nil, err
@@ -387,6 +385,13 @@ func benchEventMemory(ctx context.Context, s *server, dataDir string, conversati
 
 // idle reports whether the server runs no start task and no agent loop.
 func (s *server) idle() bool { return !s.app.Conversations.Busy() }
+
+// waitIdle waits until the server is idle.
+func (s *server) waitIdle() {
+	for !s.idle() {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
 
 // seedConversationIDs creates n conversations in a sandbox and returns their ids once READY.
 func (s *server) seedConversationIDs(ctx context.Context, sandboxID string, n int) ([]string, error) {

@@ -21,9 +21,7 @@ func benchMemoryCurve(ctx context.Context, s *server, o options, progress func(s
 	if err != nil {
 		return nil, nil, err
 	}
-	for !s.idle() {
-		time.Sleep(20 * time.Millisecond)
-	}
+	s.waitIdle()
 	runtime.GC()
 	base, err := readRSS()
 	if err != nil {

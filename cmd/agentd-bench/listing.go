@@ -213,9 +213,7 @@ func (s *server) seedListing(ctx context.Context, dataDir string, n int) (listin
 	if err != nil {
 		return listingSeed{}, err
 	}
-	for !s.idle() {
-		time.Sleep(20 * time.Millisecond)
-	}
+	s.waitIdle()
 	st, err := sqlite.Open(ctx, filepath.Join(dataDir, app.DBFile))
 	if err != nil {
 		return listingSeed{}, err
@@ -266,9 +264,7 @@ func (s *server) seedListing(ctx context.Context, dataDir string, n int) (listin
 	if err != nil {
 		return listingSeed{}, err
 	}
-	for !s.idle() {
-		time.Sleep(20 * time.Millisecond)
-	}
+	s.waitIdle()
 	for i := 0; i < n; i += 1000 {
 		evs, err := fakeLog(long[0], min(1000, n-i))
 		if err != nil {

@@ -105,9 +105,7 @@ func benchWeb(ctx context.Context, s *server, dataDir string, progress func(stri
 	if err != nil {
 		return nil, nil, err
 	}
-	for !s.idle() {
-		time.Sleep(20 * time.Millisecond)
-	}
+	s.waitIdle()
 	st, err := sqlite.Open(ctx, filepath.Join(dataDir, app.DBFile))
 	if err != nil {
 		return nil, nil, err

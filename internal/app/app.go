@@ -213,13 +213,17 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Store: st, Backend: o.Backend, Sealer: keyring, Logger: log,
 		DefaultSpec: cfg.DefaultSpec, MaxRunningPerUser: cfg.MaxRunningSandboxes,
 		StartTimeout: cfg.SandboxStartTimeout, IdleTimeout: cfg.SandboxIdleTimeout,
-		WatchInterval: o.SandboxWatchInterval, Now: o.SandboxNow, Webhooks: webhooks, Metrics: m,
+		WatchInterval: o.SandboxWatchInterval, Now: o.SandboxNow, Metrics: m,
 		OnIdlePause: func(ctx context.Context, sb sandbox.Sandbox, idle time.Duration) {
 			if err := a.Conversations.SandboxIdlePaused(ctx, sb.OwnerID, sb.ID, idle); err != nil {
 				log.Error("record idle pause", "sandbox_id", sb.ID, "err", err)
 			}
 		},
-		OnStatus: func(ctx context.Context, sb sandbox.Sandbox) {
+		OnStatus: func(ctx context.Context, sb sandbox.Sandbox, from sandbox.Status) {
+			if kind := sandboxWebhook(sb, from); kind != "" {
+				webhooks.Notify(ctx, webhook.Event{Kind: kind, OwnerID: sb.OwnerID, SandboxID: sb.ID,
+					Data: map[string]any{"spec_id": sb.SpecID}})
+			}
 			if c := statusTo.Load(); c != nil {
 				if err := c.SandboxStatusChanged(ctx, sb.OwnerID, sb.ID, sb.Status); err != nil {
 					log.Error("record sandbox status", "sandbox_id", sb.ID, "err", err)
@@ -517,4 +521,18 @@ func Specs(cfg config.Config) []sandbox.Spec {
 func limits(l config.LimitsConfig) sandbox.Limits {
 	return sandbox.Limits{MemoryBytes: l.MemoryMB << 20, CPUs: l.CPUs, PIDs: l.PIDs,
 		DiskBytes: l.DiskMB << 20, TmpBytes: l.TmpMB << 20}
+}
+
+// sandboxWebhook is the webhook kind of a sandbox's change of status from from, "" for a
+// change webhooks are not told of.
+func sandboxWebhook(sb sandbox.Sandbox, from sandbox.Status) string {
+	switch {
+	case sb.Status == sandbox.StatusMissing && sb.Detail == sandbox.DetailDeleted:
+		return webhook.KindSandboxDeleted
+	case from == sandbox.StatusRunning && sb.Status == sandbox.StatusPaused:
+		return webhook.KindSandboxPaused
+	case from == sandbox.StatusPaused && sb.Status == sandbox.StatusRunning:
+		return webhook.KindSandboxResumed
+	}
+	return ""
 }

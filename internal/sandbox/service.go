@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/runtime"
-	"github.com/agentd/agentd/internal/webhook"
 )
 
 // Defaults of ServiceOptions.
@@ -48,19 +47,15 @@ type ServiceOptions struct {
 	OnIdlePause func(ctx context.Context, sb Sandbox, idle time.Duration)
 	// Metrics is told how starts, pauses and resumes went; nil tells nobody.
 	Metrics Metrics
-	// OnStatus is told of every change of a sandbox's status after its creation (and of its
-	// deletion, as MISSING), once it is stored, in order for each sandbox. It runs while the
-	// sandbox's operations wait, so it must not call them. nil tells nobody.
-	OnStatus func(ctx context.Context, sb Sandbox)
-	// Webhooks is told of sandboxes paused, resumed and deleted; nil tells no one.
-	Webhooks Notifier
+	// OnStatus is told of every change of a sandbox's status after its creation, with the
+	// status it left, once it is stored, in order for each sandbox; a deletion is told as
+	// MISSING with the detail DetailDeleted. It runs while the sandbox's operations wait, so
+	// it must not call them, and must return quickly. nil tells nobody.
+	OnStatus func(ctx context.Context, sb Sandbox, from Status)
 }
 
-// Notifier is told of sandboxes' transitions (for webhooks). Notify returns quickly, never
-// on the network, and never fails its caller.
-type Notifier interface {
-	Notify(ctx context.Context, ev webhook.Event)
-}
+// DetailDeleted is the detail of the MISSING status OnStatus is told at a deletion.
+const DetailDeleted = "deleted"
 
 // Metrics records the sandbox operations, for the server's metrics. ObserveOperation is
 // called from many goroutines at once and must not block.
@@ -107,8 +102,7 @@ type Service struct {
 	idleTimeout   time.Duration
 	onIdlePause   func(ctx context.Context, sb Sandbox, idle time.Duration)
 	metrics       Metrics
-	webhooks      Notifier
-	onStatus      func(ctx context.Context, sb Sandbox)
+	onStatus      func(ctx context.Context, sb Sandbox, from Status)
 
 	locks   keyLock // one per sandbox id, and one per owner ("owner:" + id); always id first
 	changes notifier
@@ -151,7 +145,6 @@ func NewService(opts ServiceOptions) *Service {
 		idleTimeout:   opts.IdleTimeout,
 		onIdlePause:   opts.OnIdlePause,
 		metrics:       opts.Metrics,
-		webhooks:      opts.Webhooks,
 		onStatus:      opts.OnStatus,
 		starting:      map[string]*startWait{},
 		clients:       map[string]*runtime.Client{},
@@ -236,29 +229,14 @@ func (s *Service) setStatus(ctx context.Context, sb Sandbox, to Status, detail s
 	}
 	s.changes.notify(sb.ID)
 	s.log.Info("sandbox status", "sandbox_id", sb.ID, "from", from, "to", to, "detail", detail)
-	switch {
-	case from == StatusRunning && to == StatusPaused:
-		s.tell(ctx, webhook.KindSandboxPaused, sb)
-	case from == StatusPaused && to == StatusRunning:
-		s.tell(ctx, webhook.KindSandboxResumed, sb)
-	}
-	s.told(ctx, sb)
+	s.told(ctx, sb, from)
 	return sb, nil
 }
 
-// tell tells the notifier about a transition of sb.
-func (s *Service) tell(ctx context.Context, kind string, sb Sandbox) {
-	if s.webhooks == nil {
-		return
-	}
-	s.webhooks.Notify(ctx, webhook.Event{Kind: kind, OwnerID: sb.OwnerID, SandboxID: sb.ID, At: s.now(),
-		Data: map[string]any{"spec_id": sb.SpecID}})
-}
-
-// told tells OnStatus of sb's status.
-func (s *Service) told(ctx context.Context, sb Sandbox) {
+// told tells OnStatus that sb left the status from.
+func (s *Service) told(ctx context.Context, sb Sandbox, from Status) {
 	if s.onStatus != nil {
-		s.onStatus(context.WithoutCancel(ctx), sb)
+		s.onStatus(context.WithoutCancel(ctx), sb, from)
 	}
 }
 

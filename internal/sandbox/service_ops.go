@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/agentd/agentd/internal/webhook"
 )
 
 // Pause freezes a RUNNING sandbox. A PAUSED one is left as it is, and that is no error: as
@@ -124,8 +122,8 @@ func (s *Service) Delete(ctx context.Context, ownerID, id string) error {
 	s.dropClient(id)
 	s.changes.notify(id)
 	s.log.InfoContext(ctx, "sandbox deleted", "sandbox_id", id)
-	s.tell(cctx, webhook.KindSandboxDeleted, sb)
-	sb.Status, sb.Detail = StatusMissing, "deleted"
-	s.told(cctx, sb)
+	from := sb.Status
+	sb.Status, sb.Detail = StatusMissing, DetailDeleted
+	s.told(cctx, sb, from)
 	return nil
 }

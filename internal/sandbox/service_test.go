@@ -325,7 +325,7 @@ func TestServiceTellsStatusChanges(t *testing.T) {
 	var mu sync.Mutex
 	var heard []string
 	s := e.service(e.backend(), func(o *sandbox.ServiceOptions) {
-		o.OnStatus = func(ctx context.Context, sb sandbox.Sandbox) {
+		o.OnStatus = func(ctx context.Context, sb sandbox.Sandbox, _ sandbox.Status) {
 			stored, err := e.store.GetSandbox(ctx, sb.OwnerID, sb.ID)
 			mu.Lock()
 			defer mu.Unlock()
