@@ -23,8 +23,10 @@ const (
 	// interruptGrace is how long an interrupted command gets to end before the group is
 	// looked at: a process that takes the default action dies within it on an idle machine.
 	interruptGrace = 50 * time.Millisecond
-	// interruptChecks bounds the looks, and so the resends, to about a second in all.
-	interruptChecks = 20
+	// interruptChecks bounds the looks, and so the resends, to about ten seconds in all on an
+	// idle machine: a loaded one can take several looks to catch a loop of short commands
+	// between a fork and its exec, and there are looks only while the command runs on.
+	interruptChecks = 200
 	// stopWait bounds the wait for bash to stop before a look.
 	stopWait = 200 * time.Millisecond
 )
