@@ -30,6 +30,8 @@ type Store interface {
 	// the record is gone.
 	SetSessionKeyHash(ctx context.Context, id string, hash []byte) error
 	// ListSandboxes pages through the owner's sandboxes, newest first (created_at, then id).
+	// The records carry no Instance: a listing never reaches a runtime, and GetSandbox reads
+	// the whole record.
 	ListSandboxes(ctx context.Context, ownerID string, q paging.Query) (sbs []Sandbox, next string, err error)
 	// AllSandboxes returns every record of every owner, for reconciliation at start-up.
 	AllSandboxes(ctx context.Context) ([]Sandbox, error)

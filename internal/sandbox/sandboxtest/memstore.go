@@ -138,7 +138,9 @@ func (s *MemStore) ListSandboxes(_ context.Context, ownerID string, q paging.Que
 		if cur != nil && newestFirst(sandbox.Sandbox{CreatedAt: cur.Time, ID: cur.ID}, sb) >= 0 {
 			continue
 		}
-		all = append(all, cloneSandbox(sb))
+		listed := cloneSandbox(sb)
+		listed.Instance = sandbox.Instance{} // as sandbox.Store specifies
+		all = append(all, listed)
 	}
 	s.mu.Unlock()
 	slices.SortFunc(all, newestFirst)

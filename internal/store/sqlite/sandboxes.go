@@ -39,6 +39,10 @@ func (s *Store) CreateSandbox(ctx context.Context, sb sandbox.Sandbox) error {
 
 const sandboxColumns = `id, owner_id, spec_id, backend, status, detail, session_key_sealed, session_key_hash, instance, created_at, updated_at`
 
+// listedSandboxColumns are sandboxColumns less the instance, which a listing does not carry
+// (see sandbox.Store): decoding it was the larger part of a listing's cost.
+const listedSandboxColumns = `id, owner_id, spec_id, backend, status, detail, session_key_sealed, session_key_hash, '', created_at, updated_at`
+
 func scanSandbox(sc scanner) (sandbox.Sandbox, error) {
 	var sb sandbox.Sandbox
 	var inst string
@@ -48,8 +52,10 @@ func scanSandbox(sc scanner) (sandbox.Sandbox, error) {
 	if err != nil {
 		return sandbox.Sandbox{}, err
 	}
-	if err := json.Unmarshal([]byte(inst), &sb.Instance); err != nil {
-		return sandbox.Sandbox{}, fmt.Errorf("decode instance of sandbox %s: %w", sb.ID, err)
+	if inst != "" { // empty in a listing
+		if err := json.Unmarshal([]byte(inst), &sb.Instance); err != nil {
+			return sandbox.Sandbox{}, fmt.Errorf("decode instance of sandbox %s: %w", sb.ID, err)
+		}
 	}
 	sb.CreatedAt = fromNanos(created)
 	sb.UpdatedAt = fromNanos(updated)
@@ -117,7 +123,7 @@ func (s *Store) ListSandboxes(ctx context.Context, ownerID string, q paging.Quer
 	ownedBy(&w, "owner_id", ownerID)
 	keyset(&w, "created_at", "id", true, c)
 	sbs, err := collect(ctx, s.r, scanSandbox,
-		`SELECT `+sandboxColumns+` FROM sandboxes`+w.String()+order("created_at", "id", true)+` LIMIT ?`,
+		`SELECT `+listedSandboxColumns+` FROM sandboxes`+w.String()+order("created_at", "id", true)+` LIMIT ?`,
 		append(w.args, q.Limit+1)...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list sandboxes: %w", err)
