@@ -313,17 +313,42 @@ type AppConversationCountQuery struct {
 
 // AppConversationStartTask is the background start of a conversation.
 type AppConversationStartTask struct {
-	ID                string                      `json:"id"`
-	CreatedByUserID   *string                     `json:"created_by_user_id"`
-	Status            StartTaskStatus             `json:"status"`
-	Detail            *string                     `json:"detail"`
-	AppConversationID *string                     `json:"app_conversation_id" doc:"Set once READY."`
-	SandboxID         *string                     `json:"sandbox_id"`
-	AgentServerURL    *string                     `json:"agent_server_url"`
-	Request           AppConversationStartRequest `json:"request"`
-	CreatedAt         time.Time                   `json:"created_at"`
-	UpdatedAt         time.Time                   `json:"updated_at"`
+	ID                string           `json:"id"`
+	CreatedByUserID   *string          `json:"created_by_user_id"`
+	Status            StartTaskStatus  `json:"status"`
+	Detail            *string          `json:"detail"`
+	AppConversationID *string          `json:"app_conversation_id" doc:"Set once READY."`
+	SandboxID         *string          `json:"sandbox_id"`
+	AgentServerURL    *string          `json:"agent_server_url"`
+	Request           StartRequestEcho `json:"request"`
+	CreatedAt         time.Time        `json:"created_at"`
+	UpdatedAt         time.Time        `json:"updated_at"`
 }
+
+// StartRequestEcho is a start request as agentd stored it when the task began: an
+// AppConversationStartRequest marshalled with its secrets' values masked. It is written into
+// answers as it is, so a listing of tasks does not decode and encode each request again.
+type StartRequestEcho json.RawMessage
+
+// emptyStartRequest is the echo of a task stored without a request.
+var emptyStartRequest, _ = json.Marshal(AppConversationStartRequest{PRNumber: []int{}})
+
+// MarshalJSON writes the stored request.
+func (e StartRequestEcho) MarshalJSON() ([]byte, error) {
+	if len(e) == 0 {
+		return emptyStartRequest, nil
+	}
+	return e, nil
+}
+
+// UnmarshalJSON keeps the request as it was sent, for clients of the API.
+func (e *StartRequestEcho) UnmarshalJSON(b []byte) error {
+	*e = append((*e)[:0], b...)
+	return nil
+}
+
+// WireSchema is AppConversationStartRequest's.
+func (StartRequestEcho) WireSchema() map[string]any { return wire.Ref(AppConversationStartRequest{}) }
 
 // AppConversationStartTaskPage is a page of start tasks.
 type AppConversationStartTaskPage struct {

@@ -181,14 +181,6 @@ func sortDesc(o *apitypes.EventSortOrder) bool {
 	return o != nil && *o == "TIMESTAMP_DESC"
 }
 
-func eventPage(evs []event.Event, next string) apitypes.EventPage {
-	page := apitypes.EventPage{Items: make([]apitypes.Event, len(evs)), NextPageID: optString(next)}
-	for i, e := range evs {
-		page.Items[i] = apitypes.Event(e.Body)
-	}
-	return page
-}
-
 func (a *API) searchAgentEvents(w http.ResponseWriter, r *http.Request) error {
 	v, err := a.agentConversation(r)
 	if err != nil {
@@ -204,7 +196,7 @@ func (a *API) searchAgentEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, eventPage(evs, next))
+	writeEventPage(w, evs, next)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -241,11 +242,7 @@ func (a *API) searchStartTasks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page := apitypes.AppConversationStartTaskPage{Items: make([]apitypes.AppConversationStartTask, len(tasks)), NextPageID: optString(next)}
-	for i, t := range tasks {
-		page.Items[i] = a.startTask(t)
-	}
-	writeJSON(w, http.StatusOK, page)
+	writePage(w, len(tasks), next, func(buf *bytes.Buffer, i int) { a.appendStartTask(buf, tasks[i]) })
 	return nil
 }
 

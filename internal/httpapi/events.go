@@ -30,7 +30,7 @@ func (a *API) searchEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, eventPage(evs, next))
+	writeEventPage(w, evs, next)
 	return nil
 }
 
@@ -86,7 +86,7 @@ func (a *API) searchConversationEvents(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, eventPage(evs, next))
+	writeEventPage(w, evs, next)
 	return nil
 }
 

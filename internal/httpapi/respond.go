@@ -7,15 +7,18 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/agentd/agentd/internal/auth"
+	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/wire"
 )
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	buf := getBuffer()
+	defer putBuffer(buf)
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		w.Header().Set("Content-Type", "application/json")
@@ -23,10 +26,79 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		io.WriteString(w, `{"detail":"Internal Server Error"}`+"\n")
 		return
 	}
+	writeBuffer(w, status, buf)
+}
+
+// writeBuffer sends buf, a whole JSON answer, with the headers every JSON answer has.
+func writeBuffer(w http.ResponseWriter, status int, buf *bytes.Buffer) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
+}
+
+// writePage writes a page as writeJSON writes the page types of apitypes: {"items":[...],
+// "next_page_id":...}, each item appended to buf by item.
+func writePage(w http.ResponseWriter, n int, next string, item func(buf *bytes.Buffer, i int)) {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	buf.WriteString(`{"items":[`)
+	for i := range n {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		item(buf, i)
+	}
+	buf.WriteString(`],"next_page_id":`)
+	if next == "" {
+		buf.WriteString("null")
+	} else {
+		appendJSON(buf, next)
+	}
+	buf.WriteString("}\n")
+	writeBuffer(w, http.StatusOK, buf)
+}
+
+// appendJSON appends v as writeJSON writes it, less the newline.
+func appendJSON(buf *bytes.Buffer, v any) error {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	buf.Truncate(buf.Len() - 1)
+	return nil
+}
+
+// writeEventPage writes a page of events with each event's body spliced in as stored. The
+// store holds only bodies the service marshalled, so they are compact, valid JSON already;
+// encoding/json would read every byte of them again to compact them, which was the largest
+// cost of an event listing.
+func writeEventPage(w http.ResponseWriter, evs []event.Event, next string) {
+	writePage(w, len(evs), next, func(buf *bytes.Buffer, i int) {
+		if len(evs[i].Body) == 0 {
+			buf.WriteString("null")
+		} else {
+			buf.Write(evs[i].Body)
+		}
+	})
+}
+
+// Answers are built in pooled buffers: a listing's is about 100 KB, and allocating it anew for
+// every request made a good part of the garbage a loaded server collects.
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuffer bounds what the pool keeps, so one huge answer does not stay in memory.
+const maxPooledBuffer = 1 << 20
+
+func getBuffer() *bytes.Buffer { return buffers.Get().(*bytes.Buffer) }
+
+func putBuffer(b *bytes.Buffer) {
+	if b.Cap() > maxPooledBuffer {
+		return
+	}
+	b.Reset()
+	buffers.Put(b)
 }
 
 // readBody reads the request body, mapping an oversized body to 413 and one that did not
