@@ -82,6 +82,33 @@ func fromRaw(s sql.NullString) json.RawMessage {
 	return json.RawMessage(s.String)
 }
 
+// fromJSONList decodes a JSON list column as json.Unmarshal would, without the decoder for the
+// values most rows hold ("null" and "[]"): a listing reads several such columns per row.
+func fromJSONList[T any](s string) ([]T, error) {
+	switch s {
+	case "null":
+		return nil, nil
+	case "[]":
+		return []T{}, nil
+	}
+	var out []T
+	err := json.Unmarshal([]byte(s), &out)
+	return out, err
+}
+
+// fromJSONMap is fromJSONList for a JSON object column ("null" and "{}").
+func fromJSONMap[K comparable, V any](s string) (map[K]V, error) {
+	switch s {
+	case "null":
+		return nil, nil
+	case "{}":
+		return map[K]V{}, nil
+	}
+	var out map[K]V
+	err := json.Unmarshal([]byte(s), &out)
+	return out, err
+}
+
 // jsonArg marshals v for a JSON TEXT column.
 func jsonArg(v any) (string, error) {
 	b, err := json.Marshal(v)

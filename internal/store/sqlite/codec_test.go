@@ -1,8 +1,10 @@
 package sqlite
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -71,5 +73,25 @@ func TestZeroTimePaging(t *testing.T) {
 	}
 	if err := s.CreateUser(t.Context(), auth.User{ID: "far", Name: "far", CreatedAt: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}); err == nil {
 		t.Fatal("stored a time past 2262")
+	}
+}
+
+// The JSON columns' fast paths decode as json.Unmarshal does, nil and empty apart.
+func TestJSONColumnsDecodeAsUnmarshal(t *testing.T) {
+	for _, s := range []string{"null", "[]", "[1,2,3]", "[ ]", "{}", `"x"`, ""} {
+		got, gotErr := fromJSONList[int](s)
+		var want []int
+		wantErr := json.Unmarshal([]byte(s), &want)
+		if (gotErr == nil) != (wantErr == nil) || !reflect.DeepEqual(got, want) || (got == nil) != (want == nil) {
+			t.Errorf("list %q: got %#v, %v; want %#v, %v", s, got, gotErr, want, wantErr)
+		}
+	}
+	for _, s := range []string{"null", "{}", `{"a":"b"}`, "{ }", "[]", ""} {
+		got, gotErr := fromJSONMap[string, string](s)
+		var want map[string]string
+		wantErr := json.Unmarshal([]byte(s), &want)
+		if (gotErr == nil) != (wantErr == nil) || !reflect.DeepEqual(got, want) || (got == nil) != (want == nil) {
+			t.Errorf("map %q: got %#v, %v; want %#v, %v", s, got, gotErr, want, wantErr)
+		}
 	}
 }

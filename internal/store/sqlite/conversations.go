@@ -154,13 +154,13 @@ func scanView(sc scanner) (conversation.View, error) {
 	if err != nil {
 		return conversation.View{}, err
 	}
-	if err := json.Unmarshal([]byte(prs), &c.PRNumbers); err != nil {
+	if c.PRNumbers, err = fromJSONList[int](prs); err != nil {
 		return conversation.View{}, fmt.Errorf("decode pr numbers of conversation %s: %w", c.ID, err)
 	}
-	if err := json.Unmarshal([]byte(secretNames), &c.SecretNames); err != nil {
+	if c.SecretNames, err = fromJSONList[string](secretNames); err != nil {
 		return conversation.View{}, fmt.Errorf("decode secret names of conversation %s: %w", c.ID, err)
 	}
-	if err := json.Unmarshal([]byte(tags), &c.Tags); err != nil {
+	if c.Tags, err = fromJSONMap[string, string](tags); err != nil {
 		return conversation.View{}, fmt.Errorf("decode tags of conversation %s: %w", c.ID, err)
 	}
 	if len(c.SecretNames) == 0 {
