@@ -24,20 +24,38 @@ import (
 // number of rows, beside the same answer's bytes served by a plain net/http handler with the
 // same clients: what agentd adds to the bytes it has to send.
 
-// listingEndpoint is one endpoint of the figures, its path made from the seeded ids.
+// listingEndpoint is one endpoint of the figures, its path made from the seeded ids, and the
+// store's read behind it as the handler makes it.
 type listingEndpoint struct {
 	name string
 	path func(seed listingSeed) string
+	read func(ctx context.Context, st *sqlite.Store, owner string, seed listingSeed) error
 }
 
+var page100 = paging.Query{Limit: 100}
+
 var listingEndpoints = []listingEndpoint{
-	{"conversations (GET /api/v1/app-conversations/search)", func(listingSeed) string { return "/api/v1/app-conversations/search?limit=100" }},
+	{"conversations (GET /api/v1/app-conversations/search)", func(listingSeed) string { return "/api/v1/app-conversations/search?limit=100" },
+		func(ctx context.Context, st *sqlite.Store, owner string, _ listingSeed) error {
+			_, _, err := st.ListConversations(ctx, owner, conversation.Filter{}, page100)
+			return err
+		}},
 	{"start tasks (GET /api/v1/app-conversations/start-tasks/search)", func(listingSeed) string {
 		return "/api/v1/app-conversations/start-tasks/search?limit=100"
+	}, func(ctx context.Context, st *sqlite.Store, owner string, _ listingSeed) error {
+		_, _, err := st.ListStartTasks(ctx, owner, conversation.TaskFilter{}, conversation.SortCreatedAtDesc, page100)
+		return err
 	}},
-	{"sandboxes (GET /api/v1/sandboxes/search)", func(listingSeed) string { return "/api/v1/sandboxes/search?limit=100" }},
+	{"sandboxes (GET /api/v1/sandboxes/search)", func(listingSeed) string { return "/api/v1/sandboxes/search?limit=100" },
+		func(ctx context.Context, st *sqlite.Store, owner string, _ listingSeed) error {
+			_, _, err := st.ListSandboxes(ctx, owner, page100)
+			return err
+		}},
 	{"events of a conversation (GET /api/v1/conversation/{id}/events/search)", func(s listingSeed) string {
 		return "/api/v1/conversation/" + s.longConversation + "/events/search?limit=100"
+	}, func(ctx context.Context, st *sqlite.Store, owner string, s listingSeed) error {
+		_, _, err := st.SearchEvents(ctx, owner, event.Filter{ConversationID: s.longConversation}, false, page100)
+		return err
 	}},
 }
 
@@ -67,9 +85,16 @@ func benchListing(ctx context.Context, o options, bin, dir string, logw io.Write
 				return nil, nil, err
 			}
 			notes := []string{fmt.Sprintf("listing store of %d rows each: seeded directly in the store in %.1f s.", n, seed.took.Seconds())}
+			// A store of its own on the server's file, for the store's reads alone.
+			st, err := sqlite.Open(ctx, filepath.Join(dir, fmt.Sprintf("listing-%d", n), app.DBFile))
+			if err != nil {
+				return nil, nil, err
+			}
+			defer st.Close()
 			var rows []row
 			for _, ep := range listingEndpoints {
-				r, note, err := s.benchEndpoint(ctx, o, ep.name, ep.path(seed), n, progress)
+				read := func() error { return ep.read(ctx, st, s.ownerID, seed) }
+				r, note, err := s.benchEndpoint(ctx, o, ep.name, ep.path(seed), n, read, progress)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -83,13 +108,13 @@ func benchListing(ctx context.Context, o options, bin, dir string, logw io.Write
 		}
 		rows, notes = append(rows, r...), append(notes, nt...)
 	}
-	notes = append(notes, "listing figures: the primitive serves the very bytes of agentd's answer (read once before the load) from a plain net/http handler on its own loopback listener, to the same clients for the same time.")
+	notes = append(notes, "listing figures: the primitive serves the very bytes of agentd's answer (read once before the load) from a plain net/http handler on its own loopback listener, to the same clients for the same time. The store's read alone is the read the handler makes, by a second store on the server's database file in this process: what of agentd's CPU time per request is SQLite's.")
 	return rows, notes, nil
 }
 
 // benchEndpoint loads path on agentd and its bytes on a plain handler and returns the
 // throughput and p99 rows.
-func (s *server) benchEndpoint(ctx context.Context, o options, name, path string, n int, progress func(string, ...any)) ([]row, string, error) {
+func (s *server) benchEndpoint(ctx context.Context, o options, name, path string, n int, read func() error, progress func(string, ...any)) ([]row, string, error) {
 	body, err := s.getBytes(ctx, path)
 	if err != nil {
 		return nil, "", err
@@ -128,12 +153,17 @@ func (s *server) benchEndpoint(ctx context.Context, o options, name, path string
 	if err != nil {
 		return nil, "", err
 	}
+	storeCPU, err := cpuPer(200, read)
+	if err != nil {
+		return nil, "", err
+	}
 	base := "the same bytes from a plain net/http handler"
 	what := fmt.Sprintf("%s, 100 per page of %d rows, %d clients", name, n, o.clients)
 	rows := []row{
 		{figure: what + ", throughput", agentd: got.rate(), primitive: bare.rate(), unit: unitRate, baseline: base},
 		timeRow(what+", p99 latency", 99, got.latencies, bare.latencies, base),
 		{figure: what + ", CPU time per request (in process, no network)", agentd: cpu.Seconds(), primitive: bareCPU.Seconds(), unit: unitTime, baseline: base},
+		{figure: what + ", CPU time of the store's read alone (SQLite through database/sql)", agentd: storeCPU.Seconds(), primitive: bareCPU.Seconds(), unit: unitTime, baseline: base},
 	}
 	note := fmt.Sprintf("%s over %d rows: %d bytes; p50 %s against %s.", name, n, len(body),
 		unitTime.format(seconds(percentile(got.latencies, 50))), unitTime.format(seconds(percentile(bare.latencies, 50))))
@@ -281,17 +311,27 @@ func (s *server) seedListing(ctx context.Context, dataDir string, n int) (listin
 // network), and returns the process's CPU time per request (user and system, garbage
 // collection included): what one request costs, whatever else the machine runs.
 func cpuPerRequest(h http.Handler, path, key string, n int) (time.Duration, error) {
-	before, err := processCPU()
-	if err != nil {
-		return 0, err
-	}
-	for range n {
+	return cpuPer(n, func() error {
 		req := httptest.NewRequest("GET", path, nil)
 		req.Header.Set("X-Session-API-Key", key)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code != http.StatusOK {
-			return 0, fmt.Errorf("GET %s: status %d", path, rec.Code)
+			return fmt.Errorf("GET %s: status %d", path, rec.Code)
+		}
+		return nil
+	})
+}
+
+// cpuPer runs f n times in this goroutine and returns the process's CPU time per run.
+func cpuPer(n int, f func() error) (time.Duration, error) {
+	before, err := processCPU()
+	if err != nil {
+		return 0, err
+	}
+	for range n {
+		if err := f(); err != nil {
+			return 0, err
 		}
 	}
 	after, err := processCPU()
