@@ -26,6 +26,8 @@ type client struct {
 	// completionTokens says to send the cap as max_completion_tokens, which OpenAI requires of
 	// its reasoning models, rather than max_tokens, which compatible servers understand.
 	completionTokens bool
+	// tools are the SDK's forms of the tools sent so far; the SDK only reads them.
+	tools toolCache
 }
 
 // New returns a client for cfg (after cfg.Resolve), whose provider must be

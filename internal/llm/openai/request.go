@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/agentd/agentd/internal/llm"
 	sdk "github.com/openai/openai-go/v3"
@@ -22,7 +23,7 @@ func (c *client) params(req llm.Request) (sdk.ChatCompletionNewParams, error) {
 	}
 	p.Messages = msgs
 	for _, t := range req.Tools {
-		tool, err := functionTool(t)
+		tool, err := c.tools.convert(t)
 		if err != nil {
 			return p, err
 		}
@@ -163,12 +164,54 @@ func imagePart(u string) (sdk.ChatCompletionContentPartUnionParam, error) {
 	return sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: u}), nil
 }
 
+// toolCache keeps the converted tools of the specs a client was given, as an agent sends
+// the same tools with every request of its conversation. It holds at most maxCachedTools
+// specs, and forgets them all when it would hold more (a server whose conversations bring
+// ever new MCP tools).
+type toolCache struct {
+	mu    sync.Mutex
+	tools map[toolKey]sdk.ChatCompletionToolUnionParam
+}
+
+type toolKey struct{ name, description, parameters string }
+
+const maxCachedTools = 512
+
+func (c *toolCache) convert(t llm.ToolSpec) (sdk.ChatCompletionToolUnionParam, error) {
+	k := toolKey{t.Name, t.Description, string(t.Parameters)}
+	c.mu.Lock()
+	tool, ok := c.tools[k]
+	c.mu.Unlock()
+	if ok {
+		return tool, nil
+	}
+	tool, err := functionTool(t)
+	if err != nil {
+		return tool, err
+	}
+	c.mu.Lock()
+	if c.tools == nil || len(c.tools) >= maxCachedTools {
+		c.tools = map[toolKey]sdk.ChatCompletionToolUnionParam{}
+	}
+	c.tools[k] = tool
+	c.mu.Unlock()
+	return tool, nil
+}
+
+// functionTool converts a tool's spec. The schema's top-level keywords keep their values
+// as the raw JSON they are (the SDK writes a json.RawMessage as it is, compacted): decoding
+// the whole schema into maps for the SDK to encode again cost more than the rest of a
+// request, every step, for the same few schemas.
 func functionTool(t llm.ToolSpec) (sdk.ChatCompletionToolUnionParam, error) {
 	params := shared.FunctionParameters{"type": "object", "properties": map[string]any{}}
 	if len(t.Parameters) > 0 {
-		params = nil
-		if err := json.Unmarshal(t.Parameters, &params); err != nil || params == nil {
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal(t.Parameters, &raw); err != nil || raw == nil {
 			return sdk.ChatCompletionToolUnionParam{}, badRequest("tool %q: parameters are not a JSON object", t.Name)
+		}
+		params = make(shared.FunctionParameters, len(raw))
+		for k, v := range raw {
+			params[k] = v
 		}
 	}
 	def := shared.FunctionDefinitionParam{Name: t.Name, Parameters: params}

@@ -307,3 +307,61 @@ func TestNewRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestToolSchemasSentAsGiven sends the same tools from one client many times at once, as the
+// agents of a server do, and a changed schema of the same tool after: every request carries
+// each schema as given, nested keywords and all (the client keeps converted tools).
+func TestToolSchemasSentAsGiven(t *testing.T) {
+	const n = 8
+	steps := make([]llmtest.Step, n+1)
+	for i := range steps {
+		steps[i] = llmtest.Text("ok")
+	}
+	srv := llmtest.NewOpenAI(t, steps...)
+	c := newClient(t, srv.Config("gpt-4o"))
+	schema := `{"type":"object","properties":{"command":{"type":"string","description":"run \"it\"","enum":["a","b"]},"timeout":{"type":"number","minimum":1.5}},"required":["command"],"additionalProperties":false}`
+	tools := []llm.ToolSpec{
+		{Name: "terminal", Description: "Run.", Parameters: json.RawMessage(schema)},
+		{Name: "think"},
+	}
+	req := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{llm.TextPart("hi")}}}, Tools: tools}
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := c.Complete(context.Background(), req)
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	changed := `{"type":"object","properties":{"path":{"type":"string"}}}`
+	req.Tools = []llm.ToolSpec{{Name: "terminal", Description: "Run.", Parameters: json.RawMessage(changed)}}
+	if _, err := c.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != n+1 {
+		t.Fatalf("server got %d requests, want %d", len(reqs), n+1)
+	}
+	for i, r := range reqs {
+		var w wireRequest
+		if err := r.Decode(&w); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{schema, `{"type":"object","properties":{}}`}
+		if i == n {
+			want = []string{changed}
+		}
+		if len(w.Tools) != len(want) {
+			t.Fatalf("request %d: %d tools, want %d", i, len(w.Tools), len(want))
+		}
+		for j, tool := range w.Tools {
+			if !llmtest.JSONEqual(tool.Function.Parameters, []byte(want[j])) {
+				t.Errorf("request %d, tool %s: parameters %s\nwant %s", i, tool.Function.Name, tool.Function.Parameters, want[j])
+			}
+		}
+	}
+}
