@@ -28,6 +28,8 @@ type client struct {
 	completionTokens bool
 	// tools are the SDK's forms of the tools sent so far; the SDK only reads them.
 	tools toolCache
+	// encoded are the messages of the last request, as JSON.
+	encoded messageCache
 }
 
 // New returns a client for cfg (after cfg.Resolve), whose provider must be

@@ -3,11 +3,14 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/agentd/agentd/internal/llm"
 	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
 )
 
@@ -17,11 +20,14 @@ func (c *client) params(req llm.Request) (sdk.ChatCompletionNewParams, error) {
 	if req.Model != "" {
 		p.Model = shared.ChatModel(req.Model)
 	}
-	msgs, err := messages(req)
+	msgs, from, err := messages(req)
 	if err != nil {
 		return p, err
 	}
 	p.Messages = msgs
+	if err := c.encoded.encode(req, msgs, from); err != nil {
+		return p, err
+	}
 	for _, t := range req.Tools {
 		tool, err := c.tools.convert(t)
 		if err != nil {
@@ -48,11 +54,13 @@ func badRequest(format string, args ...any) *llm.Error {
 
 // messages converts the conversation. Chat completions has no images in tool messages, so
 // the images of a run of tool results follow it in one user message: a user message between
-// two tool results would break the pairing of tool calls and results.
-func messages(req llm.Request) ([]sdk.ChatCompletionMessageParamUnion, error) {
-	var out []sdk.ChatCompletionMessageParamUnion
+// two tool results would break the pairing of tool calls and results. from says which
+// message of req each one stands for: its index in req.Messages, fromSystem for req.System,
+// fromImages for the images of tool results.
+func messages(req llm.Request) (out []sdk.ChatCompletionMessageParamUnion, from []int, err error) {
 	if req.System != "" {
 		out = append(out, sdk.SystemMessage(req.System))
+		from = append(from, fromSystem)
 	}
 	var toolImages []sdk.ChatCompletionContentPartUnionParam
 	flushToolImages := func() {
@@ -61,6 +69,7 @@ func messages(req llm.Request) ([]sdk.ChatCompletionMessageParamUnion, error) {
 				sdk.TextContentPart("Images from the tool results above:"),
 			}, toolImages...)
 			out = append(out, sdk.UserMessage(parts))
+			from = append(from, fromImages)
 			toolImages = nil
 		}
 	}
@@ -74,31 +83,32 @@ func messages(req llm.Request) ([]sdk.ChatCompletionMessageParamUnion, error) {
 		case llm.RoleUser:
 			msg, err := userMessage(m)
 			if err != nil {
-				return nil, fmt.Errorf("message %d: %w", i, err)
+				return nil, nil, fmt.Errorf("message %d: %w", i, err)
 			}
 			out = append(out, msg)
 		case llm.RoleAssistant:
 			out = append(out, assistantMessage(m))
 		case llm.RoleTool:
 			if m.ToolCallID == "" {
-				return nil, badRequest("message %d: tool result without a tool call id", i)
+				return nil, nil, badRequest("message %d: tool result without a tool call id", i)
 			}
 			out = append(out, sdk.ToolMessage(m.Text(), m.ToolCallID))
 			for _, p := range m.Parts {
 				if p.Type == llm.PartImage {
 					img, err := imagePart(p.ImageURL)
 					if err != nil {
-						return nil, fmt.Errorf("message %d: %w", i, err)
+						return nil, nil, fmt.Errorf("message %d: %w", i, err)
 					}
 					toolImages = append(toolImages, img)
 				}
 			}
 		default:
-			return nil, badRequest("message %d: unknown role %q", i, m.Role)
+			return nil, nil, badRequest("message %d: unknown role %q", i, m.Role)
 		}
+		from = append(from, i)
 	}
 	flushToolImages()
-	return out, nil
+	return out, from, nil
 }
 
 func userMessage(m llm.Message) (sdk.ChatCompletionMessageParamUnion, error) {
@@ -164,7 +174,103 @@ func imagePart(u string) (sdk.ChatCompletionContentPartUnionParam, error) {
 	return sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: u}), nil
 }
 
-// toolCache keeps the converted tools of the specs a client was given, as an agent sends
+// messageCache keeps the JSON of the messages of a client's last request. An agent sends
+// its conversation again with every step, a message or two longer: the SDK encodes each
+// message through layers of reflection, which cost more than the rest of the step's work in
+// the control plane, so a message sent before goes out as the JSON it encoded to then (the
+// SDK's own override with raw JSON). It holds one request's messages, never more: those of
+// the previous request that the next one does not send again are forgotten.
+type messageCache struct {
+	mu   sync.Mutex
+	last map[uint64][]encodedMessage
+	seed maphash.Seed
+}
+
+// Where a converted message comes from, besides req.Messages (see messages).
+const (
+	fromSystem = -1
+	fromImages = -2
+)
+
+type encodedMessage struct {
+	msg  llm.Message
+	json json.RawMessage
+}
+
+// encode replaces each of msgs that stands for one message of req (from, as messages
+// returns it) by its JSON, from the cache when that message was sent before.
+func (c *messageCache) encode(req llm.Request, msgs []sdk.ChatCompletionMessageParamUnion, from []int) error {
+	c.mu.Lock()
+	if c.last == nil {
+		c.seed = maphash.MakeSeed()
+	}
+	last := c.last
+	c.mu.Unlock()
+	next := make(map[uint64][]encodedMessage, len(msgs))
+	for i, f := range from {
+		var m llm.Message
+		switch f {
+		case fromImages:
+			continue
+		case fromSystem:
+			m = llm.Message{Role: llm.RoleSystem, Parts: []llm.Part{llm.TextPart(req.System)}}
+		default:
+			m = req.Messages[f]
+		}
+		h := hashMessage(c.seed, m)
+		var enc json.RawMessage
+		for _, e := range last[h] {
+			if equalMessages(e.msg, m) {
+				enc = e.json
+				break
+			}
+		}
+		if enc == nil {
+			b, err := msgs[i].MarshalJSON()
+			if err != nil {
+				return badRequest("message %d: %v", i, err)
+			}
+			enc = b
+		}
+		next[h] = append(next[h], encodedMessage{msg: m, json: enc})
+		msgs[i] = param.Override[sdk.ChatCompletionMessageParamUnion](enc)
+	}
+	c.mu.Lock()
+	c.last = next
+	c.mu.Unlock()
+	return nil
+}
+
+func hashMessage(seed maphash.Seed, m llm.Message) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	str := func(s string) {
+		h.WriteString(s)
+		h.WriteByte(0)
+	}
+	str(string(m.Role))
+	str(m.ToolCallID)
+	str(m.Name)
+	for _, p := range m.Parts {
+		str(p.Type)
+		str(p.Text)
+		str(p.ImageURL)
+	}
+	h.WriteByte(1)
+	for _, tc := range m.ToolCalls {
+		str(tc.ID)
+		str(tc.Name)
+		str(tc.Arguments)
+	}
+	return h.Sum64()
+}
+
+func equalMessages(a, b llm.Message) bool {
+	return a.Role == b.Role && a.ToolCallID == b.ToolCallID && a.Name == b.Name &&
+		slices.Equal(a.Parts, b.Parts) && slices.Equal(a.ToolCalls, b.ToolCalls)
+}
+
+// toolCache keeps the encoded tools of the specs a client was given, as an agent sends
 // the same tools with every request of its conversation. It holds at most maxCachedTools
 // specs, and forgets them all when it would hold more (a server whose conversations bring
 // ever new MCP tools).
@@ -189,6 +295,13 @@ func (c *toolCache) convert(t llm.ToolSpec) (sdk.ChatCompletionToolUnionParam, e
 	if err != nil {
 		return tool, err
 	}
+	// Kept as the JSON it encodes to (the SDK's own override with raw JSON), so that it is
+	// encoded once, not with every request.
+	body, err := tool.MarshalJSON()
+	if err != nil {
+		return tool, badRequest("tool %q: %v", t.Name, err)
+	}
+	tool = param.Override[sdk.ChatCompletionToolUnionParam](json.RawMessage(body))
 	c.mu.Lock()
 	if c.tools == nil || len(c.tools) >= maxCachedTools {
 		c.tools = map[toolKey]sdk.ChatCompletionToolUnionParam{}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/agentd/agentd/internal/llm"
@@ -362,6 +363,49 @@ func TestToolSchemasSentAsGiven(t *testing.T) {
 			if !llmtest.JSONEqual(tool.Function.Parameters, []byte(want[j])) {
 				t.Errorf("request %d, tool %s: parameters %s\nwant %s", i, tool.Function.Name, tool.Function.Parameters, want[j])
 			}
+		}
+	}
+}
+
+// TestGrowingConversationSentAsNew sends a conversation that grows by a step with each
+// request, as an agent does, from one client; a second request changes an earlier message
+// and its system prompt, and tool results carry images. Each request's body is the one a
+// new client sends for the same request: what the client keeps of earlier requests never
+// changes what it sends.
+func TestGrowingConversationSentAsNew(t *testing.T) {
+	steps := make([]llmtest.Step, 20)
+	for i := range steps {
+		steps[i] = llmtest.Text("ok")
+	}
+	kept := llmtest.NewOpenAI(t, steps...)
+	fresh := llmtest.NewOpenAI(t, steps...)
+	c := newClient(t, kept.Config("gpt-4o"))
+	tools := []llm.ToolSpec{{Name: "terminal", Description: "Run.", Parameters: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"}}}`)}}
+	msgs := []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{llm.TextPart("hi")}}}
+	system := "Be brief."
+	for i := range 8 {
+		id := "call_" + string(rune('a'+i))
+		msgs = append(msgs,
+			llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{llm.TextPart("step")}, ToolCalls: []llm.ToolCall{{ID: id, Name: "terminal", Arguments: `{"command":"ls"}`}}},
+			llm.Message{Role: llm.RoleTool, ToolCallID: id, Parts: []llm.Part{llm.TextPart("out " + id)}})
+		if i%3 == 1 {
+			msgs[len(msgs)-1].Parts = append(msgs[len(msgs)-1].Parts, llm.ImagePart("data:image/png;base64,AAAA"))
+		}
+		if i == 4 {
+			// An earlier message changes (as condensation does), and so does the system prompt.
+			msgs[1].Parts = []llm.Part{llm.TextPart("a changed step")}
+			system = "Be briefer."
+		}
+		req := llm.Request{System: system, Messages: slices.Clone(msgs), Tools: tools}
+		if _, err := c.Complete(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := newClient(t, fresh.Config("gpt-4o")).Complete(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		got, want := kept.Requests()[i].Body, fresh.Requests()[i].Body
+		if !llmtest.JSONEqual(got, want) {
+			t.Fatalf("request %d from the client that sent the earlier ones:\n%s\nwant, as a new client sends it:\n%s", i, got, want)
 		}
 	}
 }
