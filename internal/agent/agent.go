@@ -378,21 +378,58 @@ func (a *Agent) act(ctx context.Context, resp llm.Response, toolCalls []llm.Tool
 		}
 		evs = append(evs, st)
 	}
+	// The calls the loop answers itself, at once and without effects (think, finish), are
+	// answered in the same append as the actions while no other call comes before them: one
+	// transaction for the step instead of two, and the log is the same.
+	answered := 0
+	for i, c := range calls {
+		if waiting {
+			break
+		}
+		if c.problem != "" {
+			answered = i + 1
+			continue
+		}
+		began := time.Now()
+		res, ok := answerAtOnce(c)
+		if !ok {
+			break
+		}
+		a.o.Observer.ToolCall(c.name, time.Since(began), res.IsError)
+		ev, err := a.observation(c, actions[i].ID, res)
+		if err != nil {
+			return err
+		}
+		evs = append(evs, ev)
+		answered = i + 1
+	}
 	if err := a.append(ctx, evs...); err != nil {
 		return err
 	}
 	if waiting {
 		return errWaiting
 	}
-	for i, c := range calls {
+	for i, c := range calls[answered:] {
 		if c.problem != "" {
 			continue
 		}
-		if err := a.execute(ctx, c, actions[i].ID); err != nil {
+		if err := a.execute(ctx, c, actions[answered+i].ID); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// answerAtOnce answers the calls whose result depends on nothing but their arguments and
+// which change nothing: think and finish.
+func answerAtOnce(c call) (tool.Result, bool) {
+	switch c.name {
+	case tool.Finish:
+		return tool.FinishResult(*c.args.(*tool.FinishArgs)), true
+	case tool.Think:
+		return tool.ThinkResult(*c.args.(*tool.ThinkArgs)), true
+	}
+	return tool.Result{}, false
 }
 
 // execute runs one valid call and records its observation, or an agent error when the call
@@ -435,6 +472,15 @@ func (a *Agent) execute(ctx context.Context, c call, actionID string) error {
 		}
 		return nil
 	}
+	ev, err := a.observation(c, actionID, res)
+	if err != nil {
+		return err
+	}
+	return a.append(ctx, ev)
+}
+
+// observation is the event that records res, the result of the call c of action actionID.
+func (a *Agent) observation(c call, actionID string, res tool.Result) (event.Event, error) {
 	obs := res.Observation
 	if len(obs) == 0 {
 		obs = tool.ErrorResult(c.name, res.Text).Observation
@@ -446,10 +492,10 @@ func (a *Agent) execute(ctx context.Context, c call, actionID string) error {
 		Observation: obs, ActionID: actionID, ToolName: c.name, ToolCallID: c.llm.ID,
 	})
 	if err != nil {
-		return err
+		return event.Event{}, err
 	}
 	ev.LLMText = res.Text
-	return a.append(ctx, ev)
+	return ev, nil
 }
 
 // tasks returns the task list as the last task_tracker observation left it.

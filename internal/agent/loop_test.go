@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -340,4 +341,49 @@ func TestToolFailureIsAnAgentError(t *testing.T) {
 	if e.ToolName != "glob" || !strings.Contains(e.Error, "no tool glob") {
 		t.Fatalf("agent error %+v", e)
 	}
+}
+
+// TestInstantCallsAreRecordedWithTheirActions: the calls the loop answers itself without
+// effects (think, finish) are recorded in the same append as the response's actions while
+// no other call comes before them; a think after a terminal call waits for the terminal's
+// result, and the log reads as it always did.
+func TestInstantCallsAreRecordedWithTheirActions(t *testing.T) {
+	r := newRig(t, 0,
+		llmtest.Calls(llmtest.Call("think", `{"thought":"first"}`), llmtest.Call("think", `{"thought":"second"}`),
+			llmtest.Call("terminal", `{"command":"ls"}`), llmtest.Call("think", `{"thought":"third"}`)),
+		llmtest.Calls(llmtest.Call("finish", `{"message":"done"}`)),
+	)
+	var appends [][]string
+	r.log.onAppend = func(evs []event.Event) {
+		var kinds []string
+		for _, e := range evs {
+			body, _ := event.Decode(e)
+			switch b := body.(type) {
+			case *event.ActionEvent:
+				kinds = append(kinds, "action:"+b.ToolName)
+			case *event.ObservationEvent:
+				kinds = append(kinds, "observation:"+b.ToolName)
+			}
+		}
+		if len(kinds) > 0 {
+			appends = append(appends, kinds)
+		}
+	}
+	r.log.userSays(t, "Think it over, then list the files.")
+	if st := r.run(); st != StatusFinished {
+		t.Fatalf("status %s, want finished", st)
+	}
+	want := [][]string{
+		{"action:think", "action:think", "action:terminal", "action:think", "observation:think", "observation:think"},
+		{"observation:terminal"},
+		{"observation:think"},
+		{"action:finish", "observation:finish"},
+	}
+	if fmt.Sprint(appends) != fmt.Sprint(want) {
+		t.Fatalf("appends %v\nwant %v", appends, want)
+	}
+	r.wantKinds("MessageEvent:user", "SystemPromptEvent", "execution_status=running",
+		"ActionEvent:think", "ActionEvent:think", "ActionEvent:terminal", "ActionEvent:think",
+		"ObservationEvent:think", "ObservationEvent:think", "ObservationEvent:terminal", "ObservationEvent:think",
+		"ActionEvent:finish", "ObservationEvent:finish", "execution_status=finished")
 }
