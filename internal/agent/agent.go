@@ -35,7 +35,10 @@ type Agent struct {
 	view    viewState
 	prompt  promptState
 	lastSeq int64
-	status  Status
+	// stepRead says the last step ended by reading the log, after its last append: the next
+	// iteration need not read it again at once.
+	stepRead bool
+	status   Status
 	// policy is the conversation's confirmation policy, as the log last set it.
 	policy confirm.Policy
 }
@@ -112,9 +115,15 @@ func (a *Agent) run(ctx context.Context) (Status, error) {
 		}
 	}
 	for iteration := 0; ; {
-		if err := a.refresh(ctx); err != nil {
-			return a.status, err
+		// What others appended: read now, unless the step just read it after its last append
+		// (what arrives later is read after the next append, before the next prompt, as a
+		// message arriving during the model call always was).
+		if !a.stepRead {
+			if err := a.refresh(ctx); err != nil {
+				return a.status, err
+			}
 		}
+		a.stepRead = false
 		if a.o.PauseRequested() {
 			return a.pause(ctx)
 		}
@@ -170,6 +179,8 @@ func (a *Agent) run(ctx context.Context) (Status, error) {
 			}
 			return a.fail(ctx, err)
 		}
+		// A step ends with an append, which reads the log after it.
+		a.stepRead = true
 	}
 }
 

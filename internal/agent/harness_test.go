@@ -24,11 +24,14 @@ type memLog struct {
 	seq int64
 	// onAppend, if set, runs after each append (outside the lock).
 	onAppend func([]event.Event)
+	// loads and appends count the calls.
+	loads, appends int
 }
 
 func (l *memLog) Load(_ context.Context, after int64) ([]event.Event, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.loads++
 	var out []event.Event
 	for _, e := range l.evs {
 		if e.Seq > after {
@@ -40,6 +43,7 @@ func (l *memLog) Load(_ context.Context, after int64) ([]event.Event, error) {
 
 func (l *memLog) Append(_ context.Context, evs []event.Event) error {
 	l.mu.Lock()
+	l.appends++
 	for i := range evs {
 		l.seq++
 		evs[i].Seq = l.seq

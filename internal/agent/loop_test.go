@@ -387,3 +387,34 @@ func TestInstantCallsAreRecordedWithTheirActions(t *testing.T) {
 		"ObservationEvent:think", "ObservationEvent:think", "ObservationEvent:terminal", "ObservationEvent:think",
 		"ActionEvent:finish", "ObservationEvent:finish", "execution_status=finished")
 }
+
+// TestStepsReadTheLogOncePerAppend: the loop reads the log after each of its appends, and
+// not once more at the top of the next iteration; a message the user sends during a tool
+// call still reaches the next prompt.
+func TestStepsReadTheLogOncePerAppend(t *testing.T) {
+	r := newRig(t, 0,
+		llmtest.Calls(llmtest.Call("think", `{"thought":"one"}`)),
+		llmtest.Calls(llmtest.Call("terminal", `{"command":"ls"}`)),
+		llmtest.Calls(llmtest.Call("think", `{"thought":"two"}`)),
+		llmtest.Calls(llmtest.Call("finish", `{"message":"done"}`)),
+	)
+	r.tools.terminal = func(cmd string) (string, int) {
+		r.log.userSays(t, "and then stop")
+		return "ran " + cmd, 0
+	}
+	r.log.userSays(t, "go")
+	if st := r.run(); st != StatusFinished {
+		t.Fatalf("status %s, want finished", st)
+	}
+	r.log.mu.Lock()
+	loads, appends := r.log.loads, r.log.appends-2 // less the user's two messages
+	r.log.mu.Unlock()
+	// One read to start and one as the loop begins; then one after each append.
+	if loads != appends+2 {
+		t.Errorf("%d reads of the log for %d appends, want one after each and two to start", loads, appends)
+	}
+	reqs := r.srv.Requests()
+	if len(reqs) != 4 || reqs[2].Last().Text() != "and then stop" {
+		t.Fatalf("%d requests; the third's last message %+v, want the user's message sent during the terminal call", len(reqs), reqs[min(2, len(reqs)-1)].Last())
+	}
+}
