@@ -38,6 +38,8 @@ type Agent struct {
 	// stepRead says the last step ended by reading the log, after its last append: the next
 	// iteration need not read it again at once.
 	stepRead bool
+	// interned are the strings intern shares.
+	interned map[string]string
 	status   Status
 	// policy is the conversation's confirmation policy, as the log last set it.
 	policy confirm.Policy
@@ -669,12 +671,17 @@ func (a *Agent) refresh(ctx context.Context) error {
 			return err
 		}
 		// The decoded body is what the loop reads; the raw JSON beside it would double what
-		// a long log holds in memory for as long as the loop runs.
+		// a long log holds in memory for as long as the loop runs. The few strings every
+		// event repeats (its conversation, kind and source) are held once.
 		ev.Body = nil
+		ev.ConversationID, ev.Kind, ev.Source = a.intern(ev.ConversationID), a.intern(ev.Kind), a.intern(ev.Source)
 		a.entries = append(a.entries, entry{ev: ev, body: body})
 		a.lastSeq = max(a.lastSeq, ev.Seq)
 		if su, ok := body.(*event.StateUpdateEvent); ok {
 			switch su.Key {
+			case event.StateStats:
+				// The usage so far, which the loop keeps in Metrics: nothing reads it back.
+				su.Value = nil
 			case event.StateExecutionStatus:
 				var s Status
 				if json.Unmarshal(su.Value, &s) == nil {
@@ -690,6 +697,23 @@ func (a *Agent) refresh(ctx context.Context) error {
 	}
 	return nil
 }
+
+// intern returns the loop's copy of s, one of the few strings every event repeats.
+func (a *Agent) intern(s string) string {
+	if v, ok := a.interned[s]; ok {
+		return v
+	}
+	if a.interned == nil {
+		a.interned = map[string]string{}
+	}
+	if len(a.interned) < maxInterned {
+		a.interned[s] = s
+	}
+	return s
+}
+
+// maxInterned bounds what intern holds: a conversation, a few dozen kinds and sources.
+const maxInterned = 64
 
 func (a *Agent) has(pred func(entry) bool) bool {
 	for _, e := range a.entries {

@@ -26,8 +26,6 @@ type client struct {
 	// completionTokens says to send the cap as max_completion_tokens, which OpenAI requires of
 	// its reasoning models, rather than max_tokens, which compatible servers understand.
 	completionTokens bool
-	// tools are the SDK's forms of the tools sent so far; the SDK only reads them.
-	tools toolCache
 	// encoded are the messages of the last request, as JSON.
 	encoded messageCache
 }

@@ -29,7 +29,7 @@ func (c *client) params(req llm.Request) (sdk.ChatCompletionNewParams, error) {
 		return p, err
 	}
 	for _, t := range req.Tools {
-		tool, err := c.tools.convert(t)
+		tool, err := tools.convert(t)
 		if err != nil {
 			return p, err
 		}
@@ -270,10 +270,11 @@ func equalMessages(a, b llm.Message) bool {
 		slices.Equal(a.Parts, b.Parts) && slices.Equal(a.ToolCalls, b.ToolCalls)
 }
 
-// toolCache keeps the encoded tools of the specs a client was given, as an agent sends
-// the same tools with every request of its conversation. It holds at most maxCachedTools
-// specs, and forgets them all when it would hold more (a server whose conversations bring
-// ever new MCP tools).
+// toolCache keeps the encoded tools of the specs clients were given, as every agent sends
+// the same tools with every request of its conversation: one cache for the process, so that
+// the conversations running at once share one copy. It holds at most maxCachedTools specs,
+// and forgets them all when it would hold more (a server whose conversations bring ever new
+// MCP tools).
 type toolCache struct {
 	mu    sync.Mutex
 	tools map[toolKey]sdk.ChatCompletionToolUnionParam
@@ -282,6 +283,9 @@ type toolCache struct {
 type toolKey struct{ name, description, parameters string }
 
 const maxCachedTools = 512
+
+// tools are the tools converted so far; the SDK only reads them.
+var tools toolCache
 
 func (c *toolCache) convert(t llm.ToolSpec) (sdk.ChatCompletionToolUnionParam, error) {
 	k := toolKey{t.Name, t.Description, string(t.Parameters)}
