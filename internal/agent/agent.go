@@ -30,7 +30,10 @@ type Agent struct {
 	// skillsSeen is the Seq of the last event activateKnowledge looked at.
 	skillsSeen int64
 
-	entries []entry
+	// entries are the log, decoded. The view's items point at them, one allocation each:
+	// items pointing into the array itself kept every array it outgrew alive, as long again
+	// as the log for a long one.
+	entries []*entry
 	// view and prompt follow entries incrementally (view.go).
 	view    viewState
 	prompt  promptState
@@ -200,7 +203,7 @@ func (a *Agent) overBudget() (spent float64, over bool) {
 // user's confirmation have no result either, and keep waiting.
 func (a *Agent) prepare(ctx context.Context) error {
 	var evs []event.Event
-	if !a.has(func(e entry) bool { return e.ev.Kind == event.KindSystemPrompt }) {
+	if !a.has(func(e *entry) bool { return e.ev.Kind == event.KindSystemPrompt }) {
 		sp := &event.SystemPromptEvent{SystemPrompt: event.Text(a.system), Tools: a.tools.definitions()}
 		if a.dynamic != "" {
 			dc := event.Text(a.dynamic)
@@ -231,7 +234,7 @@ func (a *Agent) prepare(ctx context.Context) error {
 // orphans are the actions without a result.
 func (a *Agent) orphans() []*event.ActionEvent { return orphans(a.entries) }
 
-func orphans(entries []entry) []*event.ActionEvent {
+func orphans(entries []*entry) []*event.ActionEvent {
 	answered := map[string]bool{}
 	for _, e := range entries {
 		switch b := e.body.(type) {
@@ -675,7 +678,7 @@ func (a *Agent) refresh(ctx context.Context) error {
 		// event repeats (its conversation, kind and source) are held once.
 		ev.Body = nil
 		ev.ConversationID, ev.Kind, ev.Source = a.intern(ev.ConversationID), a.intern(ev.Kind), a.intern(ev.Source)
-		a.entries = append(a.entries, entry{ev: ev, body: body})
+		a.entries = append(a.entries, &entry{ev: ev, body: body})
 		a.lastSeq = max(a.lastSeq, ev.Seq)
 		if su, ok := body.(*event.StateUpdateEvent); ok {
 			switch su.Key {
@@ -715,7 +718,7 @@ func (a *Agent) intern(s string) string {
 // maxInterned bounds what intern holds: a conversation, a few dozen kinds and sources.
 const maxInterned = 64
 
-func (a *Agent) has(pred func(entry) bool) bool {
+func (a *Agent) has(pred func(*entry) bool) bool {
 	for _, e := range a.entries {
 		if pred(e) {
 			return true
