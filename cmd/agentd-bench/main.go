@@ -5,7 +5,9 @@
 // Everything runs on loopback in a temporary directory: a whole `agentd serve` built by
 // app.New with the process backend (its sandboxes run the runtime build that agentd carries),
 // served by a real net/http server, and the clients that load it; where bubblewrap works, a
-// second one with the bwrap backend for the bwrap figures. Whatever the run started is stopped
+// second one with the bwrap backend for the bwrap figures. The memory curve runs the agentd
+// binary itself (`agentd serve`) in a process of its own, so that the RSS it reports is the
+// control plane's alone, without the bench's clients and model. Whatever the run started is stopped
 // and removed before it exits, also when it fails or is interrupted.
 package main
 
@@ -216,7 +218,9 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 			return benchEventMemory(ctx, srv, filepath.Join(tmp, "data"), o.logs, o.events, progress)
 		}},
 		{"web", func() ([]row, []string, error) { return benchWeb(ctx, srv, filepath.Join(tmp, "data"), progress) }},
-		{"curve", func() ([]row, []string, error) { return benchMemoryCurve(ctx, srv, o, progress) }},
+		{"curve", func() ([]row, []string, error) {
+			return benchMemoryCurve(ctx, o, filepath.Join(tmp, "curve-data"), logw, progress)
+		}},
 		{"listing", func() ([]row, []string, error) { return benchListing(ctx, o, bin, tmp, logw, progress) }},
 	}
 	for _, st := range steps {
