@@ -35,6 +35,8 @@ func (l *memLog) Load(_ context.Context, after int64) ([]event.Event, error) {
 	var out []event.Event
 	for _, e := range l.evs {
 		if e.Seq > after {
+			// Each read makes its own strings, as a store's does.
+			e.ConversationID, e.Kind, e.Source = strings.Clone(e.ConversationID), strings.Clone(e.Kind), strings.Clone(e.Source)
 			out = append(out, e)
 		}
 	}

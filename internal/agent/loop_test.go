@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/llm"
@@ -416,5 +418,46 @@ func TestStepsReadTheLogOncePerAppend(t *testing.T) {
 	reqs := r.srv.Requests()
 	if len(reqs) != 4 || reqs[2].Last().Text() != "and then stop" {
 		t.Fatalf("%d requests; the third's last message %+v, want the user's message sent during the terminal call", len(reqs), reqs[min(2, len(reqs)-1)].Last())
+	}
+}
+
+// TestLoopHoldsLittlePerEvent: what a running loop keeps of each event holds the strings
+// every event repeats once, and not the stats values, which it never reads back.
+func TestLoopHoldsLittlePerEvent(t *testing.T) {
+	r := newRig(t, 0,
+		llmtest.Calls(llmtest.Call("think", `{"thought":"one"}`)),
+		llmtest.Calls(llmtest.Call("finish", `{"message":"done"}`)),
+	)
+	r.log.userSays(t, "go")
+	a := New(Options{Config: r.cfg, LLM: r.llm, Tools: r.tools, Log: r.log})
+	if st, err := a.Run(context.Background()); err != nil || st != StatusFinished {
+		t.Fatalf("run: %s, %v", st, err)
+	}
+	stats := 0
+	first := a.entries[0].ev
+	for _, e := range a.entries {
+		if unsafe.StringData(e.ev.ConversationID) != unsafe.StringData(first.ConversationID) {
+			t.Errorf("event %s holds a copy of its conversation's id", e.ev.ID)
+		}
+		if e.ev.Kind == first.Kind && unsafe.StringData(e.ev.Kind) != unsafe.StringData(first.Kind) {
+			t.Errorf("event %s holds a copy of its kind", e.ev.ID)
+		}
+		if su, ok := e.body.(*event.StateUpdateEvent); ok && su.Key == event.StateStats {
+			stats++
+			if su.Value != nil {
+				t.Errorf("stats event %s keeps its value %s", e.ev.ID, su.Value)
+			}
+		}
+	}
+	if stats != 2 {
+		t.Fatalf("%d stats events, want one per step", stats)
+	}
+	// The log itself is whole.
+	for _, e := range r.log.all() {
+		if body, _ := event.Decode(e); body != nil {
+			if su, ok := body.(*event.StateUpdateEvent); ok && su.Key == event.StateStats && len(su.Value) == 0 {
+				t.Errorf("the stored stats event %s lost its value", e.ID)
+			}
+		}
 	}
 }
