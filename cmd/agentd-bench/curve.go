@@ -48,6 +48,7 @@ func benchMemoryCurve(ctx context.Context, o options, dataDir string, logw io.Wr
 		"initial_message": map[string]any{"content": []any{map[string]any{"type": "text", "text": benchMarker + " " + slowMarker}}}}
 	var rows []row
 	var taskIDs []string
+	baseSplit, peakSplit := p.rssSplit(), ""
 	start := time.Now()
 	for i, n := range o.curve {
 		progress("memory curve: %d conversations running", n)
@@ -67,7 +68,9 @@ func benchMemoryCurve(ctx context.Context, o options, dataDir string, logw io.Wr
 			if err != nil {
 				return nil, nil, err
 			}
-			peak = max(peak, rss)
+			if rss > peak {
+				peak, peakSplit = rss, p.rssSplit()
+			}
 		}
 		if i == len(o.curve)-1 && o.profileDir != "" {
 			// What the server holds at the largest number: its heap profile (after a
@@ -87,13 +90,13 @@ func benchMemoryCurve(ctx context.Context, o options, dataDir string, logw io.Wr
 	}
 	took := time.Since(start)
 	// Then the time the server takes to give back what it freed: until its RSS has not
-	// fallen by 1 MiB in 5 s (at most 60 s).
+	// fallen by 1 MiB in 10 s (at most 60 s).
 	after, err := p.rss()
 	if err != nil {
 		return nil, nil, err
 	}
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
-		time.Sleep(5 * time.Second)
+		time.Sleep(10 * time.Second)
 		rss, err := p.rss()
 		if err != nil {
 			return nil, nil, err
@@ -106,8 +109,8 @@ func benchMemoryCurve(ctx context.Context, o options, dataDir string, logw io.Wr
 	}
 	rows = append(rows, row{figure: fmt.Sprintf("control-plane RSS after those %d conversations finished", len(taskIDs)),
 		agentd: float64(after), primitive: float64(base), unit: unitSize, baseline: "the same server idle before"})
-	notes := []string{fmt.Sprintf("memory curve: %d conversations of %d think steps each (a model answering in %v), all finished %.1f s after the first started; the server is `agentd serve` in a process of its own (process backend, its default soft memory limit, --memory-limit), whose RSS this is: the bench's clients and model run in the bench's process.",
-		len(taskIDs), m.steps, slowModel, took.Seconds())}
+	notes := []string{fmt.Sprintf("memory curve: %d conversations of %d think steps each (a model answering in %v), all finished %.1f s after the first started; the server is `agentd serve` in a process of its own (process backend, its default soft memory limit, --memory-limit), whose RSS this is: the bench's clients and model run in the bench's process. Its RSS as anonymous + file-backed pages (the latter mostly its executable's): idle before %s, at the peak with %d running %s, after %s.",
+		len(taskIDs), m.steps, slowModel, took.Seconds(), baseSplit, o.curve[len(o.curve)-1], peakSplit, p.rssSplit())}
 	return rows, notes, nil
 }
 

@@ -114,6 +114,16 @@ func logField(line, key string) string {
 // rss is the resident set size of the server's process.
 func (p *serveProcess) rss() (int64, error) { return rssOf(p.pid) }
 
+// rssSplit writes the server's RssAnon and RssFile.
+func (p *serveProcess) rssSplit() string {
+	anon, err1 := procKB(p.pid, "status", "RssAnon:")
+	file, err2 := procKB(p.pid, "status", "RssFile:")
+	if err := errors.Join(err1, err2); err != nil {
+		return "(" + err.Error() + ")"
+	}
+	return mib(anon) + " + " + mib(file)
+}
+
 // startSandbox starts a sandbox through the API and waits until it is RUNNING; done deletes
 // it.
 func (p *serveProcess) startSandbox(ctx context.Context) (id string, done func(), err error) {
