@@ -67,12 +67,13 @@ func New(cfg llm.Config) (llm.Client, error) {
 }
 
 func (c *client) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
-	params, err := c.params(req)
+	body, err := c.body(req)
 	if err != nil {
 		return llm.Response{}, err
 	}
 	var httpResp *http.Response
-	out, err := c.chat.New(ctx, params, option.WithResponseInto(&httpResp))
+	out, err := c.chat.New(ctx, sdk.ChatCompletionNewParams{},
+		option.WithRequestBody("application/json", body), option.WithResponseInto(&httpResp))
 	if err != nil {
 		var apiErr *sdk.Error
 		if errors.As(err, &apiErr) && apiErr.Response != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -16,24 +17,97 @@ import (
 
 // params builds the SDK request. Errors are *llm.Error of KindBadRequest: nothing was sent.
 func (c *client) params(req llm.Request) (sdk.ChatCompletionNewParams, error) {
+	p, _, err := c.encode(req)
+	return p, err
+}
+
+// body is the request's JSON: the SDK's, but with the messages and tools written as the JSON
+// they encode to (kept from earlier requests) rather than passed through the SDK's encoder,
+// which checks and compacts each message's JSON once for the message and once more for the
+// request (two passes over the whole conversation, most of a step's work in the control
+// plane). The other fields are the SDK's own encoding.
+func (c *client) body(req llm.Request) ([]byte, error) {
+	p, raw, err := c.encode(req)
+	if err != nil {
+		return nil, err
+	}
+	rest := p
+	rest.Messages, rest.Tools = nil, nil
+	head, err := rest.MarshalJSON()
+	if err != nil {
+		return nil, badRequest("%v", err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(head, &fields); err != nil {
+		return nil, badRequest("%v", err)
+	}
+	delete(fields, "messages")
+	delete(fields, "tools")
+	size := len(head) + 32
+	for _, m := range raw.messages {
+		size += len(m) + 1
+	}
+	for _, t := range raw.tools {
+		size += len(t) + 1
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"messages":`...)
+	b = appendArray(b, raw.messages)
+	if len(raw.tools) > 0 {
+		b = append(b, `,"tools":`...)
+		b = appendArray(b, raw.tools)
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		key, err := json.Marshal(k)
+		if err != nil {
+			return nil, badRequest("%v", err)
+		}
+		b = append(b, ',')
+		b = append(b, key...)
+		b = append(b, ':')
+		b = append(b, fields[k]...)
+	}
+	return append(b, '}'), nil
+}
+
+func appendArray(b []byte, items []json.RawMessage) []byte {
+	b = append(b, '[')
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	return append(b, ']')
+}
+
+// encoded are the JSON of a request's messages and tools, in order.
+type encoded struct {
+	messages, tools []json.RawMessage
+}
+
+// encode builds the SDK request, whose messages and tools are the JSON of raw.
+func (c *client) encode(req llm.Request) (sdk.ChatCompletionNewParams, encoded, error) {
+	var raw encoded
 	p := sdk.ChatCompletionNewParams{Model: shared.ChatModel(c.cfg.Model)}
 	if req.Model != "" {
 		p.Model = shared.ChatModel(req.Model)
 	}
 	msgs, from, err := messages(req)
 	if err != nil {
-		return p, err
+		return p, raw, err
 	}
 	p.Messages = msgs
-	if err := c.encoded.encode(req, msgs, from); err != nil {
-		return p, err
+	if raw.messages, err = c.encoded.encode(req, msgs, from); err != nil {
+		return p, raw, err
 	}
 	for _, t := range req.Tools {
-		tool, err := tools.convert(t)
+		tool, body, err := tools.convert(t)
 		if err != nil {
-			return p, err
+			return p, raw, err
 		}
 		p.Tools = append(p.Tools, tool)
+		raw.tools = append(raw.tools, body)
 	}
 	if req.MaxTokens > 0 {
 		if c.completionTokens {
@@ -45,7 +119,7 @@ func (c *client) params(req llm.Request) (sdk.ChatCompletionNewParams, error) {
 	if req.Temperature != nil {
 		p.Temperature = sdk.Float(*req.Temperature)
 	}
-	return p, nil
+	return p, raw, nil
 }
 
 func badRequest(format string, args ...any) *llm.Error {
@@ -199,7 +273,7 @@ type encodedMessage struct {
 
 // encode replaces each of msgs that stands for one message of req (from, as messages
 // returns it) by its JSON, from the cache when that message was sent before.
-func (c *messageCache) encode(req llm.Request, msgs []sdk.ChatCompletionMessageParamUnion, from []int) error {
+func (c *messageCache) encode(req llm.Request, msgs []sdk.ChatCompletionMessageParamUnion, from []int) ([]json.RawMessage, error) {
 	c.mu.Lock()
 	if c.last == nil {
 		c.seed = maphash.MakeSeed()
@@ -207,10 +281,16 @@ func (c *messageCache) encode(req llm.Request, msgs []sdk.ChatCompletionMessageP
 	last := c.last
 	c.mu.Unlock()
 	next := make(map[uint64][]encodedMessage, len(msgs))
+	out := make([]json.RawMessage, len(msgs))
 	for i, f := range from {
 		var m llm.Message
 		switch f {
 		case fromImages:
+			b, err := msgs[i].MarshalJSON()
+			if err != nil {
+				return nil, badRequest("message %d: %v", i, err)
+			}
+			out[i] = b
 			continue
 		case fromSystem:
 			m = llm.Message{Role: llm.RoleSystem, Parts: []llm.Part{llm.TextPart(req.System)}}
@@ -228,17 +308,18 @@ func (c *messageCache) encode(req llm.Request, msgs []sdk.ChatCompletionMessageP
 		if enc == nil {
 			b, err := msgs[i].MarshalJSON()
 			if err != nil {
-				return badRequest("message %d: %v", i, err)
+				return nil, badRequest("message %d: %v", i, err)
 			}
 			enc = b
 		}
 		next[h] = append(next[h], encodedMessage{msg: m, json: enc})
 		msgs[i] = param.Override[sdk.ChatCompletionMessageParamUnion](enc)
+		out[i] = enc
 	}
 	c.mu.Lock()
 	c.last = next
 	c.mu.Unlock()
-	return nil
+	return out, nil
 }
 
 func hashMessage(seed maphash.Seed, m llm.Message) uint64 {
@@ -277,7 +358,12 @@ func equalMessages(a, b llm.Message) bool {
 // MCP tools).
 type toolCache struct {
 	mu    sync.Mutex
-	tools map[toolKey]sdk.ChatCompletionToolUnionParam
+	tools map[toolKey]cachedTool
+}
+
+type cachedTool struct {
+	param sdk.ChatCompletionToolUnionParam
+	json  json.RawMessage
 }
 
 type toolKey struct{ name, description, parameters string }
@@ -287,32 +373,32 @@ const maxCachedTools = 512
 // tools are the tools converted so far; the SDK only reads them.
 var tools toolCache
 
-func (c *toolCache) convert(t llm.ToolSpec) (sdk.ChatCompletionToolUnionParam, error) {
+func (c *toolCache) convert(t llm.ToolSpec) (sdk.ChatCompletionToolUnionParam, json.RawMessage, error) {
 	k := toolKey{t.Name, t.Description, string(t.Parameters)}
 	c.mu.Lock()
-	tool, ok := c.tools[k]
+	ct, ok := c.tools[k]
 	c.mu.Unlock()
 	if ok {
-		return tool, nil
+		return ct.param, ct.json, nil
 	}
 	tool, err := functionTool(t)
 	if err != nil {
-		return tool, err
+		return tool, nil, err
 	}
-	// Kept as the JSON it encodes to (the SDK's own override with raw JSON), so that it is
-	// encoded once, not with every request.
+	// Kept as the JSON it encodes to (also as the SDK's own override with raw JSON), so that
+	// it is encoded once, not with every request.
 	body, err := tool.MarshalJSON()
 	if err != nil {
-		return tool, badRequest("tool %q: %v", t.Name, err)
+		return tool, nil, badRequest("tool %q: %v", t.Name, err)
 	}
-	tool = param.Override[sdk.ChatCompletionToolUnionParam](json.RawMessage(body))
+	ct = cachedTool{param: param.Override[sdk.ChatCompletionToolUnionParam](json.RawMessage(body)), json: body}
 	c.mu.Lock()
 	if c.tools == nil || len(c.tools) >= maxCachedTools {
-		c.tools = map[toolKey]sdk.ChatCompletionToolUnionParam{}
+		c.tools = map[toolKey]cachedTool{}
 	}
-	c.tools[k] = tool
+	c.tools[k] = ct
 	c.mu.Unlock()
-	return tool, nil
+	return ct.param, ct.json, nil
 }
 
 // functionTool converts a tool's spec. The schema's top-level keywords keep their values
