@@ -219,7 +219,7 @@ func benchAgent(ctx context.Context, s *server, o options, progress func(string,
 			rows = append(rows, timeRow(figure, p, overheads, sdk, base))
 		}
 	}
-	notes = append(notes, "agent step overhead: from one model request to the next, less the model's own time (and the tool's): parsing the answer, building and durably storing the events (SQLite in WAL mode, synchronous=NORMAL), running the tool call round trip, building the next prompt from the log (condensing every 40 steps at the default limit of 80 events), and sending it.")
+	notes = append(notes, "agent step overhead: from one model request to the next, less the model's own time (and the tool's): parsing the answer, building and durably storing the events (SQLite in WAL mode, synchronous=NORMAL; with think the action and its result in one transaction, as the loop answers think itself; with terminal the action, then the result), running the tool call round trip, building the next prompt from the log (condensing every 40 steps at the default limit of 80 events), and sending it.")
 	return rows, notes, nil
 }
 

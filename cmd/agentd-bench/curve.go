@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"runtime"
+	"io"
+	"net/url"
+	"slices"
 	"time"
 )
 
@@ -11,69 +13,91 @@ import (
 // agents of o.curve's numbers of conversations (added in steps) each take steps of the
 // think tool until they have written about o.events events, with a model that answers in
 // slowModel; the figure at each step is the highest RSS seen while that many had started,
-// and the last is the RSS once they all finished and a collection ran (as the runtime's
-// periodic one would).
-func benchMemoryCurve(ctx context.Context, s *server, o options, progress func(string, ...any)) ([]row, []string, error) {
+// and the last is the RSS once they all finished and the server let go of what it no
+// longer uses.
+//
+// The server is `agentd serve` in a process of its own (on dataDir, with the process
+// backend), so that its RSS is the control plane's alone: the bench's clients and its
+// model run in the bench's process. The baseline is the same process idle before, once its
+// sandbox runs.
+func benchMemoryCurve(ctx context.Context, o options, dataDir string, logw io.Writer, progress func(string, ...any)) ([]row, []string, error) {
+	agentd, err := agentdExecutable(ctx, o.binary, progress)
+	if err != nil {
+		return nil, nil, err
+	}
 	m := benchModel()
 	m.steps = max(o.events/3, 1) // each step writes its stats, its action and its observation
-	sb, done, err := s.runningSandbox(ctx)
+	progress("memory curve: starting agentd serve in a process of its own")
+	p, err := startServeProcess(ctx, agentd, dataDir, logw)
+	if p != nil {
+		defer p.stop()
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	sandboxID, done, err := p.startSandbox(ctx)
 	defer done()
 	if err != nil {
 		return nil, nil, err
 	}
-	s.waitIdle()
-	runtime.GC()
-	base, err := readRSS()
+	base, err := p.rss()
 	if err != nil {
 		return nil, nil, err
 	}
-	stopProfile, err := s.profile(o, "memory-curve")
-	if err != nil {
-		return nil, nil, err
-	}
-	defer stopProfile()
-	body := map[string]any{"sandbox_id": sb.ID,
+	body := map[string]any{"sandbox_id": sandboxID,
 		"initial_message": map[string]any{"content": []any{map[string]any{"type": "text", "text": benchMarker + " " + slowMarker}}}}
 	var rows []row
-	started := 0
+	var taskIDs []string
+	baseSplit, peakSplit := p.rssSplit(), ""
 	start := time.Now()
-	for _, n := range o.curve {
+	for i, n := range o.curve {
 		progress("memory curve: %d conversations running", n)
-		for ; started < n; started++ {
-			if err := s.call(ctx, "POST", "/api/v1/app-conversations", body, nil); err != nil {
+		for len(taskIDs) < n {
+			var task struct {
+				ID string `json:"id"`
+			}
+			if err := p.call(ctx, "POST", "/api/v1/app-conversations", body, &task); err != nil {
 				return nil, nil, err
 			}
+			taskIDs = append(taskIDs, task.ID)
 		}
 		// The highest RSS over a while, sampled often: the peak of this many at once.
 		peak := int64(0)
 		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(25 * time.Millisecond) {
-			rss, err := readRSS()
+			rss, err := p.rss()
 			if err != nil {
 				return nil, nil, err
 			}
-			peak = max(peak, rss)
+			if rss > peak {
+				peak, peakSplit = rss, p.rssSplit()
+			}
+		}
+		if i == len(o.curve)-1 && o.profileDir != "" {
+			// What the server holds at the largest number: its heap profile (after a
+			// collection, as the runtime writes it) and its allocations so far.
+			for _, name := range []string{"heap", "allocs"} {
+				if err := p.saveProfile(ctx, o.profileDir, "memory-curve", name); err != nil {
+					return nil, nil, err
+				}
+			}
 		}
 		rows = append(rows, row{figure: fmt.Sprintf("control-plane RSS while %d conversations run at once (each writing ~%d events)", n, o.events),
 			agentd: float64(peak), primitive: float64(base), unit: unitSize, baseline: "the same server idle before"})
 	}
-	progress("memory curve: waiting for %d conversations to finish", started)
-	for !s.idle() {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-		time.Sleep(100 * time.Millisecond)
+	progress("memory curve: waiting for %d conversations to finish", len(taskIDs))
+	if err := p.waitConversationsEnded(ctx, taskIDs); err != nil {
+		return nil, nil, err
 	}
 	took := time.Since(start)
-	// As the runtime's periodic collection would, then the time its scavenger takes to
-	// return what was freed: until the RSS has not fallen by 1 MiB in 5 s (at most 60 s).
-	runtime.GC()
-	after, err := readRSS()
+	// Then the time the server takes to give back what it freed: until its RSS has not
+	// fallen by 1 MiB in 10 s (at most 60 s).
+	after, err := p.rss()
 	if err != nil {
 		return nil, nil, err
 	}
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
-		time.Sleep(5 * time.Second)
-		rss, err := readRSS()
+		time.Sleep(10 * time.Second)
+		rss, err := p.rss()
 		if err != nil {
 			return nil, nil, err
 		}
@@ -83,9 +107,68 @@ func benchMemoryCurve(ctx context.Context, s *server, o options, progress func(s
 		}
 		after = rss
 	}
-	rows = append(rows, row{figure: fmt.Sprintf("control-plane RSS after those %d conversations finished", started),
+	rows = append(rows, row{figure: fmt.Sprintf("control-plane RSS after those %d conversations finished", len(taskIDs)),
 		agentd: float64(after), primitive: float64(base), unit: unitSize, baseline: "the same server idle before"})
-	notes := []string{fmt.Sprintf("memory curve: %d conversations of %d think steps each (a model answering in %v), all finished %.1f s after the first started; the server, its clients and the model run in one process, whose RSS this is; its soft memory limit is the configuration's (--memory-limit).",
-		started, m.steps, slowModel, took.Seconds())}
+	notes := []string{fmt.Sprintf("memory curve: %d conversations of %d think steps each (a model answering in %v), all finished %.1f s after the first started; the server is `agentd serve` in a process of its own (process backend, its default soft memory limit, --memory-limit), whose RSS this is: the bench's clients and model run in the bench's process. Its RSS as anonymous + file-backed pages (the latter mostly its executable's): idle before %s, at the peak with %d running %s, after %s.",
+		len(taskIDs), m.steps, slowModel, took.Seconds(), baseSplit, o.curve[len(o.curve)-1], peakSplit, p.rssSplit())}
 	return rows, notes, nil
+}
+
+// waitConversationsEnded waits until the conversations of the start tasks taskIDs are READY
+// and their agents stopped: none is running (or not yet started) any more.
+func (s *server) waitConversationsEnded(ctx context.Context, taskIDs []string) error {
+	if err := s.waitTasksReady(ctx, taskIDs); err != nil {
+		return err
+	}
+	var ids []string
+	for chunk := range slices.Chunk(taskIDs, 100) {
+		var tasks []*struct {
+			AppConversationID string `json:"app_conversation_id"`
+		}
+		if err := s.call(ctx, "GET", "/api/v1/app-conversations/start-tasks?"+url.Values{"ids": chunk}.Encode(), nil, &tasks); err != nil {
+			return err
+		}
+		for i, t := range tasks {
+			if t == nil {
+				return fmt.Errorf("start task %s: not found", chunk[i])
+			}
+			ids = append(ids, t.AppConversationID)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for len(ids) > 0 {
+		var still []string
+		for chunk := range slices.Chunk(ids, 100) {
+			var convs []*struct {
+				ID              string  `json:"id"`
+				ExecutionStatus *string `json:"execution_status"`
+			}
+			if err := s.call(ctx, "GET", "/api/v1/app-conversations?"+url.Values{"ids": chunk}.Encode(), nil, &convs); err != nil {
+				return err
+			}
+			for i, c := range convs {
+				switch {
+				case c == nil:
+					return fmt.Errorf("conversation %s: not found", chunk[i])
+				case c.ExecutionStatus == nil || *c.ExecutionStatus == "running" || *c.ExecutionStatus == "idle":
+					still = append(still, c.ID)
+				case *c.ExecutionStatus != "finished":
+					return fmt.Errorf("conversation %s ended %s", c.ID, *c.ExecutionStatus)
+				}
+			}
+		}
+		ids = still
+		if len(ids) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d conversations still running after 10 minutes", len(ids))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return nil
 }

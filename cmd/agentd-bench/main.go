@@ -5,7 +5,9 @@
 // Everything runs on loopback in a temporary directory: a whole `agentd serve` built by
 // app.New with the process backend (its sandboxes run the runtime build that agentd carries),
 // served by a real net/http server, and the clients that load it; where bubblewrap works, a
-// second one with the bwrap backend for the bwrap figures. Whatever the run started is stopped
+// second one with the bwrap backend for the bwrap figures. The memory curve runs the agentd
+// binary itself (`agentd serve`) in a process of its own, so that the RSS it reports is the
+// control plane's alone, without the bench's clients and model. Whatever the run started is stopped
 // and removed before it exits, also when it fails or is interrupted.
 package main
 
@@ -76,7 +78,7 @@ func main() {
 	flag.IntVar(&o.repoRounds, "repo-rounds", 10, "conversations on a repository to time")
 	curve := flag.String("curve", "50,100,200", "comma-separated, growing numbers of conversations running at once for the memory curve")
 	listingRows := flag.String("listing-rows", "1000,100000", "comma-separated numbers of stored rows the listing figures run over")
-	flag.StringVar(&o.profileDir, "profile", "", "write CPU and heap profiles of the heaviest figures (the listing loads, the agent steps, the memory curve) into this directory")
+	flag.StringVar(&o.profileDir, "profile", "", "write CPU and heap profiles of the heaviest figures (the listing loads, the agent steps; the memory curve: its server's heap and allocations at the peak) into this directory")
 	only := flag.String("only", "", "comma-separated groups of figures to measure (default all): "+strings.Join(groups, ", "))
 	flag.IntVar(&o.mcpCalls, "mcp-calls", 500, "MCP tool calls to time per transport, through the tool router and directly")
 	flag.IntVar(&o.streamRounds, "stream-rounds", 200, "events to time on each kind and number of stream subscribers")
@@ -216,7 +218,9 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 			return benchEventMemory(ctx, srv, filepath.Join(tmp, "data"), o.logs, o.events, progress)
 		}},
 		{"web", func() ([]row, []string, error) { return benchWeb(ctx, srv, filepath.Join(tmp, "data"), progress) }},
-		{"curve", func() ([]row, []string, error) { return benchMemoryCurve(ctx, srv, o, progress) }},
+		{"curve", func() ([]row, []string, error) {
+			return benchMemoryCurve(ctx, o, filepath.Join(tmp, "curve-data"), logw, progress)
+		}},
 		{"listing", func() ([]row, []string, error) { return benchListing(ctx, o, bin, tmp, logw, progress) }},
 	}
 	for _, st := range steps {

@@ -30,12 +30,20 @@ type Agent struct {
 	// skillsSeen is the Seq of the last event activateKnowledge looked at.
 	skillsSeen int64
 
-	entries []entry
+	// entries are the log, decoded. The view's items point at them, one allocation each:
+	// items pointing into the array itself kept every array it outgrew alive, as long again
+	// as the log for a long one.
+	entries []*entry
 	// view and prompt follow entries incrementally (view.go).
 	view    viewState
 	prompt  promptState
 	lastSeq int64
-	status  Status
+	// stepRead says the last step ended by reading the log, after its last append: the next
+	// iteration need not read it again at once.
+	stepRead bool
+	// interned are the strings intern shares.
+	interned map[string]string
+	status   Status
 	// policy is the conversation's confirmation policy, as the log last set it.
 	policy confirm.Policy
 }
@@ -112,9 +120,15 @@ func (a *Agent) run(ctx context.Context) (Status, error) {
 		}
 	}
 	for iteration := 0; ; {
-		if err := a.refresh(ctx); err != nil {
-			return a.status, err
+		// What others appended: read now, unless the step just read it after its last append
+		// (what arrives later is read after the next append, before the next prompt, as a
+		// message arriving during the model call always was).
+		if !a.stepRead {
+			if err := a.refresh(ctx); err != nil {
+				return a.status, err
+			}
 		}
+		a.stepRead = false
 		if a.o.PauseRequested() {
 			return a.pause(ctx)
 		}
@@ -170,6 +184,8 @@ func (a *Agent) run(ctx context.Context) (Status, error) {
 			}
 			return a.fail(ctx, err)
 		}
+		// A step ends with an append, which reads the log after it.
+		a.stepRead = true
 	}
 }
 
@@ -187,7 +203,7 @@ func (a *Agent) overBudget() (spent float64, over bool) {
 // user's confirmation have no result either, and keep waiting.
 func (a *Agent) prepare(ctx context.Context) error {
 	var evs []event.Event
-	if !a.has(func(e entry) bool { return e.ev.Kind == event.KindSystemPrompt }) {
+	if !a.has(func(e *entry) bool { return e.ev.Kind == event.KindSystemPrompt }) {
 		sp := &event.SystemPromptEvent{SystemPrompt: event.Text(a.system), Tools: a.tools.definitions()}
 		if a.dynamic != "" {
 			dc := event.Text(a.dynamic)
@@ -218,7 +234,7 @@ func (a *Agent) prepare(ctx context.Context) error {
 // orphans are the actions without a result.
 func (a *Agent) orphans() []*event.ActionEvent { return orphans(a.entries) }
 
-func orphans(entries []entry) []*event.ActionEvent {
+func orphans(entries []*entry) []*event.ActionEvent {
 	answered := map[string]bool{}
 	for _, e := range entries {
 		switch b := e.body.(type) {
@@ -378,21 +394,58 @@ func (a *Agent) act(ctx context.Context, resp llm.Response, toolCalls []llm.Tool
 		}
 		evs = append(evs, st)
 	}
+	// The calls the loop answers itself, at once and without effects (think, finish), are
+	// answered in the same append as the actions while no other call comes before them: one
+	// transaction for the step instead of two, and the log is the same.
+	answered := 0
+	for i, c := range calls {
+		if waiting {
+			break
+		}
+		if c.problem != "" {
+			answered = i + 1
+			continue
+		}
+		began := time.Now()
+		res, ok := answerAtOnce(c)
+		if !ok {
+			break
+		}
+		a.o.Observer.ToolCall(c.name, time.Since(began), res.IsError)
+		ev, err := a.observation(c, actions[i].ID, res)
+		if err != nil {
+			return err
+		}
+		evs = append(evs, ev)
+		answered = i + 1
+	}
 	if err := a.append(ctx, evs...); err != nil {
 		return err
 	}
 	if waiting {
 		return errWaiting
 	}
-	for i, c := range calls {
+	for i, c := range calls[answered:] {
 		if c.problem != "" {
 			continue
 		}
-		if err := a.execute(ctx, c, actions[i].ID); err != nil {
+		if err := a.execute(ctx, c, actions[answered+i].ID); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// answerAtOnce answers the calls whose result depends on nothing but their arguments and
+// which change nothing: think and finish.
+func answerAtOnce(c call) (tool.Result, bool) {
+	switch c.name {
+	case tool.Finish:
+		return tool.FinishResult(*c.args.(*tool.FinishArgs)), true
+	case tool.Think:
+		return tool.ThinkResult(*c.args.(*tool.ThinkArgs)), true
+	}
+	return tool.Result{}, false
 }
 
 // execute runs one valid call and records its observation, or an agent error when the call
@@ -435,6 +488,15 @@ func (a *Agent) execute(ctx context.Context, c call, actionID string) error {
 		}
 		return nil
 	}
+	ev, err := a.observation(c, actionID, res)
+	if err != nil {
+		return err
+	}
+	return a.append(ctx, ev)
+}
+
+// observation is the event that records res, the result of the call c of action actionID.
+func (a *Agent) observation(c call, actionID string, res tool.Result) (event.Event, error) {
 	obs := res.Observation
 	if len(obs) == 0 {
 		obs = tool.ErrorResult(c.name, res.Text).Observation
@@ -446,10 +508,10 @@ func (a *Agent) execute(ctx context.Context, c call, actionID string) error {
 		Observation: obs, ActionID: actionID, ToolName: c.name, ToolCallID: c.llm.ID,
 	})
 	if err != nil {
-		return err
+		return event.Event{}, err
 	}
 	ev.LLMText = res.Text
-	return a.append(ctx, ev)
+	return ev, nil
 }
 
 // tasks returns the task list as the last task_tracker observation left it.
@@ -612,12 +674,17 @@ func (a *Agent) refresh(ctx context.Context) error {
 			return err
 		}
 		// The decoded body is what the loop reads; the raw JSON beside it would double what
-		// a long log holds in memory for as long as the loop runs.
+		// a long log holds in memory for as long as the loop runs. The few strings every
+		// event repeats (its conversation, kind and source) are held once.
 		ev.Body = nil
-		a.entries = append(a.entries, entry{ev: ev, body: body})
+		ev.ConversationID, ev.Kind, ev.Source = a.intern(ev.ConversationID), a.intern(ev.Kind), a.intern(ev.Source)
+		a.entries = append(a.entries, &entry{ev: ev, body: body})
 		a.lastSeq = max(a.lastSeq, ev.Seq)
 		if su, ok := body.(*event.StateUpdateEvent); ok {
 			switch su.Key {
+			case event.StateStats:
+				// The usage so far, which the loop keeps in Metrics: nothing reads it back.
+				su.Value = nil
 			case event.StateExecutionStatus:
 				var s Status
 				if json.Unmarshal(su.Value, &s) == nil {
@@ -634,7 +701,24 @@ func (a *Agent) refresh(ctx context.Context) error {
 	return nil
 }
 
-func (a *Agent) has(pred func(entry) bool) bool {
+// intern returns the loop's copy of s, one of the few strings every event repeats.
+func (a *Agent) intern(s string) string {
+	if v, ok := a.interned[s]; ok {
+		return v
+	}
+	if a.interned == nil {
+		a.interned = map[string]string{}
+	}
+	if len(a.interned) < maxInterned {
+		a.interned[s] = s
+	}
+	return s
+}
+
+// maxInterned bounds what intern holds: a conversation, a few dozen kinds and sources.
+const maxInterned = 64
+
+func (a *Agent) has(pred func(*entry) bool) bool {
 	for _, e := range a.entries {
 		if pred(e) {
 			return true

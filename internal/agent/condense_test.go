@@ -134,10 +134,10 @@ func TestViewAppliesCondensationsInOrder(t *testing.T) {
 	s2, off2 := "second summary", 1
 	c2, _ := event.New("c2", t0, event.SourceEnvironment, &event.Condensation{ForgottenEventIDs: []string{"c1-summary", "m3"}, Summary: &s2, SummaryOffset: &off2})
 	l.Append(t.Context(), []event.Event{c2})
-	var entries []entry
+	var entries []*entry
 	for _, e := range l.all() {
 		b, _ := event.Decode(e)
-		entries = append(entries, entry{ev: e, body: b})
+		entries = append(entries, &entry{ev: e, body: b})
 	}
 	var got []string
 	for _, it := range buildView(entries) {

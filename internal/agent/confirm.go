@@ -110,7 +110,7 @@ func (a *Agent) messageAfter(pending []*event.ActionEvent) (string, bool) {
 // PendingActions returns the actions of a conversation's log (all of it, in order) that have
 // no result: while the conversation waits for confirmation, those that wait.
 func PendingActions(evs []event.Event) ([]*event.ActionEvent, error) {
-	entries := make([]entry, 0, len(evs))
+	entries := make([]*entry, 0, len(evs))
 	for _, ev := range evs {
 		switch ev.Kind {
 		case event.KindAction, event.KindObservation, event.KindAgentError, event.KindUserReject:
@@ -121,7 +121,7 @@ func PendingActions(evs []event.Event) ([]*event.ActionEvent, error) {
 		if err != nil {
 			return nil, err
 		}
-		entries = append(entries, entry{ev: ev, body: body})
+		entries = append(entries, &entry{ev: ev, body: body})
 	}
 	return orphans(entries), nil
 }

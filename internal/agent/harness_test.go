@@ -24,14 +24,19 @@ type memLog struct {
 	seq int64
 	// onAppend, if set, runs after each append (outside the lock).
 	onAppend func([]event.Event)
+	// loads and appends count the calls.
+	loads, appends int
 }
 
 func (l *memLog) Load(_ context.Context, after int64) ([]event.Event, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.loads++
 	var out []event.Event
 	for _, e := range l.evs {
 		if e.Seq > after {
+			// Each read makes its own strings, as a store's does.
+			e.ConversationID, e.Kind, e.Source = strings.Clone(e.ConversationID), strings.Clone(e.Kind), strings.Clone(e.Source)
 			out = append(out, e)
 		}
 	}
@@ -40,6 +45,7 @@ func (l *memLog) Load(_ context.Context, after int64) ([]event.Event, error) {
 
 func (l *memLog) Append(_ context.Context, evs []event.Event) error {
 	l.mu.Lock()
+	l.appends++
 	for i := range evs {
 		l.seq++
 		evs[i].Seq = l.seq

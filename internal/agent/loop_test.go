@@ -1,12 +1,15 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/llm"
@@ -339,5 +342,122 @@ func TestToolFailureIsAnAgentError(t *testing.T) {
 	e := r.log.bodies(event.KindAgentError)[0].(*event.AgentErrorEvent)
 	if e.ToolName != "glob" || !strings.Contains(e.Error, "no tool glob") {
 		t.Fatalf("agent error %+v", e)
+	}
+}
+
+// TestInstantCallsAreRecordedWithTheirActions: the calls the loop answers itself without
+// effects (think, finish) are recorded in the same append as the response's actions while
+// no other call comes before them; a think after a terminal call waits for the terminal's
+// result, and the log reads as it always did.
+func TestInstantCallsAreRecordedWithTheirActions(t *testing.T) {
+	r := newRig(t, 0,
+		llmtest.Calls(llmtest.Call("think", `{"thought":"first"}`), llmtest.Call("think", `{"thought":"second"}`),
+			llmtest.Call("terminal", `{"command":"ls"}`), llmtest.Call("think", `{"thought":"third"}`)),
+		llmtest.Calls(llmtest.Call("finish", `{"message":"done"}`)),
+	)
+	var appends [][]string
+	r.log.onAppend = func(evs []event.Event) {
+		var kinds []string
+		for _, e := range evs {
+			body, _ := event.Decode(e)
+			switch b := body.(type) {
+			case *event.ActionEvent:
+				kinds = append(kinds, "action:"+b.ToolName)
+			case *event.ObservationEvent:
+				kinds = append(kinds, "observation:"+b.ToolName)
+			}
+		}
+		if len(kinds) > 0 {
+			appends = append(appends, kinds)
+		}
+	}
+	r.log.userSays(t, "Think it over, then list the files.")
+	if st := r.run(); st != StatusFinished {
+		t.Fatalf("status %s, want finished", st)
+	}
+	want := [][]string{
+		{"action:think", "action:think", "action:terminal", "action:think", "observation:think", "observation:think"},
+		{"observation:terminal"},
+		{"observation:think"},
+		{"action:finish", "observation:finish"},
+	}
+	if fmt.Sprint(appends) != fmt.Sprint(want) {
+		t.Fatalf("appends %v\nwant %v", appends, want)
+	}
+	r.wantKinds("MessageEvent:user", "SystemPromptEvent", "execution_status=running",
+		"ActionEvent:think", "ActionEvent:think", "ActionEvent:terminal", "ActionEvent:think",
+		"ObservationEvent:think", "ObservationEvent:think", "ObservationEvent:terminal", "ObservationEvent:think",
+		"ActionEvent:finish", "ObservationEvent:finish", "execution_status=finished")
+}
+
+// TestStepsReadTheLogOncePerAppend: the loop reads the log after each of its appends, and
+// not once more at the top of the next iteration; a message the user sends during a tool
+// call still reaches the next prompt.
+func TestStepsReadTheLogOncePerAppend(t *testing.T) {
+	r := newRig(t, 0,
+		llmtest.Calls(llmtest.Call("think", `{"thought":"one"}`)),
+		llmtest.Calls(llmtest.Call("terminal", `{"command":"ls"}`)),
+		llmtest.Calls(llmtest.Call("think", `{"thought":"two"}`)),
+		llmtest.Calls(llmtest.Call("finish", `{"message":"done"}`)),
+	)
+	r.tools.terminal = func(cmd string) (string, int) {
+		r.log.userSays(t, "and then stop")
+		return "ran " + cmd, 0
+	}
+	r.log.userSays(t, "go")
+	if st := r.run(); st != StatusFinished {
+		t.Fatalf("status %s, want finished", st)
+	}
+	r.log.mu.Lock()
+	loads, appends := r.log.loads, r.log.appends-2 // less the user's two messages
+	r.log.mu.Unlock()
+	// One read to start and one as the loop begins; then one after each append.
+	if loads != appends+2 {
+		t.Errorf("%d reads of the log for %d appends, want one after each and two to start", loads, appends)
+	}
+	reqs := r.srv.Requests()
+	if len(reqs) != 4 || reqs[2].Last().Text() != "and then stop" {
+		t.Fatalf("%d requests; the third's last message %+v, want the user's message sent during the terminal call", len(reqs), reqs[min(2, len(reqs)-1)].Last())
+	}
+}
+
+// TestLoopHoldsLittlePerEvent: what a running loop keeps of each event holds the strings
+// every event repeats once, and not the stats values, which it never reads back.
+func TestLoopHoldsLittlePerEvent(t *testing.T) {
+	r := newRig(t, 0,
+		llmtest.Calls(llmtest.Call("think", `{"thought":"one"}`)),
+		llmtest.Calls(llmtest.Call("finish", `{"message":"done"}`)),
+	)
+	r.log.userSays(t, "go")
+	a := New(Options{Config: r.cfg, LLM: r.llm, Tools: r.tools, Log: r.log})
+	if st, err := a.Run(context.Background()); err != nil || st != StatusFinished {
+		t.Fatalf("run: %s, %v", st, err)
+	}
+	stats := 0
+	first := a.entries[0].ev
+	for _, e := range a.entries {
+		if unsafe.StringData(e.ev.ConversationID) != unsafe.StringData(first.ConversationID) {
+			t.Errorf("event %s holds a copy of its conversation's id", e.ev.ID)
+		}
+		if e.ev.Kind == first.Kind && unsafe.StringData(e.ev.Kind) != unsafe.StringData(first.Kind) {
+			t.Errorf("event %s holds a copy of its kind", e.ev.ID)
+		}
+		if su, ok := e.body.(*event.StateUpdateEvent); ok && su.Key == event.StateStats {
+			stats++
+			if su.Value != nil {
+				t.Errorf("stats event %s keeps its value %s", e.ev.ID, su.Value)
+			}
+		}
+	}
+	if stats != 2 {
+		t.Fatalf("%d stats events, want one per step", stats)
+	}
+	// The log itself is whole.
+	for _, e := range r.log.all() {
+		if body, _ := event.Decode(e); body != nil {
+			if su, ok := body.(*event.StateUpdateEvent); ok && su.Key == event.StateStats && len(su.Value) == 0 {
+				t.Errorf("the stored stats event %s lost its value", e.ID)
+			}
+		}
 	}
 }

@@ -16,42 +16,42 @@ import (
 // merged, condensations (which start it again), a system text that changes, and tool
 // observations with images, sent to a model that takes them and left out for one that does not.
 func TestIncrementalPrompt(t *testing.T) {
-	mk := func(id string, body event.Body, source string) entry {
+	mk := func(id string, body event.Body, source string) *entry {
 		ev, err := event.New(id, t0, source, body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return entry{ev: ev, body: body}
+		return &entry{ev: ev, body: body}
 	}
-	user := func(id, text string) entry {
+	user := func(id, text string) *entry {
 		ev, err := event.NewUserMessage(id, t0, text, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := event.Decode(ev)
-		return entry{ev: ev, body: b}
+		return &entry{ev: ev, body: b}
 	}
-	act := func(id, call, resp string) entry {
+	act := func(id, call, resp string) *entry {
 		return mk(id, &event.ActionEvent{ToolName: "think", ToolCallID: call, LLMResponseID: resp,
 			ToolCall: event.ToolCall{ID: call, Name: "think", Arguments: `{"thought":"` + id + `"}`}}, event.SourceAgent)
 	}
-	obs := func(id, call string) entry {
+	obs := func(id, call string) *entry {
 		e := mk(id, &event.ObservationEvent{ToolName: "think", ToolCallID: call}, event.SourceEnvironment)
 		e.ev.LLMText = "result of " + call
 		return e
 	}
-	withImage := func(id, call string) entry {
+	withImage := func(id, call string) *entry {
 		e := mk(id, &event.ObservationEvent{ToolName: "screenshot", ToolCallID: call,
 			Observation: json.RawMessage(`{"kind":"MCPToolObservation","content":[{"type":"text","text":"a page"},{"type":"image","image_urls":["data:image/png;base64,` + id + `"]}]}`)},
 			event.SourceEnvironment)
 		e.ev.LLMText = "a page"
 		return e
 	}
-	condense := func(id string, forget []string, offset int) entry {
+	condense := func(id string, forget []string, offset int) *entry {
 		s := "summary " + id
 		return mk(id, &event.Condensation{ForgottenEventIDs: forget, Summary: &s, SummaryOffset: &offset}, event.SourceEnvironment)
 	}
-	log := []entry{
+	log := []*entry{
 		user("u1", "start"),
 		act("a1", "c1", "r1"), act("a2", "c2", "r1"), user("u2", "waits for c1 and c2"),
 		obs("o1", "c1"), obs("o2", "c2"),

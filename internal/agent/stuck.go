@@ -32,11 +32,11 @@ type pair struct {
 }
 
 // detectStuck reads the log and says whether the agent is going round in circles.
-func detectStuck(log []entry) verdict {
+func detectStuck(log []*entry) verdict {
 	// From the end back to the user's last message: the last stuckWindow events that take
 	// part in the conversation, and whether the agent was nudged meanwhile. Read backwards,
 	// so that a step costs the window, not the log (a long run has one user message).
-	var window []entry
+	var window []*entry
 	nudged := false
 	for i := len(log) - 1; i >= 0; i-- {
 		e := log[i]
@@ -90,7 +90,7 @@ func detectStuck(log []entry) verdict {
 	return verdict{}
 }
 
-func trailingAgentMessages(window []entry) int {
+func trailingAgentMessages(window []*entry) int {
 	n := 0
 	for i := len(window) - 1; i >= 0; i-- {
 		m, ok := window[i].body.(*event.MessageEvent)
@@ -104,7 +104,7 @@ func trailingAgentMessages(window []entry) int {
 
 // pairs matches the window's actions with their results, in the order of the actions; an
 // action without a result in the window is left out.
-func pairs(window []entry) []pair {
+func pairs(window []*entry) []pair {
 	results := map[string]pair{}
 	for _, e := range window {
 		switch b := e.body.(type) {

@@ -85,7 +85,7 @@ func TestStuckDetectionCanBeTurnedOff(t *testing.T) {
 }
 
 func TestDetectStuckRules(t *testing.T) {
-	mk := func(spec string) []entry {
+	mk := func(spec string) []*entry {
 		// spec: a sequence of tokens: u (user message), m (agent message), A/B/C (an action
 		// and its observation with that content), E (an action ls and a fixed error).
 		l := &memLog{}
@@ -116,10 +116,10 @@ func TestDetectStuckRules(t *testing.T) {
 			}
 			l.Append(t.Context(), evs)
 		}
-		var entries []entry
+		var entries []*entry
 		for _, e := range l.all() {
 			b, _ := event.Decode(e)
-			entries = append(entries, entry{ev: e, body: b})
+			entries = append(entries, &entry{ev: e, body: b})
 		}
 		return entries
 	}

@@ -49,7 +49,7 @@ func (it item) resultOf() string {
 }
 
 // buildView applies the condensations of the log, in order, to its model-visible events.
-func buildView(log []entry) []item {
+func buildView(log []*entry) []item {
 	var v viewState
 	return v.extend(log)
 }
@@ -66,9 +66,9 @@ type viewState struct {
 
 // extend brings the view up to the end of log, which must begin with the entries it has
 // seen, and returns it. The items belong to the state: callers read them only.
-func (v *viewState) extend(log []entry) []item {
+func (v *viewState) extend(log []*entry) []item {
 	for i := v.upTo; i < len(log); i++ {
-		e := &log[i]
+		e := log[i]
 		switch b := e.body.(type) {
 		case *event.MessageEvent, *event.ActionEvent, *event.ObservationEvent:
 			v.items = append(v.items, item{id: e.ev.ID, e: e})

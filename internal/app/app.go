@@ -286,6 +286,8 @@ func New(ctx context.Context, o Options) (*App, error) {
 	// Closed after the conversations, whose start tasks open channels, and before the
 	// sandboxes and the store, which its channels use.
 	a.closers = append(a.closers, func() error { git.Close(); return nil })
+	// The memory a burst of conversations freed goes back to the system once they stopped.
+	returner := newMemoryReturner(returnMemoryAfter, func() bool { return a.Conversations.Busy() })
 	a.Conversations = conversation.NewService(conversation.Options{
 		Store: st, Sandboxes: a.Sandboxes, Sealer: keyring, Logger: log,
 		StartTimeout: cfg.SandboxStartTimeout,
@@ -293,6 +295,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		LLM: conversation.LLMDefaults{Provider: cfg.LLMProvider, Model: cfg.LLMModel,
 			BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey},
 		NewLLM: newLLM, Retry: o.LLMRetry, Agent: o.Agent, AgentObserver: m, UserHTTP: userHTTP,
+		OnIdle:        returner.idle,
 		Terminal:      runtime.NewTerminalWaits(cfg.TerminalNoChangeTimeout, cfg.TerminalMaxWait),
 		MCP:           conversation.MCPOptions{ConnectTimeout: cfg.MCPConnectTimeout, CallTimeout: cfg.MCPCallTimeout},
 		Secrets:       []conversation.SecretSource{userSettings, gitProviders, customSecrets},
@@ -318,7 +321,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 			AuthorName: cfg.GitAuthorName, AuthorEmail: cfg.GitAuthorEmail},
 	})
 	statusTo.Store(a.Conversations)
-	a.closers = append(a.closers, func() error { a.Conversations.Close(); return nil })
+	a.closers = append(a.closers, func() error { a.Conversations.Close(); returner.stop(); return nil })
 	if err := a.Conversations.Resume(ctx); err != nil {
 		return nil, err
 	}

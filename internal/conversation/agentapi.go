@@ -281,3 +281,9 @@ func (s *Service) Busy() bool {
 	defer s.mu.Unlock()
 	return len(s.tasks) > 0 || len(s.loops) > 0
 }
+
+// idleLocked reports, with s.mu held, whether an OnIdle is to be told that the service runs
+// nothing any more.
+func (s *Service) idleLocked() bool {
+	return s.o.OnIdle != nil && len(s.tasks) == 0 && len(s.loops) == 0
+}

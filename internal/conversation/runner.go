@@ -101,7 +101,11 @@ func (s *Service) startLoop(ownerID, convID string) bool {
 			if !again {
 				delete(s.loops, convID)
 			}
+			idle := !again && s.idleLocked()
 			s.mu.Unlock()
+			if idle {
+				s.o.OnIdle()
+			}
 			if !again {
 				return
 			}

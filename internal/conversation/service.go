@@ -73,6 +73,10 @@ type Options struct {
 	// AgentObserver is told of every agent step and tool call, for the server's metrics;
 	// nil tells nobody.
 	AgentObserver agent.Observer
+	// OnIdle, when set, is called each time the service has ended its last running agent
+	// loop and start task (Busy turned false), from the goroutine that ended it: it must
+	// not block.
+	OnIdle func()
 	// Terminal bounds the waits of the agents' terminal calls, sent with each call; nil
 	// leaves them to the runtime.
 	Terminal *runtime.TerminalWaits

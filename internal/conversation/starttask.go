@@ -28,7 +28,11 @@ func (s *Service) launch(t StartTask, specID string, attrs ...slog.Attr) {
 		defer func() {
 			s.mu.Lock()
 			delete(s.tasks, t.ConversationID)
+			idle := s.idleLocked()
 			s.mu.Unlock()
+			if idle {
+				s.o.OnIdle()
+			}
 			cancel()
 			s.endWatches(t.ID)
 		}()

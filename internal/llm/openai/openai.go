@@ -26,6 +26,8 @@ type client struct {
 	// completionTokens says to send the cap as max_completion_tokens, which OpenAI requires of
 	// its reasoning models, rather than max_tokens, which compatible servers understand.
 	completionTokens bool
+	// encoded are the messages of the last request, as JSON.
+	encoded messageCache
 }
 
 // New returns a client for cfg (after cfg.Resolve), whose provider must be
@@ -65,12 +67,13 @@ func New(cfg llm.Config) (llm.Client, error) {
 }
 
 func (c *client) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
-	params, err := c.params(req)
+	body, err := c.body(req)
 	if err != nil {
 		return llm.Response{}, err
 	}
 	var httpResp *http.Response
-	out, err := c.chat.New(ctx, params, option.WithResponseInto(&httpResp))
+	out, err := c.chat.New(ctx, sdk.ChatCompletionNewParams{},
+		option.WithRequestBody("application/json", body), option.WithResponseInto(&httpResp))
 	if err != nil {
 		var apiErr *sdk.Error
 		if errors.As(err, &apiErr) && apiErr.Response != nil {

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/agentd/agentd/internal/llm"
@@ -33,6 +34,62 @@ func TestMaxTokensParameter(t *testing.T) {
 		_, hasCompletion := fields["max_completion_tokens"]
 		if got := map[bool]string{true: "max_completion_tokens", false: "max_tokens"}[hasCompletion]; got != tc.want || hasMax == hasCompletion {
 			t.Errorf("base URL %q: sent %s, want only %s", tc.baseURL, body, tc.want)
+		}
+	}
+}
+
+// TestBodyIsTheSDKsEncoding: the body the client sends, with messages and tools written as
+// their kept JSON, is the SDK's own encoding of the same request, before and after the
+// client has kept the JSON of its messages.
+func TestBodyIsTheSDKsEncoding(t *testing.T) {
+	c0, err := New(llm.Config{Model: "gpt-4o", BaseURL: "http://127.0.0.1:1/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := c0.(*client)
+	temp := 0.25
+	req := llm.Request{
+		System: "Be brief.",
+		Messages: []llm.Message{
+			{Role: llm.RoleUser, Name: "ann", Parts: []llm.Part{llm.TextPart("see"), llm.ImagePart("https://example.com/a.png")}},
+			{Role: llm.RoleAssistant, Parts: []llm.Part{llm.TextPart("looking")}, ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "terminal", Arguments: `{"command":"ls"}`}}},
+			{Role: llm.RoleTool, ToolCallID: "call_1", Parts: []llm.Part{llm.TextPart("a.png"), llm.ImagePart("data:image/png;base64,AAAA")}},
+			{Role: llm.RoleUser, Parts: []llm.Part{llm.TextPart("and \"quotes\" \u2028 too")}},
+		},
+		Tools: []llm.ToolSpec{
+			{Name: "terminal", Description: "Run.", Parameters: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}`)},
+			{Name: "think"},
+		},
+		MaxTokens:   100,
+		Temperature: &temp,
+	}
+	for round := range 2 {
+		body, err := c.body(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !json.Valid(body) {
+			t.Fatalf("round %d: body is not JSON: %s", round, body)
+		}
+		// The SDK's own encoding, from a client that kept nothing.
+		fresh, _ := New(llm.Config{Model: "gpt-4o", BaseURL: "http://127.0.0.1:1/v1"})
+		p, err := fresh.(*client).params(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := p.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, wantV any
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(want, &wantV); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, wantV) {
+			t.Fatalf("round %d: body\n%s\nwant the SDK's\n%s", round, body, want)
 		}
 	}
 }

@@ -3,30 +3,111 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agentd/agentd/internal/llm"
 	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
 )
 
 // params builds the SDK request. Errors are *llm.Error of KindBadRequest: nothing was sent.
 func (c *client) params(req llm.Request) (sdk.ChatCompletionNewParams, error) {
+	p, _, err := c.encode(req)
+	return p, err
+}
+
+// body is the request's JSON: the SDK's, but with the messages and tools written as the JSON
+// they encode to (kept from earlier requests) rather than passed through the SDK's encoder,
+// which checks and compacts each message's JSON once for the message and once more for the
+// request (two passes over the whole conversation, most of a step's work in the control
+// plane). The other fields are the SDK's own encoding.
+func (c *client) body(req llm.Request) ([]byte, error) {
+	p, raw, err := c.encode(req)
+	if err != nil {
+		return nil, err
+	}
+	rest := p
+	rest.Messages, rest.Tools = nil, nil
+	head, err := rest.MarshalJSON()
+	if err != nil {
+		return nil, badRequest("%v", err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(head, &fields); err != nil {
+		return nil, badRequest("%v", err)
+	}
+	delete(fields, "messages")
+	delete(fields, "tools")
+	size := len(head) + 32
+	for _, m := range raw.messages {
+		size += len(m) + 1
+	}
+	for _, t := range raw.tools {
+		size += len(t) + 1
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"messages":`...)
+	b = appendArray(b, raw.messages)
+	if len(raw.tools) > 0 {
+		b = append(b, `,"tools":`...)
+		b = appendArray(b, raw.tools)
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		key, err := json.Marshal(k)
+		if err != nil {
+			return nil, badRequest("%v", err)
+		}
+		b = append(b, ',')
+		b = append(b, key...)
+		b = append(b, ':')
+		b = append(b, fields[k]...)
+	}
+	return append(b, '}'), nil
+}
+
+func appendArray(b []byte, items []json.RawMessage) []byte {
+	b = append(b, '[')
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	return append(b, ']')
+}
+
+// encoded are the JSON of a request's messages and tools, in order.
+type encoded struct {
+	messages, tools []json.RawMessage
+}
+
+// encode builds the SDK request, whose messages and tools are the JSON of raw.
+func (c *client) encode(req llm.Request) (sdk.ChatCompletionNewParams, encoded, error) {
+	var raw encoded
 	p := sdk.ChatCompletionNewParams{Model: shared.ChatModel(c.cfg.Model)}
 	if req.Model != "" {
 		p.Model = shared.ChatModel(req.Model)
 	}
-	msgs, err := messages(req)
+	msgs, from, err := messages(req)
 	if err != nil {
-		return p, err
+		return p, raw, err
 	}
 	p.Messages = msgs
+	if raw.messages, err = c.encoded.encode(req, msgs, from); err != nil {
+		return p, raw, err
+	}
 	for _, t := range req.Tools {
-		tool, err := functionTool(t)
+		tool, body, err := tools.convert(t)
 		if err != nil {
-			return p, err
+			return p, raw, err
 		}
 		p.Tools = append(p.Tools, tool)
+		raw.tools = append(raw.tools, body)
 	}
 	if req.MaxTokens > 0 {
 		if c.completionTokens {
@@ -38,7 +119,7 @@ func (c *client) params(req llm.Request) (sdk.ChatCompletionNewParams, error) {
 	if req.Temperature != nil {
 		p.Temperature = sdk.Float(*req.Temperature)
 	}
-	return p, nil
+	return p, raw, nil
 }
 
 func badRequest(format string, args ...any) *llm.Error {
@@ -47,11 +128,13 @@ func badRequest(format string, args ...any) *llm.Error {
 
 // messages converts the conversation. Chat completions has no images in tool messages, so
 // the images of a run of tool results follow it in one user message: a user message between
-// two tool results would break the pairing of tool calls and results.
-func messages(req llm.Request) ([]sdk.ChatCompletionMessageParamUnion, error) {
-	var out []sdk.ChatCompletionMessageParamUnion
+// two tool results would break the pairing of tool calls and results. from says which
+// message of req each one stands for: its index in req.Messages, fromSystem for req.System,
+// fromImages for the images of tool results.
+func messages(req llm.Request) (out []sdk.ChatCompletionMessageParamUnion, from []int, err error) {
 	if req.System != "" {
 		out = append(out, sdk.SystemMessage(req.System))
+		from = append(from, fromSystem)
 	}
 	var toolImages []sdk.ChatCompletionContentPartUnionParam
 	flushToolImages := func() {
@@ -60,6 +143,7 @@ func messages(req llm.Request) ([]sdk.ChatCompletionMessageParamUnion, error) {
 				sdk.TextContentPart("Images from the tool results above:"),
 			}, toolImages...)
 			out = append(out, sdk.UserMessage(parts))
+			from = append(from, fromImages)
 			toolImages = nil
 		}
 	}
@@ -73,31 +157,32 @@ func messages(req llm.Request) ([]sdk.ChatCompletionMessageParamUnion, error) {
 		case llm.RoleUser:
 			msg, err := userMessage(m)
 			if err != nil {
-				return nil, fmt.Errorf("message %d: %w", i, err)
+				return nil, nil, fmt.Errorf("message %d: %w", i, err)
 			}
 			out = append(out, msg)
 		case llm.RoleAssistant:
 			out = append(out, assistantMessage(m))
 		case llm.RoleTool:
 			if m.ToolCallID == "" {
-				return nil, badRequest("message %d: tool result without a tool call id", i)
+				return nil, nil, badRequest("message %d: tool result without a tool call id", i)
 			}
 			out = append(out, sdk.ToolMessage(m.Text(), m.ToolCallID))
 			for _, p := range m.Parts {
 				if p.Type == llm.PartImage {
 					img, err := imagePart(p.ImageURL)
 					if err != nil {
-						return nil, fmt.Errorf("message %d: %w", i, err)
+						return nil, nil, fmt.Errorf("message %d: %w", i, err)
 					}
 					toolImages = append(toolImages, img)
 				}
 			}
 		default:
-			return nil, badRequest("message %d: unknown role %q", i, m.Role)
+			return nil, nil, badRequest("message %d: unknown role %q", i, m.Role)
 		}
+		from = append(from, i)
 	}
 	flushToolImages()
-	return out, nil
+	return out, from, nil
 }
 
 func userMessage(m llm.Message) (sdk.ChatCompletionMessageParamUnion, error) {
@@ -163,12 +248,173 @@ func imagePart(u string) (sdk.ChatCompletionContentPartUnionParam, error) {
 	return sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: u}), nil
 }
 
+// messageCache keeps the JSON of the messages of a client's last request. An agent sends
+// its conversation again with every step, a message or two longer: the SDK encodes each
+// message through layers of reflection, which cost more than the rest of the step's work in
+// the control plane, so a message sent before goes out as the JSON it encoded to then (the
+// SDK's own override with raw JSON). It holds one request's messages, never more: those of
+// the previous request that the next one does not send again are forgotten.
+type messageCache struct {
+	mu   sync.Mutex
+	last map[uint64][]encodedMessage
+	seed maphash.Seed
+}
+
+// Where a converted message comes from, besides req.Messages (see messages).
+const (
+	fromSystem = -1
+	fromImages = -2
+)
+
+type encodedMessage struct {
+	msg  llm.Message
+	json json.RawMessage
+}
+
+// encode replaces each of msgs that stands for one message of req (from, as messages
+// returns it) by its JSON, from the cache when that message was sent before.
+func (c *messageCache) encode(req llm.Request, msgs []sdk.ChatCompletionMessageParamUnion, from []int) ([]json.RawMessage, error) {
+	c.mu.Lock()
+	if c.last == nil {
+		c.seed = maphash.MakeSeed()
+	}
+	last := c.last
+	c.mu.Unlock()
+	next := make(map[uint64][]encodedMessage, len(msgs))
+	out := make([]json.RawMessage, len(msgs))
+	for i, f := range from {
+		var m llm.Message
+		switch f {
+		case fromImages:
+			b, err := msgs[i].MarshalJSON()
+			if err != nil {
+				return nil, badRequest("message %d: %v", i, err)
+			}
+			out[i] = b
+			continue
+		case fromSystem:
+			m = llm.Message{Role: llm.RoleSystem, Parts: []llm.Part{llm.TextPart(req.System)}}
+		default:
+			m = req.Messages[f]
+		}
+		h := hashMessage(c.seed, m)
+		var enc json.RawMessage
+		for _, e := range last[h] {
+			if equalMessages(e.msg, m) {
+				enc = e.json
+				break
+			}
+		}
+		if enc == nil {
+			b, err := msgs[i].MarshalJSON()
+			if err != nil {
+				return nil, badRequest("message %d: %v", i, err)
+			}
+			enc = b
+		}
+		next[h] = append(next[h], encodedMessage{msg: m, json: enc})
+		msgs[i] = param.Override[sdk.ChatCompletionMessageParamUnion](enc)
+		out[i] = enc
+	}
+	c.mu.Lock()
+	c.last = next
+	c.mu.Unlock()
+	return out, nil
+}
+
+func hashMessage(seed maphash.Seed, m llm.Message) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	str := func(s string) {
+		h.WriteString(s)
+		h.WriteByte(0)
+	}
+	str(string(m.Role))
+	str(m.ToolCallID)
+	str(m.Name)
+	for _, p := range m.Parts {
+		str(p.Type)
+		str(p.Text)
+		str(p.ImageURL)
+	}
+	h.WriteByte(1)
+	for _, tc := range m.ToolCalls {
+		str(tc.ID)
+		str(tc.Name)
+		str(tc.Arguments)
+	}
+	return h.Sum64()
+}
+
+func equalMessages(a, b llm.Message) bool {
+	return a.Role == b.Role && a.ToolCallID == b.ToolCallID && a.Name == b.Name &&
+		slices.Equal(a.Parts, b.Parts) && slices.Equal(a.ToolCalls, b.ToolCalls)
+}
+
+// toolCache keeps the encoded tools of the specs clients were given, as every agent sends
+// the same tools with every request of its conversation: one cache for the process, so that
+// the conversations running at once share one copy. It holds at most maxCachedTools specs,
+// and forgets them all when it would hold more (a server whose conversations bring ever new
+// MCP tools).
+type toolCache struct {
+	mu    sync.Mutex
+	tools map[toolKey]cachedTool
+}
+
+type cachedTool struct {
+	param sdk.ChatCompletionToolUnionParam
+	json  json.RawMessage
+}
+
+type toolKey struct{ name, description, parameters string }
+
+const maxCachedTools = 512
+
+// tools are the tools converted so far; the SDK only reads them.
+var tools toolCache
+
+func (c *toolCache) convert(t llm.ToolSpec) (sdk.ChatCompletionToolUnionParam, json.RawMessage, error) {
+	k := toolKey{t.Name, t.Description, string(t.Parameters)}
+	c.mu.Lock()
+	ct, ok := c.tools[k]
+	c.mu.Unlock()
+	if ok {
+		return ct.param, ct.json, nil
+	}
+	tool, err := functionTool(t)
+	if err != nil {
+		return tool, nil, err
+	}
+	// Kept as the JSON it encodes to (also as the SDK's own override with raw JSON), so that
+	// it is encoded once, not with every request.
+	body, err := tool.MarshalJSON()
+	if err != nil {
+		return tool, nil, badRequest("tool %q: %v", t.Name, err)
+	}
+	ct = cachedTool{param: param.Override[sdk.ChatCompletionToolUnionParam](json.RawMessage(body)), json: body}
+	c.mu.Lock()
+	if c.tools == nil || len(c.tools) >= maxCachedTools {
+		c.tools = map[toolKey]cachedTool{}
+	}
+	c.tools[k] = ct
+	c.mu.Unlock()
+	return ct.param, ct.json, nil
+}
+
+// functionTool converts a tool's spec. The schema's top-level keywords keep their values
+// as the raw JSON they are (the SDK writes a json.RawMessage as it is, compacted): decoding
+// the whole schema into maps for the SDK to encode again cost more than the rest of a
+// request, every step, for the same few schemas.
 func functionTool(t llm.ToolSpec) (sdk.ChatCompletionToolUnionParam, error) {
 	params := shared.FunctionParameters{"type": "object", "properties": map[string]any{}}
 	if len(t.Parameters) > 0 {
-		params = nil
-		if err := json.Unmarshal(t.Parameters, &params); err != nil || params == nil {
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal(t.Parameters, &raw); err != nil || raw == nil {
 			return sdk.ChatCompletionToolUnionParam{}, badRequest("tool %q: parameters are not a JSON object", t.Name)
+		}
+		params = make(shared.FunctionParameters, len(raw))
+		for k, v := range raw {
+			params[k] = v
 		}
 	}
 	def := shared.FunctionDefinitionParam{Name: t.Name, Parameters: params}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/agentd/agentd/internal/llm"
@@ -304,6 +305,107 @@ func TestNewRejects(t *testing.T) {
 	} {
 		if _, err := openai.New(cfg); err == nil {
 			t.Errorf("New(%+v) succeeded", cfg)
+		}
+	}
+}
+
+// TestToolSchemasSentAsGiven sends the same tools from one client many times at once, as the
+// agents of a server do, and a changed schema of the same tool after: every request carries
+// each schema as given, nested keywords and all (the client keeps converted tools).
+func TestToolSchemasSentAsGiven(t *testing.T) {
+	const n = 8
+	steps := make([]llmtest.Step, n+1)
+	for i := range steps {
+		steps[i] = llmtest.Text("ok")
+	}
+	srv := llmtest.NewOpenAI(t, steps...)
+	c := newClient(t, srv.Config("gpt-4o"))
+	schema := `{"type":"object","properties":{"command":{"type":"string","description":"run \"it\"","enum":["a","b"]},"timeout":{"type":"number","minimum":1.5}},"required":["command"],"additionalProperties":false}`
+	tools := []llm.ToolSpec{
+		{Name: "terminal", Description: "Run.", Parameters: json.RawMessage(schema)},
+		{Name: "think"},
+	}
+	req := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{llm.TextPart("hi")}}}, Tools: tools}
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := c.Complete(context.Background(), req)
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	changed := `{"type":"object","properties":{"path":{"type":"string"}}}`
+	req.Tools = []llm.ToolSpec{{Name: "terminal", Description: "Run.", Parameters: json.RawMessage(changed)}}
+	if _, err := c.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != n+1 {
+		t.Fatalf("server got %d requests, want %d", len(reqs), n+1)
+	}
+	for i, r := range reqs {
+		var w wireRequest
+		if err := r.Decode(&w); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{schema, `{"type":"object","properties":{}}`}
+		if i == n {
+			want = []string{changed}
+		}
+		if len(w.Tools) != len(want) {
+			t.Fatalf("request %d: %d tools, want %d", i, len(w.Tools), len(want))
+		}
+		for j, tool := range w.Tools {
+			if !llmtest.JSONEqual(tool.Function.Parameters, []byte(want[j])) {
+				t.Errorf("request %d, tool %s: parameters %s\nwant %s", i, tool.Function.Name, tool.Function.Parameters, want[j])
+			}
+		}
+	}
+}
+
+// TestGrowingConversationSentAsNew sends a conversation that grows by a step with each
+// request, as an agent does, from one client; a second request changes an earlier message
+// and its system prompt, and tool results carry images. Each request's body is the one a
+// new client sends for the same request: what the client keeps of earlier requests never
+// changes what it sends.
+func TestGrowingConversationSentAsNew(t *testing.T) {
+	steps := make([]llmtest.Step, 20)
+	for i := range steps {
+		steps[i] = llmtest.Text("ok")
+	}
+	kept := llmtest.NewOpenAI(t, steps...)
+	fresh := llmtest.NewOpenAI(t, steps...)
+	c := newClient(t, kept.Config("gpt-4o"))
+	tools := []llm.ToolSpec{{Name: "terminal", Description: "Run.", Parameters: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"}}}`)}}
+	msgs := []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{llm.TextPart("hi")}}}
+	system := "Be brief."
+	for i := range 8 {
+		id := "call_" + string(rune('a'+i))
+		msgs = append(msgs,
+			llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{llm.TextPart("step")}, ToolCalls: []llm.ToolCall{{ID: id, Name: "terminal", Arguments: `{"command":"ls"}`}}},
+			llm.Message{Role: llm.RoleTool, ToolCallID: id, Parts: []llm.Part{llm.TextPart("out " + id)}})
+		if i%3 == 1 {
+			msgs[len(msgs)-1].Parts = append(msgs[len(msgs)-1].Parts, llm.ImagePart("data:image/png;base64,AAAA"))
+		}
+		if i == 4 {
+			// An earlier message changes (as condensation does), and so does the system prompt.
+			msgs[1].Parts = []llm.Part{llm.TextPart("a changed step")}
+			system = "Be briefer."
+		}
+		req := llm.Request{System: system, Messages: slices.Clone(msgs), Tools: tools}
+		if _, err := c.Complete(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := newClient(t, fresh.Config("gpt-4o")).Complete(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		got, want := kept.Requests()[i].Body, fresh.Requests()[i].Body
+		if !llmtest.JSONEqual(got, want) {
+			t.Fatalf("request %d from the client that sent the earlier ones:\n%s\nwant, as a new client sends it:\n%s", i, got, want)
 		}
 	}
 }

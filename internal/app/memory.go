@@ -1,0 +1,59 @@
+package app
+
+import (
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// returnMemoryAfter is how long the conversation service stays idle before the server
+// returns the memory its conversations freed to the system.
+const returnMemoryAfter = 5 * time.Second
+
+// memoryReturner gives the system back what a burst of conversations left behind. While
+// agents run, the heap grows to what they hold (and the collector's headroom above it);
+// once they stop, Go's scavenger returns the freed pages only slowly and only down to about
+// the goal of the last collection, which ran while they were busy, so an idle server would
+// stay at its peak for minutes. So each time the service becomes idle, and stays idle for
+// after, the returner collects and returns the free heap (debug.FreeOSMemory): one full
+// collection per burst, none while anything runs.
+type memoryReturner struct {
+	after time.Duration
+	busy  func() bool
+	free  func()
+
+	mu    sync.Mutex
+	timer *time.Timer
+}
+
+func newMemoryReturner(after time.Duration, busy func() bool) *memoryReturner {
+	return &memoryReturner{after: after, busy: busy, free: debug.FreeOSMemory}
+}
+
+// idle notes that the service has just become idle: the return follows after r.after unless
+// it is busy again by then. It never blocks.
+func (r *memoryReturner) idle() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.timer == nil {
+		r.timer = time.AfterFunc(r.after, r.fire)
+		return
+	}
+	r.timer.Reset(r.after)
+}
+
+func (r *memoryReturner) fire() {
+	if r.busy() {
+		return // the next idle arms it again
+	}
+	r.free()
+}
+
+// stop cancels a return not yet made.
+func (r *memoryReturner) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+}
