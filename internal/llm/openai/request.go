@@ -257,8 +257,10 @@ func imagePart(u string) (sdk.ChatCompletionContentPartUnionParam, error) {
 type messageCache struct {
 	mu   sync.Mutex
 	last map[uint64][]encodedMessage
-	seed maphash.Seed
 }
+
+// messageSeed seeds the hashes of every client's messageCache.
+var messageSeed = maphash.MakeSeed()
 
 // Where a converted message comes from, besides req.Messages (see messages).
 const (
@@ -275,9 +277,6 @@ type encodedMessage struct {
 // returns it) by its JSON, from the cache when that message was sent before.
 func (c *messageCache) encode(req llm.Request, msgs []sdk.ChatCompletionMessageParamUnion, from []int) ([]json.RawMessage, error) {
 	c.mu.Lock()
-	if c.last == nil {
-		c.seed = maphash.MakeSeed()
-	}
 	last := c.last
 	c.mu.Unlock()
 	next := make(map[uint64][]encodedMessage, len(msgs))
@@ -297,7 +296,7 @@ func (c *messageCache) encode(req llm.Request, msgs []sdk.ChatCompletionMessageP
 		default:
 			m = req.Messages[f]
 		}
-		h := hashMessage(c.seed, m)
+		h := hashMessage(messageSeed, m)
 		var enc json.RawMessage
 		for _, e := range last[h] {
 			if equalMessages(e.msg, m) {
