@@ -35,7 +35,7 @@ type Config struct {
 	APIKey string
 	// Timeout bounds one HTTP attempt; zero means DefaultTimeout.
 	Timeout time.Duration
-	// HTTPClient makes the calls; nil means a client with Go's default transport. A base URL
+	// HTTPClient makes the calls; nil means the client of transport. A base URL
 	// a user chose gets the client of the outbound URL policy (netpolicy), which refuses
 	// internal addresses when it connects.
 	HTTPClient *http.Client
@@ -46,8 +46,24 @@ func (c Config) Client() *http.Client {
 	if c.HTTPClient != nil {
 		return c.HTTPClient
 	}
-	return &http.Client{}
+	return defaultClient
 }
+
+// maxIdleConnsPerHost is how many idle connections to one provider the clients keep for
+// the next calls. Go's default is 2: with more conversations than that calling one provider
+// at once, most calls paid a new TCP and TLS handshake.
+const maxIdleConnsPerHost = 256
+
+// transport is Go's default transport (proxies from the environment included), keeping
+// maxIdleConnsPerHost idle connections per host. Every call to a provider the server's
+// configuration names goes through it, so conversations share its connections.
+var transport = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = maxIdleConnsPerHost
+	return t
+}()
+
+var defaultClient = &http.Client{Transport: transport}
 
 // routingPrefixes are the "provider/" prefixes Resolve strips, and the provider each names.
 var routingPrefixes = []struct{ prefix, provider string }{

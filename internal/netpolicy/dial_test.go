@@ -136,3 +136,18 @@ func TestClientIgnoresEnvironmentProxies(t *testing.T) {
 		t.Fatal("the guarded client uses a proxy")
 	}
 }
+
+// Many conversations may call one user's model server at once: both clients keep more idle
+// connections per host than Go's default two.
+func TestClientsKeepIdleConnections(t *testing.T) {
+	p, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, admin := range []bool{false, true} {
+		tr, ok := p.Client(admin).Transport.(*http.Transport)
+		if !ok || tr.MaxIdleConnsPerHost != maxIdleConnsPerHost {
+			t.Fatalf("admin %v: the client keeps %d idle connections per host", admin, tr.MaxIdleConnsPerHost)
+		}
+	}
+}

@@ -50,10 +50,18 @@ func New(allow []string) (*Policy, error) {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = nil
 	t.DialContext = p.DialContext
+	t.MaxIdleConnsPerHost = maxIdleConnsPerHost
+	open := http.DefaultTransport.(*http.Transport).Clone()
+	open.MaxIdleConnsPerHost = maxIdleConnsPerHost
 	p.guarded = &http.Client{Transport: t}
-	p.open = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	p.open = &http.Client{Transport: open}
 	return p, nil
 }
+
+// maxIdleConnsPerHost is how many idle connections to one host the clients keep: many
+// conversations may call one user's model server at once, and Go's default of 2 made most of
+// their calls open a new connection.
+const maxIdleConnsPerHost = 64
 
 // Client returns the HTTP client for URLs a user supplied. For a non-admin it connects only
 // to addresses the policy admits, checked on every connection (redirects included), and
