@@ -178,6 +178,10 @@ func benchAgent(ctx context.Context, s *server, o options, progress func(string,
 		sdk = append(sdk, time.Since(start))
 	}
 	m.takeTimings()
+	// A run stops at the user's max_iterations (500 by default): this one takes every step.
+	if err := s.call(ctx, "POST", "/api/settings", map[string]any{"max_iterations": steps + 10}, nil); err != nil {
+		return nil, nil, fmt.Errorf("set max_iterations: %w", err)
+	}
 
 	var rows []row
 	var notes []string
