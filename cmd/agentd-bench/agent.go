@@ -243,16 +243,11 @@ func (s *server) timeSteps(ctx context.Context, sandboxID, tool string) ([]time.
 	if err := s.call(ctx, "POST", "/api/v1/app-conversations", body, &task); err != nil {
 		return nil, err
 	}
-	if err := s.waitTasksReady(ctx, []string{task.ID}); err != nil {
+	convIDs, err := s.waitTasksReady(ctx, []string{task.ID})
+	if err != nil {
 		return nil, err
 	}
-	var tasks []*struct {
-		AppConversationID string `json:"app_conversation_id"`
-	}
-	if err := s.call(ctx, "GET", "/api/v1/app-conversations/start-tasks?ids="+task.ID, nil, &tasks); err != nil {
-		return nil, err
-	}
-	convID := tasks[0].AppConversationID
+	convID := convIDs[0]
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		var convs []*struct {
@@ -411,23 +406,7 @@ func (s *server) seedConversationIDs(ctx context.Context, sandboxID string, n in
 		}
 		taskIDs = append(taskIDs, task.ID)
 	}
-	if err := s.waitTasksReady(ctx, taskIDs); err != nil {
-		return nil, err
-	}
-	ids := make([]string, 0, n)
-	for i := 0; i < len(taskIDs); i += 100 {
-		var tasks []*struct {
-			AppConversationID string `json:"app_conversation_id"`
-		}
-		q := strings.Join(taskIDs[i:min(i+100, len(taskIDs))], "&ids=")
-		if err := s.call(ctx, "GET", "/api/v1/app-conversations/start-tasks?ids="+q, nil, &tasks); err != nil {
-			return nil, err
-		}
-		for _, t := range tasks {
-			ids = append(ids, t.AppConversationID)
-		}
-	}
-	return ids, nil
+	return s.waitTasksReady(ctx, taskIDs)
 }
 
 // fakeLog makes n events like an agent's: actions and observations of terminal commands

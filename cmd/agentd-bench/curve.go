@@ -117,23 +117,9 @@ func benchMemoryCurve(ctx context.Context, o options, dataDir string, logw io.Wr
 // waitConversationsEnded waits until the conversations of the start tasks taskIDs are READY
 // and their agents stopped: none is running (or not yet started) any more.
 func (s *server) waitConversationsEnded(ctx context.Context, taskIDs []string) error {
-	if err := s.waitTasksReady(ctx, taskIDs); err != nil {
+	ids, err := s.waitTasksReady(ctx, taskIDs)
+	if err != nil {
 		return err
-	}
-	var ids []string
-	for chunk := range slices.Chunk(taskIDs, 100) {
-		var tasks []*struct {
-			AppConversationID string `json:"app_conversation_id"`
-		}
-		if err := s.call(ctx, "GET", "/api/v1/app-conversations/start-tasks?"+url.Values{"ids": chunk}.Encode(), nil, &tasks); err != nil {
-			return err
-		}
-		for i, t := range tasks {
-			if t == nil {
-				return fmt.Errorf("start task %s: not found", chunk[i])
-			}
-			ids = append(ids, t.AppConversationID)
-		}
 	}
 	deadline := time.Now().Add(10 * time.Minute)
 	for len(ids) > 0 {

@@ -43,7 +43,7 @@ func (s *server) seedConversations(ctx context.Context, sandboxID string, n, cli
 	if err := context.Cause(cctx); err != nil {
 		return 0, 0, fmt.Errorf("create conversations: %w", err)
 	}
-	if err := s.waitTasksReady(ctx, taskIDs); err != nil {
+	if _, err := s.waitTasksReady(ctx, taskIDs); err != nil {
 		return 0, 0, err
 	}
 	return created, time.Since(start), nil
@@ -53,31 +53,35 @@ func (s *server) seedConversations(ctx context.Context, sandboxID string, n, cli
 // already running, so they finish within seconds.
 const readyTimeout = 2 * time.Minute
 
-// waitTasksReady polls the start tasks, 100 at a time, until all are READY. A task in ERROR
-// ends the wait with its detail.
-func (s *server) waitTasksReady(ctx context.Context, ids []string) error {
+// waitTasksReady polls the start tasks, 100 at a time, until all are READY, and returns their
+// conversations' ids in the order of ids. A task in ERROR ends the wait with its detail.
+func (s *server) waitTasksReady(ctx context.Context, ids []string) ([]string, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, readyTimeout, fmt.Errorf("start tasks not READY after %v", readyTimeout))
 	defer cancel()
+	convs := make(map[string]string, len(ids))
 	pending := slices.Clone(ids)
 	for len(pending) > 0 {
 		var still []string
 		for chunk := range slices.Chunk(pending, 100) {
 			var tasks []*struct {
-				ID     string  `json:"id"`
-				Status string  `json:"status"`
-				Detail *string `json:"detail"`
+				ID                string  `json:"id"`
+				Status            string  `json:"status"`
+				Detail            *string `json:"detail"`
+				AppConversationID string  `json:"app_conversation_id"`
 			}
 			if err := s.call(ctx, "GET", "/api/v1/app-conversations/start-tasks?"+url.Values{"ids": chunk}.Encode(), nil, &tasks); err != nil {
-				return err
+				return nil, err
 			}
 			for i, t := range tasks {
 				switch {
 				case t == nil:
-					return fmt.Errorf("start task %s: not found", chunk[i])
+					return nil, fmt.Errorf("start task %s: not found", chunk[i])
 				case t.Status == "ERROR":
-					return fmt.Errorf("start task %s: ERROR: %s", t.ID, deref(t.Detail))
+					return nil, fmt.Errorf("start task %s: ERROR: %s", t.ID, deref(t.Detail))
 				case t.Status != "READY":
 					still = append(still, t.ID)
+				default:
+					convs[t.ID] = t.AppConversationID
 				}
 			}
 		}
@@ -85,12 +89,16 @@ func (s *server) waitTasksReady(ctx context.Context, ids []string) error {
 		if len(pending) > 0 {
 			select {
 			case <-ctx.Done():
-				return context.Cause(ctx)
+				return nil, context.Cause(ctx)
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
 	}
-	return nil
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = convs[id]
+	}
+	return out, nil
 }
 
 func deref(s *string) string {

@@ -91,13 +91,9 @@ func startServeProcess(ctx context.Context, agentd, dataDir string, logw io.Writ
 		return p, errors.New("agentd serve did not serve within a minute")
 	}
 	p.client = &http.Client{Transport: &http.Transport{MaxIdleConns: 16, MaxIdleConnsPerHost: 16}}
-	var me struct {
-		ID string `json:"id"`
-	}
-	if err := p.call(ctx, "GET", "/api/v1/users/me", nil, &me); err != nil {
+	if err := p.readOwner(ctx); err != nil {
 		return p, err
 	}
-	p.ownerID = me.ID
 	return p, nil
 }
 

@@ -103,15 +103,22 @@ func startServerWith(ctx context.Context, b sandbox.Backend, dataDir string, cli
 	// No proxy (a new Transport reads no environment) and an idle connection per client, so
 	// the loads measure requests, not connection set-up.
 	s.client = &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * clients, MaxIdleConnsPerHost: 2 * clients}}
+	if err := s.readOwner(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
 
+// readOwner sets ownerID to the id of the user the server's key stands for.
+func (s *server) readOwner(ctx context.Context) error {
 	var me struct {
 		ID string `json:"id"`
 	}
 	if err := s.call(ctx, "GET", "/api/v1/users/me", nil, &me); err != nil {
-		return nil, err
+		return err
 	}
 	s.ownerID = me.ID
-	return s, nil
+	return nil
 }
 
 // close stops the HTTP server and the app, then destroys every sandbox left on the backend

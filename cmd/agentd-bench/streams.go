@@ -83,16 +83,11 @@ func (s *server) quietConversation(ctx context.Context, sandboxID string) (strin
 	if err := s.call(ctx, "POST", "/api/v1/app-conversations", map[string]any{"sandbox_id": sandboxID}, &task); err != nil {
 		return "", err
 	}
-	if err := s.waitTasksReady(ctx, []string{task.ID}); err != nil {
+	ids, err := s.waitTasksReady(ctx, []string{task.ID})
+	if err != nil {
 		return "", err
 	}
-	var tasks []*struct {
-		AppConversationID string `json:"app_conversation_id"`
-	}
-	if err := s.call(ctx, "GET", "/api/v1/app-conversations/start-tasks?ids="+task.ID, nil, &tasks); err != nil {
-		return "", err
-	}
-	return tasks[0].AppConversationID, nil
+	return ids[0], nil
 }
 
 // timeStream opens n subscribers of kind ("WebSocket" or "SSE") on the conversation, appends

@@ -18,14 +18,13 @@ import (
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	buf := getBuffer()
 	defer putBuffer(buf)
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := appendJSON(buf, v); err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusInternalServerError)
 		io.WriteString(w, `{"detail":"Internal Server Error"}`+"\n")
 		return
 	}
+	buf.WriteByte('\n')
 	writeBuffer(w, status, buf)
 }
 
