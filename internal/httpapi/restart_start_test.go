@@ -34,9 +34,9 @@ func TestRestartAfterKilledStart(t *testing.T) {
 	}
 	t.Cleanup(func() { b.Destroy(ctx, inst); b.Close() })
 	socket := "unix:" + filepath.Join(e.sandboxDir(cut), "runtime.sock")
-	if len(processesMatching(t, socket)) == 0 {
-		t.Fatal("the runtime of the cut start is not running")
-	}
+	// Start returns once the kernel has begun the exec; the new command line shows in /proc a
+	// moment later.
+	e.eventually("the runtime of the cut start to run", func() bool { return len(processesMatching(t, socket)) > 0 })
 	old := sandboxtest.NewID() // an older version's leftover: MISSING, never had an instance
 	st := e.inspectStore()
 	now := time.Now().UTC()
