@@ -329,9 +329,11 @@ func TestEventsArePublishedOnceStored(t *testing.T) {
 	e.scripted(alice, terminal(t, "echo hi"), llmtest.Calls(llmtest.Call("finish", `{"message":"said hi"}`)))
 	c := e.startAgent(alice, map[string]any{})
 	// The conversation reads as idle from the moment it is ready; the agent's first run
-	// records the system prompt soon after. Subscribe once it has.
-	e.eventually("system prompt recorded", func() bool {
-		return slices.Contains(labels(c.events()), "SystemPromptEvent")
+	// records the system prompt soon after, then the idle status, in a second append.
+	// Subscribe once it has recorded both and stopped, so that the message comes after them.
+	e.eventually("the first run to record the system prompt and idle", func() bool {
+		l := labels(c.events())
+		return slices.Contains(l, "SystemPromptEvent") && slices.Contains(l, "execution_status=idle") && !e.app.Conversations.AgentRunning(c.id)
 	})
 	c.waitStatus("idle")
 	sub := e.app.Conversations.Subscribe(c.id, 100)

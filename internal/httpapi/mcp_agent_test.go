@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -106,8 +107,11 @@ func TestMCPToolsChange(t *testing.T) {
 	e := newEnv(t, func(c *config.Config) { c.MCPCallTimeout = 2 * time.Second })
 	_, alice := e.newUser("alice")
 	var calledLate atomic.Bool
+	var waits atomic.Int32
 	// The notification comes on its own after add_tool answers: until the model is offered
-	// the tool, it thinks; the steps are a bound that ends a test that would never pass.
+	// the tool, it thinks, each time in other words (the same thought four times in a row is
+	// a loop the stuck detector ends); the steps are a bound that ends a test that would
+	// never pass.
 	waitForLate := llmtest.Step{Func: func(req llmtest.RecordedRequest) llmtest.Step {
 		switch {
 		case calledLate.Load():
@@ -116,7 +120,7 @@ func TestMCPToolsChange(t *testing.T) {
 			calledLate.Store(true)
 			return llmtest.Calls(llmtest.Call("late_tool", `{}`))
 		}
-		return llmtest.Calls(llmtest.Call("think", `{"thought":"waiting for the new tool"}`))
+		return llmtest.Calls(llmtest.Call("think", fmt.Sprintf(`{"thought":"waiting for the new tool (%d)"}`, waits.Add(1))))
 	}}
 	steps := []llmtest.Step{
 		llmtest.Calls(llmtest.Call("hang", `{}`)),

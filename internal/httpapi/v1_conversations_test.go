@@ -139,8 +139,10 @@ func (e *env) newConversation(key string, body map[string]any) (v1Task, v1Conv) 
 
 // settleAgent waits until the conversation's agent has stopped: the agent that starts when a
 // conversation is READY changes its record (execution status, metrics, updated_at). A READY
-// conversation is idle before its agent first runs, so idle counts only once the agent has
-// answered the newest user message, if there is one.
+// conversation is idle before its agent first runs (the task is READY a moment before its
+// agent starts), so it counts as settled only once the agent has run (its first step records
+// the system prompt; a paused conversation's agent does not start) and has answered the
+// newest user message, if there is one.
 func (e *env) settleAgent(key, convID string) {
 	e.t.Helper()
 	e.eventually("the agent of "+convID+" to stop", func() bool {
@@ -148,8 +150,21 @@ func (e *env) settleAgent(key, convID string) {
 		if c == nil || c.ExecutionStatus == nil || *c.ExecutionStatus == "running" || e.app.Conversations.AgentRunning(convID) {
 			return false
 		}
+		if *c.ExecutionStatus != "paused" && !e.hasEvent(*c.CreatedByUserID, convID, event.KindSystemPrompt) {
+			return false
+		}
 		return *c.ExecutionStatus != "idle" || e.answered(*c.CreatedByUserID, convID)
 	})
+}
+
+// hasEvent reports whether the conversation's log holds an event of the kind.
+func (e *env) hasEvent(ownerID, convID, kind string) bool {
+	e.t.Helper()
+	n, err := e.app.Conversations.CountEvents(e.t.Context(), ownerID, event.Filter{ConversationID: convID, Kind: kind})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n > 0
 }
 
 // answered reports whether the agent recorded an event after the newest user message of the
