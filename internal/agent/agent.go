@@ -27,25 +27,16 @@ type Agent struct {
 	dynamic string
 	tools   toolset
 	specs   []llm.ToolSpec
-	// skillsSeen is the Seq of the last event activateKnowledge looked at.
-	skillsSeen int64
 
-	// entries are the log, decoded. The view's items point at them, one allocation each:
-	// items pointing into the array itself kept every array it outgrew alive, as long again
-	// as the log for a long one.
-	entries []*entry
-	// view and prompt follow entries incrementally (view.go).
-	view    viewState
-	prompt  promptState
-	lastSeq int64
+	// logState is what the loop knows of the log, read so far (logstate.go); prompt follows
+	// its view incrementally (view.go).
+	logState
+	prompt promptState
 	// stepRead says the last step ended by reading the log, after its last append: the next
 	// iteration need not read it again at once.
 	stepRead bool
 	// interned are the strings intern shares.
 	interned map[string]string
-	status   Status
-	// policy is the conversation's confirmation policy, as the log last set it.
-	policy confirm.Policy
 }
 
 // New returns an Agent; Run starts it.
@@ -75,10 +66,11 @@ func New(o Options) *Agent {
 	tools := toolset{extra: cfg.Tools}
 	return &Agent{
 		o: o, cfg: cfg, log: o.Logger,
-		system:  buildSystemPrompt(cfg.Workspace, cfg.Instructions) + repositorySection(cfg.Repository) + secretsSection(cfg.Secrets),
-		dynamic: repoContext(cfg.Skills),
-		tools:   tools,
-		specs:   tools.specs(),
+		system:   buildSystemPrompt(cfg.Workspace, cfg.Instructions) + repositorySection(cfg.Repository) + secretsSection(cfg.Secrets),
+		dynamic:  repoContext(cfg.Skills),
+		tools:    tools,
+		specs:    tools.specs(),
+		logState: logState{scanSkills: len(cfg.Skills) > 0},
 	}
 }
 
@@ -141,7 +133,7 @@ func (a *Agent) run(ctx context.Context) (Status, error) {
 			}
 			continue
 		}
-		if !a.agentsTurn() {
+		if !a.agentsTurn {
 			if a.status == StatusRunning {
 				return StatusFinished, a.setStatus(ctx, StatusFinished)
 			}
@@ -163,7 +155,7 @@ func (a *Agent) run(ctx context.Context) (Status, error) {
 				fmt.Sprintf("The agent reached its limit of %d iterations without finishing. Send a message to let it continue.", a.cfg.MaxIterations))
 		}
 		if !a.cfg.DisableStuckDetection {
-			switch v := detectStuck(a.entries); {
+			switch v := a.stuck.verdict(); {
 			case v.nudge:
 				if err := a.appendNew(ctx, func(id string, at time.Time) (event.Event, error) {
 					return event.NewEnvironmentMessage(id, at, nudgeRepeatedError)
@@ -203,7 +195,7 @@ func (a *Agent) overBudget() (spent float64, over bool) {
 // user's confirmation have no result either, and keep waiting.
 func (a *Agent) prepare(ctx context.Context) error {
 	var evs []event.Event
-	if !a.has(func(e *entry) bool { return e.ev.Kind == event.KindSystemPrompt }) {
+	if !a.hasSystemPrompt {
 		sp := &event.SystemPromptEvent{SystemPrompt: event.Text(a.system), Tools: a.tools.definitions()}
 		if a.dynamic != "" {
 			dc := event.Text(a.dynamic)
@@ -232,46 +224,7 @@ func (a *Agent) prepare(ctx context.Context) error {
 }
 
 // orphans are the actions without a result.
-func (a *Agent) orphans() []*event.ActionEvent { return orphans(a.entries) }
-
-func orphans(entries []*entry) []*event.ActionEvent {
-	answered := map[string]bool{}
-	for _, e := range entries {
-		switch b := e.body.(type) {
-		case *event.ObservationEvent:
-			answered[b.ToolCallID] = true
-		case *event.AgentErrorEvent:
-			answered[b.ToolCallID] = true
-		case *event.UserRejectObservation:
-			answered[b.ToolCallID] = true
-		}
-	}
-	var out []*event.ActionEvent
-	for _, e := range entries {
-		if act, ok := e.body.(*event.ActionEvent); ok && !answered[act.ToolCallID] {
-			out = append(out, act)
-		}
-	}
-	return out
-}
-
-// agentsTurn reports whether the agent should act: the last word in the log is not the
-// agent's own answer to the user (an agent message, a finish, the end of a replay).
-func (a *Agent) agentsTurn() bool {
-	for i := len(a.entries) - 1; i >= 0; i-- {
-		switch b := a.entries[i].body.(type) {
-		case *event.MessageEvent:
-			return b.Source != event.SourceAgent
-		case *event.ObservationEvent:
-			return b.ToolName != tool.Finish && !isReplayed(b.ToolCallID)
-		case *event.AgentErrorEvent:
-			return !isReplayed(b.ToolCallID)
-		case *event.ActionEvent:
-			return true
-		}
-	}
-	return false
-}
+func (a *Agent) orphans() []*event.ActionEvent { return a.pending.actions() }
 
 // step makes one model call and carries out what the model asked for.
 func (a *Agent) step(ctx context.Context) error {
@@ -330,7 +283,7 @@ func (a *Agent) complete(ctx context.Context) (llm.Response, error) {
 	}
 	return a.o.LLM.Complete(ctx, llm.Request{
 		Model:     a.cfg.Model,
-		Messages:  a.prompt.messages(a.systemText(), a.view.extend(a.entries), a.view.gen, llm.AcceptsImages(a.cfg.Model)),
+		Messages:  a.prompt.messages(a.systemText(), a.view.items, a.view.gen, llm.AcceptsImages(a.cfg.Model)),
 		Tools:     a.specs,
 		MaxTokens: a.cfg.MaxTokens,
 	})
@@ -460,7 +413,7 @@ func (a *Agent) execute(ctx context.Context, c call, actionID string) error {
 	case tool.Think:
 		res = tool.ThinkResult(*c.args.(*tool.ThinkArgs))
 	case tool.TaskTracker:
-		_, res = tool.ApplyTaskTracker(a.tasks(), *c.args.(*tool.TaskTrackerArgs))
+		_, res = tool.ApplyTaskTracker(a.taskList, *c.args.(*tool.TaskTrackerArgs))
 	default:
 		if a.o.Tools == nil {
 			err = fmt.Errorf("%w: no executor", ErrUnavailable)
@@ -512,21 +465,6 @@ func (a *Agent) observation(c call, actionID string, res tool.Result) (event.Eve
 	}
 	ev.LLMText = res.Text
 	return ev, nil
-}
-
-// tasks returns the task list as the last task_tracker observation left it.
-func (a *Agent) tasks() []tool.TaskItem {
-	for i := len(a.entries) - 1; i >= 0; i-- {
-		o, ok := a.entries[i].body.(*event.ObservationEvent)
-		if !ok || o.ToolName != tool.TaskTracker {
-			continue
-		}
-		var obs tool.TaskTrackerObservation
-		if json.Unmarshal(o.Observation, &obs) == nil && !obs.IsError {
-			return obs.TaskList
-		}
-	}
-	return nil
 }
 
 // statsEvent records the usage so far, as OpenHands' stats state update.
@@ -678,25 +616,7 @@ func (a *Agent) refresh(ctx context.Context) error {
 		// event repeats (its conversation, kind and source) are held once.
 		ev.Body = nil
 		ev.ConversationID, ev.Kind, ev.Source = a.intern(ev.ConversationID), a.intern(ev.Kind), a.intern(ev.Source)
-		a.entries = append(a.entries, &entry{ev: ev, body: body})
-		a.lastSeq = max(a.lastSeq, ev.Seq)
-		if su, ok := body.(*event.StateUpdateEvent); ok {
-			switch su.Key {
-			case event.StateStats:
-				// The usage so far, which the loop keeps in Metrics: nothing reads it back.
-				su.Value = nil
-			case event.StateExecutionStatus:
-				var s Status
-				if json.Unmarshal(su.Value, &s) == nil {
-					a.status = s
-				}
-			case event.StateConfirmationPolicy:
-				var p confirm.Policy
-				if json.Unmarshal(su.Value, &p) == nil {
-					a.policy = p
-				}
-			}
-		}
+		a.add(&entry{ev: ev, body: body})
 	}
 	return nil
 }
@@ -717,15 +637,6 @@ func (a *Agent) intern(s string) string {
 
 // maxInterned bounds what intern holds: a conversation, a few dozen kinds and sources.
 const maxInterned = 64
-
-func (a *Agent) has(pred func(*entry) bool) bool {
-	for _, e := range a.entries {
-		if pred(e) {
-			return true
-		}
-	}
-	return false
-}
 
 func cmpOr(a, b string) string {
 	if a != "" {

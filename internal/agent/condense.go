@@ -33,7 +33,7 @@ const maxRendered = 4000
 // force is set (the model said the prompt is too long), whatever its size. A forced
 // condensation that finds nothing to forget is an error.
 func (a *Agent) condenseIfNeeded(ctx context.Context, force bool) error {
-	view := a.view.extend(a.entries)
+	view := a.view.items
 	limit := a.cfg.CondenserMaxEvents
 	if !force && (limit < 0 || len(view) <= limit) {
 		return nil

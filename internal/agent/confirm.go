@@ -61,7 +61,7 @@ func (a *Agent) mustConfirm(calls []call, risks []confirm.Risk) bool {
 // the run is the user's confirmation and they run, in order.
 func (a *Agent) answerPending(ctx context.Context) error {
 	pending := a.orphans()
-	if text, ok := a.messageAfter(pending); ok {
+	if text, ok := a.pending.messageAfter(); ok {
 		evs, err := Rejections(pending, text, a.o.NewID, a.o.Now())
 		if err != nil {
 			return err
@@ -88,29 +88,10 @@ func (a *Agent) answerPending(ctx context.Context) error {
 	return nil
 }
 
-// messageAfter returns the text of the first user message logged after the last pending action.
-func (a *Agent) messageAfter(pending []*event.ActionEvent) (string, bool) {
-	if len(pending) == 0 {
-		return "", false
-	}
-	last := pending[len(pending)-1].ID
-	after := false
-	for _, e := range a.entries {
-		if e.ev.ID == last {
-			after = true
-			continue
-		}
-		if m, ok := e.body.(*event.MessageEvent); ok && after && m.Source == event.SourceUser {
-			return strings.Join(m.Texts(), "\n"), true
-		}
-	}
-	return "", false
-}
-
 // PendingActions returns the actions of a conversation's log (all of it, in order) that have
 // no result: while the conversation waits for confirmation, those that wait.
 func PendingActions(evs []event.Event) ([]*event.ActionEvent, error) {
-	entries := make([]*entry, 0, len(evs))
+	var p pendingActions
 	for _, ev := range evs {
 		switch ev.Kind {
 		case event.KindAction, event.KindObservation, event.KindAgentError, event.KindUserReject:
@@ -121,9 +102,18 @@ func PendingActions(evs []event.Event) ([]*event.ActionEvent, error) {
 		if err != nil {
 			return nil, err
 		}
-		entries = append(entries, &entry{ev: ev, body: body})
+		switch b := body.(type) {
+		case *event.ActionEvent:
+			p.add(b)
+		case *event.ObservationEvent:
+			p.answered(b.ToolCallID)
+		case *event.AgentErrorEvent:
+			p.answered(b.ToolCallID)
+		case *event.UserRejectObservation:
+			p.answered(b.ToolCallID)
+		}
 	}
-	return orphans(entries), nil
+	return p.actions(), nil
 }
 
 // Rejections returns the events that reject the pending actions with the user's reason

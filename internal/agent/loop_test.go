@@ -421,36 +421,55 @@ func TestStepsReadTheLogOncePerAppend(t *testing.T) {
 	}
 }
 
-// TestLoopHoldsLittlePerEvent: what a running loop keeps of each event holds the strings
-// every event repeats once, and not the stats values, which it never reads back.
-func TestLoopHoldsLittlePerEvent(t *testing.T) {
-	r := newRig(t, 0,
-		llmtest.Calls(llmtest.Call("think", `{"thought":"one"}`)),
-		llmtest.Calls(llmtest.Call("finish", `{"message":"done"}`)),
-	)
+// TestLoopHoldsWhatTheModelSees: a long run holds, of its log, only the events its model
+// still sees (those since the last condensation) and the few the stuck detector looks at, not
+// its whole history, and no state update (the stats values it never reads back among them);
+// what it holds of each event keeps the strings every event repeats once.
+func TestLoopHoldsWhatTheModelSees(t *testing.T) {
+	const steps = 40
+	var script []llmtest.Step
+	for i := range steps {
+		script = append(script, llmtest.Calls(llmtest.Call("think", fmt.Sprintf(`{"thought":"step %d"}`, i))))
+	}
+	r := newRig(t, 0, append(script, llmtest.Calls(llmtest.Call("finish", `{"message":"done"}`)))...)
+	for range steps {
+		r.srv.Beside(llmtest.Text("DONE: some thinking."))
+	}
+	r.cfg.CondenserMaxEvents = 10
 	r.log.userSays(t, "go")
 	a := New(Options{Config: r.cfg, LLM: r.llm, Tools: r.tools, Log: r.log})
 	if st, err := a.Run(context.Background()); err != nil || st != StatusFinished {
 		t.Fatalf("run: %s, %v", st, err)
 	}
-	stats := 0
-	first := a.entries[0].ev
-	for _, e := range a.entries {
+	if n := len(r.log.all()); n < 3*steps {
+		t.Fatalf("the log has %d events, want at least %d", n, 3*steps)
+	}
+	held := map[*entry]bool{}
+	for _, it := range a.view.items {
+		if it.e != nil {
+			held[it.e] = true
+		}
+	}
+	for _, e := range a.stuck.window {
+		held[e] = true
+	}
+	if max := r.cfg.CondenserMaxEvents + stuckWindow; len(held) > max {
+		t.Fatalf("the loop holds %d events of its log, want at most %d", len(held), max)
+	}
+	var first *event.Event
+	for e := range held {
+		if first == nil {
+			first = &e.ev
+		}
 		if unsafe.StringData(e.ev.ConversationID) != unsafe.StringData(first.ConversationID) {
 			t.Errorf("event %s holds a copy of its conversation's id", e.ev.ID)
 		}
 		if e.ev.Kind == first.Kind && unsafe.StringData(e.ev.Kind) != unsafe.StringData(first.Kind) {
 			t.Errorf("event %s holds a copy of its kind", e.ev.ID)
 		}
-		if su, ok := e.body.(*event.StateUpdateEvent); ok && su.Key == event.StateStats {
-			stats++
-			if su.Value != nil {
-				t.Errorf("stats event %s keeps its value %s", e.ev.ID, su.Value)
-			}
+		if _, ok := e.body.(*event.StateUpdateEvent); ok {
+			t.Errorf("the loop holds the state update %s", e.ev.ID)
 		}
-	}
-	if stats != 2 {
-		t.Fatalf("%d stats events, want one per step", stats)
 	}
 	// The log itself is whole.
 	for _, e := range r.log.all() {

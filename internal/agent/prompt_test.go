@@ -70,20 +70,23 @@ func TestIncrementalPrompt(t *testing.T) {
 		var view viewState
 		var prompt promptState
 		for n := 0; n <= len(log); n++ {
+			if n > 0 {
+				view.add(log[n-1])
+			}
 			system := fmt.Sprintf("system %d", n/5) // changes now and then, as skills activate
-			got := prompt.messages(system, view.extend(log[:n]), view.gen, vision)
+			got := prompt.messages(system, view.items, view.gen, vision)
 			want := buildMessages(system, buildView(log[:n]), vision)
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("vision %v, after %d events:\n got %+v\nwant %+v", vision, n, got, want)
 			}
 			// A second call without new events gives the same again: the snapshot left the
 			// builder as it was.
-			if again := prompt.messages(system, view.extend(log[:n]), view.gen, vision); !reflect.DeepEqual(again, want) {
+			if again := prompt.messages(system, view.items, view.gen, vision); !reflect.DeepEqual(again, want) {
 				t.Fatalf("vision %v, after %d events, asked twice:\n got %+v\nwant %+v", vision, n, again, want)
 			}
 		}
 		// The image reached the prompt only for a model that takes images.
-		msgs := prompt.messages("system", view.extend(log), view.gen, vision)
+		msgs := prompt.messages("system", view.items, view.gen, vision)
 		last := msgs[len(msgs)-1]
 		if last.Role != llm.RoleTool || last.ToolCallID != "c7" || len(last.Parts) != 1+map[bool]int{false: 0, true: 1}[vision] {
 			t.Fatalf("vision %v: the screenshot's answer is %+v", vision, last)
@@ -92,9 +95,12 @@ func TestIncrementalPrompt(t *testing.T) {
 	// A prompt built without vision starts again when asked with it (the same model always
 	// asks the same way, but the state must not mix the two).
 	var view viewState
+	for _, e := range log {
+		view.add(e)
+	}
 	var prompt promptState
-	prompt.messages("system", view.extend(log), view.gen, false)
-	if got, want := prompt.messages("system", view.extend(log), view.gen, true), buildMessages("system", buildView(log), true); !reflect.DeepEqual(got, want) {
+	prompt.messages("system", view.items, view.gen, false)
+	if got, want := prompt.messages("system", view.items, view.gen, true), buildMessages("system", buildView(log), true); !reflect.DeepEqual(got, want) {
 		t.Fatalf("vision turned on:\n got %+v\nwant %+v", got, want)
 	}
 }

@@ -169,20 +169,7 @@ func (a *Agent) nextReplay() (int, bool) {
 	if len(a.cfg.Replay) == 0 {
 		return 0, false
 	}
-	next := 0
-	for _, e := range a.entries {
-		var resp string
-		switch b := e.body.(type) {
-		case *event.ActionEvent:
-			resp = b.LLMResponseID
-		case *event.MessageEvent:
-			resp = b.LLMResponseID
-		}
-		if n, err := strconv.Atoi(strings.TrimPrefix(resp, replayResponsePrefix)); err == nil && strings.HasPrefix(resp, replayResponsePrefix) {
-			next = max(next, n+1)
-		}
-	}
-	return next, next < len(a.cfg.Replay)
+	return a.replayNext, a.replayNext < len(a.cfg.Replay)
 }
 
 // replay executes recorded action n, recording it as if the model had asked for it.

@@ -2,8 +2,8 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentd/agentd/internal/event"
@@ -72,25 +72,10 @@ func (a *Agent) systemText() string {
 	if a.dynamic != "" {
 		text += "\n\n" + a.dynamic
 	}
-	if k := knowledgeContext(a.cfg.Skills, a.activatedSkills()); k != "" {
+	if k := knowledgeContext(a.cfg.Skills, a.activeSkills); k != "" {
 		text += "\n\n" + k
 	}
 	return text
-}
-
-// activatedSkills returns the names the log's last StateActivatedSkills update lists.
-func (a *Agent) activatedSkills() []string {
-	for i := len(a.entries) - 1; i >= 0; i-- {
-		su, ok := a.entries[i].body.(*event.StateUpdateEvent)
-		if !ok || su.Key != StateActivatedSkills {
-			continue
-		}
-		var names []string
-		if json.Unmarshal(su.Value, &names) == nil {
-			return names
-		}
-	}
-	return nil
 }
 
 // activateKnowledge looks at the user messages the loop has not looked at yet and records the
@@ -99,22 +84,15 @@ func (a *Agent) activateKnowledge(ctx context.Context) error {
 	if len(a.cfg.Skills) == 0 {
 		return nil
 	}
-	active := a.activatedSkills()
+	active := a.activeSkills
 	on := map[string]bool{}
 	for _, n := range active {
 		on[n] = true
 	}
 	var added []string
-	for _, e := range a.entries {
-		if e.ev.Seq <= a.skillsSeen {
-			continue
-		}
-		a.skillsSeen = e.ev.Seq
-		m, ok := e.body.(*event.MessageEvent)
-		if !ok || m.Source != event.SourceUser {
-			continue
-		}
-		text := strings.Join(m.Texts(), "\n")
+	texts := a.unscanned
+	a.unscanned = nil
+	for _, text := range texts {
 		for _, s := range a.cfg.Skills {
 			if !s.AlwaysOn() && !on[s.Name] && s.Match(text) != "" {
 				on[s.Name] = true
@@ -126,7 +104,7 @@ func (a *Agent) activateKnowledge(ctx context.Context) error {
 		return nil
 	}
 	a.log.Info("knowledge skills activated", "skills", strings.Join(added, ","))
-	ev, err := event.NewStateUpdate(a.o.NewID(), a.o.Now(), StateActivatedSkills, append(active, added...))
+	ev, err := event.NewStateUpdate(a.o.NewID(), a.o.Now(), StateActivatedSkills, slices.Concat(active, added))
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
-	"slices"
 
 	"github.com/agentd/agentd/internal/event"
 )
@@ -31,36 +30,50 @@ type pair struct {
 	error  bool
 }
 
-// detectStuck reads the log and says whether the agent is going round in circles.
-func detectStuck(log []*entry) verdict {
-	// From the end back to the user's last message: the last stuckWindow events that take
-	// part in the conversation, and whether the agent was nudged meanwhile. Read backwards,
-	// so that a step costs the window, not the log (a long run has one user message).
-	var window []*entry
-	nudged := false
-	for i := len(log) - 1; i >= 0; i-- {
-		e := log[i]
-		switch b := e.body.(type) {
-		case *event.MessageEvent:
-			if b.Source == event.SourceUser {
-				i = 0 // the window starts after it
-				continue
-			}
-			if b.Source == event.SourceEnvironment && len(b.Texts()) > 0 && b.Texts()[0] == nudgeRepeatedError {
-				nudged = true
-				continue
-			}
-			if len(window) < stuckWindow {
-				window = append(window, e)
-			}
-		case *event.ActionEvent, *event.ObservationEvent, *event.AgentErrorEvent, *event.UserRejectObservation:
-			if len(window) < stuckWindow {
-				window = append(window, e)
-			}
-		}
-	}
-	slices.Reverse(window)
+// stuckWatch follows the log for the detector: the last stuckWindow events that take part in
+// the conversation since the user's last message, and whether the agent was nudged since.
+type stuckWatch struct {
+	window []*entry
+	nudged bool
+}
 
+// add brings the watch up to e, the next event of the log.
+func (w *stuckWatch) add(e *entry) {
+	switch b := e.body.(type) {
+	case *event.MessageEvent:
+		if b.Source == event.SourceUser {
+			clear(w.window)
+			w.window, w.nudged = w.window[:0], false
+			return
+		}
+		if b.Source == event.SourceEnvironment && len(b.Texts()) > 0 && b.Texts()[0] == nudgeRepeatedError {
+			w.nudged = true
+			return
+		}
+	case *event.ActionEvent, *event.ObservationEvent, *event.AgentErrorEvent, *event.UserRejectObservation:
+	default:
+		return
+	}
+	if len(w.window) < stuckWindow {
+		w.window = append(w.window, e)
+		return
+	}
+	copy(w.window, w.window[1:])
+	w.window[len(w.window)-1] = e
+}
+
+// detectStuck reads a whole log and says whether the agent is going round in circles.
+func detectStuck(log []*entry) verdict {
+	var w stuckWatch
+	for _, e := range log {
+		w.add(e)
+	}
+	return w.verdict()
+}
+
+// verdict says whether the agent is going round in circles.
+func (w *stuckWatch) verdict() verdict {
+	window, nudged := w.window, w.nudged
 	if n := trailingAgentMessages(window); n >= stuckMonologue {
 		return verdict{reason: "The agent wrote several messages in a row without any reply from the user."}
 	}

@@ -51,54 +51,51 @@ func (it item) resultOf() string {
 // buildView applies the condensations of the log, in order, to its model-visible events.
 func buildView(log []*entry) []item {
 	var v viewState
-	return v.extend(log)
+	for _, e := range log {
+		v.add(e)
+	}
+	return v.items
 }
 
-// viewState is a view built incrementally: the model-visible events of log[:upTo] with the
-// condensations among them applied. A log only grows, so the view of a longer log is this
-// one extended by the new entries; only a condensation changes items already there, and it
-// counts in gen.
+// viewState is a view built incrementally: the model-visible events of the log read so far,
+// with the condensations among them applied. A log only grows, so the view of a longer log
+// is this one with the new events added; only a condensation changes items already there,
+// and it counts in gen. The items belong to the state: callers read them only.
 type viewState struct {
 	items []item
-	upTo  int
 	gen   int
 }
 
-// extend brings the view up to the end of log, which must begin with the entries it has
-// seen, and returns it. The items belong to the state: callers read them only.
-func (v *viewState) extend(log []*entry) []item {
-	for i := v.upTo; i < len(log); i++ {
-		e := log[i]
-		switch b := e.body.(type) {
-		case *event.MessageEvent, *event.ActionEvent, *event.ObservationEvent:
-			v.items = append(v.items, item{id: e.ev.ID, e: e})
-		case *event.AgentErrorEvent, *event.UserRejectObservation:
-			v.items = append(v.items, item{id: e.ev.ID, e: e})
-		case *event.Condensation:
-			forgotten := make(map[string]bool, len(b.ForgottenEventIDs))
-			for _, id := range b.ForgottenEventIDs {
-				forgotten[id] = true
-			}
-			// A new array: slices a caller still holds keep what they showed.
-			kept := make([]item, 0, len(v.items)+1)
-			for _, it := range v.items {
-				if !forgotten[it.id] {
-					kept = append(kept, it)
-				}
-			}
-			if b.Summary != nil {
-				at := 0
-				if b.SummaryOffset != nil {
-					at = min(max(*b.SummaryOffset, 0), len(kept))
-				}
-				kept = slices.Insert(kept, at, item{id: b.SummaryID(), text: *b.Summary})
-			}
-			v.items = kept
-			v.gen++
+// add brings the view up to e, the next event of the log.
+func (v *viewState) add(e *entry) {
+	switch b := e.body.(type) {
+	case *event.MessageEvent, *event.ActionEvent, *event.ObservationEvent:
+		v.items = append(v.items, item{id: e.ev.ID, e: e})
+	case *event.AgentErrorEvent, *event.UserRejectObservation:
+		v.items = append(v.items, item{id: e.ev.ID, e: e})
+	case *event.Condensation:
+		forgotten := make(map[string]bool, len(b.ForgottenEventIDs))
+		for _, id := range b.ForgottenEventIDs {
+			forgotten[id] = true
 		}
+		// A new array: slices a caller still holds keep what they showed, and the forgotten
+		// events are held no more.
+		kept := make([]item, 0, len(v.items)+1)
+		for _, it := range v.items {
+			if !forgotten[it.id] {
+				kept = append(kept, it)
+			}
+		}
+		if b.Summary != nil {
+			at := 0
+			if b.SummaryOffset != nil {
+				at = min(max(*b.SummaryOffset, 0), len(kept))
+			}
+			kept = slices.Insert(kept, at, item{id: b.SummaryID(), text: *b.Summary})
+		}
+		v.items = kept
+		v.gen++
 	}
-	v.upTo = len(log)
-	return v.items
 }
 
 // pendingAt returns, for every position i of the view (0..len), how many tool calls made
