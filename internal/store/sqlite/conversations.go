@@ -46,7 +46,7 @@ func (s *Store) CreateConversation(ctx context.Context, c conversation.Conversat
 			}
 		}
 		var err error
-		seqs, err = insertEvents(ctx, tx, evs)
+		seqs, err = s.insertEvents(ctx, tx, evs)
 		return err
 	})
 	if err != nil {
@@ -284,7 +284,7 @@ func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []e
 	var seqs []int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		seqs, err = recordEvents(ctx, tx, conversationID, evs, u)
+		seqs, err = s.recordEvents(ctx, tx, conversationID, evs, u)
 		return err
 	})
 	if err != nil {
@@ -297,7 +297,7 @@ func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []e
 }
 
 // recordEvents is RecordEvents inside a transaction; it returns the events' sequence numbers.
-func recordEvents(ctx context.Context, tx *sql.Tx, conversationID string, evs []event.Event, u conversation.StateUpdate) ([]int64, error) {
+func (s *Store) recordEvents(ctx context.Context, tx *sql.Tx, conversationID string, evs []event.Event, u conversation.StateUpdate) ([]int64, error) {
 	for i := range evs {
 		if err := adopt(&evs[i].ConversationID, conversationID, "event conversation"); err != nil {
 			return nil, err
@@ -322,7 +322,7 @@ func recordEvents(ctx context.Context, tx *sql.Tx, conversationID string, evs []
 		sets, args = append(sets, "updated_at = ?"), append(args, nanos(u.UpdatedAt))
 	}
 	if len(sets) > 0 {
-		res, err := tx.ExecContext(ctx, `UPDATE conversations SET `+strings.Join(sets, ", ")+` WHERE id = ?`,
+		res, err := s.w.execIn(ctx, tx, `UPDATE conversations SET `+strings.Join(sets, ", ")+` WHERE id = ?`,
 			append(args, conversationID)...)
 		if err != nil {
 			return nil, err
@@ -331,7 +331,7 @@ func recordEvents(ctx context.Context, tx *sql.Tx, conversationID string, evs []
 			return nil, err
 		}
 	}
-	return insertEvents(ctx, tx, evs)
+	return s.insertEvents(ctx, tx, evs)
 }
 
 func (s *Store) ConversationsByExecutionStatus(ctx context.Context, status string) ([]conversation.Conversation, error) {

@@ -26,7 +26,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	var seqs []int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		seqs, err = insertEvents(ctx, tx, evs)
+		seqs, err = s.insertEvents(ctx, tx, evs)
 		return err
 	})
 	if err != nil {
@@ -38,12 +38,12 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	return nil
 }
 
-// insertEvents inserts evs in order and returns their sequence numbers.
-func insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event) ([]int64, error) {
+// insertEvents inserts evs in order, in tx, and returns their sequence numbers.
+func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event) ([]int64, error) {
 	if len(evs) == 0 {
 		return nil, nil
 	}
-	stmt, err := tx.PrepareContext(ctx,
+	stmt, err := s.w.prepareIn(ctx, tx,
 		`INSERT INTO events (id, conversation_id, kind, source, ts, body, llm_text, owner_id)
 		VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT owner_id FROM conversations WHERE id = ?))`)
 	if err != nil {

@@ -79,10 +79,10 @@ func TestPragmas(t *testing.T) {
 		pragma string
 		want   string
 	}{
-		{s.w, "journal_mode", "wal"},
-		{s.w, "synchronous", "1"}, // NORMAL
-		{s.w, "foreign_keys", "1"},
-		{s.w, "busy_timeout", "10000"},
+		{s.w.DB, "journal_mode", "wal"},
+		{s.w.DB, "synchronous", "1"}, // NORMAL
+		{s.w.DB, "foreign_keys", "1"},
+		{s.w.DB, "busy_timeout", "10000"},
 		{s.r.DB, "foreign_keys", "1"},
 		{s.r.DB, "query_only", "1"},
 		{s.r.DB, "busy_timeout", "10000"},

@@ -101,7 +101,7 @@ func (s *Store) DeliverPendingMessages(ctx context.Context, conversationID strin
 			}
 		}
 		var err error
-		seqs, err = recordEvents(ctx, tx, conversationID, evs, u)
+		seqs, err = s.recordEvents(ctx, tx, conversationID, evs, u)
 		return err
 	})
 	if err != nil {

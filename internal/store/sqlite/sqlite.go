@@ -31,8 +31,9 @@ const busyTimeoutMillis = 10_000
 
 // Store is a store.Store kept in one SQLite database file. Safe for concurrent use.
 type Store struct {
-	w *sql.DB  // the only writer: one connection, IMMEDIATE transactions
-	r *readers // readers, query_only, with their statements prepared
+	w *pool // the only writer: one connection, IMMEDIATE transactions
+	r *pool // readers, query_only
+	// Both pools keep their statements prepared.
 	// one runs a single write statement outside a transaction (see autocommit).
 	one autocommit
 
@@ -89,7 +90,7 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
-	return &Store{w: w, r: newReaders(r), one: autocommit{w}}, nil
+	return &Store{w: newPool(w), r: newPool(r), one: autocommit{w}}, nil
 }
 
 // openWriter opens the single writing connection and switches the file to WAL.
@@ -184,7 +185,7 @@ func (s *Store) Close() error {
 // Ping reads from both connection pools: the readers, and the single writing connection,
 // which answers only once the write in progress, if any, is done.
 func (s *Store) Ping(ctx context.Context) error {
-	for _, db := range []*sql.DB{s.r.DB, s.w} {
+	for _, db := range []*sql.DB{s.r.DB, s.w.DB} {
 		var n int
 		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations").Scan(&n); err != nil {
 			return fmt.Errorf("ping sqlite store: %w", err)

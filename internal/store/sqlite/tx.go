@@ -30,9 +30,10 @@ func ignoreDone(err error) error {
 	return err
 }
 
-// write runs fn in a write transaction.
+// write runs fn in a write transaction, after preparing the statements earlier ones noted.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return inTx(ctx, s.w, fn)
+	s.w.prepareNoted(ctx)
+	return inTx(ctx, s.w.DB, fn)
 }
 
 // autocommit runs single statements on the writer outside a transaction. SQLite commits
