@@ -142,7 +142,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := sqlite.OpenWith(ctx, filepath.Join(cfg.DataDir, DBFile), sqlite.Options{Observer: m})
+	st, err := sqlite.OpenWith(ctx, filepath.Join(cfg.DataDir, DBFile), sqlite.Options{Observer: m, CacheBytes: cfg.SQLiteCacheBytes})
 	if err != nil {
 		return nil, err
 	}

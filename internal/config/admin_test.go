@@ -36,6 +36,38 @@ func TestAdminAddr(t *testing.T) {
 	}
 }
 
+func TestSQLiteCacheSize(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int64
+		err  string
+	}{
+		{name: "default", want: 4 << 20},
+		{name: "given", args: []string{"--sqlite-cache-size", "16MiB"}, want: 16 << 20},
+		{name: "environment", env: map[string]string{"AGENTD_SQLITE_CACHE_SIZE": "512KiB"}, want: 512 << 10},
+		{name: "off", args: []string{"--sqlite-cache-size", "off"}, err: "cannot be off"},
+		{name: "zero", args: []string{"--sqlite-cache-size", "0"}, err: "not a size"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load(tc.args, env(tc.env))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one saying %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.SQLiteCacheBytes != tc.want {
+				t.Fatalf("sqlite cache %d, want %d", c.SQLiteCacheBytes, tc.want)
+			}
+		})
+	}
+}
+
 func TestMemoryLimit(t *testing.T) {
 	for _, tc := range []struct {
 		name string

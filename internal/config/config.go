@@ -97,6 +97,8 @@ type Config struct {
 	// MemoryLimit is the Go runtime's soft memory limit in bytes (GOMEMLIMIT), which main
 	// sets; 0 means none.
 	MemoryLimit int64
+	// SQLiteCacheBytes is the page cache of the SQLite store, shared by its connections.
+	SQLiteCacheBytes int64
 	// StreamMaxSubscribers bounds the live streams (event sockets and SSE streams together)
 	// of one conversation; StreamBuffer is how many live events may wait for one stream
 	// before it is closed for falling behind; StreamHeartbeat is how often an idle stream
@@ -321,6 +323,14 @@ func Options() []Option {
 		{Flag: "memory-limit", Env: []string{"AGENTD_MEMORY_LIMIT", "GOMEMLIMIT"}, File: "memory_limit", Default: "96MiB",
 			Doc: "Soft limit of the server's Go memory (the runtime's GOMEMLIMIT), e.g. 96MiB or 1GiB; off for none. Near it the garbage collector runs more often and returns freed memory to the system sooner, so a burst of conversations does not leave the process large; it is not a hard cap: a server that needs more takes more, at the cost of more collection (at most about half a CPU). Raise it for a server that keeps many conversations running at once.",
 			set: func(c *Config, v string) error { return setBytes(&c.MemoryLimit, v) }},
+		{Flag: "sqlite-cache-size", Env: []string{"AGENTD_SQLITE_CACHE_SIZE"}, File: "sqlite_cache_size", Default: "4MiB",
+			Doc: "Page cache of the SQLite database, e.g. 4MiB, shared equally by its connections: one writer and a reader for each CPU (at least four). It is memory outside the Go heap and its limit (--memory-limit), and the process holds up to about twice it, as SQLite's allocator rounds each page up. Pages not in it are read from the operating system's file cache; a reader's pages last only until the next write.",
+			set: func(c *Config, v string) error {
+				if strings.TrimSpace(v) == "off" {
+					return fmt.Errorf("%q: the SQLite cache cannot be off; give a size such as 4MiB", v)
+				}
+				return setBytes(&c.SQLiteCacheBytes, v)
+			}},
 		{Flag: "conversation-titles", Env: []string{"AGENTD_CONVERSATION_TITLES"}, File: "conversation_titles", Default: "model",
 			Doc: "How a conversation the user did not name is named once its agent first runs: model (the conversation's own model writes a short title from the first message, as OpenHands does; the call is bounded to 30 s and 48 tokens, runs beside the agent, and its cost counts in the conversation's metrics; if it fails, the start of the message is the title), message (the start of the first message, no model call) or off (\"Conversation <id>\"). A title the user set is never replaced.",
 			set: func(c *Config, v string) error {

@@ -4,10 +4,10 @@
 package httpapi
 
 import (
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -80,10 +80,13 @@ type API struct {
 	handler http.Handler
 	// agentHandler serves the agent-server base.
 	agentHandler http.Handler
-	openapi      []byte
-	sockets      *sockets
-	keys         keyCache
-	ready        *readiness
+	// openapi builds the OpenAPI document on its first request: generating it walks every
+	// wire type and allocates several megabytes, which a server that is never asked for it
+	// should not pay at every start.
+	openapi func() ([]byte, error)
+	sockets *sockets
+	keys    keyCache
+	ready   *readiness
 	// decodedMetrics keeps the conversations' metrics as lately decoded (convert.go).
 	decodedMetrics metricsCache
 	// started and lastSeen (unix nanoseconds of the last request) answer /server_info.
@@ -91,7 +94,7 @@ type API struct {
 	lastSeen atomic.Int64
 }
 
-// New builds the API and its OpenAPI document.
+// New builds the API.
 func New(d Deps) (*API, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
@@ -118,11 +121,7 @@ func New(d Deps) (*API, error) {
 		ready:   &readiness{checks: d.Checks, now: d.Now, failing: map[string]bool{}},
 		started: d.Now().UTC()}
 	a.lastSeen.Store(a.started.UnixNano())
-	doc, err := OpenAPI()
-	if err != nil {
-		return nil, fmt.Errorf("build openapi document: %w", err)
-	}
-	a.openapi = doc
+	a.openapi = sync.OnceValues(OpenAPI)
 	mux := http.NewServeMux()
 	rts := a.routes()
 	for _, rt := range rts {

@@ -144,9 +144,13 @@ func checkMessage(name string, err error) string {
 }
 
 func (a *API) openAPI(w http.ResponseWriter, r *http.Request) error {
+	doc, err := a.openapi()
+	if err != nil {
+		return fmt.Errorf("build openapi document: %w", err)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	w.Write(a.openapi)
+	w.Write(doc)
 	return nil
 }
 

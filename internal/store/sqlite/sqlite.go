@@ -29,6 +29,12 @@ import (
 // busyTimeoutMillis bounds how long a connection waits for a lock held by another process.
 const busyTimeoutMillis = 10_000
 
+// DefaultCacheBytes is the page cache of a Store whose Options name none.
+const DefaultCacheBytes = 4 << 20
+
+// minCacheKiB is the least page cache a connection gets, whatever the budget: 16 pages.
+const minCacheKiB = 64
+
 // Store is a store.Store kept in one SQLite database file. Safe for concurrent use.
 type Store struct {
 	w *pool // the only writer: one connection, IMMEDIATE transactions
@@ -47,6 +53,13 @@ var _ store.Store = (*Store)(nil)
 type Options struct {
 	// Observer, when set, is told the time of every statement.
 	Observer QueryObserver
+	// CacheBytes is the page cache of the whole Store, shared equally by its connections
+	// (the writer and the readers), as SQLite counts it; 0 means DefaultCacheBytes. SQLite's
+	// default of 2,000 KiB for each connection would grow with the readers, whose number
+	// follows the CPUs, and the memory it holds is outside the Go heap and its limit. A
+	// reader's cache lasts only until the next write anyway (SQLite drops it when it sees
+	// that the file changed), so under load it helps within one query at most.
+	CacheBytes int64
 	// trace, when set, is told the text and arguments of every query (the readers' only),
 	// for tests of the query plans.
 	trace func(query string, args []driver.NamedValue)
@@ -69,7 +82,9 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	if err := registerFunctions(); err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: register functions: %w", path, err)
 	}
-	w, err := openWriter(ctx, abs, o.Observer)
+	n := max(4, runtime.GOMAXPROCS(0)) // readers
+	cacheKiB := cacheShare(o.CacheBytes, n+1)
+	w, err := openWriter(ctx, abs, cacheKiB, o.Observer)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
@@ -77,12 +92,11 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
-	r, err := openDB(dsn(abs, false), PoolRead, o.Observer, o.trace)
+	r, err := openDB(dsn(abs, false, cacheKiB), PoolRead, o.Observer, o.trace)
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
-	n := max(4, runtime.GOMAXPROCS(0))
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	if err := r.PingContext(ctx); err != nil {
@@ -93,9 +107,19 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	return &Store{w: newPool(w), r: newPool(r), one: autocommit{w}}, nil
 }
 
-// openWriter opens the single writing connection and switches the file to WAL.
-func openWriter(ctx context.Context, path string, obs QueryObserver) (*sql.DB, error) {
-	w, err := openDB(dsn(path, true), PoolWrite, obs, nil)
+// cacheShare is each of conns connections' page cache in KiB when they share budget bytes
+// (0: DefaultCacheBytes).
+func cacheShare(budget int64, conns int) int64 {
+	if budget <= 0 {
+		budget = DefaultCacheBytes
+	}
+	return max(minCacheKiB, budget>>10/int64(conns))
+}
+
+// openWriter opens the single writing connection, with a page cache of cacheKiB, and
+// switches the file to WAL.
+func openWriter(ctx context.Context, path string, cacheKiB int64, obs QueryObserver) (*sql.DB, error) {
+	w, err := openDB(dsn(path, true, cacheKiB), PoolWrite, obs, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -154,12 +178,14 @@ func enableWAL(ctx context.Context, w *sql.DB) error {
 	}
 }
 
-// dsn builds the driver's connection string. The path goes in a file: URI so that characters
-// such as '?' and '#' in it are escaped rather than read as URI syntax.
-func dsn(path string, writer bool) string {
+// dsn builds the driver's connection string, for connections with a page cache of cacheKiB.
+// The path goes in a file: URI so that characters such as '?' and '#' in it are escaped
+// rather than read as URI syntax.
+func dsn(path string, writer bool, cacheKiB int64) string {
 	q := url.Values{}
 	q.Set("_busy_timeout", fmt.Sprint(busyTimeoutMillis))
 	q.Set("_foreign_keys", "on")
+	q.Set("_pragma", fmt.Sprintf("cache_size(-%d)", cacheKiB)) // negative: in KiB, not pages
 	if writer {
 		q.Set("_synchronous", "NORMAL")
 		q.Set("_txlock", "immediate")
