@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"time"
 )
@@ -28,7 +29,11 @@ func benchMemoryCurve(ctx context.Context, o options, dataDir string, logw io.Wr
 	m := benchModel()
 	m.steps = max(o.events/3, 1) // each step writes its stats, its action and its observation
 	progress("memory curve: starting agentd serve in a process of its own")
-	p, err := startServeProcess(ctx, agentd, dataDir, logw)
+	var args []string
+	if o.memoryLimit != "" {
+		args = append(args, "--memory-limit", o.memoryLimit)
+	}
+	p, err := startServeProcess(ctx, agentd, dataDir, logw, args...)
 	if p != nil {
 		defer p.stop()
 	}
@@ -107,10 +112,25 @@ func benchMemoryCurve(ctx context.Context, o options, dataDir string, logw io.Wr
 		}
 		after = rss
 	}
+	if o.profileDir != "" {
+		// What the server still holds once they finished, and which goroutines remain.
+		for _, name := range []string{"heap", "goroutine"} {
+			if err := p.saveProfile(ctx, o.profileDir, "memory-curve-after", name); err != nil {
+				return nil, nil, err
+			}
+		}
+		if err := p.saveMetrics(ctx, filepath.Join(o.profileDir, "memory-curve-after.metrics.txt")); err != nil {
+			return nil, nil, err
+		}
+	}
 	rows = append(rows, row{figure: fmt.Sprintf("control-plane RSS after those %d conversations finished", len(taskIDs)),
 		agentd: float64(after), primitive: float64(base), unit: unitSize, baseline: "the same server idle before"})
-	notes := []string{fmt.Sprintf("memory curve: %d conversations of %d think steps each (a model answering in %v), all finished %.1f s after the first started; the server is `agentd serve` in a process of its own (process backend, its default soft memory limit, --memory-limit), whose RSS this is: the bench's clients and model run in the bench's process. Its RSS as anonymous + file-backed pages (the latter mostly its executable's): idle before %s, at the peak with %d running %s, after %s.",
-		len(taskIDs), m.steps, slowModel, took.Seconds(), baseSplit, o.curve[len(o.curve)-1], peakSplit, p.rssSplit())}
+	limitNote := "its default soft memory limit, --memory-limit"
+	if o.memoryLimit != "" {
+		limitNote = "--memory-limit " + o.memoryLimit
+	}
+	notes := []string{fmt.Sprintf("memory curve: %d conversations of %d think steps each (a model answering in %v), all finished %.1f s after the first started; the server is `agentd serve` in a process of its own (process backend, %s), whose RSS this is: the bench's clients and model run in the bench's process. Its RSS as anonymous + file-backed pages (the latter mostly its executable's): idle before %s, at the peak with %d running %s, after %s.",
+		len(taskIDs), m.steps, slowModel, took.Seconds(), limitNote, baseSplit, o.curve[len(o.curve)-1], peakSplit, p.rssSplit())}
 	return rows, notes, nil
 }
 

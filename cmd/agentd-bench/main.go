@@ -47,12 +47,14 @@ type options struct {
 	repoRounds    int
 	listingRows   []int
 	curve         []int
-	profileDir    string
-	only          map[string]bool
-	mcpCalls      int
-	streamRounds  int
-	idleRounds    int
-	idleWait      time.Duration
+	// memoryLimit, when set, is the --memory-limit of the memory curve's server.
+	memoryLimit  string
+	profileDir   string
+	only         map[string]bool
+	mcpCalls     int
+	streamRounds int
+	idleRounds   int
+	idleWait     time.Duration
 }
 
 // groups are the figures -only can pick, in the order they run.
@@ -76,9 +78,10 @@ func main() {
 	flag.IntVar(&o.events, "events", 500, "events per conversation of the memory figure")
 	flag.IntVar(&o.repoFiles, "repo-files", 3000, "files of the repository that conversations are started on")
 	flag.IntVar(&o.repoRounds, "repo-rounds", 10, "conversations on a repository to time")
+	flag.StringVar(&o.memoryLimit, "memory-limit", "", "--memory-limit of the memory curve's agentd serve (default: its own default)")
 	curve := flag.String("curve", "50,100,200", "comma-separated, growing numbers of conversations running at once for the memory curve")
 	listingRows := flag.String("listing-rows", "1000,100000", "comma-separated numbers of stored rows the listing figures run over")
-	flag.StringVar(&o.profileDir, "profile", "", "write CPU and heap profiles of the heaviest figures (the listing loads, the agent steps; the memory curve: its server's heap and allocations at the peak) into this directory")
+	flag.StringVar(&o.profileDir, "profile", "", "write CPU and heap profiles of the heaviest figures (the listing loads, the agent steps; the memory curve: its server's heap and allocations at the peak, its heap and goroutines after) into this directory")
 	only := flag.String("only", "", "comma-separated groups of figures to measure (default all): "+strings.Join(groups, ", "))
 	flag.IntVar(&o.mcpCalls, "mcp-calls", 500, "MCP tool calls to time per transport, through the tool router and directly")
 	flag.IntVar(&o.streamRounds, "stream-rounds", 200, "events to time on each kind and number of stream subscribers")

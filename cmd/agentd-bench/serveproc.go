@@ -193,6 +193,28 @@ func (p *serveProcess) saveProfile(ctx context.Context, dir, figure, name string
 	return f.Close()
 }
 
+// saveMetrics writes the server's /metrics, from its admin listener, into path: among them
+// the Go runtime's own counters of what its memory holds.
+func (p *serveProcess) saveMetrics(ctx context.Context, path string) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", p.adminURL+"/metrics", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("metrics: status %d", resp.StatusCode)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
 // stop ends the server as an operator does, with SIGTERM, and kills it if it has not exited
 // within a minute.
 func (p *serveProcess) stop() {
