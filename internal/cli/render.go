@@ -3,10 +3,9 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/agentd/agentd/internal/textdiff"
 	"io"
 	"strings"
-
-	"github.com/pmezard/go-difflib/difflib"
 )
 
 // The human rendering of a conversation's events: what the agent said and did, readably.
@@ -243,17 +242,12 @@ func (r *renderer) observation(e wireEvent) {
 // diff writes a file's change as a unified diff.
 func (r *renderer) diff(path, old, new string) {
 	st := r.st
-	ud := difflib.UnifiedDiff{A: lines(old), B: lines(new),
-		FromFile: "a" + path, ToFile: "b" + path, Context: 3}
+	from := "a" + path
 	if old == "" {
-		ud.FromFile = "/dev/null"
+		from = "/dev/null"
 	}
-	text, err := difflib.GetUnifiedDiffString(ud)
-	if err != nil || text == "" {
-		return
-	}
-	lines := clip(strings.Split(strings.TrimRight(text, "\n"), "\n"), 2*maxOutputLines)
-	for _, l := range lines {
+	unified := textdiff.Compare(old, new, maxDiffLines).Unified(from, "b"+path)
+	for _, l := range clip(unified, 2*maxOutputLines) {
 		switch {
 		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
 			l = st.bold(l)
@@ -268,11 +262,6 @@ func (r *renderer) diff(path, old, new string) {
 	}
 }
 
-// lines splits text into lines that keep their line ends, as the diff wants them.
-func lines(text string) []string {
-	ls := difflib.SplitLines(text)
-	if strings.HasSuffix(text, "\n") || text == "" {
-		ls = ls[:len(ls)-1] // SplitLines adds a line of its own after a final newline
-	}
-	return ls
-}
+// maxDiffLines bounds the lines of a change diff compares into hunks; clip then bounds what
+// is written.
+const maxDiffLines = 2000
