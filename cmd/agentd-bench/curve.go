@@ -80,7 +80,7 @@ func benchMemoryCurve(ctx context.Context, o options, dataDir string, logw io.Wr
 		if i == len(o.curve)-1 && o.profileDir != "" {
 			// What the server holds at the largest number: its heap profile (after a
 			// collection, as the runtime writes it) and its allocations so far.
-			for _, name := range []string{"heap", "allocs"} {
+			for _, name := range []string{"heap", "allocs", "goroutine"} {
 				if err := p.saveProfile(ctx, o.profileDir, "memory-curve", name); err != nil {
 					return nil, nil, err
 				}
