@@ -276,22 +276,20 @@ func (s *Store) DeleteConversation(ctx context.Context, ownerID, id string) erro
 	return nil
 }
 
-// RecordEvents appends and updates in one transaction; Seq is set on evs once it committed.
+// RecordEvents appends and updates in one transaction, shared with the appends of other
+// conversations that wait for the writer meanwhile (records.go); Seq is set on evs once it
+// committed.
 func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []event.Event, u conversation.StateUpdate) error {
 	if err := checkTimes(u.UpdatedAt); err != nil {
 		return fmt.Errorf("record events of conversation %s: %w", conversationID, err)
 	}
-	var seqs []int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		var err error
-		seqs, err = s.recordEvents(ctx, tx, conversationID, evs, u)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("record events of conversation %s: %w", conversationID, err)
+	r := &recordReq{ctx: ctx, conversationID: conversationID, evs: evs, u: u}
+	s.record(r)
+	if r.err != nil {
+		return fmt.Errorf("record events of conversation %s: %w", conversationID, r.err)
 	}
 	for i := range evs {
-		evs[i].Seq = seqs[i]
+		evs[i].Seq = r.seqs[i]
 	}
 	return nil
 }

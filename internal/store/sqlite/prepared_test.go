@@ -1,10 +1,13 @@
 package sqlite
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,4 +74,118 @@ func TestWritesRunPrepared(t *testing.T) {
 	if err != nil || len(evs) != 10 {
 		t.Fatalf("the log holds %d events (%v), want 10", len(evs), err)
 	}
+}
+
+// TestAppendsWaitingForTheWriterShareACommit: the appends that queue while the writer is busy
+// are written together in the next transaction, one commit for all; the one to a missing
+// conversation fails alone, the one whose context ended is refused, the others are stored.
+func TestAppendsWaitingForTheWriterShareACommit(t *testing.T) {
+	ctx := t.Context()
+	log := &commitLog{}
+	s, err := OpenWith(ctx, filepath.Join(t.TempDir(), "agentd.db"), Options{Observer: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Unix(1_700_000_000, 0).UTC()
+	if err := s.CreateUser(ctx, auth.User{ID: "u1", Name: "alice", CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"c1", "c2", "c3"} {
+		c := conversation.Conversation{ID: id, OwnerID: "u1", Version: conversation.V1, Title: id, CreatedAt: now, UpdatedAt: now}
+		if err := s.CreateConversation(ctx, c, conversation.StartTask{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendTo := func(ctx context.Context, conv string) error {
+		ev, err := event.NewStateUpdate("e-"+conv, now, event.StateExecutionStatus, "running")
+		if err != nil {
+			return err
+		}
+		return s.RecordEvents(ctx, conv, []event.Event{ev}, conversation.StateUpdate{ExecutionStatus: "running", UpdatedAt: now})
+	}
+
+	// The writer's only connection is busy: the first append leads, and waits for it.
+	blocker, err := s.w.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.reset()
+	results := map[string]chan error{}
+	start := func(ctx context.Context, conv string) {
+		ch := make(chan error, 1)
+		results[conv] = ch
+		go func() { ch <- appendTo(ctx, conv) }()
+	}
+	queued := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			s.records.mu.Lock()
+			got, writing := len(s.records.queue), s.records.writing
+			s.records.mu.Unlock()
+			if got == n && writing {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d appends queued, want %d", got, n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	start(ctx, "c1")
+	queued(0) // c1 leads, with its batch taken
+	start(ctx, "c2")
+	start(ctx, "missing")
+	canceled, cancel := context.WithCancel(ctx)
+	start(canceled, "c3")
+	queued(3)
+	cancel()
+	if err := blocker.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	for conv, want := range map[string]error{"c1": nil, "c2": nil, "missing": conversation.ErrNotFound, "c3": context.Canceled} {
+		if err := <-results[conv]; !errors.Is(err, want) || (want == nil && err != nil) {
+			t.Errorf("append to %s: %v, want %v", conv, err, want)
+		}
+	}
+	if n := log.commits(); n != 2 {
+		t.Errorf("%d commits, want 2: the first append's, then one for the three that waited", n)
+	}
+	for conv, want := range map[string]int{"c1": 1, "c2": 1, "c3": 0} {
+		evs, err := s.ConversationEvents(ctx, conv, 0)
+		if err != nil || len(evs) != want {
+			t.Errorf("conversation %s holds %d events (%v), want %d", conv, len(evs), err, want)
+		}
+	}
+	// The queue is free again.
+	if err := appendTo(ctx, "c3"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// commitLog counts the writer's commits.
+type commitLog struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (l *commitLog) ObserveQuery(pool, statement string, _ time.Duration, failed bool) {
+	if pool == PoolWrite && statement == "commit" && !failed {
+		l.mu.Lock()
+		l.n++
+		l.mu.Unlock()
+	}
+}
+
+func (l *commitLog) reset() {
+	l.mu.Lock()
+	l.n = 0
+	l.mu.Unlock()
+}
+
+func (l *commitLog) commits() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
 }

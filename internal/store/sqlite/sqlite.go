@@ -42,6 +42,8 @@ type Store struct {
 	// Both pools keep their statements prepared.
 	// one runs a single write statement outside a transaction (see autocommit).
 	one autocommit
+	// records queues the appends of RecordEvents for the writer (records.go).
+	records records
 
 	closeOnce sync.Once
 	closeErr  error
