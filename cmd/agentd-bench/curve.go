@@ -54,6 +54,10 @@ func benchMemoryCurve(ctx context.Context, o options, dataDir string, logw io.Wr
 	var rows []row
 	var taskIDs []string
 	baseSplit, peakSplit := p.rssSplit(), ""
+	cpuBefore, err := cpuOf(p.pid)
+	if err != nil {
+		return nil, nil, err
+	}
 	start := time.Now()
 	for i, n := range o.curve {
 		progress("memory curve: %d conversations running", n)
@@ -94,6 +98,10 @@ func benchMemoryCurve(ctx context.Context, o options, dataDir string, logw io.Wr
 		return nil, nil, err
 	}
 	took := time.Since(start)
+	cpuAfter, err := cpuOf(p.pid)
+	if err != nil {
+		return nil, nil, err
+	}
 	// Then the time the server takes to give back what it freed: until its RSS has not
 	// fallen by 1 MiB in 10 s (at most 60 s).
 	after, err := p.rss()
@@ -129,8 +137,8 @@ func benchMemoryCurve(ctx context.Context, o options, dataDir string, logw io.Wr
 	if o.memoryLimit != "" {
 		limitNote = "--memory-limit " + o.memoryLimit
 	}
-	notes := []string{fmt.Sprintf("memory curve: %d conversations of %d think steps each (a model answering in %v), all finished %.1f s after the first started; the server is `agentd serve` in a process of its own (process backend, %s), whose RSS this is: the bench's clients and model run in the bench's process. Its RSS as anonymous + file-backed pages (the latter mostly its executable's): idle before %s, at the peak with %d running %s, after %s.",
-		len(taskIDs), m.steps, slowModel, took.Seconds(), limitNote, baseSplit, o.curve[len(o.curve)-1], peakSplit, p.rssSplit())}
+	notes := []string{fmt.Sprintf("memory curve: %d conversations of %d think steps each (a model answering in %v), all finished %.1f s after the first started, the server having used %.1f s of CPU; the server is `agentd serve` in a process of its own (process backend, %s), whose RSS this is: the bench's clients and model run in the bench's process. Its RSS as anonymous + file-backed pages (the latter mostly its executable's): idle before %s, at the peak with %d running %s, after %s.",
+		len(taskIDs), m.steps, slowModel, took.Seconds(), (cpuAfter - cpuBefore).Seconds(), limitNote, baseSplit, o.curve[len(o.curve)-1], peakSplit, p.rssSplit())}
 	return rows, notes, nil
 }
 
