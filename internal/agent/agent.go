@@ -607,15 +607,16 @@ func (a *Agent) refresh(ctx context.Context) error {
 		return fmt.Errorf("load events: %w", err)
 	}
 	for _, ev := range evs {
+		// The few strings every event repeats (its conversation, kind and source) are held
+		// once; the decoded body shares them.
+		ev.ConversationID, ev.Kind, ev.Source = a.intern(ev.ConversationID), a.intern(ev.Kind), a.intern(ev.Source)
 		body, err := event.Decode(ev)
 		if err != nil {
 			return err
 		}
 		// The decoded body is what the loop reads; the raw JSON beside it would double what
-		// a long log holds in memory for as long as the loop runs. The few strings every
-		// event repeats (its conversation, kind and source) are held once.
+		// a long log holds in memory for as long as the loop runs.
 		ev.Body = nil
-		ev.ConversationID, ev.Kind, ev.Source = a.intern(ev.ConversationID), a.intern(ev.Kind), a.intern(ev.Source)
 		a.add(&entry{ev: ev, body: body})
 	}
 	return nil

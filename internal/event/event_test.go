@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 123456789, time.UTC)
@@ -76,6 +77,25 @@ func TestMessageTextsAndImagesRoundTrip(t *testing.T) {
 	}
 	if got := m.ImageURLs(); len(got) != 2 || got[1] != "data:image/png;base64,AAAA" {
 		t.Errorf("images %q", got)
+	}
+}
+
+// TestDecodedBodySharesTheEventsStrings: a decoded body holds its event's id, kind and
+// source, not copies of them.
+func TestDecodedBodySharesTheEventsStrings(t *testing.T) {
+	e, err := New("0d6f5c1e-7b3a-4c52-9a1d-2f0e8b7c6a51", t0, SourceAgent, &AgentErrorEvent{ToolName: "terminal", ToolCallID: "call_1", Error: "boom"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Decode(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ae := b.(*AgentErrorEvent)
+	for _, f := range []struct{ name, body, event string }{{"id", ae.ID, e.ID}, {"kind", ae.Kind, e.Kind}, {"source", ae.Source, e.Source}} {
+		if f.body != f.event || unsafe.StringData(f.body) != unsafe.StringData(f.event) {
+			t.Errorf("the body's %s %q is a copy of the event's %q", f.name, f.body, f.event)
+		}
 	}
 }
 

@@ -97,7 +97,20 @@ func Decode(e Event) (Body, error) {
 	if err := json.Unmarshal(e.Body, b); err != nil {
 		return nil, fmt.Errorf("decode event %s (%s): %w", e.ID, e.Kind, err)
 	}
+	// The body repeats the event's id, kind and source: it holds the event's strings rather
+	// than copies of its own, for those who keep many decoded bodies (an agent loop).
+	bb := b.base()
+	share(&bb.ID, e.ID)
+	share(&bb.Kind, e.Kind)
+	share(&bb.Source, e.Source)
 	return b, nil
+}
+
+// share makes *dst hold s when they are equal.
+func share(dst *string, s string) {
+	if *dst == s {
+		*dst = s
+	}
 }
 
 type unknown struct{ Base }
