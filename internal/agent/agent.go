@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unique"
 
 	"github.com/agentd/agentd/internal/confirm"
 	"github.com/agentd/agentd/internal/event"
@@ -19,10 +20,12 @@ import (
 // Agent runs one conversation's loop. It is not safe for concurrent use: the runner keeps at
 // most one Run per conversation.
 type Agent struct {
-	o      Options
-	cfg    Config
-	log    *slog.Logger
-	system string
+	o   Options
+	cfg Config
+	log *slog.Logger
+	// system is the system prompt, one copy for all the loops whose conversations started
+	// alike (it is several kilobytes, kept for as long as a loop runs).
+	system unique.Handle[string]
 	// dynamic is the per-conversation part of the system message: the always-on skills.
 	dynamic string
 	tools   toolset
@@ -66,7 +69,7 @@ func New(o Options) *Agent {
 	tools := toolset{extra: cfg.Tools}
 	return &Agent{
 		o: o, cfg: cfg, log: o.Logger,
-		system:   buildSystemPrompt(cfg.Workspace, cfg.Instructions) + repositorySection(cfg.Repository) + secretsSection(cfg.Secrets),
+		system:   unique.Make(buildSystemPrompt(cfg.Workspace, cfg.Instructions) + repositorySection(cfg.Repository) + secretsSection(cfg.Secrets)),
 		dynamic:  repoContext(cfg.Skills),
 		tools:    tools,
 		specs:    tools.specs(),
@@ -196,7 +199,7 @@ func (a *Agent) overBudget() (spent float64, over bool) {
 func (a *Agent) prepare(ctx context.Context) error {
 	var evs []event.Event
 	if !a.hasSystemPrompt {
-		sp := &event.SystemPromptEvent{SystemPrompt: event.Text(a.system), Tools: a.tools.definitions()}
+		sp := &event.SystemPromptEvent{SystemPrompt: event.Text(a.system.Value()), Tools: a.tools.definitions()}
 		if a.dynamic != "" {
 			dc := event.Text(a.dynamic)
 			sp.DynamicContext = &dc

@@ -68,7 +68,7 @@ func knowledgeContext(skills []skill.Skill, activated []string) string {
 // systemText is the system message of the next model call: the prompt, the always-on skills
 // and the knowledge skills activated so far.
 func (a *Agent) systemText() string {
-	text := a.system
+	text := a.system.Value()
 	if a.dynamic != "" {
 		text += "\n\n" + a.dynamic
 	}

@@ -3,7 +3,11 @@ package openai
 import (
 	"encoding/json"
 	"reflect"
+	"runtime"
+	"strings"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/agentd/agentd/internal/llm"
 )
@@ -91,5 +95,63 @@ func TestBodyIsTheSDKsEncoding(t *testing.T) {
 		if !reflect.DeepEqual(got, wantV) {
 			t.Fatalf("round %d: body\n%s\nwant the SDK's\n%s", round, body, want)
 		}
+	}
+}
+
+// TestClientsShareTheSystemMessagesJSON: clients that send the same system message keep one
+// copy of its JSON, and the shared copy is dropped once no client keeps it.
+func TestClientsShareTheSystemMessagesJSON(t *testing.T) {
+	system := "You are a test of shared system messages, " + strings.Repeat("long ", 100)
+	req := llm.Request{Messages: []llm.Message{
+		{Role: llm.RoleSystem, Parts: []llm.Part{llm.TextPart(system)}},
+		{Role: llm.RoleUser, Parts: []llm.Part{llm.TextPart("hi")}},
+	}}
+	systemJSONOf := func(c *client) json.RawMessage {
+		t.Helper()
+		if _, err := c.body(req); err != nil {
+			t.Fatal(err)
+		}
+		for _, es := range c.encoded.last {
+			for _, e := range es {
+				if e.msg.Role == llm.RoleSystem {
+					return e.json
+				}
+			}
+		}
+		t.Fatal("no system message kept")
+		return nil
+	}
+	newClient := func() *client {
+		c, err := New(llm.Config{Model: "gpt-4o", BaseURL: "http://127.0.0.1:1/v1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.(*client)
+	}
+	a, b := newClient(), newClient()
+	ja, jb := systemJSONOf(a), systemJSONOf(b)
+	if unsafe.SliceData(ja) != unsafe.SliceData(jb) {
+		t.Fatal("two clients keep their own copies of the same system message's JSON")
+	}
+	// A second request of one client keeps the shared copy.
+	if j := systemJSONOf(a); unsafe.SliceData(j) != unsafe.SliceData(ja) {
+		t.Fatal("a client's second request holds another copy")
+	}
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
+	a, b = nil, nil
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		runtime.GC()
+		systemJSON.mu.Lock()
+		_, held := systemJSON.byText[system]
+		systemJSON.mu.Unlock()
+		if !held {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the shared system message outlived every client that kept it")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"hash/maphash"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"weak"
 
 	"github.com/agentd/agentd/internal/llm"
 	sdk "github.com/openai/openai-go/v3"
@@ -259,6 +261,67 @@ type messageCache struct {
 	last map[uint64][]encodedMessage
 }
 
+// systemJSON holds the JSON of the system messages clients send, shared by them all:
+// conversations started alike send the same system message, several kilobytes, and each
+// client's messageCache would otherwise keep its own copy for as long as its loop runs. It
+// holds each only while some client's cache does (a weak pointer), so it keeps nothing of
+// conversations that ended.
+var systemJSON = sharedMessages{byText: map[string]weak.Pointer[sharedJSON]{}}
+
+// sharedJSON is the JSON of one message; caches hold it by pointer.
+type sharedJSON struct{ json json.RawMessage }
+
+// sharedMessages maps the text of single-part text messages to their JSON.
+type sharedMessages struct {
+	mu     sync.Mutex
+	byText map[string]weak.Pointer[sharedJSON]
+}
+
+// get returns the shared JSON of m, or nil.
+func (s *sharedMessages) get(m llm.Message) *sharedJSON {
+	text, ok := soleText(m)
+	if !ok {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byText[text].Value()
+}
+
+// put shares enc as the JSON of m, and returns what is shared.
+func (s *sharedMessages) put(m llm.Message, enc json.RawMessage) *sharedJSON {
+	sh := &sharedJSON{json: enc}
+	text, ok := soleText(m)
+	if !ok {
+		return sh
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if held := s.byText[text].Value(); held != nil {
+		return held
+	}
+	s.byText[text] = weak.Make(sh)
+	runtime.AddCleanup(sh, s.forget, text)
+	return sh
+}
+
+// forget drops the entry of text once its JSON is no longer held.
+func (s *sharedMessages) forget(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byText[text].Value() == nil {
+		delete(s.byText, text)
+	}
+}
+
+// soleText is the text of a message that is one text part and nothing else.
+func soleText(m llm.Message) (string, bool) {
+	if len(m.Parts) != 1 || m.Parts[0].Type != llm.PartText || len(m.ToolCalls) > 0 || m.ToolCallID != "" || m.Name != "" {
+		return "", false
+	}
+	return m.Parts[0].Text, true
+}
+
 // messageSeed seeds the hashes of every client's messageCache.
 var messageSeed = maphash.MakeSeed()
 
@@ -271,6 +334,8 @@ const (
 type encodedMessage struct {
 	msg  llm.Message
 	json json.RawMessage
+	// shared, for a system message, keeps its JSON shared (systemJSON) while this holds it.
+	shared *sharedJSON
 }
 
 // encode replaces each of msgs that stands for one message of req (from, as messages
@@ -298,10 +363,16 @@ func (c *messageCache) encode(req llm.Request, msgs []sdk.ChatCompletionMessageP
 		}
 		h := hashMessage(messageSeed, m)
 		var enc json.RawMessage
+		var shared *sharedJSON
 		for _, e := range last[h] {
 			if equalMessages(e.msg, m) {
-				enc = e.json
+				enc, shared = e.json, e.shared
 				break
+			}
+		}
+		if enc == nil && m.Role == llm.RoleSystem {
+			if shared = systemJSON.get(m); shared != nil {
+				enc = shared.json
 			}
 		}
 		if enc == nil {
@@ -310,8 +381,12 @@ func (c *messageCache) encode(req llm.Request, msgs []sdk.ChatCompletionMessageP
 				return nil, badRequest("message %d: %v", i, err)
 			}
 			enc = b
+			if m.Role == llm.RoleSystem {
+				shared = systemJSON.put(m, enc)
+				enc = shared.json
+			}
 		}
-		next[h] = append(next[h], encodedMessage{msg: m, json: enc})
+		next[h] = append(next[h], encodedMessage{msg: m, json: enc, shared: shared})
 		msgs[i] = param.Override[sdk.ChatCompletionMessageParamUnion](enc)
 		out[i] = enc
 	}
