@@ -170,49 +170,38 @@ func (p *serveProcess) saveProfile(ctx context.Context, dir, figure, name string
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, "GET", p.adminURL+"/debug/pprof/"+name, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("profile %s: %w", name, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("profile %s: status %d", name, resp.StatusCode)
-	}
-	f, err := os.Create(filepath.Join(dir, figure+"."+name+".pprof"))
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return p.saveAdmin(ctx, "/debug/pprof/"+name, filepath.Join(dir, figure+"."+name+".pprof"))
 }
 
 // saveMetrics writes the server's /metrics, from its admin listener, into path: among them
 // the Go runtime's own counters of what its memory holds.
 func (p *serveProcess) saveMetrics(ctx context.Context, path string) error {
-	req, err := http.NewRequestWithContext(ctx, "GET", p.adminURL+"/metrics", nil)
+	return p.saveAdmin(ctx, "/metrics", path)
+}
+
+// saveAdmin writes what the server's admin listener answers at route into path.
+func (p *serveProcess) saveAdmin(ctx context.Context, route, path string) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", p.adminURL+route, nil)
 	if err != nil {
 		return err
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("metrics: %w", err)
+		return fmt.Errorf("%s: %w", route, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("metrics: status %d", resp.StatusCode)
+		return fmt.Errorf("%s: status %d", route, resp.StatusCode)
 	}
-	b, err := io.ReadAll(resp.Body)
+	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("metrics: %w", err)
+		return err
 	}
-	return os.WriteFile(path, b, 0o644)
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", route, err)
+	}
+	return f.Close()
 }
 
 // stop ends the server as an operator does, with SIGTERM, and kills it if it has not exited

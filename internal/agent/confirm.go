@@ -102,16 +102,7 @@ func PendingActions(evs []event.Event) ([]*event.ActionEvent, error) {
 		if err != nil {
 			return nil, err
 		}
-		switch b := body.(type) {
-		case *event.ActionEvent:
-			p.add(b)
-		case *event.ObservationEvent:
-			p.answered(b.ToolCallID)
-		case *event.AgentErrorEvent:
-			p.answered(b.ToolCallID)
-		case *event.UserRejectObservation:
-			p.answered(b.ToolCallID)
-		}
+		p.follow(body)
 	}
 	return p.actions(), nil
 }

@@ -46,6 +46,7 @@ func (s *logState) add(e *entry) {
 	s.lastSeq = max(s.lastSeq, e.ev.Seq)
 	s.view.add(e)
 	s.stuck.add(e)
+	s.pending.follow(e.body)
 	switch b := e.body.(type) {
 	case *event.SystemPromptEvent:
 		s.hasSystemPrompt = true
@@ -62,10 +63,8 @@ func (s *logState) add(e *entry) {
 	case *event.ActionEvent:
 		s.agentsTurn = true
 		s.replayed(b.LLMResponseID)
-		s.pending.add(b)
 	case *event.ObservationEvent:
 		s.agentsTurn = b.ToolName != tool.Finish && !isReplayed(b.ToolCallID)
-		s.pending.answered(b.ToolCallID)
 		if b.ToolName == tool.TaskTracker {
 			var obs tool.TaskTrackerObservation
 			if json.Unmarshal(b.Observation, &obs) == nil && !obs.IsError {
@@ -74,9 +73,6 @@ func (s *logState) add(e *entry) {
 		}
 	case *event.AgentErrorEvent:
 		s.agentsTurn = !isReplayed(b.ToolCallID)
-		s.pending.answered(b.ToolCallID)
-	case *event.UserRejectObservation:
-		s.pending.answered(b.ToolCallID)
 	case *event.StateUpdateEvent:
 		switch b.Key {
 		case event.StateExecutionStatus:
@@ -122,8 +118,19 @@ type pendingAction struct {
 	ok    bool
 }
 
-func (p *pendingActions) add(act *event.ActionEvent) {
-	p.list = append(p.list, pendingAction{act: act})
+// follow brings the pending actions up to the next event of the log: an action waits until
+// a result answers its tool call.
+func (p *pendingActions) follow(b event.Body) {
+	switch b := b.(type) {
+	case *event.ActionEvent:
+		p.list = append(p.list, pendingAction{act: b})
+	case *event.ObservationEvent:
+		p.answered(b.ToolCallID)
+	case *event.AgentErrorEvent:
+		p.answered(b.ToolCallID)
+	case *event.UserRejectObservation:
+		p.answered(b.ToolCallID)
+	}
 }
 
 // answered drops the actions of the tool call callID: their result is recorded.

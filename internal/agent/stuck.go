@@ -62,15 +62,6 @@ func (w *stuckWatch) add(e *entry) {
 	w.window[len(w.window)-1] = e
 }
 
-// detectStuck reads a whole log and says whether the agent is going round in circles.
-func detectStuck(log []*entry) verdict {
-	var w stuckWatch
-	for _, e := range log {
-		w.add(e)
-	}
-	return w.verdict()
-}
-
 // verdict says whether the agent is going round in circles.
 func (w *stuckWatch) verdict() verdict {
 	window, nudged := w.window, w.nudged

@@ -186,3 +186,13 @@ func TestStatusTransitions(t *testing.T) {
 		t.Errorf("terminal statuses %v", terminal)
 	}
 }
+
+// detectStuck feeds a whole log to a stuckWatch, as the loop does event by event, and
+// returns its verdict.
+func detectStuck(log []*entry) verdict {
+	var w stuckWatch
+	for _, e := range log {
+		w.add(e)
+	}
+	return w.verdict()
+}

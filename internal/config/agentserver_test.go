@@ -1,9 +1,6 @@
 package config
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 func TestAgentServerAddr(t *testing.T) {
 	for _, tc := range []struct {
@@ -22,15 +19,9 @@ func TestAgentServerAddr(t *testing.T) {
 		{name: "the main address", args: []string{"--agent-server-addr", "127.0.0.1:3000"}, err: "the main server listens there"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := Load(tc.args, env(nil))
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one saying %q", err, tc.err)
-				}
+			c, ok := loadCase(t, tc.args, env(nil), tc.err)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if c.AgentServerAddr != tc.addr || c.AgentServerPublicURL != tc.url {
 				t.Fatalf("agent server %q at %q, want %q at %q", c.AgentServerAddr, c.AgentServerPublicURL, tc.addr, tc.url)

@@ -10,6 +10,24 @@ import (
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
+// loadCase loads a configuration from args and getenv for a table case. With wantErr, the
+// load must fail with an error that says it, and ok is false: the case is done. Otherwise
+// the load must succeed.
+func loadCase(t *testing.T, args []string, getenv func(string) string, wantErr string) (c Config, ok bool) {
+	t.Helper()
+	c, err := Load(args, getenv)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error %v, want one saying %q", err, wantErr)
+		}
+		return c, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, true
+}
+
 func TestDefaults(t *testing.T) {
 	c, err := Load(nil, env(nil))
 	if err != nil {

@@ -22,19 +22,7 @@ import (
 // waiting for the connection it holds.
 func TestWritesRunPrepared(t *testing.T) {
 	ctx := t.Context()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "agentd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	now := time.Unix(1_700_000_000, 0).UTC()
-	if err := s.CreateUser(ctx, auth.User{ID: "u1", Name: "alice", CreatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	c := conversation.Conversation{ID: "c1", OwnerID: "u1", Version: conversation.V1, Title: "t", CreatedAt: now, UpdatedAt: now}
-	if err := s.CreateConversation(ctx, c, conversation.StartTask{}, nil); err != nil {
-		t.Fatal(err)
-	}
+	s, now := storeWithConversations(t, Options{}, "c1")
 	appendOne := func(i int) {
 		t.Helper()
 		ev, err := event.NewStateUpdate(fmt.Sprintf("e%d", i), now, event.StateExecutionStatus, "running")
@@ -82,21 +70,7 @@ func TestWritesRunPrepared(t *testing.T) {
 func TestAppendsWaitingForTheWriterShareACommit(t *testing.T) {
 	ctx := t.Context()
 	log := &commitLog{}
-	s, err := OpenWith(ctx, filepath.Join(t.TempDir(), "agentd.db"), Options{Observer: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	now := time.Unix(1_700_000_000, 0).UTC()
-	if err := s.CreateUser(ctx, auth.User{ID: "u1", Name: "alice", CreatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"c1", "c2", "c3"} {
-		c := conversation.Conversation{ID: id, OwnerID: "u1", Version: conversation.V1, Title: id, CreatedAt: now, UpdatedAt: now}
-		if err := s.CreateConversation(ctx, c, conversation.StartTask{}, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, now := storeWithConversations(t, Options{Observer: log}, "c1", "c2", "c3")
 	appendTo := func(ctx context.Context, conv string) error {
 		ev, err := event.NewStateUpdate("e-"+conv, now, event.StateExecutionStatus, "running")
 		if err != nil {
@@ -188,4 +162,27 @@ func (l *commitLog) commits() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.n
+}
+
+// storeWithConversations opens a store in a new directory, closed when the test ends, with
+// one user and a conversation of each id; now is their creation time.
+func storeWithConversations(t *testing.T, o Options, ids ...string) (*Store, time.Time) {
+	t.Helper()
+	ctx := t.Context()
+	s, err := OpenWith(ctx, filepath.Join(t.TempDir(), "agentd.db"), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	now := time.Unix(1_700_000_000, 0).UTC()
+	if err := s.CreateUser(ctx, auth.User{ID: "u1", Name: "alice", CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		c := conversation.Conversation{ID: id, OwnerID: "u1", Version: conversation.V1, Title: id, CreatedAt: now, UpdatedAt: now}
+		if err := s.CreateConversation(ctx, c, conversation.StartTask{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, now
 }
