@@ -590,17 +590,23 @@ func (a *Agent) appendNew(ctx context.Context, mk func(id string, at time.Time) 
 	return a.append(ctx, ev)
 }
 
-// append stores evs and reads the log back, so that the local copy keeps the log's order
-// even when others appended meanwhile.
+// append stores evs and brings the local copy of the log up to them, so that it keeps the
+// log's order even when others appended meanwhile: when nothing was logged between the last
+// read and evs, evs as stored are all that is new; else the log is read back.
 func (a *Agent) append(ctx context.Context, evs ...event.Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
 	// Appends survive a cancelled run: what happened must be recorded.
-	if err := a.o.Log.Append(context.WithoutCancel(ctx), evs); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	prev, err := a.o.Log.Append(ctx, evs)
+	if err != nil {
 		return fmt.Errorf("append events: %w", err)
 	}
-	return a.refresh(context.WithoutCancel(ctx))
+	if prev != a.lastSeq {
+		return a.refresh(ctx)
+	}
+	return a.take(evs)
 }
 
 // refresh reads the events appended since the last read.
@@ -609,6 +615,11 @@ func (a *Agent) refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load events: %w", err)
 	}
+	return a.take(evs)
+}
+
+// take adds evs, the log's next events, to the local copy.
+func (a *Agent) take(evs []event.Event) error {
 	for _, ev := range evs {
 		// The few strings every event repeats (its conversation, kind and source) are held
 		// once; the decoded body shares them.

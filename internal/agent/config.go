@@ -88,7 +88,9 @@ type Log interface {
 	Load(ctx context.Context, afterSeq int64) ([]event.Event, error)
 	// Append stores evs durably and in order, in one transaction, before anyone sees them.
 	// State update events (execution_status, stats) are also applied to the conversation.
-	Append(ctx context.Context, evs []event.Event) error
+	// It sets each event's Seq and leaves evs as stored (secrets masked), and returns the
+	// Seq of the log's last event before them (0 for none).
+	Append(ctx context.Context, evs []event.Event) (prev int64, err error)
 }
 
 // Executor runs the tools that live in the sandbox, and those of Config.Tools. Run blocks until the tool answers,

@@ -43,9 +43,13 @@ func (l *memLog) Load(_ context.Context, after int64) ([]event.Event, error) {
 	return out, nil
 }
 
-func (l *memLog) Append(_ context.Context, evs []event.Event) error {
+func (l *memLog) Append(_ context.Context, evs []event.Event) (int64, error) {
 	l.mu.Lock()
 	l.appends++
+	var prev int64
+	if n := len(l.evs); n > 0 {
+		prev = l.evs[n-1].Seq
+	}
 	for i := range evs {
 		l.seq++
 		evs[i].Seq = l.seq
@@ -57,7 +61,7 @@ func (l *memLog) Append(_ context.Context, evs []event.Event) error {
 	if hook != nil {
 		hook(evs)
 	}
-	return nil
+	return prev, nil
 }
 
 // userSays appends a user message, as the conversation service does.

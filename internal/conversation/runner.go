@@ -306,15 +306,22 @@ func (l *runnerLog) Load(ctx context.Context, afterSeq int64) ([]event.Event, er
 	return l.s.o.Events.ConversationEvents(ctx, l.conv.ID, afterSeq)
 }
 
-func (l *runnerLog) Append(ctx context.Context, evs []event.Event) error {
-	return l.s.record(ctx, l.conv, evs)
+func (l *runnerLog) Append(ctx context.Context, evs []event.Event) (int64, error) {
+	return l.s.recordAfter(ctx, l.conv, evs)
 }
 
 // record masks the conversation's secrets in events, stores them, applying the state updates
 // among them to the conversation in the same transaction, then publishes them.
 func (s *Service) record(ctx context.Context, c Conversation, evs []event.Event) error {
+	_, err := s.recordAfter(ctx, c, evs)
+	return err
+}
+
+// recordAfter is record that also returns the Seq of the log's last event before evs
+// (Store.RecordEvents).
+func (s *Service) recordAfter(ctx context.Context, c Conversation, evs []event.Event) (prev int64, err error) {
 	if err := s.redact(ctx, c, evs); err != nil {
-		return fmt.Errorf("record events: %w", err)
+		return 0, fmt.Errorf("record events: %w", err)
 	}
 	u := StateUpdate{UpdatedAt: s.o.Now().UTC()}
 	for _, e := range evs {
@@ -323,7 +330,7 @@ func (s *Service) record(ctx context.Context, c Conversation, evs []event.Event)
 		}
 		var su event.StateUpdateEvent
 		if err := json.Unmarshal(e.Body, &su); err != nil {
-			return fmt.Errorf("record events: %w", err)
+			return 0, fmt.Errorf("record events: %w", err)
 		}
 		switch su.Key {
 		case event.StateExecutionStatus:
@@ -341,18 +348,22 @@ func (s *Service) record(ctx context.Context, c Conversation, evs []event.Event)
 		case event.StateConfirmationPolicy:
 			var p confirm.Policy
 			if err := json.Unmarshal(su.Value, &p); err != nil {
-				return fmt.Errorf("record events: %w", err)
+				return 0, fmt.Errorf("record events: %w", err)
 			}
 			u.ConfirmationPolicy = &p
 		}
 	}
-	if err := s.o.Bus.Record(c.ID, func() error { return s.o.Store.RecordEvents(ctx, c.ID, evs, u) }, evs); err != nil {
+	store := func() error {
+		prev, err = s.o.Store.RecordEvents(ctx, c.ID, evs, u)
 		return err
+	}
+	if err := s.o.Bus.Record(c.ID, store, evs); err != nil {
+		return 0, err
 	}
 	if u.ExecutionStatus != "" {
 		s.notifyRecorded(ctx, c, evs)
 	}
-	return nil
+	return prev, nil
 }
 
 // sandboxTools runs sandbox tools in the conversation's sandbox. While the sandbox is paused

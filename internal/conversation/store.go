@@ -51,9 +51,11 @@ type Store interface {
 	// such conversation.
 	AddPRNumber(ctx context.Context, ownerID, id string, number int, at time.Time) error
 	// RecordEvents appends evs to the conversation's log, as event.Store's AppendEvents does,
-	// and applies u to the conversation in the same transaction. ErrNotFound when the
-	// conversation does not exist.
-	RecordEvents(ctx context.Context, conversationID string, evs []event.Event, u StateUpdate) error
+	// and applies u to the conversation in the same transaction. It returns the Seq of the
+	// log's last event before evs (0 for none): a caller that had read up to it knows, with
+	// no read back, that evs are all that is new. ErrNotFound when the conversation does not
+	// exist.
+	RecordEvents(ctx context.Context, conversationID string, evs []event.Event, u StateUpdate) (prev int64, err error)
 	// ConversationsByExecutionStatus returns the conversations of every owner whose execution
 	// status is status, oldest first.
 	ConversationsByExecutionStatus(ctx context.Context, status string) ([]Conversation, error)

@@ -279,27 +279,32 @@ func (s *Store) DeleteConversation(ctx context.Context, ownerID, id string) erro
 // RecordEvents appends and updates in one transaction, shared with the appends of other
 // conversations that wait for the writer meanwhile (records.go); Seq is set on evs once it
 // committed.
-func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []event.Event, u conversation.StateUpdate) error {
+func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []event.Event, u conversation.StateUpdate) (int64, error) {
 	if err := checkTimes(u.UpdatedAt); err != nil {
-		return fmt.Errorf("record events of conversation %s: %w", conversationID, err)
+		return 0, fmt.Errorf("record events of conversation %s: %w", conversationID, err)
 	}
 	r := &recordReq{ctx: ctx, conversationID: conversationID, evs: evs, u: u}
 	s.record(r)
 	if r.err != nil {
-		return fmt.Errorf("record events of conversation %s: %w", conversationID, r.err)
+		return 0, fmt.Errorf("record events of conversation %s: %w", conversationID, r.err)
 	}
 	for i := range evs {
 		evs[i].Seq = r.seqs[i]
 	}
-	return nil
+	return r.prev, nil
 }
 
-// recordEvents is RecordEvents inside a transaction; it returns the events' sequence numbers.
-func (s *Store) recordEvents(ctx context.Context, tx *sql.Tx, conversationID string, evs []event.Event, u conversation.StateUpdate) ([]int64, error) {
+// recordEvents is RecordEvents inside a transaction; it returns the events' sequence numbers
+// and the Seq of the conversation's last event before them (0 for none).
+func (s *Store) recordEvents(ctx context.Context, tx *sql.Tx, conversationID string, evs []event.Event, u conversation.StateUpdate) (seqs []int64, prev int64, err error) {
 	for i := range evs {
 		if err := adopt(&evs[i].ConversationID, conversationID, "event conversation"); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
+	}
+	// One seek at the end of the conversation's part of events_conversation_seq.
+	if err := s.w.queryRowIn(ctx, tx, `SELECT coalesce(max(seq), 0) FROM events WHERE conversation_id = ?`, conversationID).Scan(&prev); err != nil {
+		return nil, 0, err
 	}
 	var sets []string
 	var args []any
@@ -312,7 +317,7 @@ func (s *Store) recordEvents(ctx context.Context, tx *sql.Tx, conversationID str
 	if u.ConfirmationPolicy != nil {
 		b, err := json.Marshal(*u.ConfirmationPolicy)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		sets, args = append(sets, "confirmation_policy = ?"), append(args, string(b))
 	}
@@ -323,13 +328,14 @@ func (s *Store) recordEvents(ctx context.Context, tx *sql.Tx, conversationID str
 		res, err := s.w.execIn(ctx, tx, `UPDATE conversations SET `+strings.Join(sets, ", ")+` WHERE id = ?`,
 			append(args, conversationID)...)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if err := mustAffect(res, conversation.ErrNotFound); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	return s.insertEvents(ctx, tx, evs)
+	seqs, err = s.insertEvents(ctx, tx, evs)
+	return seqs, prev, err
 }
 
 func (s *Store) ConversationsByExecutionStatus(ctx context.Context, status string) ([]conversation.Conversation, error) {

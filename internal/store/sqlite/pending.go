@@ -101,7 +101,7 @@ func (s *Store) DeliverPendingMessages(ctx context.Context, conversationID strin
 			}
 		}
 		var err error
-		seqs, err = s.recordEvents(ctx, tx, conversationID, evs, u)
+		seqs, _, err = s.recordEvents(ctx, tx, conversationID, evs, u)
 		return err
 	})
 	if err != nil {

@@ -77,6 +77,15 @@ func (r *pool) execIn(ctx context.Context, tx *sql.Tx, query string, args ...any
 	return tx.ExecContext(ctx, query, args...)
 }
 
+// queryRowIn runs a query of one row in tx, a transaction of this pool, from its prepared
+// statement.
+func (r *pool) queryRowIn(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	if st := r.cached(query); st != nil {
+		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return tx.QueryRowContext(ctx, query, args...)
+}
+
 // prepareIn returns query's prepared statement for use in tx, a transaction of this pool; the
 // caller closes it, and it is closed with the transaction anyway.
 func (r *pool) prepareIn(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {

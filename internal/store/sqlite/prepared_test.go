@@ -30,7 +30,7 @@ func TestWritesRunPrepared(t *testing.T) {
 			t.Fatal(err)
 		}
 		u := conversation.StateUpdate{ExecutionStatus: "running", Metrics: json.RawMessage(`{}`), UpdatedAt: now.Add(time.Duration(i))}
-		if err := s.RecordEvents(ctx, "c1", []event.Event{ev}, u); err != nil {
+		if _, err := s.RecordEvents(ctx, "c1", []event.Event{ev}, u); err != nil {
 			t.Fatalf("append %d: %v", i, err)
 		}
 	}
@@ -76,7 +76,8 @@ func TestAppendsWaitingForTheWriterShareACommit(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return s.RecordEvents(ctx, conv, []event.Event{ev}, conversation.StateUpdate{ExecutionStatus: "running", UpdatedAt: now})
+		_, err = s.RecordEvents(ctx, conv, []event.Event{ev}, conversation.StateUpdate{ExecutionStatus: "running", UpdatedAt: now})
+		return err
 	}
 
 	// The writer's only connection is busy: the first append leads, and waits for it.

@@ -38,6 +38,7 @@ type recordReq struct {
 	u              conversation.StateUpdate
 
 	seqs []int64
+	prev int64
 	err  error
 	// wake is closed once the request is written (done), or when it is to lead the queue.
 	wake chan struct{}
@@ -116,7 +117,7 @@ func (s *Store) writeRecords(batch []*recordReq) {
 			if _, err := s.w.execIn(ctx, tx, `SAVEPOINT record`); err != nil {
 				return err
 			}
-			r.seqs, r.err = s.recordEvents(ctx, tx, r.conversationID, r.evs, r.u)
+			r.seqs, r.prev, r.err = s.recordEvents(ctx, tx, r.conversationID, r.evs, r.u)
 			if r.err != nil {
 				r.seqs = nil
 				if _, err := s.w.execIn(ctx, tx, `ROLLBACK TO record`); err != nil {

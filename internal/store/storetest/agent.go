@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -12,6 +13,12 @@ import (
 	"github.com/agentd/agentd/internal/store"
 )
 
+// recordEvents is RecordEvents for the tests that do not look at the last event before evs.
+func recordEvents(s store.Store, ctx context.Context, conversationID string, evs []event.Event, u conversation.StateUpdate) error {
+	_, err := s.RecordEvents(ctx, conversationID, evs, u)
+	return err
+}
+
 // testRecordEvents: events and the agent's state on the conversation change together.
 func testRecordEvents(t *testing.T, s store.Store) {
 	ctx := t.Context()
@@ -22,10 +29,14 @@ func testRecordEvents(t *testing.T, s store.Store) {
 	obs.LLMText = "[Command finished with exit code 0]"
 	evs := []event.Event{obs, newEvent("", "e2", 2)}
 	metrics := json.RawMessage(`{"model_name": "model-a", "accumulated_cost": 1.25}`)
-	ok(t, "record events", s.RecordEvents(ctx, c.ID, evs, conversation.StateUpdate{
-		ExecutionStatus: "running", Metrics: metrics, UpdatedAt: at(5)}))
+	prev, err := s.RecordEvents(ctx, c.ID, evs, conversation.StateUpdate{
+		ExecutionStatus: "running", Metrics: metrics, UpdatedAt: at(5)})
+	ok(t, "record events", err)
 	if evs[0].Seq <= 0 || evs[1].Seq <= evs[0].Seq || evs[0].ConversationID != c.ID {
 		t.Fatalf("recorded events not numbered in order or not adopted: %+v", evs)
+	}
+	if prev != 0 {
+		t.Fatalf("first record: last event before it %d, want 0 (none)", prev)
 	}
 	got, err := s.GetConversation(ctx, ownerA, c.ID)
 	ok(t, "get conversation", err)
@@ -34,14 +45,22 @@ func testRecordEvents(t *testing.T, s store.Store) {
 
 	// The confirmation policy is kept whole; a later record without one leaves it.
 	medium := confirm.Policy{Kind: confirm.KindRisky, Threshold: confirm.Medium}
-	ok(t, "record policy", s.RecordEvents(ctx, c.ID, nil, conversation.StateUpdate{ConfirmationPolicy: &medium}))
+	ok(t, "record policy", recordEvents(s, ctx, c.ID, nil, conversation.StateUpdate{ConfirmationPolicy: &medium}))
 	c.ConfirmationPolicy = medium
 	got, err = s.GetConversation(ctx, ownerA, c.ID)
 	ok(t, "get conversation", err)
 	equal(t, "conversation after the policy", got, view(c, task))
 
-	// Zero fields leave the conversation as it is.
-	ok(t, "record without update", s.RecordEvents(ctx, c.ID, []event.Event{newEvent("", "e3", 3)}, conversation.StateUpdate{}))
+	// Zero fields leave the conversation as it is. The last event before this one is e2,
+	// whatever other conversations logged since.
+	other := newConversation(ownerA, "conv-other", 2)
+	createConversation(t, s, other)
+	ok(t, "record to another conversation", recordEvents(s, ctx, other.ID, []event.Event{newEvent("", "e-other", 3)}, conversation.StateUpdate{}))
+	prev, err = s.RecordEvents(ctx, c.ID, []event.Event{newEvent("", "e3", 3)}, conversation.StateUpdate{})
+	ok(t, "record without update", err)
+	if prev != evs[1].Seq {
+		t.Fatalf("last event before e3: %d, want e2's %d", prev, evs[1].Seq)
+	}
 	got, err = s.GetConversation(ctx, ownerA, c.ID)
 	ok(t, "get conversation", err)
 	equal(t, "conversation after plain record", got, view(c, task))
@@ -61,13 +80,13 @@ func testRecordEvents(t *testing.T, s store.Store) {
 		t.Fatalf("events of a missing conversation: %v", none)
 	}
 
-	is(t, "record to a missing conversation", s.RecordEvents(ctx, "conv-missing",
+	is(t, "record to a missing conversation", recordEvents(s, ctx, "conv-missing",
 		[]event.Event{newEvent("", "e-lost", 4)}, conversation.StateUpdate{ExecutionStatus: "idle"}), conversation.ErrNotFound)
-	is(t, "update a missing conversation", s.RecordEvents(ctx, "conv-missing", nil,
+	is(t, "update a missing conversation", recordEvents(s, ctx, "conv-missing", nil,
 		conversation.StateUpdate{ExecutionStatus: "idle"}), conversation.ErrNotFound)
 
 	// A failed append changes nothing: an event id is used twice.
-	err = s.RecordEvents(ctx, c.ID, []event.Event{newEvent("", "e4", 4), newEvent("", "e1", 5)},
+	err = recordEvents(s, ctx, c.ID, []event.Event{newEvent("", "e4", 4), newEvent("", "e1", 5)},
 		conversation.StateUpdate{ExecutionStatus: "finished"})
 	if err == nil {
 		t.Fatal("record with a duplicate event id succeeded")
@@ -94,7 +113,7 @@ func testExecutionStatusQueries(t *testing.T, s store.Store) {
 		}
 		c := newConversation(owner, fmt.Sprintf("conv-%d", i), i)
 		createConversation(t, s, c)
-		ok(t, "set status", s.RecordEvents(ctx, c.ID, nil, conversation.StateUpdate{ExecutionStatus: status}))
+		ok(t, "set status", recordEvents(s, ctx, c.ID, nil, conversation.StateUpdate{ExecutionStatus: status}))
 	}
 	c := newConversation(ownerB, "conv-created-running", 9)
 	c.ExecutionStatus = "running"

@@ -37,7 +37,7 @@ func testCounts(t *testing.T, s store.Store) {
 		cv := newConversation(owner, fmt.Sprintf("conv-%d", i), i)
 		createConversation(t, s, cv)
 		if st != "" {
-			ok(t, "set status", s.RecordEvents(ctx, cv.ID, nil, conversation.StateUpdate{ExecutionStatus: st}))
+			ok(t, "set status", recordEvents(s, ctx, cv.ID, nil, conversation.StateUpdate{ExecutionStatus: st}))
 		}
 	}
 	c, err = s.Counts(ctx)
