@@ -44,6 +44,8 @@ type Store struct {
 	one autocommit
 	// records queues the appends of RecordEvents for the writer (records.go).
 	records records
+	// ckpt checkpoints the WAL beside the writer (checkpoint.go).
+	ckpt *checkpointer
 
 	closeOnce sync.Once
 	closeErr  error
@@ -106,7 +108,10 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
-	return &Store{w: newPool(w), r: newPool(r), one: autocommit{w}}, nil
+	s := &Store{w: newPool(w), r: newPool(r), ckpt: newCheckpointer()}
+	s.one = autocommit{w, s.ckpt}
+	go s.ckpt.run(s.r)
+	return s, nil
 }
 
 // cacheShare is each of conns connections' page cache in KiB when they share budget bytes
@@ -189,6 +194,8 @@ func dsn(path string, writer bool, cacheKiB int64) string {
 	q.Set("_foreign_keys", "on")
 	q.Set("_pragma", fmt.Sprintf("cache_size(-%d)", cacheKiB)) // negative: in KiB, not pages
 	if writer {
+		// The checkpointer checkpoints, not the commits (checkpoint.go).
+		q.Add("_pragma", "wal_autocheckpoint(0)")
 		q.Set("_synchronous", "NORMAL")
 		q.Set("_txlock", "immediate")
 	} else {
@@ -202,6 +209,7 @@ func dsn(path string, writer bool, cacheKiB int64) string {
 // call's result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.ckpt.close()
 		s.closeErr = errors.Join(s.r.Close(), s.w.Close())
 		if s.closeErr != nil {
 			s.closeErr = fmt.Errorf("close sqlite store: %w", s.closeErr)

@@ -33,7 +33,11 @@ func ignoreDone(err error) error {
 // write runs fn in a write transaction, after preparing the statements earlier ones noted.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	s.w.prepareNoted(ctx)
-	return inTx(ctx, s.w.DB, fn)
+	if err := inTx(ctx, s.w.DB, fn); err != nil {
+		return err
+	}
+	s.ckpt.committed()
+	return nil
 }
 
 // autocommit runs single statements on the writer outside a transaction. SQLite commits
@@ -41,13 +45,20 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // statement's error even when it took effect. A statement that begins therefore runs to its
 // end whatever ctx does, so that a write reported as failed never took effect (a caller that
 // saw an error, say at shutdown, must not find the row there afterwards).
-type autocommit struct{ db *sql.DB }
+type autocommit struct {
+	db   *sql.DB
+	ckpt *checkpointer
+}
 
 func (a autocommit) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return a.db.ExecContext(context.WithoutCancel(ctx), query, args...)
+	res, err := a.db.ExecContext(context.WithoutCancel(ctx), query, args...)
+	if err == nil {
+		a.ckpt.committed()
+	}
+	return res, err
 }
 
 // queryer is what both the pools and a transaction offer, so a read can run in either.
