@@ -287,7 +287,14 @@ func New(ctx context.Context, o Options) (*App, error) {
 	// sandboxes and the store, which its channels use.
 	a.closers = append(a.closers, func() error { git.Close(); return nil })
 	// The memory a burst of conversations freed goes back to the system once they stopped.
-	returner := newMemoryReturner(returnMemoryAfter, func() bool { return a.Conversations.Busy() })
+	returner := newMemoryReturner(returnMemoryAfter, func() bool { return a.Conversations.Busy() },
+		llm.CloseIdleConnections, urls.CloseIdleConnections, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := st.ReleaseMemory(ctx); err != nil {
+				log.Warn("release memory", "err", err)
+			}
+		})
 	a.Conversations = conversation.NewService(conversation.Options{
 		Store: st, Sandboxes: a.Sandboxes, Sealer: keyring, Logger: log,
 		StartTimeout: cfg.SandboxStartTimeout,

@@ -15,8 +15,10 @@ const returnMemoryAfter = 5 * time.Second
 // once they stop, Go's scavenger returns the freed pages only slowly and only down to about
 // the goal of the last collection, which ran while they were busy, so an idle server would
 // stay at its peak for minutes. So each time the service becomes idle, and stays idle for
-// after, the returner collects and returns the free heap (debug.FreeOSMemory): one full
-// collection per burst, none while anything runs.
+// after, the returner closes the idle connections the burst left (to model providers: up to
+// one per conversation that was calling at once, each with its buffers and two goroutines,
+// kept for the next calls for up to 90 s) and collects and returns the free heap
+// (debug.FreeOSMemory): one full collection per burst, none while anything runs.
 type memoryReturner struct {
 	after time.Duration
 	busy  func() bool
@@ -26,8 +28,15 @@ type memoryReturner struct {
 	timer *time.Timer
 }
 
-func newMemoryReturner(after time.Duration, busy func() bool) *memoryReturner {
-	return &memoryReturner{after: after, busy: busy, free: debug.FreeOSMemory}
+// newMemoryReturner returns a returner that, once idle for after, runs each of release (that
+// closes idle connections) and then returns the free heap.
+func newMemoryReturner(after time.Duration, busy func() bool, release ...func()) *memoryReturner {
+	return &memoryReturner{after: after, busy: busy, free: func() {
+		for _, r := range release {
+			r()
+		}
+		debug.FreeOSMemory()
+	}}
 }
 
 // idle notes that the service has just become idle: the return follows after r.after unless

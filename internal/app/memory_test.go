@@ -3,6 +3,7 @@ package app
 import (
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestMemoryReturnerWaitsForIdle: the free memory is returned once the service became idle
@@ -41,5 +42,19 @@ func TestMemoryReturnerWaitsForIdle(t *testing.T) {
 	<-freed
 	if n := len(freed); n != 0 {
 		t.Fatalf("%d returns more than the two idle periods", n)
+	}
+}
+
+// TestMemoryReturnerReleases: the returner closes what it was given to release (the idle
+// connections) before it returns the free heap.
+func TestMemoryReturnerReleases(t *testing.T) {
+	released := make(chan struct{}, 1)
+	r := newMemoryReturner(0, func() bool { return false }, func() { released <- struct{}{} })
+	defer r.stop()
+	r.idle()
+	select {
+	case <-released:
+	case <-time.After(time.Minute):
+		t.Fatal("nothing was released")
 	}
 }

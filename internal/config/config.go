@@ -324,7 +324,7 @@ func Options() []Option {
 			Doc: "Soft limit of the server's Go memory (the runtime's GOMEMLIMIT), e.g. 96MiB or 1GiB; off for none. Near it the garbage collector runs more often and returns freed memory to the system sooner, so a burst of conversations does not leave the process large; it is not a hard cap: a server that needs more takes more, at the cost of more collection (at most about half a CPU). Raise it for a server that keeps many conversations running at once.",
 			set: func(c *Config, v string) error { return setBytes(&c.MemoryLimit, v) }},
 		{Flag: "sqlite-cache-size", Env: []string{"AGENTD_SQLITE_CACHE_SIZE"}, File: "sqlite_cache_size", Default: "4MiB",
-			Doc: "Page cache of the SQLite database, e.g. 4MiB, shared equally by its connections: one writer and a reader for each CPU (at least four). It is memory outside the Go heap and its limit (--memory-limit), and the process holds up to about twice it, as SQLite's allocator rounds each page up. Pages not in it are read from the operating system's file cache; a reader's pages last only until the next write.",
+			Doc: "Page cache of the SQLite database, e.g. 4MiB, shared equally by its connections: one writer and a reader for each CPU (at least four). It is memory outside the Go heap and its limit (--memory-limit), and the process holds up to about twice it, as SQLite's allocator rounds each page up; the caches are emptied once no conversation has run for 5 s. Pages not in it are read from the operating system's file cache; a reader's pages last only until the next write.",
 			set: func(c *Config, v string) error {
 				if strings.TrimSpace(v) == "off" {
 					return fmt.Errorf("%q: the SQLite cache cannot be off; give a size such as 4MiB", v)

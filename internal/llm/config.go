@@ -65,6 +65,10 @@ var transport = func() *http.Transport {
 
 var defaultClient = &http.Client{Transport: transport}
 
+// CloseIdleConnections closes the connections to providers that no call is using, which the
+// server-wide transport keeps for the next calls.
+func CloseIdleConnections() { transport.CloseIdleConnections() }
+
 // routingPrefixes are the "provider/" prefixes Resolve strips, and the provider each names.
 var routingPrefixes = []struct{ prefix, provider string }{
 	{"anthropic/", ProviderAnthropic},

@@ -73,6 +73,12 @@ func (p *Policy) Client(admin bool) *http.Client {
 	return p.guarded
 }
 
+// CloseIdleConnections closes the connections of both clients that no request is using.
+func (p *Policy) CloseIdleConnections() {
+	p.open.CloseIdleConnections()
+	p.guarded.CloseIdleConnections()
+}
+
 // Check returns a *RefusedError when addr is internal and the allow-list admits neither it
 // nor host, the name it was resolved from ("" when the address was given as such).
 func (p *Policy) Check(host string, addr netip.Addr) error {

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestCacheShared checks that the store's page cache budget is shared out among all its
@@ -58,4 +60,54 @@ func cacheSize(t *testing.T, q interface {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// pragmaLog counts the PRAGMA statements of each pool.
+type pragmaLog struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (l *pragmaLog) ObserveQuery(pool, statement string, _ time.Duration, failed bool) {
+	if statement == "pragma" && !failed {
+		l.mu.Lock()
+		l.n[pool]++
+		l.mu.Unlock()
+	}
+}
+
+// TestReleaseMemoryShrinksEveryConnection: ReleaseMemory empties the page cache of each
+// connection open, once: the readers the pool holds and the writer.
+func TestReleaseMemoryShrinksEveryConnection(t *testing.T) {
+	ctx := t.Context()
+	log := &pragmaLog{n: map[string]int{}}
+	s, _ := storeWithConversations(t, Options{Observer: log}, "c1", "c2")
+	// Three readers open at once.
+	var conns []*sql.Conn
+	for range 3 {
+		c, err := s.r.DB.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		var n int
+		if err := c.QueryRowContext(ctx, "SELECT count(*) FROM conversations").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	readers := s.r.DB.Stats().OpenConnections
+	log.mu.Lock()
+	clear(log.n)
+	log.mu.Unlock()
+	if err := s.ReleaseMemory(ctx); err != nil {
+		t.Fatal(err)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if readers < 3 || log.n[PoolRead] != readers || log.n[PoolWrite] != 1 {
+		t.Fatalf("shrank %d readers of %d open and %d writers, want each once", log.n[PoolRead], readers, log.n[PoolWrite])
+	}
 }
