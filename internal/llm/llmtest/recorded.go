@@ -15,8 +15,10 @@ type RecordedRequest struct {
 	Header       http.Header
 	// APIKey is the credential received: the Bearer token (OpenAI) or x-api-key (Anthropic).
 	APIKey string
-	// Body is the request body as received.
-	Body []byte
+	// Body is the request body as received, and ContentLength its length as the request
+	// announced it (-1 when it did not, as with a chunked body).
+	Body          []byte
+	ContentLength int64
 
 	Model string
 	// System is the system text: Anthropic's system field, or the text of OpenAI's system

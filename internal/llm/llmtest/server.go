@@ -141,7 +141,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.proto.fail(w, ErrorReply{Status: http.StatusBadRequest, Message: "llmtest: " + err.Error()})
 		return
 	}
-	rec.Method, rec.Path, rec.Header, rec.Body = r.Method, r.URL.Path, r.Header.Clone(), body
+	rec.Method, rec.Path, rec.Header, rec.Body, rec.ContentLength = r.Method, r.URL.Path, r.Header.Clone(), body, r.ContentLength
 	rec.APIKey = s.proto.apiKey(r)
 
 	step, n, refusal := s.next(rec)

@@ -73,7 +73,8 @@ func (c *client) Complete(ctx context.Context, req llm.Request) (llm.Response, e
 	}
 	var httpResp *http.Response
 	out, err := c.chat.New(ctx, sdk.ChatCompletionNewParams{},
-		option.WithRequestBody("application/json", body), option.WithResponseInto(&httpResp))
+		option.WithRequestBody("application/json", body.reader()), option.WithMiddleware(body.sized),
+		option.WithResponseInto(&httpResp))
 	if err != nil {
 		var apiErr *sdk.Error
 		if errors.As(err, &apiErr) && apiErr.Response != nil {

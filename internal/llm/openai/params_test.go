@@ -1,7 +1,9 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"reflect"
 	"runtime"
 	"strings"
@@ -68,9 +70,13 @@ func TestBodyIsTheSDKsEncoding(t *testing.T) {
 		Temperature: &temp,
 	}
 	for round := range 2 {
-		body, err := c.body(req)
+		b, err := c.body(req)
 		if err != nil {
 			t.Fatal(err)
+		}
+		body, err := io.ReadAll(b.reader())
+		if err != nil || int64(len(body)) != b.size || !bytes.Equal(body, joined(b.pieces)) {
+			t.Fatalf("round %d: read %d bytes (%v) of a body of %d", round, len(body), err, b.size)
 		}
 		if !json.Valid(body) {
 			t.Fatalf("round %d: body is not JSON: %s", round, body)
@@ -154,4 +160,13 @@ func TestClientsShareTheSystemMessagesJSON(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// joined is the pieces in one slice.
+func joined(pieces [][]byte) []byte {
+	var out []byte
+	for _, p := range pieces {
+		out = append(out, p...)
+	}
+	return out
 }

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"io"
 	"maps"
+	"net"
+	"net/http"
 	"runtime"
 	"slices"
 	"strings"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/agentd/agentd/internal/llm"
 	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
 )
@@ -27,8 +31,10 @@ func (c *client) params(req llm.Request) (sdk.ChatCompletionNewParams, error) {
 // they encode to (kept from earlier requests) rather than passed through the SDK's encoder,
 // which checks and compacts each message's JSON once for the message and once more for the
 // request (two passes over the whole conversation, most of a step's work in the control
-// plane). The other fields are the SDK's own encoding.
-func (c *client) body(req llm.Request) ([]byte, error) {
+// plane). The other fields are the SDK's own encoding. The body is not copied into one
+// buffer: it is the pieces it is made of, most of them the message cache's JSON, so that a
+// request waiting for the model holds little more than the cache already does.
+func (c *client) body(req llm.Request) (*requestBody, error) {
 	p, raw, err := c.encode(req)
 	if err != nil {
 		return nil, err
@@ -45,42 +51,70 @@ func (c *client) body(req llm.Request) ([]byte, error) {
 	}
 	delete(fields, "messages")
 	delete(fields, "tools")
-	size := len(head) + 32
-	for _, m := range raw.messages {
-		size += len(m) + 1
-	}
-	for _, t := range raw.tools {
-		size += len(t) + 1
-	}
-	b := make([]byte, 0, size)
-	b = append(b, `{"messages":`...)
-	b = appendArray(b, raw.messages)
+	b := &requestBody{pieces: make([][]byte, 0, 2*len(raw.messages)+2*len(raw.tools)+8)}
+	b.add([]byte(`{"messages":`))
+	b.addArray(raw.messages)
 	if len(raw.tools) > 0 {
-		b = append(b, `,"tools":`...)
-		b = appendArray(b, raw.tools)
+		b.add([]byte(`,"tools":`))
+		b.addArray(raw.tools)
 	}
+	var tail []byte
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		key, err := json.Marshal(k)
 		if err != nil {
 			return nil, badRequest("%v", err)
 		}
-		b = append(b, ',')
-		b = append(b, key...)
-		b = append(b, ':')
-		b = append(b, fields[k]...)
+		tail = append(tail, ',')
+		tail = append(tail, key...)
+		tail = append(tail, ':')
+		tail = append(tail, fields[k]...)
 	}
-	return append(b, '}'), nil
+	b.add(append(tail, '}'))
+	return b, nil
 }
 
-func appendArray(b []byte, items []json.RawMessage) []byte {
-	b = append(b, '[')
+// requestBody is a request's JSON as a sequence of pieces, read in order.
+type requestBody struct {
+	pieces [][]byte
+	size   int64
+}
+
+// Separators between the pieces.
+var (
+	openArray  = []byte{'['}
+	closeArray = []byte{']'}
+	comma      = []byte{','}
+)
+
+func (b *requestBody) add(p []byte) {
+	b.pieces = append(b.pieces, p)
+	b.size += int64(len(p))
+}
+
+func (b *requestBody) addArray(items []json.RawMessage) {
+	b.add(openArray)
 	for i, it := range items {
 		if i > 0 {
-			b = append(b, ',')
+			b.add(comma)
 		}
-		b = append(b, it...)
+		b.add(it)
 	}
-	return append(b, ']')
+	b.add(closeArray)
+}
+
+// reader returns a reader of the whole body, from its start.
+func (b *requestBody) reader() io.ReadCloser {
+	bufs := net.Buffers(slices.Clone(b.pieces))
+	return io.NopCloser(&bufs)
+}
+
+// sized is the middleware that gives the HTTP request the body's length, which the SDK
+// knows only of a body in one buffer: without it the request would go out chunked, which
+// not every compatible server takes.
+func (b *requestBody) sized(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	r.ContentLength = b.size
+	r.GetBody = func() (io.ReadCloser, error) { return b.reader(), nil }
+	return next(r)
 }
 
 // encoded are the JSON of a request's messages and tools, in order.

@@ -87,6 +87,10 @@ func TestWireShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := sent(t, srv)
+	// The body goes out with its length, not chunked: not every compatible server takes that.
+	if got := srv.Requests()[0]; got.ContentLength != int64(len(got.Body)) {
+		t.Errorf("Content-Length %d for a body of %d bytes", got.ContentLength, len(got.Body))
+	}
 
 	roles := []string{}
 	for _, m := range w.Messages {
