@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/customsecret"
 	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/exetrim"
 	"github.com/agentd/agentd/internal/gitprovider"
 	"github.com/agentd/agentd/internal/gitproxy"
 	"github.com/agentd/agentd/internal/httpapi"
@@ -287,6 +289,13 @@ func New(ctx context.Context, o Options) (*App, error) {
 	// sandboxes and the store, which its channels use.
 	a.closers = append(a.closers, func() error { git.Close(); return nil })
 	// The memory a burst of conversations freed goes back to the system once they stopped.
+	// So do the pages of the executable that start-up mapped (at the end of New) and that a
+	// burst mapped, unmapped last, after the collection, which maps some of them.
+	trimExe, err := exetrim.New()
+	if err != nil {
+		log.Warn("the server will keep its executable's pages mapped", "err", err)
+		trimExe = func() {}
+	}
 	returner := newMemoryReturner(returnMemoryAfter, func() bool { return a.Conversations.Busy() },
 		llm.CloseIdleConnections, urls.CloseIdleConnections, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -294,7 +303,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 			if err := st.ReleaseMemory(ctx); err != nil {
 				log.Warn("release memory", "err", err)
 			}
-		})
+		}, debug.FreeOSMemory, trimExe)
 	a.Conversations = conversation.NewService(conversation.Options{
 		Store: st, Sandboxes: a.Sandboxes, Sealer: keyring, Logger: log,
 		StartTimeout: cfg.SandboxStartTimeout,
@@ -386,6 +395,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		a.admin = api.AdminHandler()
 	}
 	ok = true
+	trimExe()
 	return a, nil
 }
 

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -17,8 +16,9 @@ const returnMemoryAfter = 5 * time.Second
 // stay at its peak for minutes. So each time the service becomes idle, and stays idle for
 // after, the returner closes the idle connections the burst left (to model providers: up to
 // one per conversation that was calling at once, each with its buffers and two goroutines,
-// kept for the next calls for up to 90 s) and collects and returns the free heap
-// (debug.FreeOSMemory): one full collection per burst, none while anything runs.
+// kept for the next calls for up to 90 s), empties SQLite's page caches, collects and returns
+// the free heap (debug.FreeOSMemory), and unmaps the executable's pages the burst mapped
+// (internal/exetrim): one full collection per burst, none while anything runs.
 type memoryReturner struct {
 	after time.Duration
 	busy  func() bool
@@ -28,14 +28,12 @@ type memoryReturner struct {
 	timer *time.Timer
 }
 
-// newMemoryReturner returns a returner that, once idle for after, runs each of release (that
-// closes idle connections) and then returns the free heap.
-func newMemoryReturner(after time.Duration, busy func() bool, release ...func()) *memoryReturner {
+// newMemoryReturner returns a returner that, once idle for after, runs steps in order.
+func newMemoryReturner(after time.Duration, busy func() bool, steps ...func()) *memoryReturner {
 	return &memoryReturner{after: after, busy: busy, free: func() {
-		for _, r := range release {
-			r()
+		for _, step := range steps {
+			step()
 		}
-		debug.FreeOSMemory()
 	}}
 }
 

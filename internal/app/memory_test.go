@@ -45,16 +45,20 @@ func TestMemoryReturnerWaitsForIdle(t *testing.T) {
 	}
 }
 
-// TestMemoryReturnerReleases: the returner closes what it was given to release (the idle
-// connections) before it returns the free heap.
-func TestMemoryReturnerReleases(t *testing.T) {
-	released := make(chan struct{}, 1)
-	r := newMemoryReturner(0, func() bool { return false }, func() { released <- struct{}{} })
+// TestMemoryReturnerRunsItsSteps: once idle, the returner runs its steps in order.
+func TestMemoryReturnerRunsItsSteps(t *testing.T) {
+	ran := make(chan int, 2)
+	r := newMemoryReturner(0, func() bool { return false }, func() { ran <- 1 }, func() { ran <- 2 })
 	defer r.stop()
 	r.idle()
-	select {
-	case <-released:
-	case <-time.After(time.Minute):
-		t.Fatal("nothing was released")
+	for want := 1; want <= 2; want++ {
+		select {
+		case got := <-ran:
+			if got != want {
+				t.Fatalf("step %d ran as step %d", got, want)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("step %d did not run", want)
+		}
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentd/agentd/internal/exetrim"
 )
 
 // shutdownGrace is how long running requests get to finish once the runtime is asked to stop.
@@ -114,7 +116,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 	// Once it idles, the runtime returns the heap it grew, if it did, and unmaps the pages of
 	// its executable that start-up and its requests mapped (see idle.go).
 	var h http.Handler = handler
-	if trimExe, terr := executableTrimmer(); terr != nil {
+	if trimExe, terr := exetrim.New(); terr != nil {
 		log.Warn("the runtime will keep its executable's pages mapped when idle", "err", terr)
 	} else {
 		heap := newHeapReturner()
