@@ -23,7 +23,10 @@ import (
 
 // params builds the SDK request. Errors are *llm.Error of KindBadRequest: nothing was sent.
 func (c *client) params(req llm.Request) (sdk.ChatCompletionNewParams, error) {
-	p, _, err := c.encode(req)
+	p, raw, err := c.encode(req)
+	for _, m := range raw.messages {
+		p.Messages = append(p.Messages, param.Override[sdk.ChatCompletionMessageParamUnion](m))
+	}
 	return p, err
 }
 
@@ -122,19 +125,16 @@ type encoded struct {
 	messages, tools []json.RawMessage
 }
 
-// encode builds the SDK request, whose messages and tools are the JSON of raw.
+// encode builds the SDK request but for its messages, and the JSON of its messages and
+// tools, the tools also in the request.
 func (c *client) encode(req llm.Request) (sdk.ChatCompletionNewParams, encoded, error) {
 	var raw encoded
 	p := sdk.ChatCompletionNewParams{Model: shared.ChatModel(c.cfg.Model)}
 	if req.Model != "" {
 		p.Model = shared.ChatModel(req.Model)
 	}
-	msgs, from, err := messages(req)
-	if err != nil {
-		return p, raw, err
-	}
-	p.Messages = msgs
-	if raw.messages, err = c.encoded.encode(req, msgs, from); err != nil {
+	var err error
+	if raw.messages, err = c.encoded.encode(req); err != nil {
 		return p, raw, err
 	}
 	for _, t := range req.Tools {
@@ -162,63 +162,79 @@ func badRequest(format string, args ...any) *llm.Error {
 	return &llm.Error{Kind: llm.KindBadRequest, Msg: fmt.Sprintf(format, args...)}
 }
 
-// messages converts the conversation. Chat completions has no images in tool messages, so
-// the images of a run of tool results follow it in one user message: a user message between
-// two tool results would break the pairing of tool calls and results. from says which
-// message of req each one stands for: its index in req.Messages, fromSystem for req.System,
-// fromImages for the images of tool results.
-func messages(req llm.Request) (out []sdk.ChatCompletionMessageParamUnion, from []int, err error) {
+// walk calls visit for each message of the request's conversation as chat completions
+// takes it, in order, with conv, which converts it to the SDK's form: a message the caller
+// sent before need not be converted again. from is the index of the message in
+// req.Messages, or fromSystem for req.System, or fromImages (with m empty) for a message of
+// the images of tool results: chat completions has no images in tool messages, so the
+// images of a run of tool results follow it in one user message (a user message between two
+// tool results would break the pairing of tool calls and results).
+func walk(req llm.Request, visit func(from int, m llm.Message, conv func() (sdk.ChatCompletionMessageParamUnion, error)) error) error {
 	if req.System != "" {
-		out = append(out, sdk.SystemMessage(req.System))
-		from = append(from, fromSystem)
+		m := llm.Message{Role: llm.RoleSystem, Parts: []llm.Part{llm.TextPart(req.System)}}
+		if err := visit(fromSystem, m, func() (sdk.ChatCompletionMessageParamUnion, error) {
+			return sdk.SystemMessage(req.System), nil
+		}); err != nil {
+			return err
+		}
 	}
 	var toolImages []sdk.ChatCompletionContentPartUnionParam
-	flushToolImages := func() {
-		if len(toolImages) > 0 {
-			parts := append([]sdk.ChatCompletionContentPartUnionParam{
-				sdk.TextContentPart("Images from the tool results above:"),
-			}, toolImages...)
-			out = append(out, sdk.UserMessage(parts))
-			from = append(from, fromImages)
-			toolImages = nil
+	flushToolImages := func() error {
+		if len(toolImages) == 0 {
+			return nil
 		}
+		parts := append([]sdk.ChatCompletionContentPartUnionParam{
+			sdk.TextContentPart("Images from the tool results above:"),
+		}, toolImages...)
+		toolImages = nil
+		return visit(fromImages, llm.Message{}, func() (sdk.ChatCompletionMessageParamUnion, error) {
+			return sdk.UserMessage(parts), nil
+		})
 	}
 	for i, m := range req.Messages {
 		if m.Role != llm.RoleTool {
-			flushToolImages()
+			if err := flushToolImages(); err != nil {
+				return err
+			}
 		}
+		var conv func() (sdk.ChatCompletionMessageParamUnion, error)
 		switch m.Role {
 		case llm.RoleSystem:
-			out = append(out, sdk.SystemMessage(m.Text()))
+			conv = func() (sdk.ChatCompletionMessageParamUnion, error) { return sdk.SystemMessage(m.Text()), nil }
 		case llm.RoleUser:
-			msg, err := userMessage(m)
-			if err != nil {
-				return nil, nil, fmt.Errorf("message %d: %w", i, err)
+			conv = func() (sdk.ChatCompletionMessageParamUnion, error) {
+				msg, err := userMessage(m)
+				if err != nil {
+					return msg, fmt.Errorf("message %d: %w", i, err)
+				}
+				return msg, nil
 			}
-			out = append(out, msg)
 		case llm.RoleAssistant:
-			out = append(out, assistantMessage(m))
+			conv = func() (sdk.ChatCompletionMessageParamUnion, error) { return assistantMessage(m), nil }
 		case llm.RoleTool:
 			if m.ToolCallID == "" {
-				return nil, nil, badRequest("message %d: tool result without a tool call id", i)
+				return badRequest("message %d: tool result without a tool call id", i)
 			}
-			out = append(out, sdk.ToolMessage(m.Text(), m.ToolCallID))
+			conv = func() (sdk.ChatCompletionMessageParamUnion, error) {
+				return sdk.ToolMessage(m.Text(), m.ToolCallID), nil
+			}
 			for _, p := range m.Parts {
 				if p.Type == llm.PartImage {
 					img, err := imagePart(p.ImageURL)
 					if err != nil {
-						return nil, nil, fmt.Errorf("message %d: %w", i, err)
+						return fmt.Errorf("message %d: %w", i, err)
 					}
 					toolImages = append(toolImages, img)
 				}
 			}
 		default:
-			return nil, nil, badRequest("message %d: unknown role %q", i, m.Role)
+			return badRequest("message %d: unknown role %q", i, m.Role)
 		}
-		from = append(from, i)
+		if err := visit(i, m, conv); err != nil {
+			return err
+		}
 	}
-	flushToolImages()
-	return out, from, nil
+	return flushToolImages()
 }
 
 func userMessage(m llm.Message) (sdk.ChatCompletionMessageParamUnion, error) {
@@ -372,28 +388,30 @@ type encodedMessage struct {
 	shared *sharedJSON
 }
 
-// encode replaces each of msgs that stands for one message of req (from, as messages
-// returns it) by its JSON, from the cache when that message was sent before.
-func (c *messageCache) encode(req llm.Request, msgs []sdk.ChatCompletionMessageParamUnion, from []int) ([]json.RawMessage, error) {
+// encode returns the JSON of the messages of req, from the cache for those sent before:
+// only the others are converted and encoded.
+func (c *messageCache) encode(req llm.Request) ([]json.RawMessage, error) {
 	c.mu.Lock()
 	last := c.last
 	c.mu.Unlock()
-	next := make(map[uint64][]encodedMessage, len(msgs))
-	out := make([]json.RawMessage, len(msgs))
-	for i, f := range from {
-		var m llm.Message
-		switch f {
-		case fromImages:
-			b, err := msgs[i].MarshalJSON()
+	next := make(map[uint64][]encodedMessage, len(req.Messages)+1)
+	out := make([]json.RawMessage, 0, len(req.Messages)+1)
+	err := walk(req, func(from int, m llm.Message, conv func() (sdk.ChatCompletionMessageParamUnion, error)) error {
+		marshal := func() (json.RawMessage, error) {
+			msg, err := conv()
 			if err != nil {
-				return nil, badRequest("message %d: %v", i, err)
+				return nil, err
 			}
-			out[i] = b
-			continue
-		case fromSystem:
-			m = llm.Message{Role: llm.RoleSystem, Parts: []llm.Part{llm.TextPart(req.System)}}
-		default:
-			m = req.Messages[f]
+			b, err := msg.MarshalJSON()
+			if err != nil {
+				return nil, badRequest("message %d: %v", len(out), err)
+			}
+			return b, nil
+		}
+		if from == fromImages {
+			b, err := marshal()
+			out = append(out, b)
+			return err
 		}
 		h := hashMessage(messageSeed, m)
 		var enc json.RawMessage
@@ -410,9 +428,9 @@ func (c *messageCache) encode(req llm.Request, msgs []sdk.ChatCompletionMessageP
 			}
 		}
 		if enc == nil {
-			b, err := msgs[i].MarshalJSON()
+			b, err := marshal()
 			if err != nil {
-				return nil, badRequest("message %d: %v", i, err)
+				return err
 			}
 			enc = b
 			if m.Role == llm.RoleSystem {
@@ -421,8 +439,11 @@ func (c *messageCache) encode(req llm.Request, msgs []sdk.ChatCompletionMessageP
 			}
 		}
 		next[h] = append(next[h], encodedMessage{msg: m, json: enc, shared: shared})
-		msgs[i] = param.Override[sdk.ChatCompletionMessageParamUnion](enc)
-		out[i] = enc
+		out = append(out, enc)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	c.mu.Lock()
 	c.last = next
