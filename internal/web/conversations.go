@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +43,12 @@ func newConvRow(v conversation.View) convRow {
 	return r
 }
 
+// version tells whether a row shown earlier is still current: its conversation's last
+// change, and the status it shows (which its start task can change too).
+func (r convRow) version() string {
+	return strconv.FormatInt(r.Updated.UnixNano(), 10) + "." + string(r.Status) + "." + r.Execution
+}
+
 // metricsOf reads a conversation's stored metrics; zero when there are none.
 func metricsOf(raw json.RawMessage) llm.MetricsSnapshot {
 	var m llm.MetricsSnapshot
@@ -74,15 +81,18 @@ func (a *App) conversationsPage(w http.ResponseWriter, r *http.Request, s *signe
 	}
 	d := conversationsData{Query: q, Later: cursor != "", FirstURL: listURL(q, "")}
 	ids := make([]string, 0, len(views))
+	seen := make([]string, 0, len(views))
 	for _, v := range views {
-		d.Rows = append(d.Rows, newConvRow(v))
-		ids = append(ids, v.ID)
+		row := newConvRow(v)
+		d.Rows = append(d.Rows, row)
+		ids, seen = append(ids, v.ID), append(seen, row.version())
 	}
 	if next != "" {
 		d.NextURL = listURL(q, next)
 	}
 	if len(ids) > 0 {
-		d.Live = "/conversations/rows?ids=" + url.QueryEscape(strings.Join(ids, ","))
+		d.Live = "/conversations/rows?ids=" + url.QueryEscape(strings.Join(ids, ",")) +
+			"&seen=" + url.QueryEscape(strings.Join(seen, ","))
 	}
 	a.render(w, r, http.StatusOK, "conversations", s, "Conversations", d)
 	return nil

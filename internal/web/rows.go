@@ -10,13 +10,15 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/sse"
 )
 
 // The conversation list keeps its rows current: a stream (SSE) that renders a row again
 // whenever its conversation has a new event (its status, its cost), and says when one is
-// deleted. A row only shows the present, so nothing needs resuming: a reconnect renders the
-// rows again.
+// deleted. A row only shows the present, so nothing needs resuming: at the start of each
+// stream (a reconnect too), the rows that changed since the page showed them are rendered
+// again.
 
 // maxLiveRows bounds the conversations one list stream follows (a page shows 20).
 const maxLiveRows = 100
@@ -46,14 +48,27 @@ func (a *App) conversationRows(w http.ResponseWriter, r *http.Request, s *signed
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	for _, id := range ids {
-		if _, err := a.d.Conversations.Get(ctx, s.User.ID, id); err != nil {
+	// seen are the versions of the rows as the page shows them (convRow.version), in the
+	// order of ids.
+	seen := strings.Split(r.URL.Query().Get("seen"), ",")
+	dirty := map[string]bool{}
+	for i, id := range ids {
+		// Subscribed before the row is read: a change after the read comes as an event, and
+		// one before it shows in the read, so none is lost between the page and the stream
+		// (or a reconnect).
+		sub := a.d.Conversations.Subscribe(id, rowsBuffer)
+		v, err := a.d.Conversations.Get(ctx, s.User.ID, id)
+		if err != nil {
+			sub.Close()
 			continue // not the caller's, or deleted: not followed
+		}
+		if i >= len(seen) || newConvRow(v).version() != seen[i] {
+			dirty[id] = true // changed since the page showed it
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a.watchRow(ctx, id, changed, gone)
+			a.watchRow(ctx, id, sub, changed, gone)
 		}()
 	}
 	out, stop, err := startStream(ctx, w)
@@ -61,9 +76,14 @@ func (a *App) conversationRows(w http.ResponseWriter, r *http.Request, s *signed
 		return nil
 	}
 	defer stop()
+	for id := range dirty {
+		if err := a.sendRow(ctx, out, s.User.ID, id); err != nil {
+			return nil
+		}
+		delete(dirty, id)
+	}
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
-	dirty := map[string]bool{}
 	for {
 		select {
 		case id := <-changed:
@@ -94,10 +114,12 @@ func (a *App) conversationRows(w http.ResponseWriter, r *http.Request, s *signed
 }
 
 // watchRow says on changed whenever the conversation has new events, and on gone when it is
-// deleted.
-func (a *App) watchRow(ctx context.Context, id string, changed, gone chan<- string) {
-	for ctx.Err() == nil {
-		sub := a.d.Conversations.Subscribe(id, rowsBuffer)
+// deleted, following sub, its subscription, and the next ones if it falls behind.
+func (a *App) watchRow(ctx context.Context, id string, sub *event.Subscription, changed, gone chan<- string) {
+	for first := true; ctx.Err() == nil; first = false {
+		if !first {
+			sub = a.d.Conversations.Subscribe(id, rowsBuffer)
+		}
 		for open := true; open; {
 			select {
 			case _, ok := <-sub.C:
