@@ -375,7 +375,7 @@ func soleText(m llm.Message) (string, bool) {
 // messageSeed seeds the hashes of every client's messageCache.
 var messageSeed = maphash.MakeSeed()
 
-// Where a converted message comes from, besides req.Messages (see messages).
+// Where a converted message comes from, besides req.Messages (see walk).
 const (
 	fromSystem = -1
 	fromImages = -2

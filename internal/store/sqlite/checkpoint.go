@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 )
 
-// WAL checkpoints run beside the writer. SQLite's own (wal_autocheckpoint) run inside the
+// WAL checkpoints run beside the writer. SQLite's own (wal_autocheckpoint) runs inside the
 // commit that takes the WAL past 1,000 pages: that commit copies the WAL's pages into the
 // database file and syncs both, some ten milliseconds for which the writer, and every write
 // queued behind it, waits (with agents appending a step at a time, one step in about ninety
