@@ -121,15 +121,10 @@ type pendingAction struct {
 // follow brings the pending actions up to the next event of the log: an action waits until
 // a result answers its tool call.
 func (p *pendingActions) follow(b event.Body) {
-	switch b := b.(type) {
-	case *event.ActionEvent:
-		p.list = append(p.list, pendingAction{act: b})
-	case *event.ObservationEvent:
-		p.answered(b.ToolCallID)
-	case *event.AgentErrorEvent:
-		p.answered(b.ToolCallID)
-	case *event.UserRejectObservation:
-		p.answered(b.ToolCallID)
+	if act, ok := b.(*event.ActionEvent); ok {
+		p.list = append(p.list, pendingAction{act: act})
+	} else if id, ok := resultCallID(b); ok {
+		p.answered(id)
 	}
 }
 

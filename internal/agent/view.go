@@ -37,15 +37,22 @@ func (it item) resultOf() string {
 	if it.e == nil {
 		return ""
 	}
-	switch b := it.e.body.(type) {
+	id, _ := resultCallID(it.e.body)
+	return id
+}
+
+// resultCallID returns the tool call id b answers, and whether b is the result of an action
+// (an observation, an agent error or the user's rejection).
+func resultCallID(b event.Body) (string, bool) {
+	switch b := b.(type) {
 	case *event.ObservationEvent:
-		return b.ToolCallID
+		return b.ToolCallID, true
 	case *event.AgentErrorEvent:
-		return b.ToolCallID
+		return b.ToolCallID, true
 	case *event.UserRejectObservation:
-		return b.ToolCallID
+		return b.ToolCallID, true
 	}
-	return ""
+	return "", false
 }
 
 // buildView applies the condensations of the log, in order, to its model-visible events.

@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -86,9 +87,24 @@ func mappingHeader(line []byte) (r memRange, perms, path []byte, ok bool) {
 	return memRange{uintptr(start), uintptr(end)}, fields[1], bytes.TrimLeft(rest, " "), true
 }
 
-// New returns the function that unmaps this process's executable's read-only pages, found
-// now, once, so that a trim is only system calls.
+// New returns the function that unmaps this process's executable's read-only pages. The
+// mappings are found once for the process (they do not move), however many servers it starts,
+// so that a trim is only system calls.
 func New() (trim func(), err error) {
+	ranges, err := executable()
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		for _, r := range ranges {
+			// Only ever fails for a range that is not mapped, which these are.
+			_, _, _ = unix.Syscall(unix.SYS_MADVISE, r.start, r.end-r.start, unix.MADV_DONTNEED)
+		}
+	}, nil
+}
+
+// executable returns the trimmable mappings of this process's executable.
+var executable = sync.OnceValues(func() ([]memRange, error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return nil, fmt.Errorf("find the executable: %w", err)
@@ -105,10 +121,5 @@ func New() (trim func(), err error) {
 	if len(ranges) == 0 {
 		return nil, fmt.Errorf("no read-only mapping of %s", exe)
 	}
-	return func() {
-		for _, r := range ranges {
-			// Only ever fails for a range that is not mapped, which these are.
-			_, _, _ = unix.Syscall(unix.SYS_MADVISE, r.start, r.end-r.start, unix.MADV_DONTNEED)
-		}
-	}, nil
-}
+	return ranges, nil
+})

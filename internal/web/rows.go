@@ -116,10 +116,7 @@ func (a *App) conversationRows(w http.ResponseWriter, r *http.Request, s *signed
 // watchRow says on changed whenever the conversation has new events, and on gone when it is
 // deleted, following sub, its subscription, and the next ones if it falls behind.
 func (a *App) watchRow(ctx context.Context, id string, sub *event.Subscription, changed, gone chan<- string) {
-	for first := true; ctx.Err() == nil; first = false {
-		if !first {
-			sub = a.d.Conversations.Subscribe(id, rowsBuffer)
-		}
+	for {
 		for open := true; open; {
 			select {
 			case _, ok := <-sub.C:
@@ -148,6 +145,10 @@ func (a *App) watchRow(ctx context.Context, id string, sub *event.Subscription, 
 		case changed <- id:
 		default:
 		}
+		if ctx.Err() != nil {
+			return
+		}
+		sub = a.d.Conversations.Subscribe(id, rowsBuffer)
 	}
 }
 

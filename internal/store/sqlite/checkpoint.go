@@ -22,14 +22,17 @@ const checkpointEvery = 64
 type checkpointer struct {
 	commits atomic.Int64
 	wake    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
+	// ctx ends when the checkpointer is closed, cutting a checkpoint in progress short.
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
 	// runs counts the checkpoints done.
 	runs atomic.Int64
 }
 
 func newCheckpointer() *checkpointer {
-	return &checkpointer{wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &checkpointer{wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
 // committed notes a commit of the writer.
@@ -42,31 +45,25 @@ func (c *checkpointer) committed() {
 	}
 }
 
-// run checkpoints with r, when woken, until stopped. A checkpoint that fails (the file is
+// run checkpoints with r, when woken, until closed. A checkpoint that fails (the file is
 // busy in another process) is left to the next.
 func (c *checkpointer) run(r *pool) {
 	defer close(c.done)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		<-c.stop
-		cancel()
-	}()
 	for {
 		select {
-		case <-c.stop:
+		case <-c.ctx.Done():
 			return
 		case <-c.wake:
 		}
 		var busy, frames, copied int64
-		if r.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied) == nil {
+		if r.QueryRowContext(c.ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied) == nil {
 			c.runs.Add(1)
 		}
 	}
 }
 
-// close stops the checkpointer and waits for a checkpoint in progress.
+// close stops the checkpointer and waits for it to end.
 func (c *checkpointer) close() {
-	close(c.stop)
+	c.cancel()
 	<-c.done
 }

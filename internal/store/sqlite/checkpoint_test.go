@@ -34,10 +34,7 @@ func TestCheckpointsRunBesideTheWriter(t *testing.T) {
 	before, runs := size(), s.ckpt.runs.Load()
 	// Enough commits for a few checkpoints, each adding a page or more of events.
 	for i := range 3 * checkpointEvery {
-		ev, err := event.NewStateUpdate(fmt.Sprintf("e%d", i), now, event.StateExecutionStatus, "running")
-		if err != nil {
-			t.Fatal(err)
-		}
+		ev := runningEvent(t, fmt.Sprintf("e%d", i), now)
 		ev.LLMText = string(make([]byte, 2048))
 		if _, err := s.RecordEvents(ctx, "c1", []event.Event{ev}, conversation.StateUpdate{ExecutionStatus: "running", UpdatedAt: now}); err != nil {
 			t.Fatal(err)

@@ -25,10 +25,7 @@ func TestWritesRunPrepared(t *testing.T) {
 	s, now := storeWithConversations(t, Options{}, "c1")
 	appendOne := func(i int) {
 		t.Helper()
-		ev, err := event.NewStateUpdate(fmt.Sprintf("e%d", i), now, event.StateExecutionStatus, "running")
-		if err != nil {
-			t.Fatal(err)
-		}
+		ev := runningEvent(t, fmt.Sprintf("e%d", i), now)
 		u := conversation.StateUpdate{ExecutionStatus: "running", Metrics: json.RawMessage(`{}`), UpdatedAt: now.Add(time.Duration(i))}
 		if _, err := s.RecordEvents(ctx, "c1", []event.Event{ev}, u); err != nil {
 			t.Fatalf("append %d: %v", i, err)
@@ -71,12 +68,8 @@ func TestAppendsWaitingForTheWriterShareACommit(t *testing.T) {
 	ctx := t.Context()
 	log := &commitLog{}
 	s, now := storeWithConversations(t, Options{Observer: log}, "c1", "c2", "c3")
-	appendTo := func(ctx context.Context, conv string) error {
-		ev, err := event.NewStateUpdate("e-"+conv, now, event.StateExecutionStatus, "running")
-		if err != nil {
-			return err
-		}
-		_, err = s.RecordEvents(ctx, conv, []event.Event{ev}, conversation.StateUpdate{ExecutionStatus: "running", UpdatedAt: now})
+	appendTo := func(ctx context.Context, conv string, ev event.Event) error {
+		_, err := s.RecordEvents(ctx, conv, []event.Event{ev}, conversation.StateUpdate{ExecutionStatus: "running", UpdatedAt: now})
 		return err
 	}
 
@@ -90,7 +83,8 @@ func TestAppendsWaitingForTheWriterShareACommit(t *testing.T) {
 	start := func(ctx context.Context, conv string) {
 		ch := make(chan error, 1)
 		results[conv] = ch
-		go func() { ch <- appendTo(ctx, conv) }()
+		ev := runningEvent(t, "e-"+conv, now)
+		go func() { ch <- appendTo(ctx, conv, ev) }()
 	}
 	queued := func(n int) {
 		t.Helper()
@@ -134,7 +128,7 @@ func TestAppendsWaitingForTheWriterShareACommit(t *testing.T) {
 		}
 	}
 	// The queue is free again.
-	if err := appendTo(ctx, "c3"); err != nil {
+	if err := appendTo(ctx, "c3", runningEvent(t, "e-c3", now)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -163,6 +157,16 @@ func (l *commitLog) commits() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.n
+}
+
+// runningEvent is an execution_status update to running, as an agent's run appends them.
+func runningEvent(t *testing.T, id string, at time.Time) event.Event {
+	t.Helper()
+	ev, err := event.NewStateUpdate(id, at, event.StateExecutionStatus, "running")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
 }
 
 // storeWithConversations opens a store in a new directory, closed when the test ends, with
