@@ -83,11 +83,15 @@ func benchMemoryCurve(ctx context.Context, o options, dataDir string, logw io.Wr
 		}
 		if i == len(o.curve)-1 && o.profileDir != "" {
 			// What the server holds at the largest number: its heap profile (after a
-			// collection, as the runtime writes it) and its allocations so far.
+			// collection, as the runtime writes it), its allocations so far, and its
+			// runtime's own account of its memory (/metrics).
 			for _, name := range []string{"heap", "allocs", "goroutine"} {
 				if err := p.saveProfile(ctx, o.profileDir, "memory-curve", name); err != nil {
 					return nil, nil, err
 				}
+			}
+			if err := p.saveMetrics(ctx, filepath.Join(o.profileDir, "memory-curve.metrics.txt")); err != nil {
+				return nil, nil, err
 			}
 		}
 		rows = append(rows, row{figure: fmt.Sprintf("control-plane RSS while %d conversations run at once (each writing ~%d events)", n, o.events),

@@ -53,6 +53,32 @@ func TestSQLiteCacheSize(t *testing.T) {
 	}
 }
 
+func TestEventCacheSize(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int64
+		err  string
+	}{
+		{name: "default", want: 2 << 20},
+		{name: "given", args: []string{"--event-cache-size", "8MiB"}, want: 8 << 20},
+		{name: "environment", env: map[string]string{"AGENTD_EVENT_CACHE_SIZE": "512KiB"}, want: 512 << 10},
+		{name: "off", args: []string{"--event-cache-size", "off"}, want: 0},
+		{name: "zero", args: []string{"--event-cache-size", "0"}, err: "not a size"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ok := loadCase(t, tc.args, env(tc.env), tc.err)
+			if !ok {
+				return
+			}
+			if c.EventCacheBytes != tc.want {
+				t.Fatalf("event cache %d, want %d", c.EventCacheBytes, tc.want)
+			}
+		})
+	}
+}
+
 func TestMemoryLimit(t *testing.T) {
 	for _, tc := range []struct {
 		name string

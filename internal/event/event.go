@@ -25,7 +25,9 @@ const (
 )
 
 // Event is one entry of a conversation's log. Body is the full event JSON as clients see it
-// (with kind, id, timestamp and source); the other fields are indexed copies.
+// (with kind, id, timestamp and source); the other fields are indexed copies. A stored event's
+// Body is never changed, in place or otherwise: its readers share it (the subscribers of the
+// bus, the store's event cache), so code that needs another body builds a new one.
 type Event struct {
 	ID             string
 	ConversationID string

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"unicode/utf8"
 
@@ -28,10 +29,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeBuffer(w, status, buf)
 }
 
-// writeBuffer sends buf, a whole JSON answer, with the headers every JSON answer has.
+// writeBuffer sends buf, a whole JSON answer, with the headers every JSON answer has, and its
+// length: a listing of 100 KB then goes out as it is, not in chunks.
 func writeBuffer(w http.ResponseWriter, status int, buf *bytes.Buffer) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
 }

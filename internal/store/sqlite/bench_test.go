@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +48,38 @@ func BenchmarkListConversations(b *testing.B) {
 		vs, next, err := s.ListConversations(ctx, owner, conversation.Filter{}, paging.Query{Limit: 100})
 		if err != nil || len(vs) != 100 || next == "" {
 			b.Fatalf("list: %d items, next %q, err %v", len(vs), next, err)
+		}
+	}
+}
+
+// BenchmarkSearchEvents reads the first page of 100 of a conversation's 1,000 events, each of
+// about 700 bytes, as a client that polls the conversation does: after the first read, from
+// the event cache but for the page's sequence numbers.
+func BenchmarkSearchEvents(b *testing.B) {
+	ctx := b.Context()
+	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := conversation.Conversation{ID: "conv", OwnerID: "owner", Version: conversation.V1, CreatedAt: t0, UpdatedAt: t0}
+	if err := s.CreateConversation(ctx, c, conversation.StartTask{ID: "task", Status: conversation.TaskReady, CreatedAt: t0, UpdatedAt: t0}, nil); err != nil {
+		b.Fatal(err)
+	}
+	evs := make([]event.Event, 1000)
+	for i := range evs {
+		id := fmt.Sprintf("event-%04d", i)
+		evs[i] = event.Event{ID: id, ConversationID: "conv", Kind: event.KindMessage, Source: "agent", Timestamp: t0.Add(time.Duration(i)),
+			Body: fmt.Appendf(nil, `{"id":%q,"kind":"MessageEvent","source":"agent","text":%q}`, id, strings.Repeat("word ", 130))}
+	}
+	if err := s.AppendEvents(ctx, evs); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		page, next, err := s.SearchEvents(ctx, "owner", event.Filter{ConversationID: "conv"}, false, paging.Query{Limit: 100})
+		if err != nil || len(page) != 100 || next == "" {
+			b.Fatalf("search: %d events, next %q, err %v", len(page), next, err)
 		}
 	}
 }

@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentd/agentd/internal/conversation"
@@ -98,10 +100,11 @@ func nullString(s string) any {
 func eventWhere(ownerID string, f event.Filter) where {
 	var w where
 	if f.ConversationID != "" {
-		// One conversation's events are read through its own index; the unary + keeps the
-		// owner's index, which holds every conversation's, from being chosen instead.
-		w.add("+e.owner_id = ?", ownerID)
+		// One conversation's events are read through its own index, its owner checked once
+		// on the conversation rather than on each event: a listing of its sequence numbers
+		// alone then reads the index only.
 		w.add("e.conversation_id = ?", f.ConversationID)
+		w.add("EXISTS (SELECT 1 FROM conversations c WHERE c.id = ? AND c.owner_id = ?)", f.ConversationID, ownerID)
 	} else {
 		w.add("e.owner_id = ?", ownerID)
 	}
@@ -145,13 +148,62 @@ func (s *Store) SearchEvents(ctx context.Context, ownerID string, f event.Filter
 	if desc {
 		dir = " DESC"
 	}
-	evs, err := collect(ctx, s.r, scanEvent,
-		eventSelect+w.String()+` ORDER BY e.seq`+dir+` LIMIT ?`, append(w.args, q.Limit+1)...)
+	// The page's sequence numbers first, then the events the cache does not hold.
+	seqs, err := collect(ctx, s.r, scanSeq,
+		`SELECT e.seq FROM events e`+w.String()+` ORDER BY e.seq`+dir+` LIMIT ?`, append(w.args, q.Limit+1)...)
+	if err != nil {
+		return nil, "", fmt.Errorf("search events: %w", err)
+	}
+	evs, err := s.eventsAt(ctx, seqs)
 	if err != nil {
 		return nil, "", fmt.Errorf("search events: %w", err)
 	}
 	evs, next := page(evs, q.Limit, func(e event.Event) (int64, string) { return e.Seq, e.ID })
 	return evs, next, nil
+}
+
+func scanSeq(sc scanner) (int64, error) {
+	var seq int64
+	err := sc.Scan(&seq)
+	return seq, err
+}
+
+// eventsAt returns the events at seqs, in their order, from the cache where it has them and
+// from the database (into the cache) otherwise. An event deleted since its seq was read is
+// left out.
+func (s *Store) eventsAt(ctx context.Context, seqs []int64) ([]event.Event, error) {
+	evs := make([]event.Event, len(seqs))
+	var missing []int64
+	for i, seq := range seqs {
+		var ok bool
+		if evs[i], ok = s.events.get(seq); !ok {
+			missing = append(missing, seq)
+		}
+	}
+	if len(missing) > 0 {
+		list, err := json.Marshal(missing)
+		if err != nil {
+			return nil, err
+		}
+		// One statement for any number of them: the list is a JSON array, each of its
+		// values a lookup by rowid.
+		read, err := collect(ctx, s.r, scanEvent,
+			eventSelect+` WHERE e.seq IN (SELECT value FROM json_each(?))`, string(list))
+		if err != nil {
+			return nil, err
+		}
+		bySeq := make(map[int64]event.Event, len(read))
+		for _, e := range read {
+			bySeq[e.Seq] = e
+			s.events.put(e)
+		}
+		for i, seq := range seqs {
+			if evs[i].Seq == 0 {
+				evs[i] = bySeq[seq]
+			}
+		}
+	}
+	return slices.DeleteFunc(evs, func(e event.Event) bool { return e.Seq == 0 }), nil
 }
 
 func (s *Store) CountEvents(ctx context.Context, ownerID string, f event.Filter) (int, error) {

@@ -127,6 +127,11 @@ func TestListingQueryPlans(t *testing.T) {
 			}
 		}
 	}
+	// The events of a listed page that the event cache does not hold: a lookup by rowid each.
+	add("events by their sequence numbers", func() error {
+		_, err := s.eventsAt(ctx, []int64{7, 8, 9})
+		return err
+	}, "INTEGER PRIMARY KEY")
 
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -140,7 +145,13 @@ func TestListingQueryPlans(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.index != "" && !strings.Contains(plan[0], " "+tc.index+" ") {
+			// The first step that reads the listed table; a check made once before it (EXISTS,
+			// on another table) comes first in the plan.
+			start := plan[0]
+			if len(plan) > 1 && strings.Contains(start, " EXISTS ") {
+				start = plan[1]
+			}
+			if tc.index != "" && !strings.Contains(start, " "+tc.index+" ") {
 				t.Errorf("the plan does not start with the index %s:\n%s\n%s", tc.index, q.text, strings.Join(plan, "\n"))
 			}
 			for _, line := range plan {
@@ -160,6 +171,8 @@ func badPlan(line string) string {
 	switch {
 	case strings.Contains(line, "TEMP B-TREE"):
 		return "a sort in a temporary B-tree: " + line
+	case strings.HasPrefix(line, "SCAN json_each VIRTUAL TABLE"):
+		return "" // the values of a bound JSON array
 	case strings.HasPrefix(line, "SCAN ") && !strings.Contains(line, " INDEX "):
 		return "a table read whole: " + line
 	case strings.HasPrefix(line, "SCAN ") && strings.Contains(line, " INDEX ") && !strings.Contains(line, "("):
