@@ -467,8 +467,8 @@ func TestLoopHoldsWhatTheModelSees(t *testing.T) {
 			held[it.e] = true
 		}
 	}
-	for _, e := range a.stuck.window {
-		held[e] = true
+	for _, w := range a.stuck.window {
+		held[w.e] = true
 	}
 	if max := r.cfg.CondenserMaxEvents + stuckWindow; len(held) > max {
 		t.Fatalf("the loop holds %d events of its log, want at most %d", len(held), max)

@@ -33,8 +33,15 @@ type pair struct {
 // stuckWatch follows the log for the detector: the last stuckWindow events that take part in
 // the conversation since the user's last message, and whether the agent was nudged since.
 type stuckWatch struct {
-	window []*entry
+	window []watched
 	nudged bool
+}
+
+// watched is an event of the window, with the form of its action the detector compares
+// (actions only): worked out once, as the event joins the window, not at every verdict.
+type watched struct {
+	e      *entry
+	action string
 }
 
 // add brings the watch up to e, the next event of the log.
@@ -50,16 +57,24 @@ func (w *stuckWatch) add(e *entry) {
 			w.nudged = true
 			return
 		}
-	case *event.ActionEvent, *event.ObservationEvent, *event.AgentErrorEvent, *event.UserRejectObservation:
+	case *event.ObservationEvent, *event.AgentErrorEvent, *event.UserRejectObservation:
+	case *event.ActionEvent:
+		w.push(watched{e: e, action: b.ToolName + ":" + canonicalAction(b)})
+		return
 	default:
 		return
 	}
+	w.push(watched{e: e})
+}
+
+// push adds one event to the window, dropping its oldest once full.
+func (w *stuckWatch) push(x watched) {
 	if len(w.window) < stuckWindow {
-		w.window = append(w.window, e)
+		w.window = append(w.window, x)
 		return
 	}
 	copy(w.window, w.window[1:])
-	w.window[len(w.window)-1] = e
+	w.window[len(w.window)-1] = x
 }
 
 // verdict says whether the agent is going round in circles.
@@ -94,10 +109,10 @@ func (w *stuckWatch) verdict() verdict {
 	return verdict{}
 }
 
-func trailingAgentMessages(window []*entry) int {
+func trailingAgentMessages(window []watched) int {
 	n := 0
 	for i := len(window) - 1; i >= 0; i-- {
-		m, ok := window[i].body.(*event.MessageEvent)
+		m, ok := window[i].e.body.(*event.MessageEvent)
 		if !ok || m.Source != event.SourceAgent {
 			break
 		}
@@ -108,12 +123,12 @@ func trailingAgentMessages(window []*entry) int {
 
 // pairs matches the window's actions with their results, in the order of the actions; an
 // action without a result in the window is left out.
-func pairs(window []*entry) []pair {
+func pairs(window []watched) []pair {
 	results := map[string]pair{}
-	for _, e := range window {
-		switch b := e.body.(type) {
+	for _, w := range window {
+		switch b := w.e.body.(type) {
 		case *event.ObservationEvent:
-			results[b.ToolCallID] = pair{result: "observation:" + e.ev.LLMText}
+			results[b.ToolCallID] = pair{result: "observation:" + w.e.ev.LLMText}
 		case *event.AgentErrorEvent:
 			results[b.ToolCallID] = pair{result: "error:" + b.Error, error: true}
 		case *event.UserRejectObservation:
@@ -121,8 +136,8 @@ func pairs(window []*entry) []pair {
 		}
 	}
 	var out []pair
-	for _, e := range window {
-		a, ok := e.body.(*event.ActionEvent)
+	for _, w := range window {
+		a, ok := w.e.body.(*event.ActionEvent)
 		if !ok {
 			continue
 		}
@@ -130,7 +145,7 @@ func pairs(window []*entry) []pair {
 		if !ok {
 			continue
 		}
-		r.action = a.ToolName + ":" + canonicalAction(a)
+		r.action = w.action
 		out = append(out, r)
 	}
 	return out

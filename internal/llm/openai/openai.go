@@ -28,6 +28,8 @@ type client struct {
 	completionTokens bool
 	// encoded are the messages of the last request, as JSON.
 	encoded messageCache
+	// fields is the JSON of the last request's other fields.
+	fields fieldsCache
 }
 
 // New returns a client for cfg (after cfg.Resolve), whose provider must be

@@ -46,7 +46,8 @@ func TestMaxTokensParameter(t *testing.T) {
 
 // TestBodyIsTheSDKsEncoding: the body the client sends, with messages and tools written as
 // their kept JSON, is the SDK's own encoding of the same request, before and after the
-// client has kept the JSON of its messages.
+// client has kept the JSON of its messages and of its other fields, and after those fields
+// change.
 func TestBodyIsTheSDKsEncoding(t *testing.T) {
 	c0, err := New(llm.Config{Model: "gpt-4o", BaseURL: "http://127.0.0.1:1/v1"})
 	if err != nil {
@@ -69,7 +70,15 @@ func TestBodyIsTheSDKsEncoding(t *testing.T) {
 		MaxTokens:   100,
 		Temperature: &temp,
 	}
-	for round := range 2 {
+	for round, change := range []func(*llm.Request){
+		nil, nil,
+		func(r *llm.Request) { r.Model, r.MaxTokens = "gpt-4.1", 50 },
+		func(r *llm.Request) { r.Temperature = nil },
+		func(r *llm.Request) { r.Model = "" },
+	} {
+		if change != nil {
+			change(&req)
+		}
 		b, err := c.body(req)
 		if err != nil {
 			t.Fatal(err)

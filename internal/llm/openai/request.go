@@ -42,6 +42,47 @@ func (c *client) body(req llm.Request) (*requestBody, error) {
 	if err != nil {
 		return nil, err
 	}
+	tail, err := c.fields.tail(p)
+	if err != nil {
+		return nil, err
+	}
+	b := &requestBody{pieces: make([][]byte, 0, 2*len(raw.messages)+2*len(raw.tools)+8)}
+	b.add([]byte(`{"messages":`))
+	b.addArray(raw.messages)
+	if len(raw.tools) > 0 {
+		b.add([]byte(`,"tools":`))
+		b.addArray(raw.tools)
+	}
+	b.add(tail)
+	return b, nil
+}
+
+// fieldsCache keeps the JSON of the fields of a client's last request other than its
+// messages and tools: the SDK's encoding of them, through reflection, is the same for every
+// step of a conversation (the model, the cap on tokens, the temperature).
+type fieldsCache struct {
+	mu   sync.Mutex
+	key  fieldsKey
+	json []byte
+}
+
+// fieldsKey is what encode sets of a request besides its messages and tools.
+type fieldsKey struct {
+	model                          string
+	maxTokens, maxCompletionTokens param.Opt[int64]
+	temperature                    param.Opt[float64]
+}
+
+// tail returns the JSON of p's fields but its messages and tools, each after a comma, in the
+// order of their names, and the object's closing brace. It must not be changed.
+func (f *fieldsCache) tail(p sdk.ChatCompletionNewParams) ([]byte, error) {
+	key := fieldsKey{model: string(p.Model), maxTokens: p.MaxTokens, maxCompletionTokens: p.MaxCompletionTokens, temperature: p.Temperature}
+	f.mu.Lock()
+	if f.json != nil && f.key == key {
+		defer f.mu.Unlock()
+		return f.json, nil
+	}
+	f.mu.Unlock()
 	rest := p
 	rest.Messages, rest.Tools = nil, nil
 	head, err := rest.MarshalJSON()
@@ -54,26 +95,22 @@ func (c *client) body(req llm.Request) (*requestBody, error) {
 	}
 	delete(fields, "messages")
 	delete(fields, "tools")
-	b := &requestBody{pieces: make([][]byte, 0, 2*len(raw.messages)+2*len(raw.tools)+8)}
-	b.add([]byte(`{"messages":`))
-	b.addArray(raw.messages)
-	if len(raw.tools) > 0 {
-		b.add([]byte(`,"tools":`))
-		b.addArray(raw.tools)
-	}
 	var tail []byte
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
-		key, err := json.Marshal(k)
+		name, err := json.Marshal(k)
 		if err != nil {
 			return nil, badRequest("%v", err)
 		}
 		tail = append(tail, ',')
-		tail = append(tail, key...)
+		tail = append(tail, name...)
 		tail = append(tail, ':')
 		tail = append(tail, fields[k]...)
 	}
-	b.add(append(tail, '}'))
-	return b, nil
+	tail = append(tail, '}')
+	f.mu.Lock()
+	f.key, f.json = key, tail
+	f.mu.Unlock()
+	return tail, nil
 }
 
 // requestBody is a request's JSON as a sequence of pieces, read in order.
@@ -126,7 +163,7 @@ type encoded struct {
 }
 
 // encode builds the SDK request but for its messages, and the JSON of its messages and
-// tools, the tools also in the request.
+// tools, the tools also in the request. fieldsKey names every other field it sets.
 func (c *client) encode(req llm.Request) (sdk.ChatCompletionNewParams, encoded, error) {
 	var raw encoded
 	p := sdk.ChatCompletionNewParams{Model: shared.ChatModel(c.cfg.Model)}
