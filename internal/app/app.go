@@ -144,7 +144,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := sqlite.OpenWith(ctx, filepath.Join(cfg.DataDir, DBFile), sqlite.Options{Observer: m, CacheBytes: cfg.SQLiteCacheBytes, EventCacheBytes: eventCache(cfg.EventCacheBytes)})
+	st, err := sqlite.OpenWith(ctx, filepath.Join(cfg.DataDir, DBFile), sqlite.Options{Observer: m, CacheBytes: cfg.SQLiteCacheBytes, ListingCacheBytes: listingCache(cfg.ListingCacheBytes)})
 	if err != nil {
 		return nil, err
 	}
@@ -557,8 +557,8 @@ func sandboxWebhook(sb sandbox.Sandbox, from sandbox.Status) string {
 	return ""
 }
 
-// eventCache is the store's event cache budget for a configured size, where 0 is off.
-func eventCache(configured int64) int64 {
+// listingCache is the store's listing cache budget for a configured size, where 0 is off.
+func listingCache(configured int64) int64 {
 	if configured == 0 {
 		return -1
 	}

@@ -53,7 +53,7 @@ func TestSQLiteCacheSize(t *testing.T) {
 	}
 }
 
-func TestEventCacheSize(t *testing.T) {
+func TestListingCacheSize(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -62,18 +62,18 @@ func TestEventCacheSize(t *testing.T) {
 		err  string
 	}{
 		{name: "default", want: 2 << 20},
-		{name: "given", args: []string{"--event-cache-size", "8MiB"}, want: 8 << 20},
-		{name: "environment", env: map[string]string{"AGENTD_EVENT_CACHE_SIZE": "512KiB"}, want: 512 << 10},
-		{name: "off", args: []string{"--event-cache-size", "off"}, want: 0},
-		{name: "zero", args: []string{"--event-cache-size", "0"}, err: "not a size"},
+		{name: "given", args: []string{"--listing-cache-size", "8MiB"}, want: 8 << 20},
+		{name: "environment", env: map[string]string{"AGENTD_LISTING_CACHE_SIZE": "512KiB"}, want: 512 << 10},
+		{name: "off", args: []string{"--listing-cache-size", "off"}, want: 0},
+		{name: "zero", args: []string{"--listing-cache-size", "0"}, err: "not a size"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, ok := loadCase(t, tc.args, env(tc.env), tc.err)
 			if !ok {
 				return
 			}
-			if c.EventCacheBytes != tc.want {
-				t.Fatalf("event cache %d, want %d", c.EventCacheBytes, tc.want)
+			if c.ListingCacheBytes != tc.want {
+				t.Fatalf("listing cache %d, want %d", c.ListingCacheBytes, tc.want)
 			}
 		})
 	}

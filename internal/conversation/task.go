@@ -34,7 +34,8 @@ type StartTask struct {
 	ConversationID string
 	SandboxID      string
 	AgentServerURL string
-	// Request is the V1 start request JSON (no secrets), echoed back to clients.
+	// Request is the V1 start request JSON (no secrets), echoed back to clients. A stored
+	// task's Request is never changed, in place or otherwise: readers may share it.
 	Request   json.RawMessage
 	CreatedAt time.Time
 	UpdatedAt time.Time

@@ -83,3 +83,32 @@ func BenchmarkSearchEvents(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkListStartTasks reads the first page of 100 of 1,000 start tasks, newest first, each
+// with a request of about 900 bytes: after the first read, from the listing cache but for the
+// page's versions.
+func BenchmarkListStartTasks(b *testing.B) {
+	ctx := b.Context()
+	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 1000 {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		id := fmt.Sprintf("conv-%04d", i)
+		c := conversation.Conversation{ID: id, OwnerID: "owner", Version: conversation.V1, CreatedAt: at, UpdatedAt: at}
+		task := conversation.StartTask{ID: "task-" + id, OwnerID: "owner", ConversationID: id, Status: conversation.TaskReady,
+			Request: fmt.Appendf(nil, `{"initial_message":{"content":[{"type":"text","text":%q}]}}`, strings.Repeat("word ", 170)), CreatedAt: at, UpdatedAt: at}
+		if err := s.CreateConversation(ctx, c, task, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		ts, next, err := s.ListStartTasks(ctx, "owner", conversation.TaskFilter{}, conversation.SortCreatedAtDesc, paging.Query{Limit: 100})
+		if err != nil || len(ts) != 100 || next == "" {
+			b.Fatalf("list: %d tasks, next %q, err %v", len(ts), next, err)
+		}
+	}
+}

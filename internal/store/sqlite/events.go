@@ -176,7 +176,7 @@ func (s *Store) eventsAt(ctx context.Context, seqs []int64) ([]event.Event, erro
 	var missing []int64
 	for i, seq := range seqs {
 		var ok bool
-		if evs[i], ok = s.events.get(seq); !ok {
+		if evs[i], ok = s.listings.event(seq); !ok {
 			missing = append(missing, seq)
 		}
 	}
@@ -195,7 +195,7 @@ func (s *Store) eventsAt(ctx context.Context, seqs []int64) ([]event.Event, erro
 		bySeq := make(map[int64]event.Event, len(read))
 		for _, e := range read {
 			bySeq[e.Seq] = e
-			s.events.put(e)
+			s.listings.putEvent(e)
 		}
 		for i, seq := range seqs {
 			if evs[i].Seq == 0 {

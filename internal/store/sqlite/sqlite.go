@@ -46,8 +46,8 @@ type Store struct {
 	records records
 	// ckpt checkpoints the WAL beside the writer (checkpoint.go).
 	ckpt *checkpointer
-	// events keeps the events listed last (eventcache.go); nil when off.
-	events *eventCache
+	// listings keeps the events and start tasks listed last (listingcache.go); nil when off.
+	listings *listingCache
 
 	closeOnce sync.Once
 	closeErr  error
@@ -66,10 +66,10 @@ type Options struct {
 	// reader's cache lasts only until the next write anyway (SQLite drops it when it sees
 	// that the file changed), so under load it helps within one query at most.
 	CacheBytes int64
-	// EventCacheBytes bounds the events that event listings keep in memory to read them again
-	// by their sequence numbers alone (see eventCache): 0 means DefaultEventCacheBytes, a
-	// negative value none.
-	EventCacheBytes int64
+	// ListingCacheBytes bounds the events and start tasks that listings keep in memory to
+	// read them again by their keys and versions alone (see listingCache): 0 means
+	// DefaultListingCacheBytes, a negative value none.
+	ListingCacheBytes int64
 	// trace, when set, is told the text and arguments of every query (the readers' only),
 	// for tests of the query plans.
 	trace func(query string, args []driver.NamedValue)
@@ -114,11 +114,11 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
-	events := o.EventCacheBytes
-	if events == 0 {
-		events = DefaultEventCacheBytes
+	listings := o.ListingCacheBytes
+	if listings == 0 {
+		listings = DefaultListingCacheBytes
 	}
-	s := &Store{w: newPool(w), r: newPool(r), ckpt: newCheckpointer(), events: newEventCache(events)}
+	s := &Store{w: newPool(w), r: newPool(r), ckpt: newCheckpointer(), listings: newListingCache(listings)}
 	s.one = autocommit{w, s.ckpt}
 	go s.ckpt.run(s.r)
 	return s, nil
@@ -230,10 +230,10 @@ func (s *Store) Close() error {
 
 // ReleaseMemory empties the page caches of the connections open now (PRAGMA shrink_memory on
 // each): memory outside the Go heap, up to twice --sqlite-cache-size, that SQLite would keep
-// until the pages were needed again, and it empties the event cache. It waits for the write in
-// progress, if any; the caches fill again as queries run.
+// until the pages were needed again, and it empties the listing cache. It waits for the write
+// in progress, if any; the caches fill again as queries run.
 func (s *Store) ReleaseMemory(ctx context.Context) error {
-	s.events.clear()
+	s.listings.clear()
 	var errs []error
 	for _, db := range []*sql.DB{s.r.DB, s.w.DB} {
 		// Each connection open now, held at once so that none is shrunk twice and none missed.

@@ -1,0 +1,75 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/internal/apitypes"
+	"github.com/agentd/agentd/internal/conversation"
+)
+
+// TestAppendJSONStringIsEncodingJSONs: appendJSONString writes what encoding/json writes
+// without HTML escaping, for strings with every kind of character it escapes, and random bytes.
+func TestAppendJSONStringIsEncodingJSONs(t *testing.T) {
+	cases := []string{"", "plain", `quote " and \ backslash`, "\x00\x01\b\f\n\r\t\x1f\x7f", "<html> & 'apos'",
+		"é ü 中文 🎉", "\u2028 and \u2029", "bad \xff utf-8 \xc3", "\xed\xa0\x80 surrogate", "end\\"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		b := make([]byte, rng.IntN(24))
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+		cases = append(cases, string(b))
+	}
+	for _, s := range cases {
+		var got, want bytes.Buffer
+		appendJSONString(&got, s)
+		if err := appendJSON(&want, s); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("%q: wrote %s, encoding/json writes %s", s, got.Bytes(), want.Bytes())
+		}
+	}
+}
+
+// TestAppendStartTaskIsEncodingJSONs: a task as the listings write it is the bytes
+// encoding/json writes for its apitypes form, with the request moved last.
+func TestAppendStartTaskIsEncodingJSONs(t *testing.T) {
+	a := &API{}
+	at := time.Date(2025, 3, 1, 12, 30, 45, 123456789, time.UTC)
+	for _, task := range []conversation.StartTask{
+		{ID: "t1", OwnerID: "u1", Status: conversation.TaskWorking, CreatedAt: at, UpdatedAt: at},
+		{ID: "t2", OwnerID: "u\"2", Status: conversation.TaskError, Detail: "failed:\n<line>\u2028", ConversationID: "c2",
+			Request: json.RawMessage(`{"initial_message":null}`), CreatedAt: at, UpdatedAt: at.Add(time.Second)},
+		{ID: "t3", OwnerID: "u3", Status: conversation.TaskReady, ConversationID: "c3", SandboxID: "sb3", AgentServerURL: "http://127.0.0.1:1/x?y=1&z=2",
+			Request: json.RawMessage(`{"a":1}`), CreatedAt: at.In(time.FixedZone("x", 3600)), UpdatedAt: time.Unix(0, 0).UTC()},
+	} {
+		var got bytes.Buffer
+		a.appendStartTask(&got, task)
+		want := referenceStartTask(a, task)
+		if !bytes.Equal(got.Bytes(), want) {
+			t.Fatalf("task %s: wrote\n%s\nencoding/json writes\n%s", task.ID, got.Bytes(), want)
+		}
+	}
+}
+
+// referenceStartTask is the task through encoding/json, its request hidden and spliced last.
+func referenceStartTask(a *API, t conversation.StartTask) []byte {
+	task := a.startTask(t)
+	req, _ := task.Request.MarshalJSON()
+	head := struct {
+		*apitypes.AppConversationStartTask
+		Request *struct{} `json:"request,omitempty"`
+	}{AppConversationStartTask: &task}
+	var buf bytes.Buffer
+	appendJSON(&buf, head)
+	buf.Truncate(buf.Len() - 1)
+	buf.WriteString(`,"request":`)
+	buf.Write(req)
+	buf.WriteByte('}')
+	return buf.Bytes()
+}

@@ -1,0 +1,258 @@
+package sqlite
+
+import (
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/paging"
+)
+
+// rowReads counts the reads of whole rows: the statements that select column.
+type rowReads struct {
+	column string
+	mu     sync.Mutex
+	n      int
+}
+
+func (r *rowReads) trace(q string, _ []driver.NamedValue) {
+	if strings.Contains(q, r.column) && strings.HasPrefix(strings.TrimSpace(q), "SELECT") {
+		r.mu.Lock()
+		r.n++
+		r.mu.Unlock()
+	}
+}
+
+func (r *rowReads) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+// appendNumbered appends n events with bodies of 100 bytes to conversation conv.
+func appendNumbered(t *testing.T, s *Store, conv string, n int) []event.Event {
+	t.Helper()
+	evs := make([]event.Event, n)
+	for i := range evs {
+		id := fmt.Sprintf("%s-e%03d", conv, i)
+		evs[i] = event.Event{ID: id, ConversationID: conv, Kind: "MessageEvent", Source: "agent",
+			Body: fmt.Appendf(nil, `{"id":%q,"pad":%q}`, id, strings.Repeat("x", 100-len(id)-17))}
+	}
+	if err := s.AppendEvents(t.Context(), evs); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// TestListedEventsAreReadOnce: a page listed again is read as its sequence numbers alone, and
+// what it returns is what the database holds.
+func TestListedEventsAreReadOnce(t *testing.T) {
+	ctx := t.Context()
+	reads := &rowReads{column: "e.body"}
+	s, _ := storeWithConversations(t, Options{trace: reads.trace}, "c1")
+	want := appendNumbered(t, s, "c1", 30)
+	search := func(q paging.Query) ([]event.Event, string) {
+		t.Helper()
+		evs, next, err := s.SearchEvents(ctx, "u1", event.Filter{ConversationID: "c1"}, false, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return evs, next
+	}
+	first, next := search(paging.Query{Limit: 10})
+	if reads.count() != 1 {
+		t.Fatalf("the first listing read rows %d times, want 1", reads.count())
+	}
+	for range 3 {
+		again, againNext := search(paging.Query{Limit: 10})
+		if !slices.EqualFunc(first, again, sameEvent) || againNext != next {
+			t.Fatalf("listed again: %v, next %q; first: %v, next %q", again, againNext, first, next)
+		}
+	}
+	if reads.count() != 1 {
+		t.Fatalf("listing the page again read rows %d times in all, want 1", reads.count())
+	}
+	for i, e := range first {
+		if e.Seq == 0 || e.ID != want[i].ID || string(e.Body) != string(want[i].Body) || e.Kind != "MessageEvent" || e.Source != "agent" || e.ConversationID != "c1" {
+			t.Fatalf("event %d: %+v, want %+v", i, e, want[i])
+		}
+	}
+	// A page that overlaps the first reads only the events it lacks.
+	second, _ := search(paging.Query{Limit: 15})
+	if reads.count() != 2 || len(second) != 15 || second[14].ID != want[14].ID {
+		t.Fatalf("a longer page: %d events, rows read %d times in all, want 15 and 2", len(second), reads.count())
+	}
+	// The events of a deleted conversation are no longer listed.
+	if err := s.DeleteConversation(ctx, "u1", "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if gone, next := search(paging.Query{Limit: 10}); len(gone) != 0 || next != "" {
+		t.Fatalf("after the conversation's deletion: %d events, next %q", len(gone), next)
+	}
+	// ReleaseMemory empties the cache.
+	if s.listings.len() == 0 {
+		t.Fatal("the cache is empty before ReleaseMemory")
+	}
+	if err := s.ReleaseMemory(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.listings.len(); n != 0 {
+		t.Fatalf("ReleaseMemory left %d events in the cache", n)
+	}
+}
+
+func sameEvent(a, b event.Event) bool {
+	return a.Seq == b.Seq && a.ID == b.ID && a.ConversationID == b.ConversationID && a.Kind == b.Kind &&
+		a.Source == b.Source && a.Timestamp.Equal(b.Timestamp) && string(a.Body) == string(b.Body) && a.LLMText == b.LLMText
+}
+
+// TestListedTasksAreReadAgainOnlyOnceChanged: a page of start tasks listed again is read as
+// their versions alone, but for a task updated since, which is read again and returned as it
+// is now, in either order of the listing.
+func TestListedTasksAreReadAgainOnlyOnceChanged(t *testing.T) {
+	ctx := t.Context()
+	reads := &rowReads{column: "request"}
+	s, err := OpenWith(ctx, filepath.Join(t.TempDir(), "agentd.db"), Options{trace: reads.trace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t0 := time.Unix(1_700_000_000, 0).UTC()
+	var tasks []conversation.StartTask
+	for i := range 5 {
+		at := t0.Add(time.Duration(i) * time.Second)
+		c := conversation.Conversation{ID: fmt.Sprint("c", i), OwnerID: "u1", Version: conversation.V1, CreatedAt: at, UpdatedAt: at}
+		task := conversation.StartTask{ID: fmt.Sprint("t", i), OwnerID: "u1", ConversationID: c.ID, Status: conversation.TaskWorking,
+			Request: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), CreatedAt: at, UpdatedAt: at}
+		if err := s.CreateConversation(ctx, c, task, nil); err != nil {
+			t.Fatal(err)
+		}
+		tasks = append(tasks, task)
+	}
+	list := func(sort conversation.TaskSort) []conversation.StartTask {
+		t.Helper()
+		ts, _, err := s.ListStartTasks(ctx, "u1", conversation.TaskFilter{}, sort, paging.Query{Limit: 10})
+		if err != nil || len(ts) != 5 {
+			t.Fatalf("%d tasks, %v", len(ts), err)
+		}
+		return ts
+	}
+	first := list(conversation.SortCreatedAt)
+	again := list(conversation.SortCreatedAt)
+	if reads.count() != 1 {
+		t.Fatalf("two listings read rows %d times, want 1", reads.count())
+	}
+	for i, task := range again {
+		if task.ID != tasks[i].ID || task.Status != conversation.TaskWorking || string(task.Request) != string(tasks[i].Request) ||
+			!task.CreatedAt.Equal(tasks[i].CreatedAt) || task.ConversationID != tasks[i].ConversationID || task.OwnerID != "u1" {
+			t.Fatalf("task %d listed again: %+v, want %+v", i, task, first[i])
+		}
+	}
+	// An update, even one that keeps every listed field and its time, is seen.
+	upd := tasks[2]
+	upd.Status, upd.Detail, upd.SandboxID = conversation.TaskReady, "ready", "sb2"
+	for range 2 {
+		if err := s.UpdateStartTask(ctx, upd); err != nil {
+			t.Fatal(err)
+		}
+		got := list(conversation.SortUpdatedAtDesc)
+		var seen bool
+		for _, task := range got {
+			if task.ID == upd.ID {
+				seen = task.Status == conversation.TaskReady && task.Detail == "ready" && task.SandboxID == "sb2"
+			}
+		}
+		if !seen {
+			t.Fatalf("the updated task is not listed as updated: %+v", got)
+		}
+	}
+	if reads.count() != 3 {
+		t.Fatalf("rows read %d times after two updates, want 3", reads.count())
+	}
+	if again := list(conversation.SortCreatedAt); again[2].Status != conversation.TaskReady || reads.count() != 3 {
+		t.Fatalf("listed after the update: %+v, rows read %d times", again[2], reads.count())
+	}
+}
+
+// TestListingCacheKeepsItsBudget: the least recently used rows go first, the cache never
+// holds more than its budget, a row larger than it is not kept, and a task is kept at one
+// version only.
+func TestListingCacheKeepsItsBudget(t *testing.T) {
+	ev := func(seq int64, body int) event.Event {
+		return event.Event{Seq: seq, ID: fmt.Sprint("e", seq), Body: []byte(strings.Repeat("b", body))}
+	}
+	one := eventCost(new(ev(1, 100)))
+	c := newListingCache(int64(3 * one))
+	for seq := int64(1); seq <= 3; seq++ {
+		c.putEvent(ev(seq, 100))
+	}
+	if _, ok := c.event(1); !ok { // 1 is now the most recently used
+		t.Fatal("event 1 not kept")
+	}
+	c.putEvent(ev(4, 100))
+	if _, ok := c.event(2); ok {
+		t.Fatal("event 2, the least recently used, was kept beyond the budget")
+	}
+	for _, seq := range []int64{1, 3, 4} {
+		if _, ok := c.event(seq); !ok {
+			t.Fatalf("event %d not kept", seq)
+		}
+	}
+	if c.size > c.budget || c.len() != 3 {
+		t.Fatalf("%d rows of %d bytes in a budget of %d", c.len(), c.size, c.budget)
+	}
+	c.putEvent(ev(5, 4*one))
+	if _, ok := c.event(5); ok || c.len() != 3 {
+		t.Fatalf("an event larger than the budget was kept (%d rows)", c.len())
+	}
+	at := time.Unix(1_700_000_000, 0)
+	task := conversation.StartTask{ID: "t1", Status: conversation.TaskWorking, CreatedAt: at}
+	c.putTask(task, 0)
+	task.Status = conversation.TaskReady
+	c.putTask(task, 1)
+	if _, ok := c.task("t1", nanos(at), 0); ok {
+		t.Fatal("the task's older version is still kept")
+	}
+	if got, ok := c.task("t1", nanos(at), 1); !ok || got.Status != conversation.TaskReady {
+		t.Fatalf("the task's newer version: %+v, %v", got, ok)
+	}
+	if _, ok := c.task("t1", nanos(at)+1, 1); ok {
+		t.Fatal("a task created at another time was taken for the kept one")
+	}
+	if c.size > c.budget || c.len() != 3 {
+		t.Fatalf("%d rows of %d bytes in a budget of %d", c.len(), c.size, c.budget)
+	}
+	if newListingCache(0) != nil || newListingCache(-1) != nil {
+		t.Fatal("a cache without a budget is not nil")
+	}
+	var off *listingCache
+	off.putEvent(ev(1, 1))
+	off.putTask(task, 1)
+	if _, ok := off.event(1); ok || off.len() != 0 {
+		t.Fatal("a nil cache kept an event")
+	}
+}
+
+// TestListingCacheOff: with a negative budget every listing reads its rows.
+func TestListingCacheOff(t *testing.T) {
+	reads := &rowReads{column: "e.body"}
+	s, _ := storeWithConversations(t, Options{trace: reads.trace, ListingCacheBytes: -1}, "c1")
+	appendNumbered(t, s, "c1", 5)
+	for range 2 {
+		evs, _, err := s.SearchEvents(t.Context(), "u1", event.Filter{ConversationID: "c1"}, false, paging.Query{Limit: 10})
+		if err != nil || len(evs) != 5 {
+			t.Fatalf("%d events, %v", len(evs), err)
+		}
+	}
+	if s.listings != nil || reads.count() != 2 {
+		t.Fatalf("rows read %d times for 2 listings without a cache", reads.count())
+	}
+}
