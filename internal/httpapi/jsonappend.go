@@ -2,8 +2,11 @@ package httpapi
 
 import (
 	"bytes"
+	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentd/agentd/internal/apitypes"
 )
 
 // Hand-written JSON for the items of the longest listings, byte for byte what appendJSON writes
@@ -90,4 +93,40 @@ func appendJSONTime(buf *bytes.Buffer, name string, t time.Time) {
 	buf.WriteString(`":"`)
 	buf.Write(t.AppendFormat(buf.AvailableBuffer(), time.RFC3339Nano))
 	buf.WriteByte('"')
+}
+
+// appendSandbox appends info as encoding/json writes an apitypes.SandboxInfo.
+func appendSandbox(buf *bytes.Buffer, info apitypes.SandboxInfo) {
+	buf.WriteString(`{"id":`)
+	appendJSONString(buf, info.ID)
+	appendJSONField(buf, "created_by_user_id", info.CreatedByUserID)
+	buf.WriteString(`,"sandbox_spec_id":`)
+	appendJSONString(buf, info.SandboxSpecID)
+	buf.WriteString(`,"status":`)
+	appendJSONString(buf, string(info.Status))
+	appendJSONField(buf, "session_api_key", info.SessionAPIKey)
+	buf.WriteString(`,"exposed_urls":`)
+	if info.ExposedURLs == nil {
+		buf.WriteString("null")
+	} else {
+		buf.WriteByte('[')
+		for i, u := range info.ExposedURLs {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			buf.WriteString(`{"name":`)
+			appendJSONString(buf, u.Name)
+			buf.WriteString(`,"url":`)
+			appendJSONString(buf, u.URL)
+			buf.WriteString(`,"port":`)
+			buf.Write(strconv.AppendInt(buf.AvailableBuffer(), int64(u.Port), 10))
+			buf.WriteByte('}')
+		}
+		buf.WriteByte(']')
+	}
+	appendJSONTime(buf, "created_at", info.CreatedAt)
+	buf.WriteString(`,"backend":`)
+	appendJSONString(buf, info.Backend)
+	appendJSONField(buf, "detail", info.Detail)
+	buf.WriteByte('}')
 }

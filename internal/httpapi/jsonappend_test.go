@@ -57,6 +57,27 @@ func TestAppendStartTaskIsEncodingJSONs(t *testing.T) {
 	}
 }
 
+// TestAppendSandboxIsEncodingJSONs: a sandbox as the listings write it is the bytes
+// encoding/json writes for its apitypes form.
+func TestAppendSandboxIsEncodingJSONs(t *testing.T) {
+	at := time.Date(2025, 3, 1, 12, 30, 45, 5, time.UTC)
+	for _, info := range []apitypes.SandboxInfo{
+		{ID: "sb1", SandboxSpecID: "spec", Status: "MISSING", CreatedAt: at, Backend: "bwrap", Detail: ptr(`gone \ "away"`)},
+		{ID: "sb2", CreatedByUserID: ptr("u2"), SandboxSpecID: "spec", Status: "RUNNING", SessionAPIKey: ptr("key"), CreatedAt: at, Backend: "process",
+			ExposedURLs: []apitypes.ExposedURL{{Name: "AGENT_SERVER", URL: "http://127.0.0.1:8000/sb2?a=1&b=<2>", Port: 8000}, {Name: "VS", URL: "", Port: 0}}},
+		{ID: "sb3", SandboxSpecID: "", Status: "PAUSED", CreatedAt: time.Unix(1, 0).In(time.FixedZone("x", -7200)), ExposedURLs: []apitypes.ExposedURL{}},
+	} {
+		var got, want bytes.Buffer
+		appendSandbox(&got, info)
+		if err := appendJSON(&want, info); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("sandbox %s: wrote\n%s\nencoding/json writes\n%s", info.ID, got.Bytes(), want.Bytes())
+		}
+	}
+}
+
 // referenceStartTask is the task through encoding/json, its request hidden and spliced last.
 func referenceStartTask(a *API, t conversation.StartTask) []byte {
 	task := a.startTask(t)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"errors"
 	"net/http"
 
@@ -18,11 +19,8 @@ func (a *API) searchSandboxes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page := apitypes.SandboxPage{Items: make([]apitypes.SandboxInfo, len(sbs)), NextPageID: optString(next)}
-	for i, sb := range sbs {
-		page.Items[i] = a.sandboxInfo(sb)
-	}
-	writeJSON(w, http.StatusOK, page)
+	// As an apitypes.SandboxPage.
+	writePage(w, len(sbs), next, func(buf *bytes.Buffer, i int) { appendSandbox(buf, a.sandboxInfo(sbs[i])) })
 	return nil
 }
 

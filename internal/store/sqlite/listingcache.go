@@ -2,26 +2,31 @@ package sqlite
 
 import (
 	"container/list"
+	"context"
+	"encoding/json"
+	"slices"
 	"sync"
 
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/sandbox"
 )
 
 // DefaultListingCacheBytes is the listing cache of a Store whose Options name none.
 const DefaultListingCacheBytes = 2 << 20
 
 // listingCache keeps the rows listed most recently, up to a budget of bytes, so that a page
-// listed again is read from the database as its rows' keys and versions alone (mostly from an
-// index) rather than row by row with every column: through database/sql and the transpiled
-// SQLite, reading and copying the columns of a row costs many times what serving its bytes
-// does. It holds two kinds of rows:
+// listed again is read from the database as its rows' keys and versions alone (from an index)
+// rather than row by row with every column: through database/sql and the transpiled SQLite,
+// reading and copying the columns of a row costs many times what serving its bytes does. It
+// holds three kinds of rows:
 //
 //   - events, by Seq. Events never change once stored and a Seq is never used again, even
 //     after its event is deleted, so an entry is never stale: a deleted event is only no
 //     longer listed, and its entry ages out.
-//   - start tasks, by id, with the version they were read at: their creation time and rev,
-//     which every update of a task increments. A task whose version differs is read again.
+//   - start tasks and sandboxes, by id, with the version they were read at: their creation
+//     time and rev, which a trigger increments on every update of the row (migration 0012).
+//     A row whose version differs is read again.
 //
 // Safe for concurrent use; a nil *listingCache keeps nothing.
 type listingCache struct {
@@ -32,24 +37,27 @@ type listingCache struct {
 	order  list.List                // most recently used first
 }
 
-// rowKey names a cached row: an event's Seq, or a start task's id.
+// Kinds of rows.
+const (
+	kindEvent byte = iota
+	kindTask
+	kindSandbox
+)
+
+// rowKey names a cached row: an event by its Seq, a start task or a sandbox by its id.
 type rowKey struct {
-	seq    int64
-	taskID string
+	kind byte
+	seq  int64
+	id   string
 }
 
-// cached is one entry: an event, or a start task and its version.
+// cached is one entry: the row as read (an event.Event, a conversation.StartTask or a
+// sandbox.Sandbox) and its version (0 for events).
 type cached struct {
-	key  rowKey
-	cost int
-	ev   event.Event
-	task cachedTask
-}
-
-// cachedTask is a start task as read, with its version.
-type cachedTask struct {
-	t            conversation.StartTask
+	key          rowKey
+	cost         int
 	created, rev int64
+	row          any
 }
 
 // newListingCache returns a cache of budget bytes, or nil (no cache) when budget is not
@@ -73,11 +81,16 @@ func taskCost(t *conversation.StartTask) int {
 	return len(t.ID) + len(t.OwnerID) + len(t.Detail) + len(t.ConversationID) + len(t.SandboxID) + len(t.AgentServerURL) + len(t.Request) + entryOverhead
 }
 
+func sandboxCost(sb *sandbox.Sandbox) int {
+	return len(sb.ID) + len(sb.OwnerID) + len(sb.SpecID) + len(sb.Backend) + len(sb.Status) + len(sb.Detail) +
+		len(sb.SessionKeySealed) + len(sb.SessionKeyHash) + entryOverhead
+}
+
 // event returns the event at seq. Its Body is the cache's own: stored bodies are never changed
 // (see event.Event), so it is shared rather than copied.
 func (c *listingCache) event(seq int64) (event.Event, bool) {
-	if x := c.get(rowKey{seq: seq}); x != nil {
-		return x.ev, true
+	if x := c.get(rowKey{kind: kindEvent, seq: seq}, 0, 0); x != nil {
+		return x.row.(event.Event), true
 	}
 	return event.Event{}, false
 }
@@ -85,25 +98,44 @@ func (c *listingCache) event(seq int64) (event.Event, bool) {
 // putEvent keeps e, which must be stored (its Seq set).
 func (c *listingCache) putEvent(e event.Event) {
 	if e.Seq != 0 {
-		c.put(&cached{key: rowKey{seq: e.Seq}, cost: eventCost(&e), ev: e})
+		c.put(&cached{key: rowKey{kind: kindEvent, seq: e.Seq}, cost: eventCost(&e), row: e})
 	}
 }
 
-// task returns the start task id at the version (created, rev), if it is the one kept. Its
+// task returns the start task id at the version (created, rev), if that is the one kept. Its
 // Request is the cache's own, as a stored task's request is never changed.
 func (c *listingCache) task(id string, created, rev int64) (conversation.StartTask, bool) {
-	if x := c.get(rowKey{taskID: id}); x != nil && x.task.created == created && x.task.rev == rev {
-		return x.task.t, true
+	if x := c.get(rowKey{kind: kindTask, id: id}, created, rev); x != nil {
+		return x.row.(conversation.StartTask), true
 	}
 	return conversation.StartTask{}, false
 }
 
 // putTask keeps t as read at rev, in place of any other version of it.
 func (c *listingCache) putTask(t conversation.StartTask, rev int64) {
-	c.put(&cached{key: rowKey{taskID: t.ID}, cost: taskCost(&t), task: cachedTask{t: t, created: nanos(t.CreatedAt), rev: rev}})
+	c.put(&cached{key: rowKey{kind: kindTask, id: t.ID}, cost: taskCost(&t), created: nanos(t.CreatedAt), rev: rev, row: t})
 }
 
-func (c *listingCache) get(k rowKey) *cached {
+// sandbox returns the sandbox id at the version (created, rev), if that is the one kept, with
+// copies of its sealed key and hash.
+func (c *listingCache) sandbox(id string, created, rev int64) (sandbox.Sandbox, bool) {
+	x := c.get(rowKey{kind: kindSandbox, id: id}, created, rev)
+	if x == nil {
+		return sandbox.Sandbox{}, false
+	}
+	sb := x.row.(sandbox.Sandbox)
+	sb.SessionKeySealed, sb.SessionKeyHash = slices.Clone(sb.SessionKeySealed), slices.Clone(sb.SessionKeyHash)
+	return sb, true
+}
+
+// putSandbox keeps sb as read at rev, in place of any other version of it.
+func (c *listingCache) putSandbox(sb sandbox.Sandbox, rev int64) {
+	sb.SessionKeySealed, sb.SessionKeyHash = slices.Clone(sb.SessionKeySealed), slices.Clone(sb.SessionKeyHash)
+	c.put(&cached{key: rowKey{kind: kindSandbox, id: sb.ID}, cost: sandboxCost(&sb), created: nanos(sb.CreatedAt), rev: rev, row: sb})
+}
+
+// get returns the entry of k if it holds the version (created, rev).
+func (c *listingCache) get(k rowKey, created, rev int64) *cached {
 	if c == nil {
 		return nil
 	}
@@ -113,8 +145,12 @@ func (c *listingCache) get(k rowKey) *cached {
 	if !ok {
 		return nil
 	}
+	x := el.Value.(*cached)
+	if x.created != created || x.rev != rev {
+		return nil
+	}
 	c.order.MoveToFront(el)
-	return el.Value.(*cached)
+	return x
 }
 
 // put keeps x in place of what its key held, and drops the least recently used entries beyond
@@ -161,4 +197,89 @@ func (c *listingCache) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.byKey)
+}
+
+// rowVersion is a listed row's id and the version of it a listing read: its creation time and
+// rev.
+type rowVersion struct {
+	id           string
+	created, rev int64
+}
+
+func scanRowVersion(sc scanner) (rowVersion, error) {
+	var v rowVersion
+	err := sc.Scan(&v.id, &v.created, &v.rev)
+	return v, err
+}
+
+// listed is a table whose listings read versions first (rowVersion): its rows' kind in the
+// cache, and how to read them whole.
+type listed[T any] struct {
+	get func(c *listingCache, id string, created, rev int64) (T, bool)
+	put func(c *listingCache, row T, rev int64)
+	id  func(T) string
+	// selectRows selects the table's columns and rev, without a WHERE; scan scans them.
+	selectRows string
+	scan       func(scanner) (T, int64, error)
+}
+
+var (
+	listedTasks = listed[conversation.StartTask]{
+		get: (*listingCache).task, put: (*listingCache).putTask,
+		id:         func(t conversation.StartTask) string { return t.ID },
+		selectRows: `SELECT ` + taskColumns + `, rev FROM start_tasks`, scan: scanTaskRev,
+	}
+	listedSandboxes = listed[sandbox.Sandbox]{
+		get: (*listingCache).sandbox, put: (*listingCache).putSandbox,
+		id:         func(sb sandbox.Sandbox) string { return sb.ID },
+		selectRows: `SELECT ` + listedSandboxColumns + `, rev FROM sandboxes`, scan: scanSandboxRev,
+	}
+)
+
+// at returns the rows at versions, in their order: from s's cache where it holds that
+// version, and otherwise from the database, in one statement, into the cache. A row deleted
+// since its version was read is left out; one updated since is returned as it is now.
+func (l listed[T]) at(ctx context.Context, s *Store, versions []rowVersion) ([]T, error) {
+	rows := make([]T, len(versions))
+	found := make([]bool, len(versions))
+	var missing []string
+	for i, v := range versions {
+		if rows[i], found[i] = l.get(s.listings, v.id, v.created, v.rev); !found[i] {
+			missing = append(missing, v.id)
+		}
+	}
+	if len(missing) > 0 {
+		ids, err := json.Marshal(missing)
+		if err != nil {
+			return nil, err
+		}
+		type read struct {
+			row T
+			rev int64
+		}
+		fresh, err := collect(ctx, s.r, func(sc scanner) (read, error) {
+			row, rev, err := l.scan(sc)
+			return read{row, rev}, err
+		}, l.selectRows+` WHERE id IN (SELECT value FROM json_each(?))`, string(ids))
+		if err != nil {
+			return nil, err
+		}
+		byID := make(map[string]T, len(fresh))
+		for _, r := range fresh {
+			byID[l.id(r.row)] = r.row
+			l.put(s.listings, r.row, r.rev)
+		}
+		for i, v := range versions {
+			if !found[i] {
+				rows[i], found[i] = byID[v.id]
+			}
+		}
+	}
+	out := rows[:0]
+	for i, row := range rows {
+		if found[i] {
+			out = append(out, row)
+		}
+	}
+	return out, nil
 }

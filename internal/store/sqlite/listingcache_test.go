@@ -14,6 +14,7 @@ import (
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/sandbox"
 )
 
 // rowReads counts the reads of whole rows: the statements that select column.
@@ -254,5 +255,57 @@ func TestListingCacheOff(t *testing.T) {
 	}
 	if s.listings != nil || reads.count() != 2 {
 		t.Fatalf("rows read %d times for 2 listings without a cache", reads.count())
+	}
+}
+
+// TestListedSandboxesAreReadAgainOnlyOnceChanged: a page of sandboxes listed again is read as
+// their versions alone, but for a sandbox changed since by any statement, even one that
+// leaves its update time (the trigger of migration 0012 counts every update).
+func TestListedSandboxesAreReadAgainOnlyOnceChanged(t *testing.T) {
+	ctx := t.Context()
+	reads := &rowReads{column: "session_key_sealed"}
+	s, err := OpenWith(ctx, filepath.Join(t.TempDir(), "agentd.db"), Options{trace: reads.trace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t0 := time.Unix(1_700_000_000, 0).UTC()
+	for i := range 4 {
+		at := t0.Add(time.Duration(i) * time.Second)
+		sb := sandbox.Sandbox{ID: fmt.Sprint("sb", i), OwnerID: "u1", SpecID: "spec", Backend: "process", Status: sandbox.StatusRunning,
+			SessionKeySealed: []byte{1, 2, byte(i)}, CreatedAt: at, UpdatedAt: at}
+		if err := s.CreateSandbox(ctx, sb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func() []sandbox.Sandbox {
+		t.Helper()
+		sbs, _, err := s.ListSandboxes(ctx, "u1", paging.Query{Limit: 10})
+		if err != nil || len(sbs) != 4 {
+			t.Fatalf("%d sandboxes, %v", len(sbs), err)
+		}
+		return sbs
+	}
+	first := list()
+	first[0].SessionKeySealed[0] = 9 // the caller's copy
+	again := list()
+	if reads.count() != 1 || again[0].ID != "sb3" || again[0].SessionKeySealed[0] != 1 || again[0].Status != sandbox.StatusRunning {
+		t.Fatalf("listed again (rows read %d times): %+v", reads.count(), again[0])
+	}
+	// A statement that changes neither the status nor the update time.
+	if err := s.SetSessionKeyHash(ctx, "sb3", []byte("hash")); err != nil {
+		t.Fatal(err)
+	}
+	list()
+	if reads.count() != 2 {
+		t.Fatalf("rows read %d times after a change, want 2", reads.count())
+	}
+	upd := again[1]
+	upd.Status, upd.Detail = sandbox.StatusPaused, "paused"
+	if err := s.UpdateSandbox(ctx, upd, sandbox.StatusRunning); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(); got[1].Status != sandbox.StatusPaused || got[1].Detail != "paused" || reads.count() != 3 {
+		t.Fatalf("after an update (rows read %d times): %+v", reads.count(), got[1])
 	}
 }

@@ -134,9 +134,13 @@ func TestListingQueryPlans(t *testing.T) {
 	}, "INTEGER PRIMARY KEY")
 	// The start tasks of a listed page that the cache does not hold: a lookup by id each.
 	add("start tasks by their ids", func() error {
-		_, err := s.tasksAt(ctx, []taskVersion{{id: "t1"}, {id: "t2"}})
+		_, err := listedTasks.at(ctx, s, []rowVersion{{id: "t1"}, {id: "t2"}})
 		return err
 	}, "sqlite_autoindex_start_tasks_1")
+	add("sandboxes by their ids", func() error {
+		_, err := listedSandboxes.at(ctx, s, []rowVersion{{id: "sb1"}, {id: "sb2"}})
+		return err
+	}, "sqlite_autoindex_sandboxes_1")
 
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -43,12 +43,23 @@ const sandboxColumns = `id, owner_id, spec_id, backend, status, detail, session_
 // (see sandbox.Store): decoding it was the larger part of a listing's cost.
 const listedSandboxColumns = `id, owner_id, spec_id, backend, status, detail, session_key_sealed, session_key_hash, '', created_at, updated_at`
 
-func scanSandbox(sc scanner) (sandbox.Sandbox, error) {
+func scanSandbox(sc scanner) (sandbox.Sandbox, error) { return scanSandboxWith(sc) }
+
+// scanSandboxRev scans listedSandboxColumns and rev.
+func scanSandboxRev(sc scanner) (sandbox.Sandbox, int64, error) {
+	var rev int64
+	sb, err := scanSandboxWith(sc, &rev)
+	return sb, rev, err
+}
+
+// scanSandboxWith scans sandboxColumns (or listedSandboxColumns), then the columns after them
+// into extra.
+func scanSandboxWith(sc scanner, extra ...any) (sandbox.Sandbox, error) {
 	var sb sandbox.Sandbox
 	var inst string
 	var created, updated int64
-	err := sc.Scan(&sb.ID, &sb.OwnerID, &sb.SpecID, &sb.Backend, &sb.Status, &sb.Detail, &sb.SessionKeySealed,
-		&sb.SessionKeyHash, &inst, &created, &updated)
+	err := sc.Scan(append([]any{&sb.ID, &sb.OwnerID, &sb.SpecID, &sb.Backend, &sb.Status, &sb.Detail, &sb.SessionKeySealed,
+		&sb.SessionKeyHash, &inst, &created, &updated}, extra...)...)
 	if err != nil {
 		return sandbox.Sandbox{}, err
 	}
@@ -122,9 +133,15 @@ func (s *Store) ListSandboxes(ctx context.Context, ownerID string, q paging.Quer
 	var w where
 	ownedBy(&w, "owner_id", ownerID)
 	keyset(&w, "created_at", "id", true, c)
-	sbs, err := collect(ctx, s.r, scanSandbox,
-		`SELECT `+listedSandboxColumns+` FROM sandboxes`+w.String()+order("created_at", "id", true)+` LIMIT ?`,
+	// The page's sandboxes and their versions first, then the sandboxes the cache does not
+	// hold as they are now.
+	versions, err := collect(ctx, s.r, scanRowVersion,
+		`SELECT id, created_at, rev FROM sandboxes`+w.String()+order("created_at", "id", true)+` LIMIT ?`,
 		append(w.args, q.Limit+1)...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list sandboxes: %w", err)
+	}
+	sbs, err := listedSandboxes.at(ctx, s, versions)
 	if err != nil {
 		return nil, "", fmt.Errorf("list sandboxes: %w", err)
 	}

@@ -46,7 +46,7 @@ type Store struct {
 	records records
 	// ckpt checkpoints the WAL beside the writer (checkpoint.go).
 	ckpt *checkpointer
-	// listings keeps the events and start tasks listed last (listingcache.go); nil when off.
+	// listings keeps the rows listed last (listingcache.go); nil when off.
 	listings *listingCache
 
 	closeOnce sync.Once
@@ -66,8 +66,8 @@ type Options struct {
 	// reader's cache lasts only until the next write anyway (SQLite drops it when it sees
 	// that the file changed), so under load it helps within one query at most.
 	CacheBytes int64
-	// ListingCacheBytes bounds the events and start tasks that listings keep in memory to
-	// read them again by their keys and versions alone (see listingCache): 0 means
+	// ListingCacheBytes bounds the events, start tasks and sandboxes that listings keep in
+	// memory to read them again by their keys and versions alone (see listingCache): 0 means
 	// DefaultListingCacheBytes, a negative value none.
 	ListingCacheBytes int64
 	// trace, when set, is told the text and arguments of every query (the readers' only),

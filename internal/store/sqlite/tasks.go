@@ -3,10 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/paging"
@@ -116,13 +114,13 @@ func (s *Store) ListStartTasks(ctx context.Context, ownerID string, f conversati
 	keyset(&w, col, "id", desc, c)
 	// The page's tasks and their versions first, then the tasks the cache does not hold as
 	// they are now.
-	versions, err := collect(ctx, s.r, scanTaskVersion,
+	versions, err := collect(ctx, s.r, scanRowVersion,
 		`SELECT id, created_at, rev FROM start_tasks`+w.String()+order(col, "id", desc)+` LIMIT ?`,
 		append(w.args, q.Limit+1)...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list start tasks: %w", err)
 	}
-	ts, err := s.tasksAt(ctx, versions)
+	ts, err := listedTasks.at(ctx, s, versions)
 	if err != nil {
 		return nil, "", fmt.Errorf("list start tasks: %w", err)
 	}
@@ -135,65 +133,11 @@ func (s *Store) ListStartTasks(ctx context.Context, ownerID string, f conversati
 	return ts, next, nil
 }
 
-// taskVersion is a start task's id and the version of it a listing read.
-type taskVersion struct {
-	id           string
-	created, rev int64
-}
-
-func scanTaskVersion(sc scanner) (taskVersion, error) {
-	var v taskVersion
-	err := sc.Scan(&v.id, &v.created, &v.rev)
-	return v, err
-}
-
-// tasksAt returns the start tasks at versions, in their order, from the cache where it holds
-// that version and from the database (into the cache) otherwise. A task deleted since its
-// version was read is left out; one updated since is returned as it is now.
-func (s *Store) tasksAt(ctx context.Context, versions []taskVersion) ([]conversation.StartTask, error) {
-	ts := make([]conversation.StartTask, len(versions))
-	var missing []string
-	for i, v := range versions {
-		var ok bool
-		if ts[i], ok = s.listings.task(v.id, v.created, v.rev); !ok {
-			missing = append(missing, v.id)
-		}
-	}
-	if len(missing) > 0 {
-		list, err := json.Marshal(missing)
-		if err != nil {
-			return nil, err
-		}
-		read, err := collect(ctx, s.r, scanTaskRev,
-			`SELECT `+taskColumns+`, rev FROM start_tasks WHERE id IN (SELECT value FROM json_each(?))`, string(list))
-		if err != nil {
-			return nil, err
-		}
-		byID := make(map[string]conversation.StartTask, len(read))
-		for _, r := range read {
-			byID[r.t.ID] = r.t
-			s.listings.putTask(r.t, r.rev)
-		}
-		for i, v := range versions {
-			if ts[i].ID == "" {
-				ts[i] = byID[v.id]
-			}
-		}
-	}
-	return slices.DeleteFunc(ts, func(t conversation.StartTask) bool { return t.ID == "" }), nil
-}
-
-// taskRev is a start task as read, with its rev.
-type taskRev struct {
-	t   conversation.StartTask
-	rev int64
-}
-
-func scanTaskRev(sc scanner) (taskRev, error) {
-	var r taskRev
-	var err error
-	r.t, err = scanTaskWith(sc, &r.rev)
-	return r, err
+// scanTaskRev scans taskColumns and rev.
+func scanTaskRev(sc scanner) (conversation.StartTask, int64, error) {
+	var rev int64
+	t, err := scanTaskWith(sc, &rev)
+	return t, rev, err
 }
 
 func (s *Store) CountStartTasks(ctx context.Context, ownerID string, f conversation.TaskFilter) (int, error) {
@@ -211,7 +155,7 @@ func (s *Store) UpdateStartTask(ctx context.Context, t conversation.StartTask) e
 	if err == nil {
 		var res sql.Result
 		res, err = s.one.ExecContext(ctx,
-			`UPDATE start_tasks SET status = ?, detail = ?, sandbox_id = ?, agent_server_url = ?, updated_at = ?, rev = rev + 1
+			`UPDATE start_tasks SET status = ?, detail = ?, sandbox_id = ?, agent_server_url = ?, updated_at = ?
 			WHERE id = ? AND owner_id = ?`,
 			string(t.Status), t.Detail, t.SandboxID, t.AgentServerURL, nanos(t.UpdatedAt), t.ID, t.OwnerID)
 		if err == nil {
