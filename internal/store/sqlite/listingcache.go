@@ -199,17 +199,24 @@ func (c *listingCache) len() int {
 	return len(c.byKey)
 }
 
-// rowVersion is a listed row's id and the version of it a listing read: its creation time and
-// rev.
+// rowVersion is a listed row's id, the version of it a listing read (its creation time and
+// rev), and its position in the listing's order (the value of the column it sorts by), from
+// which the next page's cursor is made: the row read after may have changed since.
 type rowVersion struct {
-	id           string
-	created, rev int64
+	id                string
+	created, rev, key int64
 }
 
 func scanRowVersion(sc scanner) (rowVersion, error) {
 	var v rowVersion
-	err := sc.Scan(&v.id, &v.created, &v.rev)
+	err := sc.Scan(&v.id, &v.created, &v.rev, &v.key)
 	return v, err
+}
+
+// pageVersions trims versions, read with limit+1, to one page and returns the next page's
+// cursor, as page does.
+func pageVersions(versions []rowVersion, limit int) ([]rowVersion, string) {
+	return page(versions, limit, func(v rowVersion) (int64, string) { return v.key, v.id })
 }
 
 // listed is a table whose listings read versions first (rowVersion): its rows' kind in the

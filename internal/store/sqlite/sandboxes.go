@@ -136,16 +136,16 @@ func (s *Store) ListSandboxes(ctx context.Context, ownerID string, q paging.Quer
 	// The page's sandboxes and their versions first, then the sandboxes the cache does not
 	// hold as they are now.
 	versions, err := collect(ctx, s.r, scanRowVersion,
-		`SELECT id, created_at, rev FROM sandboxes`+w.String()+order("created_at", "id", true)+` LIMIT ?`,
+		`SELECT id, created_at, rev, created_at FROM sandboxes`+w.String()+order("created_at", "id", true)+` LIMIT ?`,
 		append(w.args, q.Limit+1)...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list sandboxes: %w", err)
 	}
+	versions, next := pageVersions(versions, q.Limit)
 	sbs, err := listedSandboxes.at(ctx, s, versions)
 	if err != nil {
 		return nil, "", fmt.Errorf("list sandboxes: %w", err)
 	}
-	sbs, next := page(sbs, q.Limit, func(sb sandbox.Sandbox) (int64, string) { return nanos(sb.CreatedAt), sb.ID })
 	return sbs, next, nil
 }
 

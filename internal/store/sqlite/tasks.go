@@ -115,21 +115,16 @@ func (s *Store) ListStartTasks(ctx context.Context, ownerID string, f conversati
 	// The page's tasks and their versions first, then the tasks the cache does not hold as
 	// they are now.
 	versions, err := collect(ctx, s.r, scanRowVersion,
-		`SELECT id, created_at, rev FROM start_tasks`+w.String()+order(col, "id", desc)+` LIMIT ?`,
+		`SELECT id, created_at, rev, `+col+` FROM start_tasks`+w.String()+order(col, "id", desc)+` LIMIT ?`,
 		append(w.args, q.Limit+1)...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list start tasks: %w", err)
 	}
+	versions, next := pageVersions(versions, q.Limit)
 	ts, err := listedTasks.at(ctx, s, versions)
 	if err != nil {
 		return nil, "", fmt.Errorf("list start tasks: %w", err)
 	}
-	ts, next := page(ts, q.Limit, func(t conversation.StartTask) (int64, string) {
-		if col == "updated_at" {
-			return nanos(t.UpdatedAt), t.ID
-		}
-		return nanos(t.CreatedAt), t.ID
-	})
 	return ts, next, nil
 }
 
