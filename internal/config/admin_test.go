@@ -28,65 +28,53 @@ func TestAdminAddr(t *testing.T) {
 }
 
 func TestSQLiteCacheSize(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		args []string
-		env  map[string]string
-		want int64
-		err  string
-	}{
+	testSize(t, func(c Config) int64 { return c.SQLiteCacheBytes }, []sizeCase{
 		{name: "default", want: 4 << 20},
 		{name: "given", args: []string{"--sqlite-cache-size", "16MiB"}, want: 16 << 20},
 		{name: "environment", env: map[string]string{"AGENTD_SQLITE_CACHE_SIZE": "512KiB"}, want: 512 << 10},
 		{name: "off", args: []string{"--sqlite-cache-size", "off"}, err: "cannot be off"},
 		{name: "zero", args: []string{"--sqlite-cache-size", "0"}, err: "not a size"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c, ok := loadCase(t, tc.args, env(tc.env), tc.err)
-			if !ok {
-				return
-			}
-			if c.SQLiteCacheBytes != tc.want {
-				t.Fatalf("sqlite cache %d, want %d", c.SQLiteCacheBytes, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestListingCacheSize(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		args []string
-		env  map[string]string
-		want int64
-		err  string
-	}{
+	testSize(t, func(c Config) int64 { return c.ListingCacheBytes }, []sizeCase{
 		{name: "default", want: 2 << 20},
 		{name: "given", args: []string{"--listing-cache-size", "8MiB"}, want: 8 << 20},
 		{name: "environment", env: map[string]string{"AGENTD_LISTING_CACHE_SIZE": "512KiB"}, want: 512 << 10},
 		{name: "off", args: []string{"--listing-cache-size", "off"}, want: 0},
 		{name: "zero", args: []string{"--listing-cache-size", "0"}, err: "not a size"},
-	} {
+	})
+}
+
+// sizeCase is a setting of a size in bytes, by flag or environment, and the size it loads as
+// (or the error it fails with).
+type sizeCase struct {
+	name string
+	args []string
+	env  map[string]string
+	want int64
+	err  string
+}
+
+// testSize runs cases, reading the size each loads as with get.
+func testSize(t *testing.T, get func(Config) int64, cases []sizeCase) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c, ok := loadCase(t, tc.args, env(tc.env), tc.err)
 			if !ok {
 				return
 			}
-			if c.ListingCacheBytes != tc.want {
-				t.Fatalf("listing cache %d, want %d", c.ListingCacheBytes, tc.want)
+			if got := get(c); got != tc.want {
+				t.Fatalf("size %d, want %d", got, tc.want)
 			}
 		})
 	}
 }
 
 func TestMemoryLimit(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		args []string
-		env  map[string]string
-		want int64
-		err  string
-	}{
+	testSize(t, func(c Config) int64 { return c.MemoryLimit }, []sizeCase{
 		{name: "default", want: 96 << 20},
 		{name: "given", args: []string{"--memory-limit", "2GiB"}, want: 2 << 30},
 		{name: "GOMEMLIMIT's form", env: map[string]string{"GOMEMLIMIT": "536870912"}, want: 512 << 20},
@@ -94,15 +82,5 @@ func TestMemoryLimit(t *testing.T) {
 		{name: "off", args: []string{"--memory-limit", "off"}, want: 0},
 		{name: "no unit we know", args: []string{"--memory-limit", "96MB"}, err: "not a size"},
 		{name: "zero", args: []string{"--memory-limit", "0"}, err: "not a size"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c, ok := loadCase(t, tc.args, env(tc.env), tc.err)
-			if !ok {
-				return
-			}
-			if c.MemoryLimit != tc.want {
-				t.Fatalf("memory limit %d, want %d", c.MemoryLimit, tc.want)
-			}
-		})
-	}
+	})
 }

@@ -78,11 +78,11 @@ type fieldsKey struct {
 func (f *fieldsCache) tail(p sdk.ChatCompletionNewParams) ([]byte, error) {
 	key := fieldsKey{model: string(p.Model), maxTokens: p.MaxTokens, maxCompletionTokens: p.MaxCompletionTokens, temperature: p.Temperature}
 	f.mu.Lock()
-	if f.json != nil && f.key == key {
-		defer f.mu.Unlock()
-		return f.json, nil
-	}
+	kept, ok := f.json, f.json != nil && f.key == key
 	f.mu.Unlock()
+	if ok {
+		return kept, nil
+	}
 	rest := p
 	rest.Messages, rest.Tools = nil, nil
 	head, err := rest.MarshalJSON()

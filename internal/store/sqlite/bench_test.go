@@ -18,11 +18,7 @@ import (
 // start task and half of them with a sandbox, as the conversation list of the web UI does.
 func BenchmarkListConversations(b *testing.B) {
 	ctx := b.Context()
-	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := openBenchStore(b)
 	const owner = "owner"
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 1000 {
@@ -57,11 +53,7 @@ func BenchmarkListConversations(b *testing.B) {
 // the event cache but for the page's sequence numbers.
 func BenchmarkSearchEvents(b *testing.B) {
 	ctx := b.Context()
-	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := openBenchStore(b)
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := conversation.Conversation{ID: "conv", OwnerID: "owner", Version: conversation.V1, CreatedAt: t0, UpdatedAt: t0}
 	if err := s.CreateConversation(ctx, c, conversation.StartTask{ID: "task", Status: conversation.TaskReady, CreatedAt: t0, UpdatedAt: t0}, nil); err != nil {
@@ -89,11 +81,7 @@ func BenchmarkSearchEvents(b *testing.B) {
 // page's versions.
 func BenchmarkListStartTasks(b *testing.B) {
 	ctx := b.Context()
-	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := openBenchStore(b)
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 1000 {
 		at := t0.Add(time.Duration(i) * time.Minute)
@@ -111,4 +99,15 @@ func BenchmarkListStartTasks(b *testing.B) {
 			b.Fatalf("list: %d tasks, next %q, err %v", len(ts), next, err)
 		}
 	}
+}
+
+// openBenchStore opens a store in a new directory, closed when b ends.
+func openBenchStore(b *testing.B) *sqlite.Store {
+	b.Helper()
+	s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
 }

@@ -3,9 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/agentd/agentd/internal/conversation"
@@ -154,7 +152,7 @@ func (s *Store) SearchEvents(ctx context.Context, ownerID string, f event.Filter
 	if err != nil {
 		return nil, "", fmt.Errorf("search events: %w", err)
 	}
-	evs, err := s.eventsAt(ctx, seqs)
+	evs, err := listedEvents.at(ctx, s, seqs)
 	if err != nil {
 		return nil, "", fmt.Errorf("search events: %w", err)
 	}
@@ -162,48 +160,10 @@ func (s *Store) SearchEvents(ctx context.Context, ownerID string, f event.Filter
 	return evs, next, nil
 }
 
-func scanSeq(sc scanner) (int64, error) {
-	var seq int64
-	err := sc.Scan(&seq)
-	return seq, err
-}
-
-// eventsAt returns the events at seqs, in their order, from the cache where it has them and
-// from the database (into the cache) otherwise. An event deleted since its seq was read is
-// left out.
-func (s *Store) eventsAt(ctx context.Context, seqs []int64) ([]event.Event, error) {
-	evs := make([]event.Event, len(seqs))
-	var missing []int64
-	for i, seq := range seqs {
-		var ok bool
-		if evs[i], ok = s.listings.event(seq); !ok {
-			missing = append(missing, seq)
-		}
-	}
-	if len(missing) > 0 {
-		list, err := json.Marshal(missing)
-		if err != nil {
-			return nil, err
-		}
-		// One statement for any number of them: the list is a JSON array, each of its
-		// values a lookup by rowid.
-		read, err := collect(ctx, s.r, scanEvent,
-			eventSelect+` WHERE e.seq IN (SELECT value FROM json_each(?))`, string(list))
-		if err != nil {
-			return nil, err
-		}
-		bySeq := make(map[int64]event.Event, len(read))
-		for _, e := range read {
-			bySeq[e.Seq] = e
-			s.listings.putEvent(e)
-		}
-		for i, seq := range seqs {
-			if evs[i].Seq == 0 {
-				evs[i] = bySeq[seq]
-			}
-		}
-	}
-	return slices.DeleteFunc(evs, func(e event.Event) bool { return e.Seq == 0 }), nil
+func scanSeq(sc scanner) (rowVersion[int64], error) {
+	var v rowVersion[int64]
+	err := sc.Scan(&v.key)
+	return v, err
 }
 
 func (s *Store) CountEvents(ctx context.Context, ownerID string, f event.Filter) (int, error) {

@@ -199,64 +199,84 @@ func (c *listingCache) len() int {
 	return len(c.byKey)
 }
 
-// rowVersion is a listed row's id, the version of it a listing read (its creation time and
-// rev), and its position in the listing's order (the value of the column it sorts by), from
-// which the next page's cursor is made: the row read after may have changed since.
-type rowVersion struct {
-	id                string
-	created, rev, key int64
+// rowVersion is what a listing reads of a row first: its key (an event's Seq, or an id), the
+// version of it (its creation time and rev; none for events, which never change), and its
+// position in the listing's order (the value of the column it sorts by), from which the next
+// page's cursor is made: the row read after may have changed since.
+type rowVersion[K comparable] struct {
+	key               K
+	created, rev, pos int64
 }
 
-func scanRowVersion(sc scanner) (rowVersion, error) {
-	var v rowVersion
-	err := sc.Scan(&v.id, &v.created, &v.rev, &v.key)
+func scanRowVersion(sc scanner) (rowVersion[string], error) {
+	var v rowVersion[string]
+	err := sc.Scan(&v.key, &v.created, &v.rev, &v.pos)
 	return v, err
 }
 
 // pageVersions trims versions, read with limit+1, to one page and returns the next page's
 // cursor, as page does.
-func pageVersions(versions []rowVersion, limit int) ([]rowVersion, string) {
-	return page(versions, limit, func(v rowVersion) (int64, string) { return v.key, v.id })
+func pageVersions(versions []rowVersion[string], limit int) ([]rowVersion[string], string) {
+	return page(versions, limit, func(v rowVersion[string]) (int64, string) { return v.pos, v.key })
 }
 
-// listed is a table whose listings read versions first (rowVersion): its rows' kind in the
-// cache, and how to read them whole.
-type listed[T any] struct {
-	get func(c *listingCache, id string, created, rev int64) (T, bool)
+// listed is a table whose listings read versions first (rowVersion): how to find its rows in
+// the cache, and how to read them whole.
+type listed[K comparable, T any] struct {
+	get func(c *listingCache, v rowVersion[K]) (T, bool)
 	put func(c *listingCache, row T, rev int64)
-	id  func(T) string
-	// selectRows selects the table's columns and rev, without a WHERE; scan scans them.
-	selectRows string
-	scan       func(scanner) (T, int64, error)
+	key func(T) K
+	// selectRows selects the table's columns (and rev, where it has one), without a WHERE;
+	// scan scans them. keyColumn is the column of the key.
+	selectRows, keyColumn string
+	scan                  func(scanner) (T, int64, error)
 }
 
 var (
-	listedTasks = listed[conversation.StartTask]{
-		get: (*listingCache).task, put: (*listingCache).putTask,
-		id:         func(t conversation.StartTask) string { return t.ID },
-		selectRows: `SELECT ` + taskColumns + `, rev FROM start_tasks`, scan: scanTaskRev,
+	listedEvents = listed[int64, event.Event]{
+		get: func(c *listingCache, v rowVersion[int64]) (event.Event, bool) { return c.event(v.key) },
+		put: func(c *listingCache, e event.Event, _ int64) { c.putEvent(e) },
+		key: func(e event.Event) int64 { return e.Seq },
+		// One rowid lookup for each.
+		selectRows: eventSelect, keyColumn: "e.seq",
+		scan: func(sc scanner) (event.Event, int64, error) {
+			e, err := scanEvent(sc)
+			return e, 0, err
+		},
 	}
-	listedSandboxes = listed[sandbox.Sandbox]{
-		get: (*listingCache).sandbox, put: (*listingCache).putSandbox,
-		id:         func(sb sandbox.Sandbox) string { return sb.ID },
-		selectRows: `SELECT ` + listedSandboxColumns + `, rev FROM sandboxes`, scan: scanSandboxRev,
+	listedTasks = listed[string, conversation.StartTask]{
+		get: func(c *listingCache, v rowVersion[string]) (conversation.StartTask, bool) {
+			return c.task(v.key, v.created, v.rev)
+		},
+		put:        (*listingCache).putTask,
+		key:        func(t conversation.StartTask) string { return t.ID },
+		selectRows: `SELECT ` + taskColumns + `, rev FROM start_tasks`, keyColumn: "id", scan: scanTaskRev,
+	}
+	listedSandboxes = listed[string, sandbox.Sandbox]{
+		get: func(c *listingCache, v rowVersion[string]) (sandbox.Sandbox, bool) {
+			return c.sandbox(v.key, v.created, v.rev)
+		},
+		put:        (*listingCache).putSandbox,
+		key:        func(sb sandbox.Sandbox) string { return sb.ID },
+		selectRows: `SELECT ` + listedSandboxColumns + `, rev FROM sandboxes`, keyColumn: "id", scan: scanSandboxRev,
 	}
 )
 
 // at returns the rows at versions, in their order: from s's cache where it holds that
-// version, and otherwise from the database, in one statement, into the cache. A row deleted
-// since its version was read is left out; one updated since is returned as it is now.
-func (l listed[T]) at(ctx context.Context, s *Store, versions []rowVersion) ([]T, error) {
+// version, and otherwise from the database, in one statement whatever their number (the keys
+// are bound as one JSON array), into the cache. A row deleted since its version was read is
+// left out; one updated since is returned as it is now.
+func (l listed[K, T]) at(ctx context.Context, s *Store, versions []rowVersion[K]) ([]T, error) {
 	rows := make([]T, len(versions))
 	found := make([]bool, len(versions))
-	var missing []string
+	var missing []K
 	for i, v := range versions {
-		if rows[i], found[i] = l.get(s.listings, v.id, v.created, v.rev); !found[i] {
-			missing = append(missing, v.id)
+		if rows[i], found[i] = l.get(s.listings, v); !found[i] {
+			missing = append(missing, v.key)
 		}
 	}
 	if len(missing) > 0 {
-		ids, err := json.Marshal(missing)
+		keys, err := json.Marshal(missing)
 		if err != nil {
 			return nil, err
 		}
@@ -267,18 +287,18 @@ func (l listed[T]) at(ctx context.Context, s *Store, versions []rowVersion) ([]T
 		fresh, err := collect(ctx, s.r, func(sc scanner) (read, error) {
 			row, rev, err := l.scan(sc)
 			return read{row, rev}, err
-		}, l.selectRows+` WHERE id IN (SELECT value FROM json_each(?))`, string(ids))
+		}, l.selectRows+` WHERE `+l.keyColumn+` IN (SELECT value FROM json_each(?))`, string(keys))
 		if err != nil {
 			return nil, err
 		}
-		byID := make(map[string]T, len(fresh))
+		byKey := make(map[K]T, len(fresh))
 		for _, r := range fresh {
-			byID[l.id(r.row)] = r.row
+			byKey[l.key(r.row)] = r.row
 			l.put(s.listings, r.row, r.rev)
 		}
 		for i, v := range versions {
 			if !found[i] {
-				rows[i], found[i] = byID[v.id]
+				rows[i], found[i] = byKey[v.key]
 			}
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -121,12 +120,7 @@ func sameEvent(a, b event.Event) bool {
 func TestListedTasksAreReadAgainOnlyOnceChanged(t *testing.T) {
 	ctx := t.Context()
 	reads := &rowReads{column: "request"}
-	s, err := OpenWith(ctx, filepath.Join(t.TempDir(), "agentd.db"), Options{trace: reads.trace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	t0 := time.Unix(1_700_000_000, 0).UTC()
+	s, t0 := storeWithConversations(t, Options{trace: reads.trace})
 	var tasks []conversation.StartTask
 	for i := range 5 {
 		at := t0.Add(time.Duration(i) * time.Second)
@@ -264,12 +258,7 @@ func TestListingCacheOff(t *testing.T) {
 func TestListedSandboxesAreReadAgainOnlyOnceChanged(t *testing.T) {
 	ctx := t.Context()
 	reads := &rowReads{column: "session_key_sealed"}
-	s, err := OpenWith(ctx, filepath.Join(t.TempDir(), "agentd.db"), Options{trace: reads.trace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	t0 := time.Unix(1_700_000_000, 0).UTC()
+	s, t0 := storeWithConversations(t, Options{trace: reads.trace})
 	for i := range 4 {
 		at := t0.Add(time.Duration(i) * time.Second)
 		sb := sandbox.Sandbox{ID: fmt.Sprint("sb", i), OwnerID: "u1", SpecID: "spec", Backend: "process", Status: sandbox.StatusRunning,

@@ -129,16 +129,16 @@ func TestListingQueryPlans(t *testing.T) {
 	}
 	// The events of a listed page that the event cache does not hold: a lookup by rowid each.
 	add("events by their sequence numbers", func() error {
-		_, err := s.eventsAt(ctx, []int64{7, 8, 9})
+		_, err := listedEvents.at(ctx, s, []rowVersion[int64]{{key: 7}, {key: 8}, {key: 9}})
 		return err
 	}, "INTEGER PRIMARY KEY")
 	// The start tasks of a listed page that the cache does not hold: a lookup by id each.
 	add("start tasks by their ids", func() error {
-		_, err := listedTasks.at(ctx, s, []rowVersion{{id: "t1"}, {id: "t2"}})
+		_, err := listedTasks.at(ctx, s, []rowVersion[string]{{key: "t1"}, {key: "t2"}})
 		return err
 	}, "sqlite_autoindex_start_tasks_1")
 	add("sandboxes by their ids", func() error {
-		_, err := listedSandboxes.at(ctx, s, []rowVersion{{id: "sb1"}, {id: "sb2"}})
+		_, err := listedSandboxes.at(ctx, s, []rowVersion[string]{{key: "sb1"}, {key: "sb2"}})
 		return err
 	}, "sqlite_autoindex_sandboxes_1")
 
