@@ -169,11 +169,7 @@ func (a *API) searchAppConversations(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	page := apitypes.AppConversationPage{Items: make([]apitypes.AppConversation, len(views)), NextPageID: optString(next)}
-	for i, v := range views {
-		page.Items[i] = a.appConversation(v)
-	}
-	writeJSON(w, http.StatusOK, page)
+	writePage(w, len(views), next, func(buf *bytes.Buffer, i int) { a.appendAppConversation(buf, views[i]) })
 	return nil
 }
 

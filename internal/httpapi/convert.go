@@ -128,10 +128,18 @@ func (a *API) appConversation(v conversation.View) apitypes.AppConversation {
 // metricsOf decodes stored metrics; nil when there are none. The answers share what it
 // returns, which nothing changes.
 func (a *API) metricsOf(raw json.RawMessage) *apitypes.MetricsSnapshot {
-	if len(raw) == 0 {
-		return nil
+	if m := a.decodedMetrics.get(raw); m != nil {
+		return &m.snapshot
 	}
-	return a.decodedMetrics.get(raw)
+	return nil
+}
+
+// metricsJSON is what encoding/json writes for metricsOf(raw): null when there are none.
+func (a *API) metricsJSON(raw json.RawMessage) []byte {
+	if m := a.decodedMetrics.get(raw); m != nil {
+		return m.encoded
+	}
+	return []byte("null")
 }
 
 // maxDecodedMetrics bounds metricsCache: a few pages of listings of many users.
@@ -142,30 +150,45 @@ const maxDecodedMetrics = 4096
 // and decoding them was a fifth of its time. The zero value is ready.
 type metricsCache struct {
 	mu sync.Mutex
-	m  map[string]*apitypes.MetricsSnapshot
+	m  map[string]*decodedMetrics
 }
 
-func (c *metricsCache) get(raw json.RawMessage) *apitypes.MetricsSnapshot {
+// decodedMetrics are stored metrics decoded, and encoded again as the answers write them.
+type decodedMetrics struct {
+	snapshot apitypes.MetricsSnapshot
+	encoded  []byte
+}
+
+// get returns raw decoded, or nil when it is empty or does not decode.
+func (c *metricsCache) get(raw json.RawMessage) *decodedMetrics {
+	if len(raw) == 0 {
+		return nil
+	}
 	c.mu.Lock()
 	m, ok := c.m[string(raw)]
 	c.mu.Unlock()
 	if ok {
 		return m
 	}
-	var v apitypes.MetricsSnapshot
-	if json.Unmarshal(raw, &v) != nil {
+	m = &decodedMetrics{}
+	if json.Unmarshal(raw, &m.snapshot) != nil {
 		return nil
 	}
+	var buf bytes.Buffer
+	if appendJSON(&buf, &m.snapshot) != nil {
+		return nil
+	}
+	m.encoded = buf.Bytes()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = map[string]*apitypes.MetricsSnapshot{}
+		c.m = map[string]*decodedMetrics{}
 	}
 	if len(c.m) >= maxDecodedMetrics {
 		clear(c.m) // simpler than an LRU, and as good for what listings read again
 	}
-	c.m[string(raw)] = &v
-	return &v
+	c.m[string(raw)] = m
+	return m
 }
 
 func (a *API) conversationInfo(v conversation.View) apitypes.ConversationInfo {
@@ -235,6 +258,11 @@ func (a *API) appendStartTask(buf *bytes.Buffer, t conversation.StartTask) {
 	buf.WriteString(`,"request":`)
 	buf.Write(req)
 	buf.WriteByte('}')
+}
+
+// appendAppConversation appends v as encoding/json writes a.appConversation(v).
+func (a *API) appendAppConversation(buf *bytes.Buffer, v conversation.View) {
+	appendAppConversation(buf, a.appConversation(v), a.metricsJSON(v.Metrics))
 }
 
 // orEmpty keeps lists serialising as [] rather than null.

@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"bytes"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -106,27 +108,101 @@ func appendSandbox(buf *bytes.Buffer, info apitypes.SandboxInfo) {
 	appendJSONString(buf, string(info.Status))
 	appendJSONField(buf, "session_api_key", info.SessionAPIKey)
 	buf.WriteString(`,"exposed_urls":`)
-	if info.ExposedURLs == nil {
-		buf.WriteString("null")
-	} else {
-		buf.WriteByte('[')
-		for i, u := range info.ExposedURLs {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			buf.WriteString(`{"name":`)
-			appendJSONString(buf, u.Name)
-			buf.WriteString(`,"url":`)
-			appendJSONString(buf, u.URL)
-			buf.WriteString(`,"port":`)
-			buf.Write(strconv.AppendInt(buf.AvailableBuffer(), int64(u.Port), 10))
-			buf.WriteByte('}')
-		}
-		buf.WriteByte(']')
-	}
+	appendJSONArray(buf, info.ExposedURLs, func(buf *bytes.Buffer, u apitypes.ExposedURL) {
+		buf.WriteString(`{"name":`)
+		appendJSONString(buf, u.Name)
+		buf.WriteString(`,"url":`)
+		appendJSONString(buf, u.URL)
+		buf.WriteString(`,"port":`)
+		appendJSONInt(buf, u.Port)
+		buf.WriteByte('}')
+	})
 	appendJSONTime(buf, "created_at", info.CreatedAt)
 	buf.WriteString(`,"backend":`)
 	appendJSONString(buf, info.Backend)
 	appendJSONField(buf, "detail", info.Detail)
 	buf.WriteByte('}')
+}
+
+// appendAppConversation appends c as encoding/json writes an apitypes.AppConversation, with
+// metrics, the encoding of c.Metrics, written as it is.
+func appendAppConversation(buf *bytes.Buffer, c apitypes.AppConversation, metrics []byte) {
+	buf.WriteString(`{"id":`)
+	appendJSONString(buf, c.ID)
+	appendJSONField(buf, "created_by_user_id", c.CreatedByUserID)
+	buf.WriteString(`,"sandbox_id":`)
+	appendJSONString(buf, c.SandboxID)
+	appendJSONField(buf, "selected_repository", c.SelectedRepository)
+	appendJSONField(buf, "selected_branch", c.SelectedBranch)
+	appendJSONField(buf, "git_provider", (*string)(c.GitProvider))
+	appendJSONField(buf, "title", c.Title)
+	appendJSONField(buf, "trigger", (*string)(c.Trigger))
+	buf.WriteString(`,"pr_number":`)
+	appendJSONArray(buf, c.PRNumber, appendJSONInt)
+	appendJSONField(buf, "llm_model", c.LLMModel)
+	buf.WriteString(`,"metrics":`)
+	buf.Write(metrics)
+	appendJSONField(buf, "parent_conversation_id", c.ParentConversationID)
+	buf.WriteString(`,"sub_conversation_ids":`)
+	appendJSONArray(buf, c.SubConversationIDs, appendJSONString)
+	appendJSONTime(buf, "created_at", c.CreatedAt)
+	appendJSONTime(buf, "updated_at", c.UpdatedAt)
+	buf.WriteString(`,"sandbox_status":`)
+	appendJSONString(buf, string(c.SandboxStatus))
+	appendJSONField(buf, "execution_status", (*string)(c.ExecutionStatus))
+	appendJSONField(buf, "conversation_url", c.ConversationURL)
+	appendJSONField(buf, "session_api_key", c.SessionAPIKey)
+	buf.WriteString(`,"agent_kind":`)
+	appendJSONString(buf, c.AgentKind)
+	buf.WriteString(`,"public":`)
+	switch {
+	case c.Public == nil:
+		buf.WriteString("null")
+	case *c.Public:
+		buf.WriteString("true")
+	default:
+		buf.WriteString("false")
+	}
+	buf.WriteString(`,"tags":`)
+	if c.Tags == nil {
+		buf.WriteString("null")
+	} else {
+		// encoding/json writes a map's keys in order.
+		buf.WriteByte('{')
+		for i, k := range slices.Sorted(maps.Keys(c.Tags)) {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			appendJSONString(buf, k)
+			buf.WriteByte(':')
+			appendJSONString(buf, c.Tags[k])
+		}
+		buf.WriteByte('}')
+	}
+	buf.WriteString(`,"conversation_status":`)
+	appendJSONString(buf, string(c.ConversationStatus))
+	buf.WriteString(`,"conversation_version":`)
+	appendJSONString(buf, c.ConversationVersion)
+	buf.WriteByte('}')
+}
+
+// appendJSONArray appends xs as a JSON array, each element by each, or null when xs is nil.
+func appendJSONArray[T any](buf *bytes.Buffer, xs []T, each func(*bytes.Buffer, T)) {
+	if xs == nil {
+		buf.WriteString("null")
+		return
+	}
+	buf.WriteByte('[')
+	for i, x := range xs {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		each(buf, x)
+	}
+	buf.WriteByte(']')
+}
+
+// appendJSONInt appends n in decimal.
+func appendJSONInt(buf *bytes.Buffer, n int) {
+	buf.Write(strconv.AppendInt(buf.AvailableBuffer(), int64(n), 10))
 }

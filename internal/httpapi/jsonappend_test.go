@@ -94,3 +94,68 @@ func referenceStartTask(a *API, t conversation.StartTask) []byte {
 	buf.WriteByte('}')
 	return buf.Bytes()
 }
+
+// TestAppendAppConversationIsEncodingJSONs: a conversation as the listing writes it is the
+// bytes encoding/json writes for its apitypes form, with or without each optional field.
+func TestAppendAppConversationIsEncodingJSONs(t *testing.T) {
+	at := time.Date(2025, 3, 1, 12, 30, 45, 120000000, time.UTC)
+	budget := 2.5
+	provider, trigger, status := apitypes.ProviderType("github"), apitypes.ConversationTrigger("resolver"), apitypes.ExecutionStatus("running")
+	for _, tc := range []struct {
+		c       apitypes.AppConversation
+		metrics string
+	}{
+		{c: apitypes.AppConversation{ID: "c1", SandboxStatus: "MISSING", AgentKind: "openhands", ConversationStatus: "STOPPED", ConversationVersion: "V1",
+			CreatedAt: at, UpdatedAt: at}},
+		{c: apitypes.AppConversation{ID: "c2", CreatedByUserID: ptr("u2"), SandboxID: "sb2", SelectedRepository: ptr("octo/<widgets>"),
+			SelectedBranch: ptr("main & \"dev\""), GitProvider: &provider, Title: ptr("fix \u2028 the\tbug"), Trigger: &trigger,
+			PRNumber: []int{}, LLMModel: ptr("gpt"), ParentConversationID: ptr("c1"), SubConversationIDs: []string{},
+			CreatedAt: at.In(time.FixedZone("x", 3600)), UpdatedAt: time.Unix(0, 0).UTC(), SandboxStatus: "RUNNING", ExecutionStatus: &status,
+			ConversationURL: ptr("http://127.0.0.1:1/api?x=1&y=2"), SessionAPIKey: ptr("key"), AgentKind: "openhands", Public: ptr(true),
+			Tags: map[string]string{}, ConversationStatus: "RUNNING", ConversationVersion: "V0"},
+			metrics: `{"model_name":"gpt <4>","accumulated_cost":0.25,"max_budget_per_task":null,"accumulated_token_usage":null}`},
+		{c: apitypes.AppConversation{ID: "c3", PRNumber: []int{3, -1, 1 << 40}, SubConversationIDs: []string{"a", "b\"c"}, Public: ptr(false),
+			Tags: map[string]string{"z": "last", "a": "first", "\x00k": "v\xff", "é": "<>"}, CreatedAt: at, UpdatedAt: at},
+			metrics: `{"model_name":"m","accumulated_cost":1e-7,"accumulated_token_usage":{"model":"m","prompt_tokens":12,"response_id":"r&1"}}`},
+	} {
+		metrics := []byte("null")
+		if tc.metrics != "" {
+			tc.c.Metrics = &apitypes.MetricsSnapshot{}
+			if err := json.Unmarshal([]byte(tc.metrics), tc.c.Metrics); err != nil {
+				t.Fatal(err)
+			}
+			if tc.c.ID == "c3" {
+				tc.c.Metrics.MaxBudgetPerTask = &budget
+			}
+			var buf bytes.Buffer
+			if err := appendJSON(&buf, tc.c.Metrics); err != nil {
+				t.Fatal(err)
+			}
+			metrics = buf.Bytes()
+		}
+		var got, want bytes.Buffer
+		appendAppConversation(&got, tc.c, metrics)
+		if err := appendJSON(&want, tc.c); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("conversation %s: wrote\n%s\nencoding/json writes\n%s", tc.c.ID, got.Bytes(), want.Bytes())
+		}
+	}
+	// Through the API's conversion, the metrics from its cache, decoded and as stored.
+	a := &API{}
+	for _, raw := range []string{"", `{"model_name":"m","accumulated_cost":3,"extra":1}`, `not json`} {
+		v := conversation.View{Conversation: conversation.Conversation{ID: "c4", OwnerID: "u4", Version: conversation.V1, Metrics: json.RawMessage(raw),
+			CreatedAt: at, UpdatedAt: at}, SandboxStatus: "MISSING"}
+		for range 2 { // decoded, then from the cache
+			var got, want bytes.Buffer
+			a.appendAppConversation(&got, v)
+			if err := appendJSON(&want, a.appConversation(v)); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Fatalf("metrics %q: wrote\n%s\nencoding/json writes\n%s", raw, got.Bytes(), want.Bytes())
+			}
+		}
+	}
+}

@@ -15,7 +15,8 @@ import (
 )
 
 // BenchmarkListConversations reads the first page of 100 of 1,000 conversations, each with a
-// start task and half of them with a sandbox, as the conversation list of the web UI does.
+// start task and half of them with a sandbox, as the conversation list of the web UI does:
+// after the first read, from the listing cache but for the page's versions.
 func BenchmarkListConversations(b *testing.B) {
 	ctx := b.Context()
 	s := openBenchStore(b)
@@ -82,23 +83,53 @@ func BenchmarkSearchEvents(b *testing.B) {
 func BenchmarkListStartTasks(b *testing.B) {
 	ctx := b.Context()
 	s := openBenchStore(b)
-	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := range 1000 {
-		at := t0.Add(time.Duration(i) * time.Minute)
-		id := fmt.Sprintf("conv-%04d", i)
-		c := conversation.Conversation{ID: id, OwnerID: "owner", Version: conversation.V1, CreatedAt: at, UpdatedAt: at}
-		task := conversation.StartTask{ID: "task-" + id, OwnerID: "owner", ConversationID: id, Status: conversation.TaskReady,
-			Request: fmt.Appendf(nil, `{"initial_message":{"content":[{"type":"text","text":%q}]}}`, strings.Repeat("word ", 170)), CreatedAt: at, UpdatedAt: at}
-		if err := s.CreateConversation(ctx, c, task, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
+	createBenchConversations(b, s, 1000)
 	for b.Loop() {
 		ts, next, err := s.ListStartTasks(ctx, "owner", conversation.TaskFilter{}, conversation.SortCreatedAtDesc, paging.Query{Limit: 100})
 		if err != nil || len(ts) != 100 || next == "" {
 			b.Fatalf("list: %d tasks, next %q, err %v", len(ts), next, err)
 		}
 	}
+}
+
+// BenchmarkRecordEvents records what an agent step does: one event of about 700 bytes with the
+// conversation's new metrics and update time, among 1,000 stored conversations.
+func BenchmarkRecordEvents(b *testing.B) {
+	ctx := b.Context()
+	s := openBenchStore(b)
+	t0 := createBenchConversations(b, s, 1000)
+	text := strings.Repeat("word ", 130)
+	i := 0
+	for b.Loop() {
+		i++
+		id := fmt.Sprintf("event-%d", i)
+		at := t0.Add(time.Duration(i) * time.Second)
+		ev := event.Event{ID: id, Kind: event.KindMessage, Source: "agent", Timestamp: at,
+			Body: fmt.Appendf(nil, `{"id":%q,"kind":"MessageEvent","source":"agent","text":%q}`, id, text)}
+		u := conversation.StateUpdate{ExecutionStatus: "running", Metrics: fmt.Appendf(nil, `{"accumulated_cost":%d}`, i), UpdatedAt: at}
+		if _, err := s.RecordEvents(ctx, "conv-0500", []event.Event{ev}, u); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// createBenchConversations stores n conversations of the user "owner", conv-0000 to conv-<n-1>,
+// a minute apart from the time it returns, each with a start task whose request is of about
+// 900 bytes.
+func createBenchConversations(b *testing.B, s *sqlite.Store, n int) time.Time {
+	b.Helper()
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range n {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		id := fmt.Sprintf("conv-%04d", i)
+		c := conversation.Conversation{ID: id, OwnerID: "owner", Version: conversation.V1, CreatedAt: at, UpdatedAt: at}
+		task := conversation.StartTask{ID: "task-" + id, OwnerID: "owner", ConversationID: id, Status: conversation.TaskReady,
+			Request: fmt.Appendf(nil, `{"initial_message":{"content":[{"type":"text","text":%q}]}}`, strings.Repeat("word ", 170)), CreatedAt: at, UpdatedAt: at}
+		if err := s.CreateConversation(b.Context(), c, task, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return t0
 }
 
 // openBenchStore opens a store in a new directory, closed when b ends.

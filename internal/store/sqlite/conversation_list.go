@@ -54,13 +54,20 @@ func (s *Store) ListConversations(ctx context.Context, ownerID string, f convers
 	}
 	w := conversationWhere(ownerID, f)
 	keyset(&w, "c.created_at", "c.id", true, c)
-	vs, err := collect(ctx, s.r, scanView,
-		listSelect+w.String()+order("c.created_at", "c.id", true)+` LIMIT ?`,
+	// The page's conversations and their versions first (from the owner's index alone when
+	// nothing but time and parent filters), then the views the cache does not hold as they
+	// are now.
+	versions, err := collect(ctx, s.r, scanCreatedVersion,
+		`SELECT c.id, c.created_at, c.rev FROM conversations c`+w.String()+order("c.created_at", "c.id", true)+` LIMIT ?`,
 		append(w.args, q.Limit+1)...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list conversations: %w", err)
 	}
-	vs, next := page(vs, q.Limit, func(v conversation.View) (int64, string) { return nanos(v.CreatedAt), v.ID })
+	versions, next := pageVersions(versions, q.Limit)
+	vs, err := listedConversations.at(ctx, s, versions)
+	if err != nil {
+		return nil, "", fmt.Errorf("list conversations: %w", err)
+	}
 	return vs, next, nil
 }
 

@@ -123,34 +123,49 @@ func fold(s string) string { return strings.ToLower(s) }
 
 // viewSelect reads a conversation with the status of its sandbox (if the owner still has it)
 // and of its most recent start task. listSelect is the same without the sealed request, which
-// listings never use and which may be large (a replay); its sealed secrets are small, and a
-// sandbox's listing of secrets reads them.
+// listings never use and which may be large (a replay), and with the conversation's rev after
+// the view's columns; its sealed secrets are small, and a sandbox's listing of secrets reads
+// them. Migration 0013 keeps rev in step with every column the view reads.
 const (
 	viewSelect = `SELECT c.id, c.owner_id, c.sandbox_id, c.version, c.title, c.selected_repository,
 	c.selected_branch, c.git_provider, c.trigger_name, c.pr_numbers, c.llm_model, c.metrics, c.parent_id,
-	c.request_sealed, ` + viewRest
+	c.request_sealed, ` + viewRest + viewFrom
 	listSelect = `SELECT c.id, c.owner_id, c.sandbox_id, c.version, c.title, c.selected_repository,
 	c.selected_branch, c.git_provider, c.trigger_name, c.pr_numbers, c.llm_model, c.metrics, c.parent_id,
-	NULL, ` + viewRest
+	NULL, ` + viewRest + `, c.rev` + viewFrom
 )
 
-const viewRest = `c.secret_names, c.secrets_sealed, c.public, c.tags, c.title_by_user, c.created_at, c.updated_at, c.execution_status, c.confirmation_policy, s.status, s.session_key_sealed, t.status, t.detail
+const (
+	viewRest = `c.secret_names, c.secrets_sealed, c.public, c.tags, c.title_by_user, c.created_at, c.updated_at, c.execution_status, c.confirmation_policy, s.status, s.session_key_sealed, t.status, t.detail`
+	viewFrom = `
 FROM conversations c
 LEFT JOIN sandboxes s ON c.sandbox_id <> '' AND s.id = c.sandbox_id AND s.owner_id = c.owner_id
 LEFT JOIN start_tasks t ON t.id = (
 	SELECT id FROM start_tasks
 	WHERE conversation_id = c.id AND owner_id = c.owner_id
 	ORDER BY created_at DESC, id DESC LIMIT 1)`
+)
 
-func scanView(sc scanner) (conversation.View, error) {
+func scanView(sc scanner) (conversation.View, error) { return scanViewWith(sc) }
+
+// scanViewRev scans listSelect's columns: the view's and rev.
+func scanViewRev(sc scanner) (conversation.View, int64, error) {
+	var rev int64
+	v, err := scanViewWith(sc, &rev)
+	return v, rev, err
+}
+
+// scanViewWith scans the view's columns, then the columns after them into extra.
+func scanViewWith(sc scanner, extra ...any) (conversation.View, error) {
 	var v conversation.View
 	c := &v.Conversation
 	var prs, secretNames, tags, policy string
 	var metrics, sbStatus, taskStatus, taskDetail sql.NullString
 	var created, updated int64
-	err := sc.Scan(&c.ID, &c.OwnerID, &c.SandboxID, &c.Version, &c.Title, &c.SelectedRepository,
+	err := sc.Scan(append([]any{&c.ID, &c.OwnerID, &c.SandboxID, &c.Version, &c.Title, &c.SelectedRepository,
 		&c.SelectedBranch, &c.GitProvider, &c.Trigger, &prs, &c.LLMModel, &metrics, &c.ParentID,
-		&c.RequestSealed, &secretNames, &c.SecretsSealed, &c.Public, &tags, &c.TitleByUser, &created, &updated, &c.ExecutionStatus, &policy, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail)
+		&c.RequestSealed, &secretNames, &c.SecretsSealed, &c.Public, &tags, &c.TitleByUser, &created, &updated, &c.ExecutionStatus, &policy,
+		&sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail}, extra...)...)
 	if err != nil {
 		return conversation.View{}, err
 	}
@@ -325,6 +340,8 @@ func (s *Store) recordEvents(ctx context.Context, tx *sql.Tx, conversationID str
 		sets, args = append(sets, "updated_at = ?"), append(args, nanos(u.UpdatedAt))
 	}
 	if len(sets) > 0 {
+		// rev set here spares the row the second write of its trigger (migration 0013).
+		sets = append(sets, "rev = rev + 1")
 		res, err := s.w.execIn(ctx, tx, `UPDATE conversations SET `+strings.Join(sets, ", ")+` WHERE id = ?`,
 			append(args, conversationID)...)
 		if err != nil {

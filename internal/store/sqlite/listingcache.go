@@ -27,6 +27,9 @@ const DefaultListingCacheBytes = 2 << 20
 //   - start tasks and sandboxes, by id, with the version they were read at: their creation
 //     time and rev, which a trigger increments on every update of the row (migration 0012).
 //     A row whose version differs is read again.
+//   - conversations as listed (conversation.View), likewise by id and version. A
+//     conversation's rev also counts the changes of its sandbox and latest start task that
+//     the view shows (migration 0013).
 //
 // Safe for concurrent use; a nil *listingCache keeps nothing.
 type listingCache struct {
@@ -42,17 +45,19 @@ const (
 	kindEvent byte = iota
 	kindTask
 	kindSandbox
+	kindConversation
 )
 
-// rowKey names a cached row: an event by its Seq, a start task or a sandbox by its id.
+// rowKey names a cached row: an event by its Seq, a start task, a sandbox or a conversation by
+// its id.
 type rowKey struct {
 	kind byte
 	seq  int64
 	id   string
 }
 
-// cached is one entry: the row as read (an event.Event, a conversation.StartTask or a
-// sandbox.Sandbox) and its version (0 for events).
+// cached is one entry: the row as read (an event.Event, a conversation.StartTask, a
+// sandbox.Sandbox or a conversation.View) and its version (0 for events).
 type cached struct {
 	key          rowKey
 	cost         int
@@ -86,52 +91,22 @@ func sandboxCost(sb *sandbox.Sandbox) int {
 		len(sb.SessionKeySealed) + len(sb.SessionKeyHash) + entryOverhead
 }
 
-// event returns the event at seq. Its Body is the cache's own: stored bodies are never changed
-// (see event.Event), so it is shared rather than copied.
-func (c *listingCache) event(seq int64) (event.Event, bool) {
-	if x := c.get(rowKey{kind: kindEvent, seq: seq}, 0, 0); x != nil {
-		return x.row.(event.Event), true
+func viewCost(v *conversation.View) int {
+	c := &v.Conversation
+	n := len(c.ID) + len(c.OwnerID) + len(c.SandboxID) + len(c.Version) + len(c.Title) + len(c.Metrics) + len(c.ExecutionStatus) +
+		len(c.SecretsSealed) + len(v.SandboxStatus) + len(v.TaskStatus) + len(v.TaskDetail) + len(v.SandboxKeySealed) + 8*len(c.PRNumbers) + entryOverhead
+	for _, p := range []*string{c.SelectedRepository, c.SelectedBranch, c.GitProvider, c.Trigger, c.LLMModel, c.ParentID} {
+		if p != nil {
+			n += len(*p)
+		}
 	}
-	return event.Event{}, false
-}
-
-// putEvent keeps e, which must be stored (its Seq set).
-func (c *listingCache) putEvent(e event.Event) {
-	if e.Seq != 0 {
-		c.put(&cached{key: rowKey{kind: kindEvent, seq: e.Seq}, cost: eventCost(&e), row: e})
+	for _, name := range c.SecretNames {
+		n += len(name)
 	}
-}
-
-// task returns the start task id at the version (created, rev), if that is the one kept. Its
-// Request is the cache's own, as a stored task's request is never changed.
-func (c *listingCache) task(id string, created, rev int64) (conversation.StartTask, bool) {
-	if x := c.get(rowKey{kind: kindTask, id: id}, created, rev); x != nil {
-		return x.row.(conversation.StartTask), true
+	for k, val := range c.Tags {
+		n += len(k) + len(val)
 	}
-	return conversation.StartTask{}, false
-}
-
-// putTask keeps t as read at rev, in place of any other version of it.
-func (c *listingCache) putTask(t conversation.StartTask, rev int64) {
-	c.put(&cached{key: rowKey{kind: kindTask, id: t.ID}, cost: taskCost(&t), created: nanos(t.CreatedAt), rev: rev, row: t})
-}
-
-// sandbox returns the sandbox id at the version (created, rev), if that is the one kept, with
-// copies of its sealed key and hash.
-func (c *listingCache) sandbox(id string, created, rev int64) (sandbox.Sandbox, bool) {
-	x := c.get(rowKey{kind: kindSandbox, id: id}, created, rev)
-	if x == nil {
-		return sandbox.Sandbox{}, false
-	}
-	sb := x.row.(sandbox.Sandbox)
-	sb.SessionKeySealed, sb.SessionKeyHash = slices.Clone(sb.SessionKeySealed), slices.Clone(sb.SessionKeyHash)
-	return sb, true
-}
-
-// putSandbox keeps sb as read at rev, in place of any other version of it.
-func (c *listingCache) putSandbox(sb sandbox.Sandbox, rev int64) {
-	sb.SessionKeySealed, sb.SessionKeyHash = slices.Clone(sb.SessionKeySealed), slices.Clone(sb.SessionKeyHash)
-	c.put(&cached{key: rowKey{kind: kindSandbox, id: sb.ID}, cost: sandboxCost(&sb), created: nanos(sb.CreatedAt), rev: rev, row: sb})
+	return n
 }
 
 // get returns the entry of k if it holds the version (created, rev).
@@ -208,9 +183,20 @@ type rowVersion[K comparable] struct {
 	created, rev, pos int64
 }
 
+// scanRowVersion scans a row's id, creation time, rev and position.
 func scanRowVersion(sc scanner) (rowVersion[string], error) {
 	var v rowVersion[string]
 	err := sc.Scan(&v.key, &v.created, &v.rev, &v.pos)
+	return v, err
+}
+
+// scanCreatedVersion scans a row's id, creation time and rev, of a listing in order of
+// creation: its position is its creation time. A column less to read is a tenth less of the
+// listing's first read.
+func scanCreatedVersion(sc scanner) (rowVersion[string], error) {
+	var v rowVersion[string]
+	err := sc.Scan(&v.key, &v.created, &v.rev)
+	v.pos = v.created
 	return v, err
 }
 
@@ -220,23 +206,60 @@ func pageVersions(versions []rowVersion[string], limit int) ([]rowVersion[string
 	return page(versions, limit, func(v rowVersion[string]) (int64, string) { return v.pos, v.key })
 }
 
-// listed is a table whose listings read versions first (rowVersion): how to find its rows in
-// the cache, and how to read them whole.
+// listed is a table whose listings read versions first (rowVersion): how its rows are kept
+// in the cache, and how to read them whole.
 type listed[K comparable, T any] struct {
-	get func(c *listingCache, v rowVersion[K]) (T, bool)
-	put func(c *listingCache, row T, rev int64)
 	key func(T) K
+	// ref names the row of a key in the cache; created is a row's creation time (0 for
+	// events, which are not versioned).
+	ref     func(K) rowKey
+	created func(T) int64
+	cost    func(*T) int
+	// own, when set, copies what a reader may change of a row (its sealed secrets), so that
+	// neither the cache nor the reader changes the other's.
+	own func(*T)
 	// selectRows selects the table's columns (and rev, where it has one), without a WHERE;
 	// scan scans them. keyColumn is the column of the key.
 	selectRows, keyColumn string
 	scan                  func(scanner) (T, int64, error)
 }
 
+// cached returns the row at version v, if the cache holds that version of it.
+func (l listed[K, T]) cached(c *listingCache, v rowVersion[K]) (T, bool) {
+	x := c.get(l.ref(v.key), v.created, v.rev)
+	if x == nil {
+		var zero T
+		return zero, false
+	}
+	row := x.row.(T)
+	if l.own != nil {
+		l.own(&row)
+	}
+	return row, true
+}
+
+// keep keeps row, as read at rev, in place of any other version of it.
+func (l listed[K, T]) keep(c *listingCache, row T, rev int64) {
+	if l.own != nil {
+		l.own(&row)
+	}
+	c.put(&cached{key: l.ref(l.key(row)), cost: l.cost(&row), created: l.created(row), rev: rev, row: row})
+}
+
+func byID(kind byte) func(string) rowKey {
+	return func(id string) rowKey { return rowKey{kind: kind, id: id} }
+}
+
+// The stored bodies of events and requests of start tasks are never changed (see
+// event.Event and conversation.StartTask), so the cache shares them with its readers, as it
+// does a listed conversation's other slices, maps and pointers (PRNumbers, SecretNames,
+// Tags, Metrics), which listings' readers only read.
 var (
 	listedEvents = listed[int64, event.Event]{
-		get: func(c *listingCache, v rowVersion[int64]) (event.Event, bool) { return c.event(v.key) },
-		put: func(c *listingCache, e event.Event, _ int64) { c.putEvent(e) },
-		key: func(e event.Event) int64 { return e.Seq },
+		key:     func(e event.Event) int64 { return e.Seq },
+		ref:     func(seq int64) rowKey { return rowKey{kind: kindEvent, seq: seq} },
+		created: func(event.Event) int64 { return 0 },
+		cost:    eventCost,
 		// One rowid lookup for each.
 		selectRows: eventSelect, keyColumn: "e.seq",
 		scan: func(sc scanner) (event.Event, int64, error) {
@@ -245,20 +268,31 @@ var (
 		},
 	}
 	listedTasks = listed[string, conversation.StartTask]{
-		get: func(c *listingCache, v rowVersion[string]) (conversation.StartTask, bool) {
-			return c.task(v.key, v.created, v.rev)
-		},
-		put:        (*listingCache).putTask,
 		key:        func(t conversation.StartTask) string { return t.ID },
+		ref:        byID(kindTask),
+		created:    func(t conversation.StartTask) int64 { return nanos(t.CreatedAt) },
+		cost:       taskCost,
 		selectRows: `SELECT ` + taskColumns + `, rev FROM start_tasks`, keyColumn: "id", scan: scanTaskRev,
 	}
 	listedSandboxes = listed[string, sandbox.Sandbox]{
-		get: func(c *listingCache, v rowVersion[string]) (sandbox.Sandbox, bool) {
-			return c.sandbox(v.key, v.created, v.rev)
+		key:     func(sb sandbox.Sandbox) string { return sb.ID },
+		ref:     byID(kindSandbox),
+		created: func(sb sandbox.Sandbox) int64 { return nanos(sb.CreatedAt) },
+		cost:    sandboxCost,
+		own: func(sb *sandbox.Sandbox) {
+			sb.SessionKeySealed, sb.SessionKeyHash = slices.Clone(sb.SessionKeySealed), slices.Clone(sb.SessionKeyHash)
 		},
-		put:        (*listingCache).putSandbox,
-		key:        func(sb sandbox.Sandbox) string { return sb.ID },
 		selectRows: `SELECT ` + listedSandboxColumns + `, rev FROM sandboxes`, keyColumn: "id", scan: scanSandboxRev,
+	}
+	listedConversations = listed[string, conversation.View]{
+		key:     func(v conversation.View) string { return v.ID },
+		ref:     byID(kindConversation),
+		created: func(v conversation.View) int64 { return nanos(v.CreatedAt) },
+		cost:    viewCost,
+		own: func(v *conversation.View) {
+			v.SecretsSealed, v.SandboxKeySealed = slices.Clone(v.SecretsSealed), slices.Clone(v.SandboxKeySealed)
+		},
+		selectRows: listSelect, keyColumn: "c.id", scan: scanViewRev,
 	}
 )
 
@@ -268,43 +302,53 @@ var (
 // left out; one updated since is returned as it is now.
 func (l listed[K, T]) at(ctx context.Context, s *Store, versions []rowVersion[K]) ([]T, error) {
 	rows := make([]T, len(versions))
-	found := make([]bool, len(versions))
-	var missing []K
+	var missing []int // of versions
 	for i, v := range versions {
-		if rows[i], found[i] = l.get(s.listings, v); !found[i] {
-			missing = append(missing, v.key)
+		var ok bool
+		if rows[i], ok = l.cached(s.listings, v); !ok {
+			missing = append(missing, i)
 		}
 	}
-	if len(missing) > 0 {
-		keys, err := json.Marshal(missing)
-		if err != nil {
-			return nil, err
+	if len(missing) == 0 {
+		return rows, nil
+	}
+	keys := make([]K, len(missing))
+	for j, i := range missing {
+		keys[j] = versions[i].key
+	}
+	list, err := json.Marshal(keys)
+	if err != nil {
+		return nil, err
+	}
+	type read struct {
+		row T
+		rev int64
+	}
+	fresh, err := collect(ctx, s.r, func(sc scanner) (read, error) {
+		row, rev, err := l.scan(sc)
+		return read{row, rev}, err
+	}, l.selectRows+` WHERE `+l.keyColumn+` IN (SELECT value FROM json_each(?))`, string(list))
+	if err != nil {
+		return nil, err
+	}
+	byKey := make(map[K]T, len(fresh))
+	for _, r := range fresh {
+		byKey[l.key(r.row)] = r.row
+		l.keep(s.listings, r.row, r.rev)
+	}
+	gone := make(map[int]bool)
+	for _, i := range missing {
+		var ok bool
+		if rows[i], ok = byKey[versions[i].key]; !ok {
+			gone[i] = true
 		}
-		type read struct {
-			row T
-			rev int64
-		}
-		fresh, err := collect(ctx, s.r, func(sc scanner) (read, error) {
-			row, rev, err := l.scan(sc)
-			return read{row, rev}, err
-		}, l.selectRows+` WHERE `+l.keyColumn+` IN (SELECT value FROM json_each(?))`, string(keys))
-		if err != nil {
-			return nil, err
-		}
-		byKey := make(map[K]T, len(fresh))
-		for _, r := range fresh {
-			byKey[l.key(r.row)] = r.row
-			l.put(s.listings, r.row, r.rev)
-		}
-		for i, v := range versions {
-			if !found[i] {
-				rows[i], found[i] = byKey[v.key]
-			}
-		}
+	}
+	if len(gone) == 0 {
+		return rows, nil
 	}
 	out := rows[:0]
 	for i, row := range rows {
-		if found[i] {
+		if !gone[i] {
 			out = append(out, row)
 		}
 	}

@@ -187,39 +187,39 @@ func TestListingCacheKeepsItsBudget(t *testing.T) {
 	one := eventCost(new(ev(1, 100)))
 	c := newListingCache(int64(3 * one))
 	for seq := int64(1); seq <= 3; seq++ {
-		c.putEvent(ev(seq, 100))
+		listedEvents.keep(c, ev(seq, 100), 0)
 	}
-	if _, ok := c.event(1); !ok { // 1 is now the most recently used
+	if _, ok := listedEvents.cached(c, rowVersion[int64]{key: 1}); !ok { // 1 is now the most recently used
 		t.Fatal("event 1 not kept")
 	}
-	c.putEvent(ev(4, 100))
-	if _, ok := c.event(2); ok {
+	listedEvents.keep(c, ev(4, 100), 0)
+	if _, ok := listedEvents.cached(c, rowVersion[int64]{key: 2}); ok {
 		t.Fatal("event 2, the least recently used, was kept beyond the budget")
 	}
 	for _, seq := range []int64{1, 3, 4} {
-		if _, ok := c.event(seq); !ok {
+		if _, ok := listedEvents.cached(c, rowVersion[int64]{key: seq}); !ok {
 			t.Fatalf("event %d not kept", seq)
 		}
 	}
 	if c.size > c.budget || c.len() != 3 {
 		t.Fatalf("%d rows of %d bytes in a budget of %d", c.len(), c.size, c.budget)
 	}
-	c.putEvent(ev(5, 4*one))
-	if _, ok := c.event(5); ok || c.len() != 3 {
+	listedEvents.keep(c, ev(5, 4*one), 0)
+	if _, ok := listedEvents.cached(c, rowVersion[int64]{key: 5}); ok || c.len() != 3 {
 		t.Fatalf("an event larger than the budget was kept (%d rows)", c.len())
 	}
 	at := time.Unix(1_700_000_000, 0)
 	task := conversation.StartTask{ID: "t1", Status: conversation.TaskWorking, CreatedAt: at}
-	c.putTask(task, 0)
+	listedTasks.keep(c, task, 0)
 	task.Status = conversation.TaskReady
-	c.putTask(task, 1)
-	if _, ok := c.task("t1", nanos(at), 0); ok {
+	listedTasks.keep(c, task, 1)
+	if _, ok := listedTasks.cached(c, rowVersion[string]{key: "t1", created: nanos(at), rev: 0}); ok {
 		t.Fatal("the task's older version is still kept")
 	}
-	if got, ok := c.task("t1", nanos(at), 1); !ok || got.Status != conversation.TaskReady {
+	if got, ok := listedTasks.cached(c, rowVersion[string]{key: "t1", created: nanos(at), rev: 1}); !ok || got.Status != conversation.TaskReady {
 		t.Fatalf("the task's newer version: %+v, %v", got, ok)
 	}
-	if _, ok := c.task("t1", nanos(at)+1, 1); ok {
+	if _, ok := listedTasks.cached(c, rowVersion[string]{key: "t1", created: nanos(at) + 1, rev: 1}); ok {
 		t.Fatal("a task created at another time was taken for the kept one")
 	}
 	if c.size > c.budget || c.len() != 3 {
@@ -229,9 +229,9 @@ func TestListingCacheKeepsItsBudget(t *testing.T) {
 		t.Fatal("a cache without a budget is not nil")
 	}
 	var off *listingCache
-	off.putEvent(ev(1, 1))
-	off.putTask(task, 1)
-	if _, ok := off.event(1); ok || off.len() != 0 {
+	listedEvents.keep(off, ev(1, 1), 0)
+	listedTasks.keep(off, task, 1)
+	if _, ok := listedEvents.cached(off, rowVersion[int64]{key: 1}); ok || off.len() != 0 {
 		t.Fatal("a nil cache kept an event")
 	}
 }
@@ -296,5 +296,114 @@ func TestListedSandboxesAreReadAgainOnlyOnceChanged(t *testing.T) {
 	}
 	if got := list(); got[1].Status != sandbox.StatusPaused || got[1].Detail != "paused" || reads.count() != 3 {
 		t.Fatalf("after an update (rows read %d times): %+v", reads.count(), got[1])
+	}
+}
+
+// TestListedConversationsAreReadAgainOnlyOnceChanged: a conversation listed again is read
+// again only after a change of something its listing shows: its own row (by an agent step,
+// which sets rev itself, or by any other statement), its sandbox's status or session key, the
+// sandbox's creation or deletion, or its latest start task.
+func TestListedConversationsAreReadAgainOnlyOnceChanged(t *testing.T) {
+	ctx := t.Context()
+	reads := &rowReads{column: "c.secrets_sealed"}
+	s, t0 := storeWithConversations(t, Options{trace: reads.trace})
+	for i := range 3 {
+		at := t0.Add(time.Duration(i) * time.Second)
+		c := conversation.Conversation{ID: fmt.Sprint("c", i), OwnerID: "u1", Version: conversation.V1, SandboxID: fmt.Sprint("sb", i),
+			Title: fmt.Sprint("title ", i), Tags: map[string]string{"n": fmt.Sprint(i)}, CreatedAt: at, UpdatedAt: at}
+		task := conversation.StartTask{ID: fmt.Sprint("t", i), Status: conversation.TaskWorking, CreatedAt: at, UpdatedAt: at}
+		if err := s.CreateConversation(ctx, c, task, nil); err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 { // c2's sandbox comes later
+			sb := sandbox.Sandbox{ID: c.SandboxID, OwnerID: "u1", SpecID: "spec", Backend: "process", Status: sandbox.StatusRunning,
+				SessionKeySealed: []byte{1, 2, byte(i)}, CreatedAt: at, UpdatedAt: at}
+			if err := s.CreateSandbox(ctx, sb); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// list lists the conversations, newest first, and returns c<i>.
+	list := func(i int) conversation.View {
+		t.Helper()
+		vs, _, err := s.ListConversations(ctx, "u1", conversation.Filter{}, paging.Query{Limit: 10})
+		if err != nil || len(vs) != 3 {
+			t.Fatalf("%d conversations, %v", len(vs), err)
+		}
+		return vs[2-i]
+	}
+	// changed makes a change and checks that the next listing reads rows once and shows it.
+	changed := func(what string, change func() error, i int, shows func(conversation.View) bool) {
+		t.Helper()
+		if err := change(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		before := reads.count()
+		if v := list(i); !shows(v) || reads.count() != before+1 {
+			t.Fatalf("after %s, read rows %d times: %+v", what, reads.count()-before, v)
+		}
+		if v := list(i); !shows(v) || reads.count() != before+1 {
+			t.Fatalf("listed again after %s, read rows %d times: %+v", what, reads.count()-before, v)
+		}
+	}
+
+	first := list(0)
+	if reads.count() != 1 || first.SandboxStatus != sandbox.StatusRunning || first.TaskStatus != conversation.TaskWorking || first.Title != "title 0" {
+		t.Fatalf("listed (rows read %d times): %+v", reads.count(), first)
+	}
+	first.SandboxKeySealed[0] = 9 // the caller's copy
+	if again := list(0); reads.count() != 1 || again.SandboxKeySealed[0] != 1 || again.Tags["n"] != "0" {
+		t.Fatalf("listed again (rows read %d times): %+v", reads.count(), again)
+	}
+
+	changed("an agent step", func() error {
+		_, err := s.RecordEvents(ctx, "c0", nil, conversation.StateUpdate{ExecutionStatus: "running", UpdatedAt: t0.Add(time.Minute)})
+		return err
+	}, 0, func(v conversation.View) bool {
+		return v.ExecutionStatus == "running" && v.UpdatedAt.Equal(t0.Add(time.Minute))
+	})
+	changed("a rename", func() error {
+		title := "renamed"
+		return s.PatchConversation(ctx, "u1", "c1", conversation.Patch{Title: &title}, t0.Add(time.Minute))
+	}, 1, func(v conversation.View) bool { return v.Title == "renamed" })
+	changed("a sandbox's pause", func() error {
+		sb, err := s.GetSandbox(ctx, "u1", "sb0")
+		if err != nil {
+			return err
+		}
+		sb.Status = sandbox.StatusPaused
+		return s.UpdateSandbox(ctx, sb, sandbox.StatusRunning)
+	}, 0, func(v conversation.View) bool { return v.SandboxStatus == sandbox.StatusPaused })
+	changed("a sandbox's new session key", func() error {
+		_, err := s.w.ExecContext(ctx, `UPDATE sandboxes SET session_key_sealed = x'0707' WHERE id = 'sb1'`)
+		return err
+	}, 1, func(v conversation.View) bool { return string(v.SandboxKeySealed) == "\x07\x07" })
+	changed("a sandbox's deletion", func() error { return s.DeleteSandbox(ctx, "sb1") },
+		1, func(v conversation.View) bool { return v.SandboxStatus == sandbox.StatusMissing })
+	changed("a sandbox's creation", func() error {
+		return s.CreateSandbox(ctx, sandbox.Sandbox{ID: "sb2", OwnerID: "u1", SpecID: "spec", Backend: "process", Status: sandbox.StatusStarting,
+			CreatedAt: t0, UpdatedAt: t0})
+	}, 2, func(v conversation.View) bool { return v.SandboxStatus == sandbox.StatusStarting })
+	changed("a start task's end", func() error {
+		return s.UpdateStartTask(ctx, conversation.StartTask{ID: "t2", OwnerID: "u1", ConversationID: "c2", Status: conversation.TaskError,
+			Detail: "no sandbox", CreatedAt: t0.Add(2 * time.Second), UpdatedAt: t0.Add(time.Minute)})
+	}, 2, func(v conversation.View) bool {
+		return v.TaskStatus == conversation.TaskError && v.TaskDetail == "no sandbox"
+	})
+	changed("a newer start task", func() error {
+		_, err := s.w.ExecContext(ctx, `INSERT INTO start_tasks (id, owner_id, conversation_id, status, detail, sandbox_id, agent_server_url, created_at, updated_at)
+			VALUES ('t2b', 'u1', 'c2', 'READY', '', 'sb2', '', ?, ?)`, nanos(t0.Add(time.Hour)), nanos(t0.Add(time.Hour)))
+		return err
+	}, 2, func(v conversation.View) bool { return v.TaskStatus == conversation.TaskReady && v.TaskDetail == "" })
+	changed("the newer start task's deletion", func() error {
+		_, err := s.w.ExecContext(ctx, `DELETE FROM start_tasks WHERE id = 't2b'`)
+		return err
+	}, 2, func(v conversation.View) bool { return v.TaskStatus == conversation.TaskError })
+	if err := s.DeleteConversation(ctx, "u1", "c1"); err != nil {
+		t.Fatal(err)
+	}
+	vs, _, err := s.ListConversations(ctx, "u1", conversation.Filter{}, paging.Query{Limit: 10})
+	if err != nil || len(vs) != 2 || vs[0].ID != "c2" || vs[1].ID != "c0" {
+		t.Fatalf("after a deletion: %+v, %v", vs, err)
 	}
 }

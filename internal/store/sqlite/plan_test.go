@@ -60,14 +60,15 @@ func TestListingQueryPlans(t *testing.T) {
 		f     conversation.Filter
 		index string
 	}{
-		"none":          {conversation.Filter{}, "conversations_owner_created"},
+		// The versions of the page from the owner's index alone (the listing cache).
+		"none":          {conversation.Filter{}, "COVERING INDEX conversations_owner_created"},
 		"title":         {conversation.Filter{TitleContains: "fix"}, "conversations_owner_created"},
-		"created range": {conversation.Filter{CreatedGTE: &day, CreatedLT: &day}, "conversations_owner_created"},
+		"created range": {conversation.Filter{CreatedGTE: &day, CreatedLT: &day}, "COVERING INDEX conversations_owner_created"},
 		"updated range": {conversation.Filter{UpdatedGTE: &day, UpdatedLT: &day}, "conversations_owner_created"},
 		"repository":    {conversation.Filter{SelectedRepository: "octo/widgets"}, "conversations_owner_repository"},
 		"trigger":       {conversation.Filter{Trigger: "resolver"}, "conversations_owner_trigger"},
 		"sandbox":       {conversation.Filter{SandboxID: "sb1"}, "conversations_owner_sandbox"},
-		"with subs":     {conversation.Filter{IncludeSub: true}, "conversations_owner_created"},
+		"with subs":     {conversation.Filter{IncludeSub: true}, "COVERING INDEX conversations_owner_created"},
 	}
 	for name, f := range convFilters {
 		for qname, q := range map[string]paging.Query{"first page": first, "next page": cursor} {
@@ -137,6 +138,10 @@ func TestListingQueryPlans(t *testing.T) {
 		_, err := listedTasks.at(ctx, s, []rowVersion[string]{{key: "t1"}, {key: "t2"}})
 		return err
 	}, "sqlite_autoindex_start_tasks_1")
+	add("conversations by their ids", func() error {
+		_, err := listedConversations.at(ctx, s, []rowVersion[string]{{key: "c1"}, {key: "c2"}})
+		return err
+	}, "sqlite_autoindex_conversations_1")
 	add("sandboxes by their ids", func() error {
 		_, err := listedSandboxes.at(ctx, s, []rowVersion[string]{{key: "sb1"}, {key: "sb2"}})
 		return err

@@ -135,8 +135,8 @@ func (s *Store) ListSandboxes(ctx context.Context, ownerID string, q paging.Quer
 	keyset(&w, "created_at", "id", true, c)
 	// The page's sandboxes and their versions first, then the sandboxes the cache does not
 	// hold as they are now.
-	versions, err := collect(ctx, s.r, scanRowVersion,
-		`SELECT id, created_at, rev, created_at FROM sandboxes`+w.String()+order("created_at", "id", true)+` LIMIT ?`,
+	versions, err := collect(ctx, s.r, scanCreatedVersion,
+		`SELECT id, created_at, rev FROM sandboxes`+w.String()+order("created_at", "id", true)+` LIMIT ?`,
 		append(w.args, q.Limit+1)...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list sandboxes: %w", err)

@@ -114,8 +114,12 @@ func (s *Store) ListStartTasks(ctx context.Context, ownerID string, f conversati
 	keyset(&w, col, "id", desc, c)
 	// The page's tasks and their versions first, then the tasks the cache does not hold as
 	// they are now.
-	versions, err := collect(ctx, s.r, scanRowVersion,
-		`SELECT id, created_at, rev, `+col+` FROM start_tasks`+w.String()+order(col, "id", desc)+` LIMIT ?`,
+	columns, scan := `id, created_at, rev, `+col, scanRowVersion
+	if col == "created_at" {
+		columns, scan = `id, created_at, rev`, scanCreatedVersion
+	}
+	versions, err := collect(ctx, s.r, scan,
+		`SELECT `+columns+` FROM start_tasks`+w.String()+order(col, "id", desc)+` LIMIT ?`,
 		append(w.args, q.Limit+1)...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list start tasks: %w", err)
