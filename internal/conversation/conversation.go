@@ -86,7 +86,9 @@ type View struct {
 	TaskStatus TaskStatus
 	// TaskDetail is the start task's detail (why it failed).
 	TaskDetail string
-	// SandboxKeySealed is the sealed session key of the sandbox, when it has one.
+	// SandboxKeySealed is the sealed session key of the sandbox, when it has one. Like
+	// SecretsSealed and every slice, map and pointer of a listed View, it is never changed in
+	// place: the readers of a listing share them with the store's listing cache.
 	SandboxKeySealed []byte
 	// SubConversationIDs are the conversations that name this one as parent. Get and GetMany
 	// fill it; searches leave it empty, as OpenHands does.

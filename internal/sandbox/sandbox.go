@@ -48,6 +48,9 @@ type Sandbox struct {
 	// SessionKeyHash is HashSessionKey of the session key: what a sandbox is found by when a
 	// request names it only by its key. Empty in records older than the digest until
 	// Reconcile fills it in.
+	//
+	// Neither is ever changed in place (a new key is a new slice): the readers of a stored
+	// sandbox share them (the store's listing cache hands them out as it keeps them).
 	SessionKeyHash []byte
 	// Instance is what the backend needs to find the sandbox again after a restart.
 	Instance  Instance

@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"context"
 	"encoding/json"
-	"slices"
 	"sync"
 
 	"github.com/agentd/agentd/internal/conversation"
@@ -215,9 +214,6 @@ type listed[K comparable, T any] struct {
 	ref     func(K) rowKey
 	created func(T) int64
 	cost    func(*T) int
-	// own, when set, copies what a reader may change of a row (its sealed secrets), so that
-	// neither the cache nor the reader changes the other's.
-	own func(*T)
 	// selectRows selects the table's columns (and rev, where it has one), without a WHERE;
 	// scan scans them. keyColumn is the column of the key.
 	selectRows, keyColumn string
@@ -231,18 +227,11 @@ func (l listed[K, T]) cached(c *listingCache, v rowVersion[K]) (T, bool) {
 		var zero T
 		return zero, false
 	}
-	row := x.row.(T)
-	if l.own != nil {
-		l.own(&row)
-	}
-	return row, true
+	return x.row.(T), true
 }
 
 // keep keeps row, as read at rev, in place of any other version of it.
 func (l listed[K, T]) keep(c *listingCache, row T, rev int64) {
-	if l.own != nil {
-		l.own(&row)
-	}
 	c.put(&cached{key: l.ref(l.key(row)), cost: l.cost(&row), created: l.created(row), rev: rev, row: row})
 }
 
@@ -250,10 +239,10 @@ func byID(kind byte) func(string) rowKey {
 	return func(id string) rowKey { return rowKey{kind: kind, id: id} }
 }
 
-// The stored bodies of events and requests of start tasks are never changed (see
-// event.Event and conversation.StartTask), so the cache shares them with its readers, as it
-// does a listed conversation's other slices, maps and pointers (PRNumbers, SecretNames,
-// Tags, Metrics), which listings' readers only read.
+// The cache shares the rows it keeps with their readers: nothing changes a stored event's
+// body, a start task's request, a sandbox's sealed key or hash, or the slices, maps and
+// pointers of a listed conversation in place (see event.Event, conversation.StartTask,
+// sandbox.Sandbox and conversation.View).
 var (
 	listedEvents = listed[int64, event.Event]{
 		key:     func(e event.Event) int64 { return e.Seq },
@@ -275,23 +264,17 @@ var (
 		selectRows: `SELECT ` + taskColumns + `, rev FROM start_tasks`, keyColumn: "id", scan: scanTaskRev,
 	}
 	listedSandboxes = listed[string, sandbox.Sandbox]{
-		key:     func(sb sandbox.Sandbox) string { return sb.ID },
-		ref:     byID(kindSandbox),
-		created: func(sb sandbox.Sandbox) int64 { return nanos(sb.CreatedAt) },
-		cost:    sandboxCost,
-		own: func(sb *sandbox.Sandbox) {
-			sb.SessionKeySealed, sb.SessionKeyHash = slices.Clone(sb.SessionKeySealed), slices.Clone(sb.SessionKeyHash)
-		},
+		key:        func(sb sandbox.Sandbox) string { return sb.ID },
+		ref:        byID(kindSandbox),
+		created:    func(sb sandbox.Sandbox) int64 { return nanos(sb.CreatedAt) },
+		cost:       sandboxCost,
 		selectRows: `SELECT ` + listedSandboxColumns + `, rev FROM sandboxes`, keyColumn: "id", scan: scanSandboxRev,
 	}
 	listedConversations = listed[string, conversation.View]{
-		key:     func(v conversation.View) string { return v.ID },
-		ref:     byID(kindConversation),
-		created: func(v conversation.View) int64 { return nanos(v.CreatedAt) },
-		cost:    viewCost,
-		own: func(v *conversation.View) {
-			v.SecretsSealed, v.SandboxKeySealed = slices.Clone(v.SecretsSealed), slices.Clone(v.SandboxKeySealed)
-		},
+		key:        func(v conversation.View) string { return v.ID },
+		ref:        byID(kindConversation),
+		created:    func(v conversation.View) int64 { return nanos(v.CreatedAt) },
+		cost:       viewCost,
 		selectRows: listSelect, keyColumn: "c.id", scan: scanViewRev,
 	}
 )

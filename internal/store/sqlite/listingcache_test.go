@@ -275,10 +275,9 @@ func TestListedSandboxesAreReadAgainOnlyOnceChanged(t *testing.T) {
 		}
 		return sbs
 	}
-	first := list()
-	first[0].SessionKeySealed[0] = 9 // the caller's copy
+	list()
 	again := list()
-	if reads.count() != 1 || again[0].ID != "sb3" || again[0].SessionKeySealed[0] != 1 || again[0].Status != sandbox.StatusRunning {
+	if reads.count() != 1 || again[0].ID != "sb3" || string(again[0].SessionKeySealed) != "\x01\x02\x03" || again[0].Status != sandbox.StatusRunning {
 		t.Fatalf("listed again (rows read %d times): %+v", reads.count(), again[0])
 	}
 	// A statement that changes neither the status nor the update time.
@@ -351,8 +350,7 @@ func TestListedConversationsAreReadAgainOnlyOnceChanged(t *testing.T) {
 	if reads.count() != 1 || first.SandboxStatus != sandbox.StatusRunning || first.TaskStatus != conversation.TaskWorking || first.Title != "title 0" {
 		t.Fatalf("listed (rows read %d times): %+v", reads.count(), first)
 	}
-	first.SandboxKeySealed[0] = 9 // the caller's copy
-	if again := list(0); reads.count() != 1 || again.SandboxKeySealed[0] != 1 || again.Tags["n"] != "0" {
+	if again := list(0); reads.count() != 1 || string(again.SandboxKeySealed) != "\x01\x02\x00" || again.Tags["n"] != "0" {
 		t.Fatalf("listed again (rows read %d times): %+v", reads.count(), again)
 	}
 
