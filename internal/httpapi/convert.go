@@ -92,6 +92,11 @@ func triggerPtr(s *string) *apitypes.ConversationTrigger {
 }
 
 func (a *API) appConversation(v conversation.View) apitypes.AppConversation {
+	return a.appConversationWith(v, a.decodedMetrics.get(v.Metrics))
+}
+
+// appConversationWith is appConversation with the conversation's metrics decoded already.
+func (a *API) appConversationWith(v conversation.View, m *decodedMetrics) apitypes.AppConversation {
 	c := v.Conversation
 	out := apitypes.AppConversation{
 		ID: c.ID, CreatedByUserID: optString(c.OwnerID), SandboxID: c.SandboxID,
@@ -111,7 +116,9 @@ func (a *API) appConversation(v conversation.View) apitypes.AppConversation {
 	if out.PRNumber == nil {
 		out.PRNumber = []int{}
 	}
-	out.Metrics = a.metricsOf(c.Metrics)
+	if m != nil {
+		out.Metrics = &m.snapshot
+	}
 	// As in OpenHands, the agent's status and the conversation API are there while the
 	// sandbox runs.
 	if v.SandboxStatus == sandbox.StatusRunning && c.SandboxID != "" {
@@ -132,14 +139,6 @@ func (a *API) metricsOf(raw json.RawMessage) *apitypes.MetricsSnapshot {
 		return &m.snapshot
 	}
 	return nil
-}
-
-// metricsJSON is what encoding/json writes for metricsOf(raw): null when there are none.
-func (a *API) metricsJSON(raw json.RawMessage) []byte {
-	if m := a.decodedMetrics.get(raw); m != nil {
-		return m.encoded
-	}
-	return []byte("null")
 }
 
 // maxDecodedMetrics bounds metricsCache: a few pages of listings of many users.
@@ -262,7 +261,12 @@ func (a *API) appendStartTask(buf *bytes.Buffer, t conversation.StartTask) {
 
 // appendAppConversation appends v as encoding/json writes a.appConversation(v).
 func (a *API) appendAppConversation(buf *bytes.Buffer, v conversation.View) {
-	appendAppConversation(buf, a.appConversation(v), a.metricsJSON(v.Metrics))
+	m := a.decodedMetrics.get(v.Metrics)
+	metrics := []byte("null")
+	if m != nil {
+		metrics = m.encoded
+	}
+	appendAppConversation(buf, a.appConversationWith(v, m), metrics)
 }
 
 // orEmpty keeps lists serialising as [] rather than null.

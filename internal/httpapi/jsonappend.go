@@ -164,9 +164,12 @@ func appendAppConversation(buf *bytes.Buffer, c apitypes.AppConversation, metric
 		buf.WriteString("false")
 	}
 	buf.WriteString(`,"tags":`)
-	if c.Tags == nil {
+	switch {
+	case c.Tags == nil:
 		buf.WriteString("null")
-	} else {
+	case len(c.Tags) == 0: // most conversations: no keys to sort
+		buf.WriteString("{}")
+	default:
 		// encoding/json writes a map's keys in order.
 		buf.WriteByte('{')
 		for i, k := range slices.Sorted(maps.Keys(c.Tags)) {
