@@ -26,6 +26,11 @@ const (
 // user code, and the stop takes effect the moment it leaves the kernel. This matters for a
 // vfork parent (dash, and Go's os/exec, spawn that way) whose child was stopped before it
 // could exec: the parent waits in D for an exec that cannot happen until the resume.
+//
+// A scan lists the session's pids before it reads their states, so a child forked in
+// between is missing from a scan that finds its parent stopped already: the session counts
+// as stopped only once a second scan finds the same processes, all stopped (see
+// waitSession).
 func stopSession(ctx context.Context, sid int) error {
 	signalled := map[int]uint64{} // pid → start time
 	return waitSession(ctx, sid, settleTimeout, func(p hostproc.Stat) bool {
@@ -64,11 +69,20 @@ func killSession(ctx context.Context, sid int) error {
 	})
 }
 
-// waitSession polls session sid until done holds for every live member, or timeout passes.
+// waitSession polls session sid until done holds for every live member in two scans in a
+// row that find the same members, or timeout passes. One scan is not enough: it lists the
+// session's pids before it reads their states, so a process forked meanwhile can be
+// missing from a scan that finds every process it lists done.
 func waitSession(ctx context.Context, sid int, timeout time.Duration, done func(hostproc.Stat) bool) error {
+	return waitScans(ctx, fmt.Sprintf("session %d", sid), func() ([]hostproc.Stat, error) { return sessionMembers(sid) }, timeout, done)
+}
+
+// waitScans is waitSession over the scans of scan, of the processes of what.
+func waitScans(ctx context.Context, what string, scan func() ([]hostproc.Stat, error), timeout time.Duration, done func(hostproc.Stat) bool) error {
 	deadline := time.Now().Add(timeout)
+	var settled map[int]uint64 // pid → start time, of the last scan if every member was done
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
-		members, err := sessionMembers(sid)
+		members, err := scan()
 		if err != nil {
 			return err
 		}
@@ -79,14 +93,22 @@ func waitSession(ctx context.Context, sid int, timeout time.Duration, done func(
 			}
 		}
 		if pending == 0 {
-			return nil
+			if sameMembers(settled, members) {
+				return nil
+			}
+			settled = make(map[int]uint64, len(members))
+			for _, p := range members {
+				settled[p.PID] = p.StartTime
+			}
+		} else {
+			settled = nil
 		}
 		if time.Now().After(deadline) {
 			var states []string
 			for _, p := range members {
 				states = append(states, fmt.Sprintf("%d:%c", p.PID, p.State))
 			}
-			return fmt.Errorf("session %d: %d processes still pending after %v (%v)", sid, pending, timeout, states)
+			return fmt.Errorf("%s: %d processes still pending after %v (%v)", what, pending, timeout, states)
 		}
 		select {
 		case <-ctx.Done():
@@ -94,4 +116,17 @@ func waitSession(ctx context.Context, sid int, timeout time.Duration, done func(
 		case <-time.After(delay):
 		}
 	}
+}
+
+// sameMembers reports whether members are the processes of settled (nil: none yet).
+func sameMembers(settled map[int]uint64, members []hostproc.Stat) bool {
+	if settled == nil || len(settled) != len(members) {
+		return false
+	}
+	for _, p := range members {
+		if start, ok := settled[p.PID]; !ok || start != p.StartTime {
+			return false
+		}
+	}
+	return true
 }
