@@ -57,14 +57,8 @@ func (s *Store) ListConversations(ctx context.Context, ownerID string, f convers
 	// The page's conversations and their versions first (from the owner's index alone when
 	// nothing but time and parent filters), then the views the cache does not hold as they
 	// are now.
-	versions, err := collect(ctx, s.r, scanCreatedVersion,
-		`SELECT c.id, c.created_at, c.rev FROM conversations c`+w.String()+order("c.created_at", "c.id", true)+` LIMIT ?`,
-		append(w.args, q.Limit+1)...)
-	if err != nil {
-		return nil, "", fmt.Errorf("list conversations: %w", err)
-	}
-	versions, next := pageVersions(versions, q.Limit)
-	vs, err := listedConversations.at(ctx, s, versions)
+	vs, next, err := listPage(ctx, s, listedConversations, scanCreatedVersion,
+		`SELECT c.id, c.created_at, c.rev FROM conversations c`+w.String()+order("c.created_at", "c.id", true), w.args, q.Limit)
 	if err != nil {
 		return nil, "", fmt.Errorf("list conversations: %w", err)
 	}

@@ -148,13 +148,6 @@ LEFT JOIN start_tasks t ON t.id = (
 
 func scanView(sc scanner) (conversation.View, error) { return scanViewWith(sc) }
 
-// scanViewRev scans listSelect's columns: the view's and rev.
-func scanViewRev(sc scanner) (conversation.View, int64, error) {
-	var rev int64
-	v, err := scanViewWith(sc, &rev)
-	return v, rev, err
-}
-
 // scanViewWith scans the view's columns, then the columns after them into extra.
 func scanViewWith(sc scanner, extra ...any) (conversation.View, error) {
 	var v conversation.View

@@ -199,10 +199,32 @@ func scanCreatedVersion(sc scanner) (rowVersion[string], error) {
 	return v, err
 }
 
-// pageVersions trims versions, read with limit+1, to one page and returns the next page's
-// cursor, as page does.
-func pageVersions(versions []rowVersion[string], limit int) ([]rowVersion[string], string) {
-	return page(versions, limit, func(v rowVersion[string]) (int64, string) { return v.pos, v.key })
+// listPage is a listing of l's rows by versions: it reads the page's versions with query
+// (without its LIMIT) and args, scanned by scan (scanRowVersion or scanCreatedVersion), then
+// the rows at those versions (listed.at). The next page's cursor is made from the versions,
+// where each row stood when the page was read.
+func listPage[T any](ctx context.Context, s *Store, l listed[string, T], scan func(scanner) (rowVersion[string], error),
+	query string, args []any, limit int) ([]T, string, error) {
+	versions, err := collect(ctx, s.r, scan, query+` LIMIT ?`, append(args, limit+1)...)
+	if err != nil {
+		return nil, "", err
+	}
+	versions, next := page(versions, limit, func(v rowVersion[string]) (int64, string) { return v.pos, v.key })
+	rows, err := l.at(ctx, s, versions)
+	if err != nil {
+		return nil, "", err
+	}
+	return rows, next, nil
+}
+
+// withRev turns a scan of a table's columns and those after them into extra (scanTaskWith,
+// ...) into a scan of the columns and rev after them, as listed.scan is.
+func withRev[T any](scan func(scanner, ...any) (T, error)) func(scanner) (T, int64, error) {
+	return func(sc scanner) (T, int64, error) {
+		var rev int64
+		row, err := scan(sc, &rev)
+		return row, rev, err
+	}
 }
 
 // listed is a table whose listings read versions first (rowVersion): how its rows are kept
@@ -261,21 +283,21 @@ var (
 		ref:        byID(kindTask),
 		created:    func(t conversation.StartTask) int64 { return nanos(t.CreatedAt) },
 		cost:       taskCost,
-		selectRows: `SELECT ` + taskColumns + `, rev FROM start_tasks`, keyColumn: "id", scan: scanTaskRev,
+		selectRows: `SELECT ` + taskColumns + `, rev FROM start_tasks`, keyColumn: "id", scan: withRev(scanTaskWith),
 	}
 	listedSandboxes = listed[string, sandbox.Sandbox]{
 		key:        func(sb sandbox.Sandbox) string { return sb.ID },
 		ref:        byID(kindSandbox),
 		created:    func(sb sandbox.Sandbox) int64 { return nanos(sb.CreatedAt) },
 		cost:       sandboxCost,
-		selectRows: `SELECT ` + listedSandboxColumns + `, rev FROM sandboxes`, keyColumn: "id", scan: scanSandboxRev,
+		selectRows: `SELECT ` + listedSandboxColumns + `, rev FROM sandboxes`, keyColumn: "id", scan: withRev(scanSandboxWith),
 	}
 	listedConversations = listed[string, conversation.View]{
 		key:        func(v conversation.View) string { return v.ID },
 		ref:        byID(kindConversation),
 		created:    func(v conversation.View) int64 { return nanos(v.CreatedAt) },
 		cost:       viewCost,
-		selectRows: listSelect, keyColumn: "c.id", scan: scanViewRev,
+		selectRows: listSelect, keyColumn: "c.id", scan: withRev(scanViewWith),
 	}
 )
 

@@ -45,13 +45,6 @@ const listedSandboxColumns = `id, owner_id, spec_id, backend, status, detail, se
 
 func scanSandbox(sc scanner) (sandbox.Sandbox, error) { return scanSandboxWith(sc) }
 
-// scanSandboxRev scans listedSandboxColumns and rev.
-func scanSandboxRev(sc scanner) (sandbox.Sandbox, int64, error) {
-	var rev int64
-	sb, err := scanSandboxWith(sc, &rev)
-	return sb, rev, err
-}
-
 // scanSandboxWith scans sandboxColumns (or listedSandboxColumns), then the columns after them
 // into extra.
 func scanSandboxWith(sc scanner, extra ...any) (sandbox.Sandbox, error) {
@@ -135,14 +128,8 @@ func (s *Store) ListSandboxes(ctx context.Context, ownerID string, q paging.Quer
 	keyset(&w, "created_at", "id", true, c)
 	// The page's sandboxes and their versions first, then the sandboxes the cache does not
 	// hold as they are now.
-	versions, err := collect(ctx, s.r, scanCreatedVersion,
-		`SELECT id, created_at, rev FROM sandboxes`+w.String()+order("created_at", "id", true)+` LIMIT ?`,
-		append(w.args, q.Limit+1)...)
-	if err != nil {
-		return nil, "", fmt.Errorf("list sandboxes: %w", err)
-	}
-	versions, next := pageVersions(versions, q.Limit)
-	sbs, err := listedSandboxes.at(ctx, s, versions)
+	sbs, next, err := listPage(ctx, s, listedSandboxes, scanCreatedVersion,
+		`SELECT id, created_at, rev FROM sandboxes`+w.String()+order("created_at", "id", true), w.args, q.Limit)
 	if err != nil {
 		return nil, "", fmt.Errorf("list sandboxes: %w", err)
 	}

@@ -66,9 +66,9 @@ type Options struct {
 	// reader's cache lasts only until the next write anyway (SQLite drops it when it sees
 	// that the file changed), so under load it helps within one query at most.
 	CacheBytes int64
-	// ListingCacheBytes bounds the events, start tasks, sandboxes and conversations that listings keep in
-	// memory to read them again by their keys and versions alone (see listingCache): 0 means
-	// DefaultListingCacheBytes, a negative value none.
+	// ListingCacheBytes bounds the events, start tasks, sandboxes and conversations that
+	// listings keep in memory to read them again by their keys and versions alone (see
+	// listingCache): 0 means DefaultListingCacheBytes, a negative value none.
 	ListingCacheBytes int64
 	// trace, when set, is told the text and arguments of every query (the readers' only),
 	// for tests of the query plans.

@@ -118,25 +118,11 @@ func (s *Store) ListStartTasks(ctx context.Context, ownerID string, f conversati
 	if col == "created_at" {
 		columns, scan = `id, created_at, rev`, scanCreatedVersion
 	}
-	versions, err := collect(ctx, s.r, scan,
-		`SELECT `+columns+` FROM start_tasks`+w.String()+order(col, "id", desc)+` LIMIT ?`,
-		append(w.args, q.Limit+1)...)
-	if err != nil {
-		return nil, "", fmt.Errorf("list start tasks: %w", err)
-	}
-	versions, next := pageVersions(versions, q.Limit)
-	ts, err := listedTasks.at(ctx, s, versions)
+	ts, next, err := listPage(ctx, s, listedTasks, scan, `SELECT `+columns+` FROM start_tasks`+w.String()+order(col, "id", desc), w.args, q.Limit)
 	if err != nil {
 		return nil, "", fmt.Errorf("list start tasks: %w", err)
 	}
 	return ts, next, nil
-}
-
-// scanTaskRev scans taskColumns and rev.
-func scanTaskRev(sc scanner) (conversation.StartTask, int64, error) {
-	var rev int64
-	t, err := scanTaskWith(sc, &rev)
-	return t, rev, err
 }
 
 func (s *Store) CountStartTasks(ctx context.Context, ownerID string, f conversation.TaskFilter) (int, error) {
