@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/agentd/agentd/internal/event"
@@ -69,6 +70,9 @@ func TestIncrementalPrompt(t *testing.T) {
 	for _, vision := range []bool{false, true} {
 		var view viewState
 		var prompt promptState
+		// Every prompt returned, and a deep copy of it: none may change as the builder goes on
+		// (it shares its messages with the last prompt it returned).
+		var returned, copies [][]llm.Message
 		for n := 0; n <= len(log); n++ {
 			if n > 0 {
 				view.add(log[n-1])
@@ -79,10 +83,16 @@ func TestIncrementalPrompt(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("vision %v, after %d events:\n got %+v\nwant %+v", vision, n, got, want)
 			}
+			returned, copies = append(returned, got), append(copies, deepCopy(got))
 			// A second call without new events gives the same again: the snapshot left the
 			// builder as it was.
 			if again := prompt.messages(system, view.items, view.gen, vision); !reflect.DeepEqual(again, want) {
 				t.Fatalf("vision %v, after %d events, asked twice:\n got %+v\nwant %+v", vision, n, again, want)
+			}
+		}
+		for i := range returned {
+			if !reflect.DeepEqual(returned[i], copies[i]) {
+				t.Fatalf("vision %v: prompt %d changed after it was returned:\n now %+v\nwas %+v", vision, i, returned[i], copies[i])
 			}
 		}
 		// The image reached the prompt only for a model that takes images.
@@ -103,4 +113,15 @@ func TestIncrementalPrompt(t *testing.T) {
 	if got, want := prompt.messages("system", view.items, view.gen, true), buildMessages("system", buildView(log), true); !reflect.DeepEqual(got, want) {
 		t.Fatalf("vision turned on:\n got %+v\nwant %+v", got, want)
 	}
+}
+
+// deepCopy copies msgs and everything they hold.
+func deepCopy(msgs []llm.Message) []llm.Message {
+	out := make([]llm.Message, len(msgs))
+	for i, m := range msgs {
+		m.Parts = slices.Clone(m.Parts)
+		m.ToolCalls = slices.Clone(m.ToolCalls)
+		out[i] = m
+	}
+	return out
 }

@@ -160,7 +160,9 @@ func (p *promptState) messages(system string, view []item, gen int, vision bool)
 	if p.b == nil || p.gen != gen || p.fed > len(view) || p.b.vision != vision {
 		p.b, p.fed, p.gen = newMessageBuilder(system, vision), 0, gen
 	}
-	p.b.msgs[0] = llm.Message{Role: llm.RoleSystem, Parts: []llm.Part{llm.TextPart(system)}}
+	if p.b.msgs[0].Parts[0].Text != system {
+		p.b.set(0, llm.Message{Role: llm.RoleSystem, Parts: []llm.Part{llm.TextPart(system)}})
+	}
 	for _, it := range view[p.fed:] {
 		p.b.add(it)
 	}
@@ -169,9 +171,16 @@ func (p *promptState) messages(system string, view []item, gen int, vision bool)
 }
 
 // snapshot returns the messages as they stand, with the calls still pending answered and the
-// messages waiting for them placed (backfill), leaving the builder as it is. The copy's
-// slices are clipped, so that what it appends never lands in the builder's arrays.
+// messages waiting for them placed (backfill), leaving the builder as it is. What it returns
+// never changes afterwards: when nothing waits, it is the builder's own messages, which the
+// builder then copies before it changes one of them (set), rather than a copy made at every
+// step of a prompt the model sees again and again; otherwise a copy is backfilled, with its
+// slices clipped so that what it appends never lands in the builder's arrays.
 func (b *messageBuilder) snapshot() []llm.Message {
+	if len(b.pending) == 0 && len(b.deferred) == 0 {
+		b.shared = len(b.msgs)
+		return b.msgs[:len(b.msgs):len(b.msgs)]
+	}
 	c := &messageBuilder{
 		msgs: slices.Clone(b.msgs), pending: maps.Clone(b.pending), order: slices.Clone(b.order),
 		assistant: b.assistant, lastResponse: b.lastResponse, deferred: slices.Clone(b.deferred),
@@ -183,6 +192,16 @@ func (b *messageBuilder) snapshot() []llm.Message {
 	}
 	c.backfill()
 	return c.msgs
+}
+
+// set replaces message i, first copying the messages if a snapshot returned them (shared).
+// A message's parts and tool calls may grow in place all the same: a snapshot's copy of the
+// message keeps its own length of them.
+func (b *messageBuilder) set(i int, m llm.Message) {
+	if i < b.shared {
+		b.msgs, b.shared = slices.Clone(b.msgs), 0
+	}
+	b.msgs[i] = m
 }
 
 type messageBuilder struct {
@@ -198,6 +217,9 @@ type messageBuilder struct {
 	deferred     []llm.Message
 	// vision: the model takes images.
 	vision bool
+	// shared is how many of msgs the last snapshot returned as they are: set copies them
+	// before it changes one.
+	shared int
 }
 
 func (b *messageBuilder) add(it item) {
@@ -255,7 +277,9 @@ func (b *messageBuilder) message(m llm.Message) {
 // emit appends m, merging consecutive user messages into one turn.
 func (b *messageBuilder) emit(m llm.Message) {
 	if n := len(b.msgs); n > 0 && m.Role == llm.RoleUser && b.msgs[n-1].Role == llm.RoleUser {
-		b.msgs[n-1].Parts = append(b.msgs[n-1].Parts, m.Parts...)
+		merged := b.msgs[n-1]
+		merged.Parts = append(merged.Parts, m.Parts...)
+		b.set(n-1, merged)
 		return
 	}
 	b.msgs = append(b.msgs, m)
@@ -267,7 +291,9 @@ func (b *messageBuilder) action(a *event.ActionEvent) {
 		tc.Name = a.ToolName
 	}
 	if b.assistant >= 0 && b.lastResponse == a.LLMResponseID && a.LLMResponseID != "" {
-		b.msgs[b.assistant].ToolCalls = append(b.msgs[b.assistant].ToolCalls, tc)
+		joined := b.msgs[b.assistant]
+		joined.ToolCalls = append(joined.ToolCalls, tc)
+		b.set(b.assistant, joined)
 	} else {
 		b.backfill()
 		m := llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{tc}}
