@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 	"unsafe"
 
@@ -75,6 +76,9 @@ func TestBodyIsTheSDKsEncoding(t *testing.T) {
 		func(r *llm.Request) { r.Model, r.MaxTokens = "gpt-4.1", 50 },
 		func(r *llm.Request) { r.Temperature = nil },
 		func(r *llm.Request) { r.Model = "" },
+		func(r *llm.Request) { r.Tools = r.Tools[:1] },
+		func(r *llm.Request) { r.Tools = nil },
+		func(r *llm.Request) { r.System, r.Messages = "", r.Messages[3:] },
 	} {
 		if change != nil {
 			change(&req)
@@ -84,8 +88,12 @@ func TestBodyIsTheSDKsEncoding(t *testing.T) {
 			t.Fatal(err)
 		}
 		body, err := io.ReadAll(b.reader())
-		if err != nil || int64(len(body)) != b.size || !bytes.Equal(body, joined(b.pieces)) {
+		if err != nil || int64(len(body)) != b.size {
 			t.Fatalf("round %d: read %d bytes (%v) of a body of %d", round, len(body), err, b.size)
+		}
+		// Read in pieces of every size, a new reader reads the same.
+		if err := iotest.TestReader(b.reader(), body); err != nil {
+			t.Fatalf("round %d: %v", round, err)
 		}
 		if !json.Valid(body) {
 			t.Fatalf("round %d: body is not JSON: %s", round, body)
@@ -126,11 +134,9 @@ func TestClientsShareTheSystemMessagesJSON(t *testing.T) {
 		if _, err := c.body(req); err != nil {
 			t.Fatal(err)
 		}
-		for _, es := range c.encoded.last {
-			for _, e := range es {
-				if e.msg.Role == llm.RoleSystem {
-					return e.json
-				}
+		for _, e := range c.encoded.last {
+			if e.msg.Role == llm.RoleSystem {
+				return e.json
 			}
 		}
 		t.Fatal("no system message kept")
@@ -171,11 +177,83 @@ func TestClientsShareTheSystemMessagesJSON(t *testing.T) {
 	}
 }
 
-// joined is the pieces in one slice.
-func joined(pieces [][]byte) []byte {
-	var out []byte
-	for _, p := range pieces {
-		out = append(out, p...)
+// TestKeptBodiesNeverChange: a body built earlier reads the same after the client built
+// others (it may be read again, for a retry, or still be under way for another caller of the
+// client): after a shorter request, one that departs from it, a condensation, a new system
+// prompt and images of tool results. Each body is what a new client sends. A message sent
+// before goes out as the JSON kept for it, whether at its place or moved.
+func TestKeptBodiesNeverChange(t *testing.T) {
+	user := func(text string) llm.Message {
+		return llm.Message{Role: llm.RoleUser, Parts: []llm.Part{llm.TextPart(text)}}
 	}
-	return out
+	call := func(id string) llm.Message {
+		return llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: id, Name: "think", Arguments: `{"thought":"` + id + `"}`}}}
+	}
+	result := func(id string, images ...string) llm.Message {
+		m := llm.Message{Role: llm.RoleTool, ToolCallID: id, Parts: []llm.Part{llm.TextPart("done " + id)}}
+		for _, u := range images {
+			m.Parts = append(m.Parts, llm.ImagePart(u))
+		}
+		return m
+	}
+	u, a1, t1, a2, t2 := user("start"), call("c1"), result("c1"), call("c2"), result("c2")
+	x, tx, y, ty := call("cx"), result("cx", "data:image/png;base64,AAAA"), call("cy"), result("cy")
+	summary, more := user("summary of what came before"), user("more")
+	tools := []llm.ToolSpec{{Name: "think"}}
+	reqs := []llm.Request{
+		{System: "one", Messages: []llm.Message{u, a1, t1, a2, t2}, Tools: tools},
+		{System: "one", Messages: []llm.Message{u, a1}, Tools: tools},                      // shorter
+		{System: "one", Messages: []llm.Message{u, a1, x, tx, y, ty}, Tools: tools},        // departs at 2
+		{System: "one", Messages: []llm.Message{u, summary, x, tx, y, ty, a2}},             // condensed
+		{System: "two", Messages: []llm.Message{u, summary, x, tx, y, ty, a2, t2}},         // new system prompt
+		{System: "two", Messages: []llm.Message{u, summary, x, tx, y, ty, a2, t2, more}},   // grows
+		{System: "two", Messages: []llm.Message{u, summary, x, tx, y, ty, a2, t2, more}},   // again
+		{System: "two", Messages: []llm.Message{x, tx, y, ty, a2, t2, more}, Tools: tools}, // all moved
+	}
+	c0, err := New(llm.Config{Model: "gpt-4o", BaseURL: "http://127.0.0.1:1/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := c0.(*client)
+	read := func(b *requestBody) []byte {
+		t.Helper()
+		out, err := io.ReadAll(b.reader())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	var bodies []*requestBody
+	for i, req := range reqs {
+		b, err := c.body(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies = append(bodies, b)
+		if i == 0 {
+			continue
+		}
+		// Every message the previous request sent goes out as the JSON it was sent as.
+		prev := bodies[i-1].raw.messages
+		for _, e := range b.raw.messages {
+			if e.images {
+				continue
+			}
+			for _, p := range prev {
+				if !p.images && equalMessages(p.msg, e.msg) && unsafe.SliceData(p.json) != unsafe.SliceData(e.json) {
+					t.Fatalf("request %d encoded %s again", i, e.json)
+				}
+			}
+		}
+	}
+	for i, req := range reqs {
+		fresh, _ := New(llm.Config{Model: "gpt-4o", BaseURL: "http://127.0.0.1:1/v1"})
+		want, err := fresh.(*client).body(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := read(bodies[i]), read(want); !bytes.Equal(got, want) {
+			t.Fatalf("request %d, read after the others were built:\n%s\nwant, as a new client sends it:\n%s", i, got, want)
+		}
+	}
 }

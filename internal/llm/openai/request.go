@@ -1,12 +1,12 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"runtime"
 	"slices"
@@ -25,7 +25,7 @@ import (
 func (c *client) params(req llm.Request) (sdk.ChatCompletionNewParams, error) {
 	p, raw, err := c.encode(req)
 	for _, m := range raw.messages {
-		p.Messages = append(p.Messages, param.Override[sdk.ChatCompletionMessageParamUnion](m))
+		p.Messages = append(p.Messages, param.Override[sdk.ChatCompletionMessageParamUnion](m.json))
 	}
 	return p, err
 }
@@ -35,8 +35,8 @@ func (c *client) params(req llm.Request) (sdk.ChatCompletionNewParams, error) {
 // which checks and compacts each message's JSON once for the message and once more for the
 // request (two passes over the whole conversation, most of a step's work in the control
 // plane). The other fields are the SDK's own encoding. The body is not copied into one
-// buffer: it is the pieces it is made of, most of them the message cache's JSON, so that a
-// request waiting for the model holds little more than the cache already does.
+// buffer: it is read from the pieces it is made of, most of them the message cache's JSON,
+// so that a request waiting for the model holds little more than the cache already does.
 func (c *client) body(req llm.Request) (*requestBody, error) {
 	p, raw, err := c.encode(req)
 	if err != nil {
@@ -46,14 +46,14 @@ func (c *client) body(req llm.Request) (*requestBody, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &requestBody{pieces: make([][]byte, 0, 2*len(raw.messages)+2*len(raw.tools)+8)}
-	b.add([]byte(`{"messages":`))
-	b.addArray(raw.messages)
-	if len(raw.tools) > 0 {
-		b.add([]byte(`,"tools":`))
-		b.addArray(raw.tools)
+	b := &requestBody{raw: raw, tail: tail}
+	for k := 0; ; k++ {
+		piece, ok := b.piece(k)
+		if !ok {
+			break
+		}
+		b.size += int64(len(piece))
 	}
-	b.add(tail)
 	return b, nil
 }
 
@@ -113,39 +113,97 @@ func (f *fieldsCache) tail(p sdk.ChatCompletionNewParams) ([]byte, error) {
 	return tail, nil
 }
 
-// requestBody is a request's JSON as a sequence of pieces, read in order.
+// requestBody is a request's JSON: its messages' and tools' JSON as the caches keep them, in
+// arrays, then its other fields (tail), read piece by piece (piece) without a copy of them.
 type requestBody struct {
-	pieces [][]byte
-	size   int64
+	raw  encoded
+	tail []byte
+	size int64
 }
 
-// Separators between the pieces.
+// Pieces of the body between the messages' and the tools' JSON.
 var (
-	openArray  = []byte{'['}
-	closeArray = []byte{']'}
-	comma      = []byte{','}
+	messagesOpen = []byte(`{"messages":[`)
+	toolsOpen    = []byte(`,"tools":[`)
+	closeArray   = []byte{']'}
+	comma        = []byte{','}
 )
 
-func (b *requestBody) add(p []byte) {
-	b.pieces = append(b.pieces, p)
-	b.size += int64(len(p))
-}
-
-func (b *requestBody) addArray(items []json.RawMessage) {
-	b.add(openArray)
-	for i, it := range items {
-		if i > 0 {
-			b.add(comma)
-		}
-		b.add(it)
+// piece returns the body's piece k, counting from 0, and false past the last: the opening
+// up to the messages' array, the messages with commas between them, the array's end, the
+// tools likewise if there are any, and the tail.
+func (b *requestBody) piece(k int) ([]byte, bool) {
+	if k == 0 {
+		return messagesOpen, true
 	}
-	b.add(closeArray)
+	k--
+	if m := len(b.raw.messages); m > 0 {
+		if k < 2*m-1 {
+			if k%2 == 1 {
+				return comma, true
+			}
+			return b.raw.messages[k/2].json, true
+		}
+		k -= 2*m - 1
+	}
+	if k == 0 {
+		return closeArray, true
+	}
+	k--
+	if t := len(b.raw.tools); t > 0 {
+		if k == 0 {
+			return toolsOpen, true
+		}
+		k--
+		if k < 2*t-1 {
+			if k%2 == 1 {
+				return comma, true
+			}
+			return b.raw.tools[k/2], true
+		}
+		k -= 2*t - 1
+		if k == 0 {
+			return closeArray, true
+		}
+		k--
+	}
+	if k == 0 {
+		return b.tail, true
+	}
+	return nil, false
 }
 
 // reader returns a reader of the whole body, from its start.
-func (b *requestBody) reader() io.ReadCloser {
-	bufs := net.Buffers(slices.Clone(b.pieces))
-	return io.NopCloser(&bufs)
+func (b *requestBody) reader() io.ReadCloser { return io.NopCloser(&bodyReader{b: b}) }
+
+// bodyReader reads a requestBody.
+type bodyReader struct {
+	b *requestBody
+	// next is the index of the next piece, rest what is left to read of the current one.
+	next int
+	rest []byte
+}
+
+func (r *bodyReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		if len(r.rest) == 0 {
+			piece, ok := r.b.piece(r.next)
+			if !ok {
+				if n == 0 {
+					return 0, io.EOF
+				}
+				break
+			}
+			r.next++
+			r.rest = piece
+			continue
+		}
+		c := copy(p[n:], r.rest)
+		n += c
+		r.rest = r.rest[c:]
+	}
+	return n, nil
 }
 
 // sized is the middleware that gives the HTTP request the body's length, which the SDK
@@ -159,7 +217,8 @@ func (b *requestBody) sized(r *http.Request, next option.MiddlewareNext) (*http.
 
 // encoded are the JSON of a request's messages and tools, in order.
 type encoded struct {
-	messages, tools []json.RawMessage
+	messages []encodedMessage
+	tools    []json.RawMessage
 }
 
 // encode builds the SDK request but for its messages, and the JSON of its messages and
@@ -343,9 +402,20 @@ func imagePart(u string) (sdk.ChatCompletionContentPartUnionParam, error) {
 // the control plane, so a message sent before goes out as the JSON it encoded to then (the
 // SDK's own override with raw JSON). It holds one request's messages, never more: those of
 // the previous request that the next one does not send again are forgotten.
+//
+// The messages are kept in the order they were sent, and each message of a request is
+// looked for first at its own place: a step sends what the last one sent and appends to it,
+// so it compares each message with the one kept at its place (equal strings that are the
+// same memory compare at once) and encodes only the new ones, which go on the end of the
+// same array. Only when a message is not the one at its place (a condensation dropped some
+// before it, the system prompt changed) are the kept messages looked up by content.
 type messageCache struct {
 	mu   sync.Mutex
-	last map[uint64][]encodedMessage
+	last []encodedMessage
+	// handed is how much of last's array the bodies built so far read: they may still be
+	// read (a request retried, another caller's request under way), so the cache writes in
+	// place only past it, and otherwise in an array of its own.
+	handed int
 }
 
 // systemJSON holds the JSON of the system messages clients send, shared by them all:
@@ -423,16 +493,56 @@ type encodedMessage struct {
 	json json.RawMessage
 	// shared, for a system message, keeps its JSON shared (systemJSON) while this holds it.
 	shared *sharedJSON
+	// images: the message of the images of tool results (walk), encoded anew every time,
+	// with msg empty.
+	images bool
 }
 
 // encode returns the JSON of the messages of req, from the cache for those sent before:
-// only the others are converted and encoded.
-func (c *messageCache) encode(req llm.Request) ([]json.RawMessage, error) {
+// only the others are converted and encoded. What it returns is never changed afterwards.
+func (c *messageCache) encode(req llm.Request) ([]encodedMessage, error) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	last := c.last
-	c.mu.Unlock()
-	next := make(map[uint64][]encodedMessage, len(req.Messages)+1)
-	out := make([]json.RawMessage, 0, len(req.Messages)+1)
+	// out shares last's array for as long as it is last's beginning (own is false).
+	out, own := last[:0], false
+	place := func(e encodedMessage, at int) {
+		j := len(out)
+		if !own && at == j {
+			out = out[:j+1]
+			return
+		}
+		if !own && j < c.handed {
+			out = append(make([]encodedMessage, 0, len(req.Messages)+1), out...)
+			own = true
+		}
+		out = append(out, e)
+	}
+	var byContent map[uint64][]int // of last's messages, made when one is first missed
+	find := func(m llm.Message) int {
+		j := len(out)
+		if j < len(last) && !last[j].images && equalMessages(last[j].msg, m) {
+			return j
+		}
+		if j >= len(last) {
+			return -1 // a new message, on the end
+		}
+		if byContent == nil {
+			byContent = make(map[uint64][]int, len(last))
+			for i, e := range last {
+				if !e.images {
+					h := hashMessage(messageSeed, e.msg)
+					byContent[h] = append(byContent[h], i)
+				}
+			}
+		}
+		for _, i := range byContent[hashMessage(messageSeed, m)] {
+			if equalMessages(last[i].msg, m) {
+				return i
+			}
+		}
+		return -1
+	}
 	err := walk(req, func(from int, m llm.Message, conv func() (sdk.ChatCompletionMessageParamUnion, error)) error {
 		marshal := func() (json.RawMessage, error) {
 			msg, err := conv()
@@ -447,45 +557,50 @@ func (c *messageCache) encode(req llm.Request) ([]json.RawMessage, error) {
 		}
 		if from == fromImages {
 			b, err := marshal()
-			out = append(out, b)
-			return err
+			if err != nil {
+				return err
+			}
+			at := -1
+			if j := len(out); j < len(last) && last[j].images && bytes.Equal(last[j].json, b) {
+				at = j
+			}
+			place(encodedMessage{json: b, images: true}, at)
+			return nil
 		}
-		h := hashMessage(messageSeed, m)
-		var enc json.RawMessage
-		var shared *sharedJSON
-		for _, e := range last[h] {
-			if equalMessages(e.msg, m) {
-				enc, shared = e.json, e.shared
-				break
+		if i := find(m); i >= 0 {
+			place(last[i], i)
+			return nil
+		}
+		e := encodedMessage{msg: m}
+		if m.Role == llm.RoleSystem {
+			if e.shared = systemJSON.get(m); e.shared != nil {
+				e.json = e.shared.json
 			}
 		}
-		if enc == nil && m.Role == llm.RoleSystem {
-			if shared = systemJSON.get(m); shared != nil {
-				enc = shared.json
-			}
-		}
-		if enc == nil {
+		if e.json == nil {
 			b, err := marshal()
 			if err != nil {
 				return err
 			}
-			enc = b
+			e.json = b
 			if m.Role == llm.RoleSystem {
-				shared = systemJSON.put(m, enc)
-				enc = shared.json
+				e.shared = systemJSON.put(m, b)
+				e.json = e.shared.json
 			}
 		}
-		next[h] = append(next[h], encodedMessage{msg: m, json: enc, shared: shared})
-		out = append(out, enc)
+		place(e, -1)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	c.last = next
-	c.mu.Unlock()
-	return out, nil
+	c.last = out
+	if own {
+		c.handed = len(out)
+	} else {
+		c.handed = max(c.handed, len(out))
+	}
+	return out[:len(out):len(out)], nil
 }
 
 func hashMessage(seed maphash.Seed, m llm.Message) uint64 {
