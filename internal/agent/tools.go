@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agentd/agentd/internal/confirm"
 	"github.com/agentd/agentd/internal/llm"
@@ -73,10 +74,23 @@ func kinds(name string) (toolKind, actionKind string) {
 	return b.String() + "Tool", b.String() + "Action"
 }
 
-// specs returns the tools offered to the model, in order.
+// specs returns the tools offered to the model, in order. The built-in tools' specs are
+// made once for the process and shared by every conversation (only read, by the model
+// clients): the same dozen schemas would otherwise be held again by every running
+// conversation.
 func (ts toolset) specs() []llm.ToolSpec {
+	builtin := builtinSpecs()
+	return append(builtin[:len(builtin):len(builtin)], specsOf(ts.extra)...)
+}
+
+// builtinSpecs are the specs of the built-in tools.
+var builtinSpecs = sync.OnceValue(func() []llm.ToolSpec { return specsOf(tool.Builtin()) })
+
+// specsOf returns the specs of tools: each with its parameters, the summary every call may
+// give, and the security risk of a call that changes something.
+func specsOf(tools []tool.Tool) []llm.ToolSpec {
 	var specs []llm.ToolSpec
-	for _, t := range ts.all() {
+	for _, t := range tools {
 		params := t.Parameters()
 		props, _ := params["properties"].(map[string]any)
 		if props == nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/llm"
@@ -193,5 +194,24 @@ func TestToolImages(t *testing.T) {
 				t.Errorf("images sent to a model that takes none: %q", images)
 			}
 		})
+	}
+}
+
+// TestBuiltinSpecsAreShared: every conversation offers the built-in tools with the same specs
+// in memory, and a conversation's own tools, after them, never reach another's.
+func TestBuiltinSpecsAreShared(t *testing.T) {
+	own := toolset{extra: []tool.Tool{tool.New("read_issue", "Read an issue.", tool.ControlPlane, true, "GitProviderObservation", issueArgs{})}}
+	a, b, c := toolset{}.specs(), own.specs(), toolset{}.specs()
+	if len(a) == 0 || len(b) != len(a)+1 || b[len(a)].Name != "read_issue" {
+		t.Fatalf("specs: %d built-in, %d with one tool of the conversation's", len(a), len(b))
+	}
+	for i := range a {
+		if unsafe.SliceData(a[i].Parameters) != unsafe.SliceData(b[i].Parameters) || unsafe.SliceData(a[i].Parameters) != unsafe.SliceData(c[i].Parameters) {
+			t.Fatalf("the spec of %s is held once per conversation", a[i].Name)
+		}
+	}
+	other := toolset{extra: []tool.Tool{tool.New("list_issues", "List issues.", tool.ControlPlane, true, "GitProviderObservation", issueArgs{})}}
+	if d := other.specs(); len(c) != len(a) || d[len(a)].Name != "list_issues" || b[len(a)].Name != "read_issue" {
+		t.Fatal("a conversation's own tool reached the specs of another")
 	}
 }
