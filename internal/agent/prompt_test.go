@@ -125,3 +125,44 @@ func deepCopy(msgs []llm.Message) []llm.Message {
 	}
 	return out
 }
+
+// TestTakenObservationsAreLightened: once the loop took an observation, it holds the text the
+// model reads and, only when the observation may show images, its object; what the loop
+// learned from the object (the task list) stays.
+func TestTakenObservationsAreLightened(t *testing.T) {
+	obs := func(id, name, call, llmText, object string) event.Event {
+		ev, err := event.New(id, t0, event.SourceEnvironment, &event.ObservationEvent{ToolName: name, ToolCallID: call, Observation: json.RawMessage(object)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.LLMText = llmText
+		return ev
+	}
+	output := `{"kind":"TerminalObservation","content":[{"type":"text","text":"a long output"}]}`
+	shot := `{"kind":"MCPToolObservation","content":[{"type":"image","image_urls":["data:image/png;base64,AAAA"]}]}`
+	tasks := `{"kind":"TaskTrackerObservation","content":[{"type":"text","text":"1 task"}],"task_list":[{"title":"write it","status":"todo"}]}`
+	var a Agent
+	if err := a.take([]event.Event{
+		obs("o1", "terminal", "c1", "a long output", output),
+		obs("o2", "snapshot", "c2", "a page", shot),
+		obs("o3", "task_tracker", "c3", "1 task", tasks),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, it := range a.view.items {
+		o := it.e.body.(*event.ObservationEvent)
+		if o.Observation != nil {
+			kept = append(kept, o.ToolName)
+		}
+		if it.e.ev.LLMText == "" {
+			t.Errorf("the text of %s is gone", o.ToolName)
+		}
+	}
+	if !slices.Equal(kept, []string{"snapshot"}) {
+		t.Errorf("objects kept: %q, want the snapshot's only", kept)
+	}
+	if len(a.taskList) != 1 || a.taskList[0].Title != "write it" {
+		t.Errorf("task list %+v", a.taskList)
+	}
+}
