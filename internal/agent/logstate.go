@@ -128,12 +128,17 @@ func (p *pendingActions) follow(b event.Body) {
 	}
 }
 
-// answered drops the actions of the tool call callID: their result is recorded.
+// answered drops the actions of the tool call callID: their result is recorded. So are
+// their action objects, which nothing reads once the action has its result (the model and
+// the condenser read the call's arguments, the stuck detector its form worked out already),
+// and which would be held for as long as the view shows the action.
 func (p *pendingActions) answered(callID string) {
 	kept := p.list[:0]
 	for _, pa := range p.list {
 		if pa.act.ToolCallID != callID {
 			kept = append(kept, pa)
+		} else {
+			pa.act.Action = nil
 		}
 	}
 	clear(p.list[len(kept):]) // the dropped actions are not held by the array

@@ -126,10 +126,10 @@ func deepCopy(msgs []llm.Message) []llm.Message {
 	return out
 }
 
-// TestTakenObservationsAreLightened: once the loop took an observation, it holds the text the
-// model reads and, only when the observation may show images, its object; what the loop
-// learned from the object (the task list) stays.
-func TestTakenObservationsAreLightened(t *testing.T) {
+// TestTakenEventsAreLightened: once the loop took an observation, it holds the text the model
+// reads and, only when the observation may show images, its object; what the loop learned
+// from the object (the task list) stays. An action keeps its object until it has a result.
+func TestTakenEventsAreLightened(t *testing.T) {
 	obs := func(id, name, call, llmText, object string) event.Event {
 		ev, err := event.New(id, t0, event.SourceEnvironment, &event.ObservationEvent{ToolName: name, ToolCallID: call, Observation: json.RawMessage(object)})
 		if err != nil {
@@ -141,16 +141,32 @@ func TestTakenObservationsAreLightened(t *testing.T) {
 	output := `{"kind":"TerminalObservation","content":[{"type":"text","text":"a long output"}]}`
 	shot := `{"kind":"MCPToolObservation","content":[{"type":"image","image_urls":["data:image/png;base64,AAAA"]}]}`
 	tasks := `{"kind":"TaskTrackerObservation","content":[{"type":"text","text":"1 task"}],"task_list":[{"title":"write it","status":"todo"}]}`
+	act := func(id, call string) event.Event {
+		ev, err := event.New(id, t0, event.SourceAgent, &event.ActionEvent{ToolName: "terminal", ToolCallID: call,
+			Action: json.RawMessage(`{"kind":"TerminalAction","command":"ls"}`), ToolCall: event.ToolCall{ID: call, Name: "terminal", Arguments: `{"command":"ls"}`}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
 	var a Agent
 	if err := a.take([]event.Event{
+		act("a1", "c1"), act("a4", "c4"),
 		obs("o1", "terminal", "c1", "a long output", output),
 		obs("o2", "snapshot", "c2", "a page", shot),
 		obs("o3", "task_tracker", "c3", "1 task", tasks),
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// An action answered drops its object; one still waiting keeps it, to be run.
+	if a1, a4 := a.view.items[0].action(), a.view.items[1].action(); a1.Action != nil || a4.Action == nil || a1.ToolCall.Arguments == "" {
+		t.Errorf("action objects: answered %s, waiting %s", a1.Action, a4.Action)
+	}
+	if p := a.orphans(); len(p) != 1 || p[0].ToolCallID != "c4" {
+		t.Errorf("pending %+v", p)
+	}
 	var kept []string
-	for _, it := range a.view.items {
+	for _, it := range a.view.items[2:] {
 		o := it.e.body.(*event.ObservationEvent)
 		if o.Observation != nil {
 			kept = append(kept, o.ToolName)
