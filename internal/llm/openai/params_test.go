@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"reflect"
 	"runtime"
@@ -255,5 +256,54 @@ func TestKeptBodiesNeverChange(t *testing.T) {
 		if got, want := read(bodies[i]), read(want); !bytes.Equal(got, want) {
 			t.Fatalf("request %d, read after the others were built:\n%s\nwant, as a new client sends it:\n%s", i, got, want)
 		}
+	}
+}
+
+// BenchmarkStepBody is the body of one agent step's request late in a long conversation: the
+// conversation so far (300 messages) sent again with the step's action and result appended,
+// and read whole, as the transport does.
+func BenchmarkStepBody(b *testing.B) {
+	c0, err := New(llm.Config{Model: "gpt-4o", BaseURL: "http://127.0.0.1:1/v1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := c0.(*client)
+	msgs := []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{llm.TextPart("Look into the failing test and fix it.")}}}
+	step := func(i int) {
+		id := fmt.Sprintf("call_%d", i)
+		msgs = append(msgs,
+			llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: id, Name: "terminal", Arguments: `{"command":"go test ./... -run TestStep` + id + `"}`}}},
+			llm.Message{Role: llm.RoleTool, ToolCallID: id, Parts: []llm.Part{llm.TextPart(strings.Repeat("ok  \tpackage/path\t0.042s\n", 8))}})
+	}
+	for i := range 150 {
+		step(i)
+	}
+	req := llm.Request{System: strings.Repeat("You are a careful engineer. ", 40), Tools: []llm.ToolSpec{{Name: "terminal"}, {Name: "think"}}}
+	send := func() {
+		req.Messages = msgs
+		body, err := c.body(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, body.reader()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	send()
+	start := len(msgs)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if len(msgs) >= start+100 {
+			// Back to 300 messages, as a new client that sent them once: the conversation
+			// grows by a step at every step, as an agent's does, but stays about as long.
+			b.StopTimer()
+			msgs = msgs[:start:start]
+			c0, _ = New(llm.Config{Model: "gpt-4o", BaseURL: "http://127.0.0.1:1/v1"})
+			c = c0.(*client)
+			send()
+			b.StartTimer()
+		}
+		step(1000 + i)
+		send()
 	}
 }

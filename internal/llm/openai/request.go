@@ -259,18 +259,16 @@ func badRequest(format string, args ...any) *llm.Error {
 }
 
 // walk calls visit for each message of the request's conversation as chat completions
-// takes it, in order, with conv, which converts it to the SDK's form: a message the caller
-// sent before need not be converted again. from is the index of the message in
-// req.Messages, or fromSystem for req.System, or fromImages (with m empty) for a message of
-// the images of tool results: chat completions has no images in tool messages, so the
-// images of a run of tool results follow it in one user message (a user message between two
-// tool results would break the pairing of tool calls and results).
-func walk(req llm.Request, visit func(from int, m llm.Message, conv func() (sdk.ChatCompletionMessageParamUnion, error)) error) error {
+// takes it, in order; convert turns one into the SDK's form, which a message the caller sent
+// before need not be. from is the index of the message in req.Messages, or fromSystem for
+// req.System, or fromImages for a message of the images of tool results (m empty, images
+// set): chat completions has no images in tool messages, so the images of a run of tool
+// results follow it in one user message (a user message between two tool results would break
+// the pairing of tool calls and results).
+func walk(req llm.Request, visit func(from int, m llm.Message, images []sdk.ChatCompletionContentPartUnionParam) error) error {
 	if req.System != "" {
 		m := llm.Message{Role: llm.RoleSystem, Parts: []llm.Part{llm.TextPart(req.System)}}
-		if err := visit(fromSystem, m, func() (sdk.ChatCompletionMessageParamUnion, error) {
-			return sdk.SystemMessage(req.System), nil
-		}); err != nil {
+		if err := visit(fromSystem, m, nil); err != nil {
 			return err
 		}
 	}
@@ -279,13 +277,9 @@ func walk(req llm.Request, visit func(from int, m llm.Message, conv func() (sdk.
 		if len(toolImages) == 0 {
 			return nil
 		}
-		parts := append([]sdk.ChatCompletionContentPartUnionParam{
-			sdk.TextContentPart("Images from the tool results above:"),
-		}, toolImages...)
+		images := toolImages
 		toolImages = nil
-		return visit(fromImages, llm.Message{}, func() (sdk.ChatCompletionMessageParamUnion, error) {
-			return sdk.UserMessage(parts), nil
-		})
+		return visit(fromImages, llm.Message{}, images)
 	}
 	for i, m := range req.Messages {
 		if m.Role != llm.RoleTool {
@@ -293,26 +287,11 @@ func walk(req llm.Request, visit func(from int, m llm.Message, conv func() (sdk.
 				return err
 			}
 		}
-		var conv func() (sdk.ChatCompletionMessageParamUnion, error)
 		switch m.Role {
-		case llm.RoleSystem:
-			conv = func() (sdk.ChatCompletionMessageParamUnion, error) { return sdk.SystemMessage(m.Text()), nil }
-		case llm.RoleUser:
-			conv = func() (sdk.ChatCompletionMessageParamUnion, error) {
-				msg, err := userMessage(m)
-				if err != nil {
-					return msg, fmt.Errorf("message %d: %w", i, err)
-				}
-				return msg, nil
-			}
-		case llm.RoleAssistant:
-			conv = func() (sdk.ChatCompletionMessageParamUnion, error) { return assistantMessage(m), nil }
+		case llm.RoleSystem, llm.RoleUser, llm.RoleAssistant:
 		case llm.RoleTool:
 			if m.ToolCallID == "" {
 				return badRequest("message %d: tool result without a tool call id", i)
-			}
-			conv = func() (sdk.ChatCompletionMessageParamUnion, error) {
-				return sdk.ToolMessage(m.Text(), m.ToolCallID), nil
 			}
 			for _, p := range m.Parts {
 				if p.Type == llm.PartImage {
@@ -326,11 +305,35 @@ func walk(req llm.Request, visit func(from int, m llm.Message, conv func() (sdk.
 		default:
 			return badRequest("message %d: unknown role %q", i, m.Role)
 		}
-		if err := visit(i, m, conv); err != nil {
+		if err := visit(i, m, nil); err != nil {
 			return err
 		}
 	}
 	return flushToolImages()
+}
+
+// convert returns a message walk visited in the SDK's form.
+func convert(from int, m llm.Message, images []sdk.ChatCompletionContentPartUnionParam) (sdk.ChatCompletionMessageParamUnion, error) {
+	if from == fromImages {
+		parts := append([]sdk.ChatCompletionContentPartUnionParam{
+			sdk.TextContentPart("Images from the tool results above:"),
+		}, images...)
+		return sdk.UserMessage(parts), nil
+	}
+	switch m.Role {
+	case llm.RoleSystem:
+		return sdk.SystemMessage(m.Text()), nil
+	case llm.RoleUser:
+		msg, err := userMessage(m)
+		if err != nil {
+			return msg, fmt.Errorf("message %d: %w", from, err)
+		}
+		return msg, nil
+	case llm.RoleAssistant:
+		return assistantMessage(m), nil
+	default: // llm.RoleTool: walk checked the roles
+		return sdk.ToolMessage(m.Text(), m.ToolCallID), nil
+	}
 }
 
 func userMessage(m llm.Message) (sdk.ChatCompletionMessageParamUnion, error) {
@@ -543,9 +546,9 @@ func (c *messageCache) encode(req llm.Request) ([]encodedMessage, error) {
 		}
 		return -1
 	}
-	err := walk(req, func(from int, m llm.Message, conv func() (sdk.ChatCompletionMessageParamUnion, error)) error {
+	err := walk(req, func(from int, m llm.Message, images []sdk.ChatCompletionContentPartUnionParam) error {
 		marshal := func() (json.RawMessage, error) {
-			msg, err := conv()
+			msg, err := convert(from, m, images)
 			if err != nil {
 				return nil, err
 			}
