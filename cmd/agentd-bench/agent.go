@@ -417,7 +417,7 @@ func fakeLog(convID string, n int) ([]event.Event, error) {
 	for i := 0; len(out) < n; i++ {
 		call := fmt.Sprintf("call_%d", i)
 		cmd := fmt.Sprintf("grep -rn 'func handler%d' ./internal", i)
-		act, err := event.New(id.Dashed(), now, event.SourceAgent, &event.ActionEvent{
+		act, err := event.New(id.Ordered(), now, event.SourceAgent, &event.ActionEvent{
 			Thought:  []event.TextPart{event.Text("Looking for the handler before changing it.")},
 			Action:   json.RawMessage(fmt.Sprintf(`{"kind":"TerminalAction","command":%q}`, cmd)),
 			ToolName: "terminal", ToolCallID: call, LLMResponseID: "chatcmpl-bench", SecurityRisk: "UNKNOWN",
@@ -427,7 +427,7 @@ func fakeLog(convID string, n int) ([]event.Event, error) {
 			return nil, err
 		}
 		output := strings.Repeat(fmt.Sprintf("internal/server/handler%d.go:42:func handler%d(w http.ResponseWriter) {\n", i, i), 4)
-		obs, err := event.New(id.Dashed(), now, event.SourceEnvironment, &event.ObservationEvent{
+		obs, err := event.New(id.Ordered(), now, event.SourceEnvironment, &event.ObservationEvent{
 			Observation: json.RawMessage(fmt.Sprintf(`{"kind":"TerminalObservation","command":%q,"exit_code":0,"content":[{"type":"text","text":%q}],"is_error":false}`, cmd, output)),
 			ActionID:    act.ID, ToolName: "terminal", ToolCallID: call,
 		})

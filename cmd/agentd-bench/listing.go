@@ -276,7 +276,7 @@ func (s *server) seedListing(ctx context.Context, dataDir string, n int) (listin
 		t.ID, t.ConversationID, t.CreatedAt, t.UpdatedAt = id.New(), c.ID, at, at
 		evs := make([]event.Event, 0, len(tmplEvents))
 		for _, e := range tmplEvents {
-			e.ID, e.ConversationID, e.Seq, e.Timestamp = id.Dashed(), c.ID, 0, at
+			e.ID, e.ConversationID, e.Seq, e.Timestamp = id.Ordered(), c.ID, 0, at
 			evs = append(evs, e)
 		}
 		if err := st.CreateConversation(ctx, c, t, evs); err != nil {

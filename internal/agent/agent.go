@@ -52,7 +52,7 @@ func New(o Options) *Agent {
 		o.Now = time.Now
 	}
 	if o.NewID == nil {
-		o.NewID = id.Dashed
+		o.NewID = id.Ordered
 	}
 	if o.Metrics == nil {
 		o.Metrics = &llm.Metrics{}
@@ -308,7 +308,10 @@ func (a *Agent) act(ctx context.Context, resp llm.Response, toolCalls []llm.Tool
 	}
 	for i, tc := range toolCalls {
 		if tc.ID == "" {
-			tc.ID = "call_" + strings.ReplaceAll(a.o.NewID(), "-", "")[:24]
+			// The id's last 24 digits: an event id begins with its time, which two calls
+			// of one response share.
+			uid := strings.ReplaceAll(a.o.NewID(), "-", "")
+			tc.ID = "call_" + uid[max(0, len(uid)-24):]
 		}
 		calls[i] = a.tools.parseCall(tc)
 		risks[i] = a.assess(calls[i])

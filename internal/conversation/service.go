@@ -158,7 +158,7 @@ func NewService(o Options) *Service {
 		o.StartTimeout = 2 * time.Minute
 	}
 	if o.NewEventID == nil {
-		o.NewEventID = id.Dashed
+		o.NewEventID = id.Ordered
 	}
 	if o.Bus == nil {
 		o.Bus = &event.Bus{}
@@ -334,7 +334,7 @@ func (s *Service) create(ctx context.Context, ownerID string, r CreateRequest, w
 	var first []event.Event
 	if !policy.IsNever() {
 		// In the log too: the agent reads its policy there.
-		ev, err := event.NewStateUpdate(id.Dashed(), now, event.StateConfirmationPolicy, policy)
+		ev, err := event.NewStateUpdate(id.Ordered(), now, event.StateConfirmationPolicy, policy)
 		if err != nil {
 			return View{}, StartTask{}, err
 		}
@@ -342,7 +342,7 @@ func (s *Service) create(ctx context.Context, ownerID string, r CreateRequest, w
 		first = append(first, ev)
 	}
 	if r.InitialText != "" || len(r.ImageURLs) > 0 {
-		ev, err := event.NewUserMessage(id.Dashed(), now, r.InitialText, r.ImageURLs)
+		ev, err := event.NewUserMessage(id.Ordered(), now, r.InitialText, r.ImageURLs)
 		if err != nil {
 			return View{}, StartTask{}, err
 		}

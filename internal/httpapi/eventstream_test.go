@@ -104,7 +104,7 @@ func TestEventStream(t *testing.T) {
 			t.Fatalf("another user's conversation: %s", body)
 		}
 		e.streamRefused(alice, "not-a-uuid", "", nil, http.StatusBadRequest)
-		e.streamRefused(alice, id.Dashed(), "", nil, http.StatusNotFound)
+		e.streamRefused(alice, id.Ordered(), "", nil, http.StatusNotFound)
 		body := e.streamRefused(alice, c.id, "after_event_id=no-such-event", nil, http.StatusUnprocessableEntity)
 		var v struct {
 			Detail []struct {
@@ -142,7 +142,7 @@ func TestEventStreamStatus(t *testing.T) {
 	_, alice := e.newUser("alice")
 	e.scripted(alice, terminal(t, "echo one"), llmtest.Calls(llmtest.Call("finish", `{"message":"done"}`)),
 		llmtest.Text("Still here."))
-	convID := strings.ReplaceAll(id.Dashed(), "-", "")
+	convID := strings.ReplaceAll(id.Ordered(), "-", "")
 	var task v1Task
 	e.must("POST", "/api/v1/app-conversations", alice, map[string]any{"conversation_id": convID,
 		"initial_message": message("Go", true)}, http.StatusOK, &task)

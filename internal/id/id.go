@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"math/big"
+	"time"
 )
 
 // New returns a random UUID (version 4) as 32 lowercase hex characters without dashes, the
@@ -18,9 +19,23 @@ func New() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Dashed returns a random UUID (version 4) in its canonical dashed form, as event ids use.
-func Dashed() string {
-	h := New()
+// Ordered returns a new UUID (version 7, RFC 9562) in its canonical dashed form, as event
+// ids use: its first 48 bits are the Unix time in milliseconds and the other 74 (but for the
+// version and variant) random, so that ids made later sort after those made before (to the
+// millisecond). The store's index on event ids then grows at its end, where the last events
+// went, rather than at a random place for every event: an agent step writes one page of it,
+// already in the cache, instead of reading and writing one anywhere in it per event.
+func Ordered() string {
+	var b [16]byte
+	rand.Read(b[6:])
+	ms := uint64(time.Now().UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	b[6] = b[6]&0x0f | 0x70
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
