@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -636,19 +635,8 @@ func (a *Agent) take(evs []event.Event) error {
 		// a long log holds in memory for as long as the loop runs.
 		ev.Body = nil
 		a.add(&entry{ev: ev, body: body})
-		lighten(body)
 	}
 	return nil
-}
-
-// lighten drops what the loop no longer reads of a body it has taken: an observation's
-// object, which the loop reads only for its images once it took the observation (the model
-// sees the observation's text, held beside it), and which repeats that text, often the
-// longest of a step (a command's output). An observation that may show images keeps it.
-func lighten(body event.Body) {
-	if o, ok := body.(*event.ObservationEvent); ok && !bytes.Contains(o.Observation, []byte("image")) {
-		o.Observation = nil
-	}
 }
 
 // intern returns the loop's copy of s, one of the few strings every event repeats.

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -70,6 +71,13 @@ func (s *logState) add(e *entry) {
 			if json.Unmarshal(b.Observation, &obs) == nil && !obs.IsError {
 				s.taskList = obs.TaskList
 			}
+		}
+		// Read above for the task list, the observation's object is read later only for its
+		// images (the model sees the observation's text, held beside it), and it repeats
+		// that text, often the longest of a step (a command's output): one that may show
+		// images keeps it, the others let it go.
+		if !bytes.Contains(b.Observation, []byte("image")) {
+			b.Observation = nil
 		}
 	case *event.AgentErrorEvent:
 		s.agentsTurn = !isReplayed(b.ToolCallID)

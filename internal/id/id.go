@@ -14,9 +14,7 @@ import (
 func New() string {
 	var b [16]byte
 	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return hex.EncodeToString(b[:])
+	return stamp(b[:], 4)
 }
 
 // Ordered returns a new UUID (version 7, RFC 9562) in its canonical dashed form, as event
@@ -33,20 +31,26 @@ func Ordered() string {
 		b[i] = byte(ms)
 		ms >>= 8
 	}
-	b[6] = b[6]&0x0f | 0x70
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+	return dashed(stamp(b[:], 7))
 }
 
 // Named returns the dashed UUID (version 8, RFC 9562) that name always maps to: the id of a
 // thing that must exist once, such as an event a restart may try to record again.
 func Named(name string) string {
 	sum := sha256.Sum256([]byte(name))
-	b := sum[:16]
-	b[6] = b[6]&0x0f | 0x80
+	return dashed(stamp(sum[:16], 8))
+}
+
+// stamp sets the version and the RFC 9562 variant of the UUID b and returns it as 32
+// lowercase hex digits.
+func stamp(b []byte, version byte) string {
+	b[6] = b[6]&0x0f | version<<4
 	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b)
+	return hex.EncodeToString(b)
+}
+
+// dashed is the canonical form of the UUID of 32 hex digits h.
+func dashed(h string) string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 

@@ -136,32 +136,20 @@ func (b *requestBody) piece(k int) ([]byte, bool) {
 	if k == 0 {
 		return messagesOpen, true
 	}
-	k--
-	if m := len(b.raw.messages); m > 0 {
-		if k < 2*m-1 {
-			if k%2 == 1 {
-				return comma, true
-			}
-			return b.raw.messages[k/2].json, true
-		}
-		k -= 2*m - 1
+	p, k, ok := arrayPiece(k-1, len(b.raw.messages), func(i int) []byte { return b.raw.messages[i].json })
+	if ok {
+		return p, true
 	}
 	if k == 0 {
 		return closeArray, true
 	}
-	k--
-	if t := len(b.raw.tools); t > 0 {
+	if k--; len(b.raw.tools) > 0 {
 		if k == 0 {
 			return toolsOpen, true
 		}
-		k--
-		if k < 2*t-1 {
-			if k%2 == 1 {
-				return comma, true
-			}
-			return b.raw.tools[k/2], true
+		if p, k, ok = arrayPiece(k-1, len(b.raw.tools), func(i int) []byte { return b.raw.tools[i] }); ok {
+			return p, true
 		}
-		k -= 2*t - 1
 		if k == 0 {
 			return closeArray, true
 		}
@@ -171,6 +159,18 @@ func (b *requestBody) piece(k int) ([]byte, bool) {
 		return b.tail, true
 	}
 	return nil, false
+}
+
+// arrayPiece returns piece k of n items (item(i) the JSON of the i-th) with commas between
+// them; past them, false and k less their count.
+func arrayPiece(k, n int, item func(int) []byte) ([]byte, int, bool) {
+	if k < 2*n-1 {
+		if k%2 == 1 {
+			return comma, 0, true
+		}
+		return item(k / 2), 0, true
+	}
+	return nil, k - max(2*n-1, 0), false
 }
 
 // reader returns a reader of the whole body, from its start.

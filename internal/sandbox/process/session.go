@@ -27,10 +27,8 @@ const (
 // vfork parent (dash, and Go's os/exec, spawn that way) whose child was stopped before it
 // could exec: the parent waits in D for an exec that cannot happen until the resume.
 //
-// A scan lists the session's pids before it reads their states, so a child forked in
-// between is missing from a scan that finds its parent stopped already: the session counts
-// as stopped only once a second scan finds the same processes, all stopped (see
-// waitSession).
+// A child forked while the session is scanned can be missing from the scan that finds its
+// parent stopped; waitSession says why two scans alike are needed.
 func stopSession(ctx context.Context, sid int) error {
 	signalled := map[int]uint64{} // pid → start time
 	return waitSession(ctx, sid, settleTimeout, func(p hostproc.Stat) bool {
