@@ -142,21 +142,26 @@ func scanAPIKey(sc scanner, extra ...any) (auth.APIKey, error) {
 	return k, nil
 }
 
+// LookupAPIKey reads through a cache of the keys found lately (apikeycache.go). The key and
+// user it returns may be shared with other callers: their pointers and slices are not to be
+// changed.
 func (s *Store) LookupAPIKey(ctx context.Context, hash []byte) (auth.APIKey, auth.User, error) {
-	var u auth.User
-	var userCreated int64
-	k, err := scanAPIKey(s.r.QueryRowContext(ctx,
-		`SELECT `+apiKeyColumns+`, u.id, u.name, u.is_admin, u.created_at
-		FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.hash = ?`, hash),
-		&u.ID, &u.Name, &u.IsAdmin, &userCreated)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = auth.ErrNotFound
-	}
-	if err != nil {
-		return auth.APIKey{}, auth.User{}, fmt.Errorf("look up api key: %w", err)
-	}
-	u.CreatedAt = fromNanos(userCreated)
-	return k, u, nil
+	return s.lookupKey(ctx, hash, func() (auth.APIKey, auth.User, error) {
+		var u auth.User
+		var userCreated int64
+		k, err := scanAPIKey(s.r.QueryRowContext(ctx,
+			`SELECT `+apiKeyColumns+`, u.id, u.name, u.is_admin, u.created_at
+			FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.hash = ?`, hash),
+			&u.ID, &u.Name, &u.IsAdmin, &userCreated)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = auth.ErrNotFound
+		}
+		if err != nil {
+			return auth.APIKey{}, auth.User{}, fmt.Errorf("look up api key: %w", err)
+		}
+		u.CreatedAt = fromNanos(userCreated)
+		return k, u, nil
+	})
 }
 
 func (s *Store) ListAPIKeys(ctx context.Context, userID string) ([]auth.APIKey, error) {

@@ -147,8 +147,7 @@ func (s *Store) SearchEvents(ctx context.Context, ownerID string, f event.Filter
 		dir = " DESC"
 	}
 	// The page's sequence numbers first, then the events the cache does not hold.
-	seqs, err := collect(ctx, s.r, scanSeq,
-		`SELECT e.seq FROM events e`+w.String()+` ORDER BY e.seq`+dir+` LIMIT ?`, append(w.args, q.Limit+1)...)
+	seqs, err := pageVersions(ctx, s, scanSeq, `SELECT e.seq FROM events e`+w.String()+` ORDER BY e.seq`+dir, w.args, q.Limit+1)
 	if err != nil {
 		return nil, "", fmt.Errorf("search events: %w", err)
 	}

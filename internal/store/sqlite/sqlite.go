@@ -48,6 +48,11 @@ type Store struct {
 	ckpt *checkpointer
 	// listings keeps the rows listed last (listingcache.go); nil when off.
 	listings *listingCache
+	// changes tells whether the database changed since a cached page was read
+	// (dataversion.go).
+	changes *dataVersion
+	// keys keeps the API keys found lately (apikeycache.go).
+	keys apiKeyCache
 
 	closeOnce sync.Once
 	closeErr  error
@@ -114,11 +119,19 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
+	// The data version's connection, read-only like the readers, with the least page cache:
+	// the pragma reads no page.
+	dv, err := openDB(dsn(abs, false, minCacheKiB), PoolRead, nil, nil)
+	if err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
 	listings := o.ListingCacheBytes
 	if listings == 0 {
 		listings = DefaultListingCacheBytes
 	}
-	s := &Store{w: newPool(w), r: newPool(r), ckpt: newCheckpointer(), listings: newListingCache(listings)}
+	s := &Store{w: newPool(w), r: newPool(r), ckpt: newCheckpointer(), listings: newListingCache(listings), changes: newDataVersion(dv)}
 	s.one = autocommit{w, s.ckpt}
 	go s.ckpt.run(s.r)
 	return s, nil
@@ -220,7 +233,7 @@ func dsn(path string, writer bool, cacheKiB int64) string {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.ckpt.close()
-		s.closeErr = errors.Join(s.r.Close(), s.w.Close())
+		s.closeErr = errors.Join(s.changes.close(), s.r.Close(), s.w.Close())
 		if s.closeErr != nil {
 			s.closeErr = fmt.Errorf("close sqlite store: %w", s.closeErr)
 		}
@@ -230,10 +243,11 @@ func (s *Store) Close() error {
 
 // ReleaseMemory empties the page caches of the connections open now (PRAGMA shrink_memory on
 // each): memory outside the Go heap, up to twice --sqlite-cache-size, that SQLite would keep
-// until the pages were needed again, and it empties the listing cache. It waits for the write
+// until the pages were needed again, and it empties the listing and key caches. It waits for the write
 // in progress, if any; the caches fill again as queries run.
 func (s *Store) ReleaseMemory(ctx context.Context) error {
 	s.listings.clear()
+	s.keys.clear()
 	var errs []error
 	for _, db := range []*sql.DB{s.r.DB, s.w.DB} {
 		// Each connection open now, held at once so that none is shrunk twice and none missed.

@@ -1,0 +1,89 @@
+package sqlite
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/internal/auth"
+)
+
+// TestKeysAreReadAgainAfterACommit: a key checked again while nothing was committed is not
+// read again; a key deleted, by this store or by another connection on the same file, is not
+// found at the next check; a key not found is never kept.
+func TestKeysAreReadAgainAfterACommit(t *testing.T) {
+	ctx := t.Context()
+	reads := &rowReads{column: "FROM api_keys k JOIN users u"}
+	s, t0 := storeWithConversations(t, Options{trace: reads.trace}, "c1")
+	keys := make([]auth.APIKey, 3)
+	for i := range keys {
+		keys[i] = auth.APIKey{ID: fmt.Sprint("k", i), UserID: "u1", Name: fmt.Sprint("key ", i), Prefix: "ak_",
+			Hash: []byte(fmt.Sprint("hash ", i)), CreatedAt: t0}
+		if err := s.CreateAPIKey(ctx, keys[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(s *Store, i int) error {
+		t.Helper()
+		k, u, err := s.LookupAPIKey(ctx, keys[i].Hash)
+		if err == nil && (k.ID != keys[i].ID || u.ID != "u1" || u.Name != "alice" || !k.CreatedAt.Equal(t0)) {
+			t.Fatalf("key %d: %+v of %+v", i, k, u)
+		}
+		return err
+	}
+	for range 3 {
+		if err := check(s, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reads.count() != 1 {
+		t.Fatalf("three checks of a key read it %d times, want 1", reads.count())
+	}
+	for range 2 {
+		if _, _, err := s.LookupAPIKey(ctx, []byte("no such hash")); !errors.Is(err, auth.ErrNotFound) {
+			t.Fatalf("an unknown key: %v", err)
+		}
+	}
+	if reads.count() != 3 {
+		t.Fatalf("an unknown key checked twice: keys read %d times in all, want 3", reads.count())
+	}
+
+	if err := check(s, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteAPIKey(ctx, "u1", "k1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := check(s, 1); !errors.Is(err, auth.ErrNotFound) {
+		t.Fatalf("a key deleted by the store itself: %v", err)
+	}
+
+	other, err := Open(ctx, s.path(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := check(s, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.DeleteAPIKey(ctx, "u1", "k2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := check(s, 2); !errors.Is(err, auth.ErrNotFound) {
+		t.Fatalf("a key deleted by another connection: %v", err)
+	}
+	// A commit on another table is a commit too: the key still holding is read again.
+	rename(t, s, "renamed at "+time.Now().String())
+	before := reads.count()
+	if err := check(s, 0); err != nil || reads.count() != before+1 {
+		t.Fatalf("after a commit: %v, keys read %d times, want %d", err, reads.count(), before+1)
+	}
+
+	if err := s.ReleaseMemory(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := check(s, 0); err != nil || reads.count() != before+2 {
+		t.Fatalf("after ReleaseMemory: %v, keys read %d times, want %d", err, reads.count(), before+2)
+	}
+}
