@@ -11,8 +11,11 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 all: build
 
 # The agentd binary, carrying the runtime-only build that sandboxes run (see
-# docs/architecture.md): built twice from one main package, then packed together.
+# docs/architecture.md): built twice from one main package, then packed together. The old
+# binary goes first: go build leaves an output it finds up to date as it is, runtime and
+# all, and packing it again would append a second runtime.
 build:
+	rm -f $(BIN)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -tags agentd_runtime_only -o $(BIN)-runtime ./cmd/agentd
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/agentd
 	scripts/pack-runtime.sh $(BIN) $(BIN)-runtime
