@@ -8,16 +8,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/agentd/agentd/internal/app"
 	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/memlimit"
 	"github.com/agentd/agentd/internal/metrics"
 	"github.com/agentd/agentd/internal/runtime"
 )
@@ -38,7 +38,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := newLogger(cfg, stderr)
-	setMemoryLimit(cfg.MemoryLimit)
+	// The memory limit is kept for as long as the server runs.
+	memCtx, stopMemory := context.WithCancel(ctx)
+	var memory sync.WaitGroup
+	memory.Go(func() { memlimit.Run(memCtx, cfg.MemoryLimit, memlimit.Every) })
+	defer memory.Wait()
+	defer stopMemory()
 	rt, err := runtimeBinary(cfg, log)
 	if err != nil {
 		return err
@@ -111,12 +116,4 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return serveErr
-}
-
-// setMemoryLimit sets the Go runtime's soft memory limit (limit bytes; 0: none).
-func setMemoryLimit(limit int64) {
-	if limit <= 0 {
-		limit = math.MaxInt64
-	}
-	debug.SetMemoryLimit(limit)
 }

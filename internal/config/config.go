@@ -94,8 +94,8 @@ type Config struct {
 	RequestBodyTimeout time.Duration
 	// MaxUploadMB bounds a file uploaded into a conversation's workspace, in MiB.
 	MaxUploadMB int64
-	// MemoryLimit is the Go runtime's soft memory limit in bytes (GOMEMLIMIT), which main
-	// sets; 0 means none.
+	// MemoryLimit is the soft limit of the server's resident memory in bytes, which main
+	// keeps by setting the Go runtime's soft limit (internal/memlimit); 0 means none.
 	MemoryLimit int64
 	// SQLiteCacheBytes is the page cache of the SQLite store, shared by its connections.
 	SQLiteCacheBytes int64
@@ -324,10 +324,10 @@ func Options() []Option {
 			Doc: "Author e-mail of those commits, for users whose settings (git_user_email) and git provider name none.",
 			set: func(c *Config, v string) error { c.GitAuthorEmail = strings.TrimSpace(v); return nil }},
 		{Flag: "memory-limit", Env: []string{"AGENTD_MEMORY_LIMIT", "GOMEMLIMIT"}, File: "memory_limit", Default: "96MiB",
-			Doc: "Soft limit of the server's Go memory (the runtime's GOMEMLIMIT), e.g. 96MiB or 1GiB; off for none. Near it the garbage collector runs more often and returns freed memory to the system sooner, so a burst of conversations does not leave the process large; it is not a hard cap: a server that needs more takes more, at the cost of more collection (at most about half a CPU). Raise it for a server that keeps many conversations running at once.",
+			Doc: "Soft limit of the server's resident memory, e.g. 96MiB or 1GiB; off for none. It counts what a container's limit counts: the Go runtime's memory, SQLite's page caches and the pages of the server's executable it has mapped in. Every half second the server sets the Go runtime's own soft limit (GOMEMLIMIT) to this less what it holds outside the runtime's memory (never below a quarter of it). Near it the garbage collector runs more often and returns freed memory to the system sooner, so a burst of conversations does not leave the process large; it is not a hard cap: a server that needs more takes more, at the cost of more collection (at most about half a CPU). Raise it for a server that keeps many conversations running at once.",
 			set: func(c *Config, v string) error { return setBytes(&c.MemoryLimit, v) }},
 		{Flag: "sqlite-cache-size", Env: []string{"AGENTD_SQLITE_CACHE_SIZE"}, File: "sqlite_cache_size", Default: "4MiB",
-			Doc: "Page cache of the SQLite database, e.g. 4MiB, shared equally by its connections: one writer and a reader for each CPU (at least four). It is memory outside the Go heap and its limit (--memory-limit), and the process holds up to about twice it, as SQLite's allocator rounds each page up; the caches are emptied once no conversation has run for 5 s. Pages not in it are read from the operating system's file cache; a reader's pages last only until the next write.",
+			Doc: "Page cache of the SQLite database, e.g. 4MiB, shared equally by its connections: one writer and a reader for each CPU (at least four). It is memory outside the Go heap (--memory-limit counts it too), and the process holds up to about twice it, as SQLite's allocator rounds each page up; the caches are emptied once no conversation has run for 5 s. Pages not in it are read from the operating system's file cache; a reader's pages last only until the next write.",
 			set: func(c *Config, v string) error {
 				if strings.TrimSpace(v) == "off" {
 					return fmt.Errorf("%q: the SQLite cache cannot be off; give a size such as 4MiB", v)
