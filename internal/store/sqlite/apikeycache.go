@@ -52,10 +52,10 @@ func (c *apiKeyCache) clear() {
 }
 
 // lookupKey is LookupAPIKey through the cache: read is the lookup in the database. When the
-// data version cannot be had, it reads and keeps nothing.
+// data version is not looked at (Store.keptVersion), it reads and keeps nothing.
 func (s *Store) lookupKey(ctx context.Context, hash []byte, read func() (auth.APIKey, auth.User, error)) (auth.APIKey, auth.User, error) {
-	version, err := s.changes.current(ctx)
-	if err != nil {
+	version, ok := s.keptVersion(ctx)
+	if !ok {
 		return read()
 	}
 	if e, ok := s.keys.get(hash, version); ok {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // dataVersion tells whether anything in the database changed since an earlier look: SQLite's
@@ -25,6 +26,8 @@ type dataVersion struct {
 	conn *sql.Conn // nil until the first look, and after a failed one
 	stmt driver.Stmt
 	dest [1]driver.Value
+	// seen is the count of the writer's commits at the last call of Store.keptVersion.
+	seen atomic.Int64
 }
 
 func newDataVersion(db *sql.DB) *dataVersion {
@@ -107,4 +110,18 @@ func (d *dataVersion) close() error {
 	defer d.mu.Unlock()
 	d.reset()
 	return d.db.Close()
+}
+
+// keptVersion returns the data version to check what the caches keep as of a data version
+// (pages, API keys), or false when they are not worth checking: when this store's writer
+// committed since the last call, they are out of date, and what is read now would soon be
+// too, so neither the look nor keeping what is read is worth it. Under a steady stream of
+// writes (agents taking steps), the caches then cost an atomic load; once the writer is
+// quiet between two calls, the look resumes.
+func (s *Store) keptVersion(ctx context.Context) (int64, bool) {
+	if c := s.ckpt.commits.Load(); s.changes.seen.Swap(c) != c {
+		return 0, false
+	}
+	v, err := s.changes.current(ctx)
+	return v, err == nil
 }

@@ -228,17 +228,16 @@ func listPage[T any](ctx context.Context, s *Store, l listed[string, T], scan fu
 
 // pageVersions reads the versions of up to n rows with query (without its LIMIT) and args,
 // or takes them from the cache when no commit came since they were read (dataVersion). When
-// the data version cannot be had, it reads them and keeps nothing. The versions returned may
-// be shared with other callers, who only read them.
+// the data version is not looked at (Store.keptVersion), it reads them and keeps nothing.
+// The versions returned may be shared with other callers, who only read them.
 func pageVersions[K comparable](ctx context.Context, s *Store, scan func(scanner) (rowVersion[K], error), query string, args []any, n int) ([]rowVersion[K], error) {
 	var key rowKey
 	var version int64
 	known := false
 	if s.listings != nil {
-		key = rowKey{kind: kindPage, id: pageKey(query, args, n)}
-		if v, err := s.changes.current(ctx); err == nil {
-			version, known = v, true
-			if x := s.listings.get(key, v, 0); x != nil {
+		if version, known = s.keptVersion(ctx); known {
+			key = rowKey{kind: kindPage, id: pageKey(query, args, n)}
+			if x := s.listings.get(key, version, 0); x != nil {
 				return x.row.([]rowVersion[K]), nil
 			}
 		}
