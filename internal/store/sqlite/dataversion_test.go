@@ -46,6 +46,29 @@ func TestDataVersionSeesEveryCommit(t *testing.T) {
 	}
 }
 
+// TestDataVersionIsNewOnANewConnection: after a failed look the next one is on a connection
+// taken anew (a new one if the pool dropped the old, whose pragma counts from the start
+// again); its versions are never those of the one before, so nothing kept as of those is
+// taken as current.
+func TestDataVersionIsNewOnANewConnection(t *testing.T) {
+	ctx := t.Context()
+	s, _ := storeWithConversations(t, Options{}, "c1")
+	seen := map[int64]bool{}
+	for range 3 {
+		v, err := s.changes.current(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[v] {
+			t.Fatalf("version %x seen on an earlier connection", v)
+		}
+		seen[v] = true
+		s.changes.mu.Lock()
+		s.changes.reset() // as after a failed look
+		s.changes.mu.Unlock()
+	}
+}
+
 // TestDataVersionHoldsNoSnapshot: a look leaves no read transaction open on its connection,
 // which would keep a checkpoint from copying the frames committed after it (and the WAL from
 // starting over).

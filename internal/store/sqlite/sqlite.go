@@ -48,8 +48,8 @@ type Store struct {
 	ckpt *checkpointer
 	// listings keeps the rows listed last (listingcache.go); nil when off.
 	listings *listingCache
-	// changes tells whether the database changed since a cached page was read
-	// (dataversion.go).
+	// changes tells whether the database changed since what the caches keep as of a data
+	// version (pages, API keys) was read (dataversion.go).
 	changes *dataVersion
 	// keys keeps the API keys found lately (apikeycache.go).
 	keys apiKeyCache
