@@ -12,7 +12,6 @@ package memlimit
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -40,7 +39,10 @@ func Run(ctx context.Context, limit int64, every time.Duration) {
 		return
 	}
 	debug.SetMemoryLimit(limit)
-	g := newGauge()
+	g, err := newGauge()
+	if err != nil {
+		return // no /proc: the runtime's limit stays limit
+	}
 	defer g.close()
 	set := limit
 	t := time.NewTicker(every)
@@ -73,8 +75,8 @@ func goLimit(limit, rss, file, goMapped int64) int64 {
 	return max(l, limit/floorShare)
 }
 
-// gauge reads the process's resident set and the runtime's memory, with buffers of its own
-// so that a reading allocates nothing.
+// gauge reads the process's resident set and the runtime's memory, its file kept open and
+// its buffers kept across readings.
 type gauge struct {
 	statm   *os.File
 	buf     [128]byte
@@ -82,29 +84,22 @@ type gauge struct {
 	page    int64
 }
 
-func newGauge() *gauge {
-	g := &gauge{page: int64(os.Getpagesize()), samples: []metrics.Sample{
+func newGauge() (*gauge, error) {
+	f, err := os.Open("/proc/self/statm")
+	if err != nil {
+		return nil, err
+	}
+	return &gauge{statm: f, page: int64(os.Getpagesize()), samples: []metrics.Sample{
 		{Name: "/memory/classes/total:bytes"},
 		{Name: "/memory/classes/heap/released:bytes"},
-	}}
-	if f, err := os.Open("/proc/self/statm"); err == nil {
-		g.statm = f
-	}
-	return g
+	}}, nil
 }
 
-func (g *gauge) close() {
-	if g.statm != nil {
-		g.statm.Close()
-	}
-}
+func (g *gauge) close() { g.statm.Close() }
 
 // resident is the process's resident set in bytes, and the part of it that is pages of files:
 // the second and third fields of /proc/self/statm (in pages).
 func (g *gauge) resident() (rss, file int64, err error) {
-	if g.statm == nil {
-		return 0, 0, errors.New("no /proc/self/statm")
-	}
 	n, err := g.statm.ReadAt(g.buf[:], 0)
 	if n == 0 {
 		return 0, 0, fmt.Errorf("read /proc/self/statm: %w", err)

@@ -31,7 +31,10 @@ func TestGoLimit(t *testing.T) {
 }
 
 func TestGauge(t *testing.T) {
-	g := newGauge()
+	g, err := newGauge()
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer g.close()
 	rss, file, err := g.resident()
 	if err != nil {
@@ -54,7 +57,10 @@ func TestRunKeepsTheRuntimeUnderTheResidentLimit(t *testing.T) {
 		defer close(done)
 		Run(ctx, limit, time.Millisecond)
 	}()
-	g := newGauge()
+	g, err := newGauge()
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer g.close()
 	// Wait for the first tick's setting, for up to 10,000 ticks.
 	var got int64

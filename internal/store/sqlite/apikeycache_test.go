@@ -25,7 +25,7 @@ func TestKeysAreReadAgainAfterACommit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	check := func(s *Store, i int) error {
+	check := func(i int) error {
 		t.Helper()
 		k, u, err := s.LookupAPIKey(ctx, keys[i].Hash)
 		if err == nil && (k.ID != keys[i].ID || u.ID != "u1" || u.Name != "alice" || !k.CreatedAt.Equal(t0)) {
@@ -35,7 +35,7 @@ func TestKeysAreReadAgainAfterACommit(t *testing.T) {
 	}
 	// Right after the writer's commits, a check reads and keeps nothing; the next keeps.
 	for range 4 {
-		if err := check(s, 0); err != nil {
+		if err := check(0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -51,36 +51,32 @@ func TestKeysAreReadAgainAfterACommit(t *testing.T) {
 		t.Fatalf("an unknown key checked twice: keys read %d times in all, want 4", reads.count())
 	}
 
-	if err := check(s, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.DeleteAPIKey(ctx, "u1", "k1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := check(s, 1); !errors.Is(err, auth.ErrNotFound) {
-		t.Fatalf("a key deleted by the store itself: %v", err)
-	}
-
 	other, err := Open(ctx, s.path(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if err := check(s, 2); err != nil {
-		t.Fatal(err)
-	}
-	if err := other.DeleteAPIKey(ctx, "u1", "k2"); err != nil {
-		t.Fatal(err)
-	}
-	if err := check(s, 2); !errors.Is(err, auth.ErrNotFound) {
-		t.Fatalf("a key deleted by another connection: %v", err)
+	for i, by := range []struct {
+		name  string
+		store *Store
+	}{{"the store itself", s}, {"another connection", other}} {
+		key := i + 1
+		if err := check(key); err != nil {
+			t.Fatal(err)
+		}
+		if err := by.store.DeleteAPIKey(ctx, "u1", keys[key].ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := check(key); !errors.Is(err, auth.ErrNotFound) {
+			t.Fatalf("a key deleted by %s: %v", by.name, err)
+		}
 	}
 	// A commit on another table is a commit too: the key still holding is read again, and
 	// kept from the second check on.
 	rename(t, s, "renamed at "+time.Now().String())
 	before := reads.count()
 	for range 3 {
-		if err := check(s, 0); err != nil {
+		if err := check(0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -91,7 +87,7 @@ func TestKeysAreReadAgainAfterACommit(t *testing.T) {
 	if err := s.ReleaseMemory(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := check(s, 0); err != nil || reads.count() != before+3 {
+	if err := check(0); err != nil || reads.count() != before+3 {
 		t.Fatalf("after ReleaseMemory: %v, keys read %d times, want %d", err, reads.count(), before+3)
 	}
 }

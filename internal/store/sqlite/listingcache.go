@@ -231,30 +231,30 @@ func listPage[T any](ctx context.Context, s *Store, l listed[string, T], scan fu
 // the data version is not looked at (Store.keptVersion), it reads them and keeps nothing.
 // The versions returned may be shared with other callers, who only read them.
 func pageVersions[K comparable](ctx context.Context, s *Store, scan func(scanner) (rowVersion[K], error), query string, args []any, n int) ([]rowVersion[K], error) {
-	var key rowKey
-	var version int64
-	known := false
-	if s.listings != nil {
-		if version, known = s.keptVersion(ctx); known {
-			key = rowKey{kind: kindPage, id: pageKey(query, args, n)}
-			if x := s.listings.get(key, version, 0); x != nil {
-				return x.row.([]rowVersion[K]), nil
-			}
-		}
+	read := func() ([]rowVersion[K], error) {
+		return collect(ctx, s.r, scan, query+` LIMIT ?`, append(args, n)...)
 	}
-	versions, err := collect(ctx, s.r, scan, query+` LIMIT ?`, append(args, n)...)
-	if err != nil {
-		return nil, err
+	if s.listings == nil {
+		return read()
 	}
-	if known {
+	version, ok := s.keptVersion(ctx)
+	if !ok {
+		return read()
+	}
+	key := rowKey{kind: kindPage, id: pageKey(query, args, n)}
+	if x := s.listings.get(key, version, 0); x != nil {
+		return x.row.([]rowVersion[K]), nil
+	}
+	versions, err := read()
+	if err == nil {
 		s.listings.put(&cached{key: key, cost: pageCost(key.id, versions), created: version, row: versions})
 	}
-	return versions, nil
+	return versions, err
 }
 
-// pageKey names a page by its query, arguments and number of rows. Arguments are written with their
-// types and strings with their lengths, so that no two different lists of arguments share a
-// key.
+// pageKey names a page by its query, arguments and number of rows. Arguments are written with
+// their types and strings with their lengths, so that no two different lists of arguments
+// share a key.
 func pageKey(query string, args []any, n int) string {
 	b := make([]byte, 0, len(query)+16*len(args)+8)
 	b = append(b, query...)
