@@ -88,6 +88,9 @@ type Session struct {
 	command string            // the command line last started
 	script  string            // the script file of that command, removed when it ends
 	env     map[string]string // what the commands get on top of the environment; see SetEnv
+	// ended is the end of that command once a call reported it, until the next command
+	// starts: an empty command then repeats it (see Session.noCommand).
+	ended *finished
 }
 
 // ErrClosed is what Run reports after Close.
@@ -212,7 +215,7 @@ func (s *Session) Run(ctx context.Context, a tool.TerminalArgs, w Waits) tool.Re
 	case a.IsInput:
 		return s.errorResult(a.Command, "No command is running, so there is nothing to send input to. Run a command without is_input.")
 	case empty:
-		return s.errorResult(a.Command, "No command is running, so there is no output to wait for. Send a command to run.")
+		return s.noCommand(a.Command)
 	}
 
 	cmds := splitCommands(a.Command)
@@ -285,6 +288,7 @@ func (s *Session) restart(ctx context.Context) error {
 	}
 	old := s.sh
 	s.sh = nil
+	s.ended = nil
 	s.removeScriptLocked()
 	s.mu.Unlock()
 	if old != nil {
@@ -321,6 +325,7 @@ func (s *Session) start(ctx context.Context, sh *shell, a tool.TerminalArgs, w W
 	}
 	s.mu.Lock()
 	s.command = a.Command
+	s.ended = nil
 	s.removeScriptLocked()
 	s.script = script
 	s.mu.Unlock()
@@ -360,11 +365,31 @@ func (s *Session) sendInput(ctx context.Context, sh *shell, a tool.TerminalArgs,
 	return s.wait(ctx, sh, a, w, notes, true)
 }
 
-// commandEnded forgets the finished command's script.
-func (s *Session) commandEnded() {
+// commandEnded forgets the finished command's script, and keeps its end, which a call is
+// about to report, for noCommand.
+func (s *Session) commandEnded(fin *finished) {
 	s.mu.Lock()
 	s.removeScriptLocked()
+	s.ended = fin
 	s.mu.Unlock()
+}
+
+// noCommand answers an empty command while nothing runs. The last command's end was reported
+// already, but perhaps to a call nobody read any more (one whose client went away as the
+// command ended, such as the agent's call when the user paused it), so it is repeated: what
+// the command printed is never lost to the model.
+func (s *Session) noCommand(command string) tool.Result {
+	text := "No command is running, so there is no output to wait for. Send a command to run."
+	s.mu.Lock()
+	last, fin := s.command, s.ended
+	s.mu.Unlock()
+	if fin != nil {
+		text += fmt.Sprintf("\n\nThe last command, %q, finished with exit code %d.", last, fin.prompt.exitCode)
+		if out := stripEcho(cleanOutput(fin.out), last); out != "" {
+			text += " Its output was:\n" + clip(out, s.opts.MaxOutputChars/2, s.opts.OutputDir, fin.dropped)
+		}
+	}
+	return s.errorResult(command, text)
 }
 
 func (s *Session) removeScriptLocked() {

@@ -529,3 +529,70 @@ func TestColourForPeopleNotTheModel(t *testing.T) {
 		t.Errorf("the model's text %q holds an escape or lost the output", res.Text)
 	}
 }
+
+// TestEmptyCommandRepeatsTheEnd: with nothing running, an empty command repeats how the last
+// command ended and what it printed (the call that reported it may have been cut off), until
+// the next command starts or the terminal is reset.
+func TestEmptyCommandRepeatsTheEnd(t *testing.T) {
+	f := newSession(t, time.Minute)
+	res, obs := f.run(t, cmd("sh -c 'echo first words; exit 3'"))
+	if _, res, obs = f.settle(t, res, obs); obs.ExitCode != 3 {
+		t.Fatalf("exit %d:\n%s", obs.ExitCode, res.Text)
+	}
+	for range 2 {
+		res, _ = f.run(t, cmd(""))
+		if !res.IsError || !strings.Contains(res.Text, "No command is running") ||
+			!strings.Contains(res.Text, "finished with exit code 3") || !strings.Contains(res.Text, "first words") {
+			t.Fatalf("empty command after the end:\n%s", res.Text)
+		}
+	}
+	res, obs = f.run(t, cmd("true"))
+	if _, res, obs = f.settle(t, res, obs); obs.ExitCode != 0 {
+		t.Fatalf("true: exit %d:\n%s", obs.ExitCode, res.Text)
+	}
+	res, _ = f.run(t, cmd(""))
+	if !strings.Contains(res.Text, `"true", finished with exit code 0.`) || strings.Contains(res.Text, "first words") {
+		t.Fatalf("empty command after true:\n%s", res.Text)
+	}
+	f.run(t, tool.TerminalArgs{Reset: true})
+	if res, _ = f.run(t, cmd("")); strings.Contains(res.Text, "last command") {
+		t.Fatalf("empty command after a reset:\n%s", res.Text)
+	}
+}
+
+// TestCancelledCallLeavesTheEnd: a call whose context has ended does not take the end of a
+// command that finished meanwhile; the next call reports it as usual.
+func TestCancelledCallLeavesTheEnd(t *testing.T) {
+	f := newSession(t, 50*time.Millisecond)
+	gate := filepath.Join(f.dir, "gate")
+	res, obs := f.run(t, cmd("until [ -e gate ]; do sleep 0.01; done; echo released"))
+	if obs.ExitCode != -1 {
+		t.Fatalf("the command ended before its gate opened:\n%s", res.Text)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		f.s.mu.Lock()
+		_, ended := f.s.sh.state()
+		f.s.mu.Unlock()
+		if ended {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command did not end within 30s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 20 { // the lock or the wait: either way the call ends cancelled
+		if res := f.s.Run(ctx, cmd(""), Waits{}); !res.IsError || !strings.Contains(res.Text, "cancelled") {
+			t.Fatalf("cancelled call:\n%s", res.Text)
+		}
+	}
+	res, obs = f.run(t, cmd(""))
+	if res.IsError || obs.ExitCode != 0 || !strings.Contains(res.Text, "released") {
+		t.Fatalf("the call after the cancelled ones: exit %d:\n%s", obs.ExitCode, res.Text)
+	}
+}

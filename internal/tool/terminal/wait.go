@@ -59,10 +59,15 @@ func (s *Session) wait(ctx context.Context, sh *shell, a tool.TerminalArgs, w Wa
 			exitCode: -1, timedOut: true, prefix: prefix, suffix: suffix, isError: isError, notes: notes})
 	}
 	for {
+		if ctx.Err() != nil {
+			// Before anything else: a call nobody waits for must not take the command's end,
+			// which the next call reports. (A change and the end of ctx may come at once.)
+			return running("\n[The call was cancelled; the command is still running.]", true)
+		}
 		busy, fin, changed, lastOut := sh.snapshot()
 		if !busy && fin != nil {
 			fin = sh.takeFinal()
-			s.commandEnded()
+			s.commandEnded(fin)
 			pr := fin.prompt
 			out := stripEcho(colourOutput(fin.out), s.currentCommand())
 			return s.observeWith(pr, report{command: a.Command, out: out, dropped: fin.dropped,
@@ -91,13 +96,12 @@ func (s *Session) wait(ctx context.Context, sh *shell, a tool.TerminalArgs, w Wa
 			if busy, fin, _, _ := sh.snapshot(); !busy && fin != nil {
 				continue // the prompt came just before the end
 			}
-			s.commandEnded()
+			s.commandEnded(nil)
 			out, dropped := sh.takeOutput()
 			return s.observe(sh, report{command: a.Command, out: colourOutput(out), dropped: dropped,
 				exitCode: sh.status, prefix: prefix, notes: notes,
 				suffix: fmt.Sprintf("\n[The shell exited with status %d. The next command starts a new session in %s.]", sh.status, s.opts.Dir)})
 		case <-ctx.Done():
-			return running("\n[The call was cancelled; the command is still running.]", true)
 		}
 	}
 }
