@@ -285,7 +285,9 @@ func TestV1Start(t *testing.T) {
 			ConversationURL: ptrTo(e.cfg.PublicURL + "/agent-server/" + *ready.SandboxID + "/api/conversations/" + convID),
 		}
 		if !reflect.DeepEqual(*c, want) {
-			t.Fatalf("conversation\n got %+v\nwant %+v", *c, want)
+			got, _ := json.Marshal(*c)
+			exp, _ := json.Marshal(want)
+			t.Fatalf("conversation\n got %s\nwant %s", got, exp)
 		}
 		sb := e.getSandbox(key, c.SandboxID)
 		if c.SessionAPIKey == nil || sb == nil || sb.SessionAPIKey == nil || *c.SessionAPIKey != *sb.SessionAPIKey {
