@@ -124,6 +124,7 @@ func benchMemoryCurve(ctx context.Context, o options, dataDir string, logw io.Wr
 		}
 		after = rss
 	}
+	afterSplit := p.rssSplit() // before the profiles below, which map and touch more
 	if o.profileDir != "" {
 		// What the server still holds once they finished, and which goroutines remain.
 		for _, name := range []string{"heap", "goroutine"} {
@@ -142,7 +143,7 @@ func benchMemoryCurve(ctx context.Context, o options, dataDir string, logw io.Wr
 		limitNote = "--memory-limit " + o.memoryLimit
 	}
 	notes := []string{fmt.Sprintf("memory curve: %d conversations of %d think steps each (a model answering in %v), all finished %.1f s after the first started, the server having used %.1f s of CPU; the server is `agentd serve` in a process of its own (process backend, %s), whose RSS this is: the bench's clients and model run in the bench's process. Its RSS as anonymous + file-backed pages (the latter mostly its executable's): idle before %s, at the peak with %d running %s, after %s.",
-		len(taskIDs), m.steps, slowModel, took.Seconds(), (cpuAfter - cpuBefore).Seconds(), limitNote, baseSplit, o.curve[len(o.curve)-1], peakSplit, p.rssSplit())}
+		len(taskIDs), m.steps, slowModel, took.Seconds(), (cpuAfter - cpuBefore).Seconds(), limitNote, baseSplit, o.curve[len(o.curve)-1], peakSplit, afterSplit)}
 	return rows, notes, nil
 }
 
