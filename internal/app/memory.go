@@ -16,7 +16,8 @@ const returnMemoryAfter = 5 * time.Second
 // stay at its peak for minutes. So each time the service becomes idle, and stays idle for
 // after, the returner closes the idle connections the burst left (to model providers: up to
 // one per conversation that was calling at once, each with its buffers and two goroutines,
-// kept for the next calls for up to 90 s), empties SQLite's page caches, collects and returns
+// kept for the next calls for up to 90 s), closes the idle SQLite readers and empties the
+// writer's page cache, collects and returns
 // the free heap (debug.FreeOSMemory), and unmaps the executable's pages the burst mapped
 // (internal/exetrim): one full collection per burst, none while anything runs.
 type memoryReturner struct {

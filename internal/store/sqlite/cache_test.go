@@ -8,6 +8,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/paging"
 )
 
 // TestCacheShared checks that the store's page cache budget is shared out among all its
@@ -76,13 +79,14 @@ func (l *pragmaLog) ObserveQuery(pool, statement string, _ time.Duration, failed
 	}
 }
 
-// TestReleaseMemoryShrinksEveryConnection: ReleaseMemory empties the page cache of each
-// connection open, once: the readers the pool holds and the writer.
-func TestReleaseMemoryShrinksEveryConnection(t *testing.T) {
+// TestReleaseMemoryClosesIdleReaders: ReleaseMemory closes the readers that are idle, leaves
+// one in use alone, and empties the writer's page cache; the readers open again as queries
+// need them.
+func TestReleaseMemoryClosesIdleReaders(t *testing.T) {
 	ctx := t.Context()
 	log := &pragmaLog{n: map[string]int{}}
 	s, _ := storeWithConversations(t, Options{Observer: log}, "c1", "c2")
-	// Three readers open at once.
+	// Three readers open at once; one stays in use.
 	var conns []*sql.Conn
 	for range 3 {
 		c, err := s.r.DB.Conn(ctx)
@@ -96,18 +100,39 @@ func TestReleaseMemoryShrinksEveryConnection(t *testing.T) {
 		if err := c.QueryRowContext(ctx, "SELECT count(*) FROM conversations").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
+	}
+	busy := conns[0]
+	for _, c := range conns[1:] {
 		c.Close()
 	}
-	readers := s.r.DB.Stats().OpenConnections
+	if st := s.r.DB.Stats(); st.OpenConnections < 3 || st.Idle < 2 {
+		t.Fatalf("before: %d readers open, %d idle", st.OpenConnections, st.Idle)
+	}
 	log.mu.Lock()
 	clear(log.n)
 	log.mu.Unlock()
 	if err := s.ReleaseMemory(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if st := s.r.DB.Stats(); st.OpenConnections != 1 || st.Idle != 0 {
+		t.Fatalf("after: %d readers open, %d idle; want the busy one alone", st.OpenConnections, st.Idle)
+	}
 	log.mu.Lock()
-	defer log.mu.Unlock()
-	if readers < 3 || log.n[PoolRead] != readers || log.n[PoolWrite] != 1 {
-		t.Fatalf("shrank %d readers of %d open and %d writers, want each once", log.n[PoolRead], readers, log.n[PoolWrite])
+	shrunk := log.n[PoolWrite]
+	log.mu.Unlock()
+	if shrunk != 1 {
+		t.Fatalf("the writer's page cache was emptied %d times, want once", shrunk)
+	}
+	// The busy reader still works, and so do new ones, which the pool keeps again.
+	var n int
+	if err := busy.QueryRowContext(ctx, "SELECT count(*) FROM conversations").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("the busy reader: %d conversations, %v", n, err)
+	}
+	busy.Close()
+	if _, _, err := s.ListConversations(ctx, "u1", conversation.Filter{}, paging.Query{}); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.r.DB.Stats(); st.Idle == 0 {
+		t.Fatal("the readers are not kept open again after ReleaseMemory")
 	}
 }
