@@ -11,6 +11,7 @@
 package terminal
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -365,9 +366,19 @@ func (s *Session) sendInput(ctx context.Context, sh *shell, a tool.TerminalArgs,
 	return s.wait(ctx, sh, a, w, notes, true)
 }
 
+// endedTail is how much of a finished command's output the session keeps for noCommand: the
+// last bytes, more than the model is shown at once.
+const endedTail = 64 << 10
+
 // commandEnded forgets the finished command's script, and keeps its end, which a call is
-// about to report, for noCommand.
+// about to report, for noCommand: its exit code and the tail of its output, a copy, so that
+// the buffer of a large output is not held until the next command.
 func (s *Session) commandEnded(fin *finished) {
+	if fin != nil {
+		kept := *fin
+		kept.out = bytes.Clone(fin.out[max(0, len(fin.out)-endedTail):])
+		fin = &kept
+	}
 	s.mu.Lock()
 	s.removeScriptLocked()
 	s.ended = fin
@@ -386,7 +397,7 @@ func (s *Session) noCommand(command string) tool.Result {
 	if fin != nil {
 		text += fmt.Sprintf("\n\nThe last command, %q, finished with exit code %d.", last, fin.prompt.exitCode)
 		if out := stripEcho(cleanOutput(fin.out), last); out != "" {
-			text += " Its output was:\n" + clip(out, s.opts.MaxOutputChars/2, s.opts.OutputDir, fin.dropped)
+			text += " Its output ended with:\n" + lastRunes(out, s.opts.MaxOutputChars/2)
 		}
 	}
 	return s.errorResult(command, text)

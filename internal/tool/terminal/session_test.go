@@ -554,6 +554,15 @@ func TestEmptyCommandRepeatsTheEnd(t *testing.T) {
 	if !strings.Contains(res.Text, `"true", finished with exit code 0.`) || strings.Contains(res.Text, "first words") {
 		t.Fatalf("empty command after true:\n%s", res.Text)
 	}
+	// Of a long output, the end is repeated, within the bound of one observation.
+	res, obs = f.run(t, cmd("seq 1 100000"))
+	if _, res, obs = f.settle(t, res, obs); obs.ExitCode != 0 {
+		t.Fatalf("seq: exit %d:\n%.500s", obs.ExitCode, res.Text)
+	}
+	res, _ = f.run(t, cmd(""))
+	if !strings.HasSuffix(strings.TrimSpace(res.Text), "\n99999\n100000") || len(res.Text) > DefaultMaxOutputChars {
+		t.Fatalf("empty command after seq (%d bytes): %.300s ... %s", len(res.Text), res.Text, lastRunes(res.Text, 100))
+	}
 	f.run(t, tool.TerminalArgs{Reset: true})
 	if res, _ = f.run(t, cmd("")); strings.Contains(res.Text, "last command") {
 		t.Fatalf("empty command after a reset:\n%s", res.Text)
