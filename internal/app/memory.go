@@ -17,9 +17,9 @@ const returnMemoryAfter = 5 * time.Second
 // after, the returner closes the idle connections the burst left (to model providers: up to
 // one per conversation that was calling at once, each with its buffers and two goroutines,
 // kept for the next calls for up to 90 s), closes the idle SQLite readers and empties the
-// writer's page cache, collects and returns
-// the free heap (debug.FreeOSMemory), and unmaps the executable's pages the burst mapped
-// (internal/exetrim): one full collection per burst, none while anything runs.
+// writer's page cache, collects and returns the free heap (debug.FreeOSMemory), and unmaps
+// the executable's pages the burst mapped (internal/exetrim): one full collection per burst,
+// none while anything runs.
 type memoryReturner struct {
 	after time.Duration
 	busy  func() bool

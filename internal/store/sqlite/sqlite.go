@@ -39,8 +39,6 @@ const minCacheKiB = 64
 type Store struct {
 	w *pool // the only writer: one connection, IMMEDIATE transactions
 	r *pool // readers, query_only
-	// readers is how many readers the pool keeps open.
-	readers int
 	// Both pools keep their statements prepared.
 	// one runs a single write statement outside a transaction (see autocommit).
 	one autocommit
@@ -133,7 +131,7 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	if listings == 0 {
 		listings = DefaultListingCacheBytes
 	}
-	s := &Store{w: newPool(w), r: newPool(r), readers: n, ckpt: newCheckpointer(), listings: newListingCache(listings), changes: newDataVersion(dv)}
+	s := &Store{w: newPool(w), r: newPool(r), ckpt: newCheckpointer(), listings: newListingCache(listings), changes: newDataVersion(dv)}
 	s.one = autocommit{w, s.ckpt}
 	go s.ckpt.run(s.r)
 	return s, nil
@@ -252,14 +250,11 @@ func (s *Store) Close() error {
 func (s *Store) ReleaseMemory(ctx context.Context) error {
 	s.listings.clear()
 	s.keys.clear()
+	// The pool keeps as many readers idle as it opens at most.
+	readers := s.r.DB.Stats().MaxOpenConnections
 	s.r.DB.SetMaxIdleConns(0) // closes the idle readers
-	s.r.DB.SetMaxIdleConns(s.readers)
-	c, err := s.w.DB.Conn(ctx)
-	if err == nil {
-		_, err = c.ExecContext(ctx, "PRAGMA shrink_memory")
-		c.Close()
-	}
-	if err != nil {
+	s.r.DB.SetMaxIdleConns(readers)
+	if _, err := s.w.DB.ExecContext(ctx, "PRAGMA shrink_memory"); err != nil {
 		return fmt.Errorf("release sqlite memory: %w", err)
 	}
 	return nil
