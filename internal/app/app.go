@@ -89,6 +89,8 @@ type App struct {
 	// Sandboxes and Conversations are exposed for tests and benchmarks.
 	Sandboxes     *sandbox.Service
 	Conversations *conversation.Service
+	// returner gives memory back once no conversation runs.
+	returner *memoryReturner
 
 	handler http.Handler
 	// web is the web app, whose live streams end when the server shuts down.
@@ -297,13 +299,16 @@ func New(ctx context.Context, o Options) (*App, error) {
 		trimExe = func() {}
 	}
 	returner := newMemoryReturner(returnMemoryAfter, func() bool { return a.Conversations.Busy() },
-		llm.CloseIdleConnections, urls.CloseIdleConnections, func() {
+		debug.FreeOSMemory, trimExe)
+	a.returner = returner
+	returner.alsoRelease(llm.CloseIdleConnections, urls.CloseIdleConnections,
+		func() { a.Conversations.ReleaseMemory() }, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			if err := st.ReleaseMemory(ctx); err != nil {
 				log.Warn("release memory", "err", err)
 			}
-		}, debug.FreeOSMemory, trimExe)
+		})
 	a.Conversations = conversation.NewService(conversation.Options{
 		Store: st, Sandboxes: a.Sandboxes, Sealer: keyring, Logger: log,
 		StartTimeout: cfg.SandboxStartTimeout,
@@ -388,6 +393,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	// First to close: the WebSockets, which the HTTP server's shutdown leaves open.
 	a.closers = append(a.closers, func() error { api.Close(); return nil })
 	a.handler = api
+	returner.alsoRelease(api.ReleaseMemory)
 	if cfg.AgentServerAddr != "" {
 		a.agentServer = api.AgentServer()
 	}
@@ -440,6 +446,11 @@ func streamOptions(cfg config.Config, o httpapi.SocketOptions) httpapi.SocketOpt
 
 // Handler serves the HTTP API.
 func (a *App) Handler() http.Handler { return a.handler }
+
+// ReturnMemory does now what the server does once no conversation has run for a while: it
+// empties its caches, closes its idle connections and gives the memory freed back to the
+// system.
+func (a *App) ReturnMemory() { a.returner.now() }
 
 // Server returns the HTTP server of the API, with its timeouts and bounds, to serve on a
 // listener wrapped by Listener.

@@ -14,28 +14,36 @@ const returnMemoryAfter = 5 * time.Second
 // once they stop, Go's scavenger returns the freed pages only slowly and only down to about
 // the goal of the last collection, which ran while they were busy, so an idle server would
 // stay at its peak for minutes. So each time the service becomes idle, and stays idle for
-// after, the returner closes the idle connections the burst left (to model providers: up to
-// one per conversation that was calling at once, each with its buffers and two goroutines,
-// kept for the next calls for up to 90 s), closes the idle SQLite readers and empties the
-// writer's page cache, collects and returns the free heap (debug.FreeOSMemory), and unmaps
-// the executable's pages the burst mapped (internal/exetrim): one full collection per burst,
-// none while anything runs.
+// after, the returner first lets go of what the burst left held: the idle connections to
+// model providers (up to one per conversation that was calling at once, each with its
+// buffers and two goroutines, kept for the next calls for up to 90 s), the caches the
+// burst filled (each conversation's redactor, the session keys and metrics its listings
+// decoded, the store's listings and keys), the idle SQLite readers and the writer's page
+// cache. Left in the heap, what those caches hold would keep alive a few objects in each of
+// hundreds of pages that the burst otherwise freed. Then it collects and returns the free
+// heap (debug.FreeOSMemory) and unmaps the executable's pages the burst mapped
+// (internal/exetrim): one full collection per burst, none while anything runs.
 type memoryReturner struct {
 	after time.Duration
 	busy  func() bool
-	free  func()
+	give  []func()
 
-	mu    sync.Mutex
-	timer *time.Timer
+	mu      sync.Mutex
+	release []func()
+	timer   *time.Timer
 }
 
-// newMemoryReturner returns a returner that, once idle for after, runs steps in order.
-func newMemoryReturner(after time.Duration, busy func() bool, steps ...func()) *memoryReturner {
-	return &memoryReturner{after: after, busy: busy, free: func() {
-		for _, step := range steps {
-			step()
-		}
-	}}
+// newMemoryReturner returns a returner that, once idle for after, runs the steps added by
+// alsoRelease, then give in order.
+func newMemoryReturner(after time.Duration, busy func() bool, give ...func()) *memoryReturner {
+	return &memoryReturner{after: after, busy: busy, give: give}
+}
+
+// alsoRelease adds steps that let go of memory, to run before the memory is given back.
+func (r *memoryReturner) alsoRelease(steps ...func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.release = append(r.release, steps...)
 }
 
 // idle notes that the service has just become idle: the return follows after r.after unless
@@ -54,7 +62,20 @@ func (r *memoryReturner) fire() {
 	if r.busy() {
 		return // the next idle arms it again
 	}
-	r.free()
+	r.now()
+}
+
+// now releases and gives back the memory now, busy or not.
+func (r *memoryReturner) now() {
+	r.mu.Lock()
+	release := r.release
+	r.mu.Unlock()
+	for _, step := range release {
+		step()
+	}
+	for _, step := range r.give {
+		step()
+	}
 }
 
 // stop cancels a return not yet made.

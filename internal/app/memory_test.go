@@ -17,8 +17,7 @@ func TestMemoryReturnerWaitsForIdle(t *testing.T) {
 		b := busy.Load()
 		asked <- b
 		return b
-	})
-	r.free = func() { freed <- struct{}{} }
+	}, func() { freed <- struct{}{} })
 	defer r.stop()
 
 	r.idle()
@@ -45,13 +44,16 @@ func TestMemoryReturnerWaitsForIdle(t *testing.T) {
 	}
 }
 
-// TestMemoryReturnerRunsItsSteps: once idle, the returner runs its steps in order.
+// TestMemoryReturnerRunsItsSteps: once idle, the returner runs the steps that release
+// memory, those added later included, then those that give it back, in order.
 func TestMemoryReturnerRunsItsSteps(t *testing.T) {
-	ran := make(chan int, 2)
-	r := newMemoryReturner(0, func() bool { return false }, func() { ran <- 1 }, func() { ran <- 2 })
+	ran := make(chan int, 4)
+	r := newMemoryReturner(0, func() bool { return false }, func() { ran <- 3 }, func() { ran <- 4 })
 	defer r.stop()
+	r.alsoRelease(func() { ran <- 1 })
+	r.alsoRelease(func() { ran <- 2 })
 	r.idle()
-	for want := 1; want <= 2; want++ {
+	for want := 1; want <= 4; want++ {
 		select {
 		case got := <-ran:
 			if got != want {

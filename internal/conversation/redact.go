@@ -79,6 +79,15 @@ func (s *Service) redactor(ctx context.Context, v Conversation) (*secret.Redacto
 	return r, nil
 }
 
+// ReleaseMemory empties the cache of redactors, which keeps the secrets of every conversation
+// that ran lately: once no agent runs, they are built again as events come. The secrets'
+// generations stay.
+func (s *Service) ReleaseMemory() {
+	s.red.mu.Lock()
+	defer s.red.mu.Unlock()
+	s.red.byConv = nil
+}
+
 // forgetRedactor drops the cached redactor of a deleted conversation.
 func (s *Service) forgetRedactor(convID string) {
 	s.red.mu.Lock()

@@ -152,3 +152,11 @@ func apiPath(p string) bool {
 
 // ServeHTTP implements http.Handler.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.handler.ServeHTTP(w, r) }
+
+// ReleaseMemory empties the caches that listings fill: the sandbox session keys opened (which
+// are secrets, better not kept while nobody asks for them) and the metrics decoded. The next
+// listings fill them again.
+func (a *API) ReleaseMemory() {
+	a.keys.clear()
+	a.decodedMetrics.clear()
+}

@@ -190,6 +190,12 @@ func (c *metricsCache) get(raw json.RawMessage) *decodedMetrics {
 	return m
 }
 
+func (c *metricsCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m = nil
+}
+
 func (a *API) conversationInfo(v conversation.View) apitypes.ConversationInfo {
 	c := v.Conversation
 	status := conversation.StatusOf(v)

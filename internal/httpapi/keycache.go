@@ -27,3 +27,9 @@ func (c *keyCache) put(sealed []byte, key string) {
 	}
 	c.m[string(sealed)] = key
 }
+
+func (c *keyCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m = nil
+}

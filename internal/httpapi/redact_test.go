@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -96,5 +97,69 @@ func TestSecretsAreMasked(t *testing.T) {
 	}
 	if !strings.Contains(string(events), "search key: "+secret.Mask) {
 		t.Errorf("the observation does not show the masked output:\n%s", events)
+	}
+}
+
+// TestSecretsMaskedAfterMemoryReturn: once the server has given its memory back, which empties
+// the conversations' redactors and the session keys and metrics its listings opened and
+// decoded, a conversation's secrets are still masked in what its agent reads next, and the
+// listing still shows its session key and metrics.
+func TestSecretsMaskedAfterMemoryReturn(t *testing.T) {
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	srv := e.scripted(alice,
+		terminal(t, "cat notes.txt"), llmtest.Calls(llmtest.Call("finish", `{"message":"read them"}`)),
+		terminal(t, "cat notes.txt"), llmtest.Calls(llmtest.Call("finish", `{"message":"read them again"}`)),
+	)
+	token := "ghp_provider_secret_5120"
+	e.providers["github"].AddUser(token, providertest.User{Login: "alice"})
+	e.must("POST", "/api/add-git-providers", alice, map[string]any{
+		"provider_tokens": map[string]any{"github": map[string]any{"token": token}},
+	}, http.StatusOK, nil)
+	id := e.v0Create(alice, map[string]any{})
+	e.v0WaitStatus(alice, id, "RUNNING")
+	conv := e.getConversation(alice, id)
+	c := &agentConv{e: e, key: alice, id: id, sandboxID: conv.SandboxID, url: *conv.ConversationURL, sessionKey: *conv.SessionAPIKey}
+	e.run(alice, c.sandboxID, fmt.Sprintf("printf '%%s\\n%%s\\n' '%s' '%s' > notes.txt", token, c.sessionKey))
+
+	c.api("POST", "/events", message("read my notes", true), http.StatusOK, nil)
+	c.waitStatus("finished")
+	listed := func() (sessionKey string, metrics json.RawMessage) {
+		var list []struct {
+			SessionAPIKey *string         `json:"session_api_key"`
+			Metrics       json.RawMessage `json:"metrics"`
+		}
+		e.must("GET", "/api/v1/app-conversations?ids="+id, alice, nil, http.StatusOK, &list)
+		if len(list) != 1 || list[0].SessionAPIKey == nil {
+			t.Fatalf("the listing of the conversation: %+v", list)
+		}
+		return *list[0].SessionAPIKey, list[0].Metrics
+	}
+	keyBefore, metricsBefore := listed()
+
+	e.app.ReturnMemory()
+	if key, metrics := listed(); key != keyBefore || !bytes.Equal(metrics, metricsBefore) || string(metrics) == "null" {
+		t.Errorf("after the return, the listing shows session key %q and metrics %s; before, %q and %s",
+			key, metrics, keyBefore, metricsBefore)
+	}
+	c.api("POST", "/events", message("read them again", true), http.StatusOK, nil)
+	c.waitCalls(srv, 4)
+	c.waitStatus("finished")
+
+	events := string(e.must("GET", c.path("/events/search?limit=100"), c.sessionKey, nil, http.StatusOK, nil))
+	for name, v := range map[string]string{"provider token": token, "session key": c.sessionKey} {
+		if strings.Contains(events, v) {
+			t.Errorf("the %s is in the events", name)
+		}
+	}
+	if n := strings.Count(events, secret.Mask); n < 4 {
+		t.Errorf("the events hold %d masks, want 4 (two secrets read twice):\n%s", n, events)
+	}
+	for _, req := range srv.Requests()[3:] {
+		for _, m := range req.Messages {
+			if strings.Contains(m.Text(), token) || strings.Contains(m.Text(), c.sessionKey) {
+				t.Errorf("a secret was sent to the model after the return: %s", m.Text())
+			}
+		}
 	}
 }
