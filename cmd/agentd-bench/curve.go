@@ -106,25 +106,32 @@ func benchMemoryCurve(ctx context.Context, o options, dataDir string, logw io.Wr
 	if err != nil {
 		return nil, nil, err
 	}
-	// Then the time the server takes to give back what it freed: until its RSS has not
-	// fallen by 1 MiB in 10 s (at most 60 s).
-	after, err := p.rss()
+	after, err := p.settledRSS()
 	if err != nil {
 		return nil, nil, err
 	}
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
-		time.Sleep(10 * time.Second)
-		rss, err := p.rss()
-		if err != nil {
+	afterSplit := p.rssSplit() // before the profiles below, which map and touch more
+	// A second burst as large, all at once: what the server keeps after it tells whether
+	// what each burst leaves adds up.
+	progress("memory curve: a second burst of %d conversations", len(taskIDs))
+	var again []string
+	for range taskIDs {
+		var task struct {
+			ID string `json:"id"`
+		}
+		if err := p.call(ctx, "POST", "/api/v1/app-conversations", body, &task); err != nil {
 			return nil, nil, err
 		}
-		if after-rss < 1<<20 {
-			after = min(after, rss)
-			break
-		}
-		after = rss
+		again = append(again, task.ID)
 	}
-	afterSplit := p.rssSplit() // before the profiles below, which map and touch more
+	if err := p.waitConversationsEnded(ctx, again); err != nil {
+		return nil, nil, err
+	}
+	afterAgain, err := p.settledRSS()
+	if err != nil {
+		return nil, nil, err
+	}
+	againSplit := p.rssSplit()
 	if o.profileDir != "" {
 		// What the server still holds once they finished, and which goroutines remain.
 		for _, name := range []string{"heap", "goroutine"} {
@@ -137,13 +144,15 @@ func benchMemoryCurve(ctx context.Context, o options, dataDir string, logw io.Wr
 		}
 	}
 	rows = append(rows, row{figure: fmt.Sprintf("control-plane RSS after those %d conversations finished", len(taskIDs)),
-		agentd: float64(after), primitive: float64(base), unit: unitSize, baseline: "the same server idle before"})
+		agentd: float64(after), primitive: float64(base), unit: unitSize, baseline: "the same server idle before"},
+		row{figure: fmt.Sprintf("control-plane RSS after a second burst of %d conversations at once finished", len(again)),
+			agentd: float64(afterAgain), primitive: float64(base), unit: unitSize, baseline: "the same server idle before"})
 	limitNote := "its default soft memory limit, --memory-limit"
 	if o.memoryLimit != "" {
 		limitNote = "--memory-limit " + o.memoryLimit
 	}
-	notes := []string{fmt.Sprintf("memory curve: %d conversations of %d think steps each (a model answering in %v), all finished %.1f s after the first started, the server having used %.1f s of CPU; the server is `agentd serve` in a process of its own (process backend, %s), whose RSS this is: the bench's clients and model run in the bench's process. Its RSS as anonymous + file-backed pages (the latter mostly its executable's): idle before %s, at the peak with %d running %s, after %s.",
-		len(taskIDs), m.steps, slowModel, took.Seconds(), (cpuAfter - cpuBefore).Seconds(), limitNote, baseSplit, o.curve[len(o.curve)-1], peakSplit, afterSplit)}
+	notes := []string{fmt.Sprintf("memory curve: %d conversations of %d think steps each (a model answering in %v), all finished %.1f s after the first started, the server having used %.1f s of CPU; the server is `agentd serve` in a process of its own (process backend, %s), whose RSS this is: the bench's clients and model run in the bench's process. Its RSS as anonymous + file-backed pages (the latter mostly its executable's): idle before %s, at the peak with %d running %s, after %s, after the second burst %s. After each burst, the figure is read once the RSS has not fallen by 1 MiB in 10 s (at most a minute).",
+		len(taskIDs), m.steps, slowModel, took.Seconds(), (cpuAfter - cpuBefore).Seconds(), limitNote, baseSplit, o.curve[len(o.curve)-1], peakSplit, afterSplit, againSplit)}
 	return rows, notes, nil
 }
 
@@ -190,4 +199,25 @@ func (s *server) waitConversationsEnded(ctx context.Context, taskIDs []string) e
 		}
 	}
 	return nil
+}
+
+// settledRSS waits for the server to give back what it freed, until its RSS has not fallen
+// by 1 MiB in 10 s (at most a minute), and returns that RSS.
+func (p *serveProcess) settledRSS() (int64, error) {
+	settled, err := p.rss()
+	if err != nil {
+		return 0, err
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		time.Sleep(10 * time.Second)
+		rss, err := p.rss()
+		if err != nil {
+			return 0, err
+		}
+		if settled-rss < 1<<20 {
+			return min(settled, rss), nil
+		}
+		settled = rss
+	}
+	return settled, nil
 }
