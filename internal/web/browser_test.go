@@ -142,10 +142,22 @@ func (b *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-// open navigates to a path of the app and waits for its main element.
+// open navigates to a path of the app and waits for its main element. Chromium abandons a
+// page load when the host's network interfaces change (net::ERR_NETWORK_CHANGED), which the
+// tests of containers running beside these do: such a load is tried again, a few times.
 func (b *browser) open(path string) {
 	b.t.Helper()
-	b.do("open "+path, chromedp.Navigate(b.e.srv.URL+path), chromedp.WaitReady(chromedp.CSS("main")))
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(b.ctx, waitTimeout)
+		err := chromedp.Do(ctx, chromedp.Navigate(b.e.srv.URL+path), chromedp.WaitReady(chromedp.CSS("main")))
+		cancel()
+		if err == nil {
+			return
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "ERR_NETWORK_CHANGED") {
+			b.t.Fatalf("open %s: %v%s", path, err, b.report())
+		}
+	}
 }
 
 // waitFor waits until the JavaScript expression is true in the page, also across the
