@@ -237,13 +237,11 @@ func (s *server) timeSteps(ctx context.Context, sandboxID, tool string) ([]time.
 	}
 	body := map[string]any{"sandbox_id": sandboxID,
 		"initial_message": map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}}}
-	var task struct {
-		ID string `json:"id"`
-	}
-	if err := s.call(ctx, "POST", "/api/v1/app-conversations", body, &task); err != nil {
+	taskID, err := s.startConversation(ctx, body)
+	if err != nil {
 		return nil, err
 	}
-	convIDs, err := s.waitTasksReady(ctx, []string{task.ID})
+	convIDs, err := s.waitTasksReady(ctx, []string{taskID})
 	if err != nil {
 		return nil, err
 	}
@@ -392,19 +390,28 @@ func (s *server) waitIdle() {
 	}
 }
 
+// startConversation starts a conversation with body and returns its start task's id.
+func (s *server) startConversation(ctx context.Context, body any) (string, error) {
+	var task struct {
+		ID string `json:"id"`
+	}
+	if err := s.call(ctx, "POST", "/api/v1/app-conversations", body, &task); err != nil {
+		return "", err
+	}
+	return task.ID, nil
+}
+
 // seedConversationIDs creates n conversations in a sandbox and returns their ids once READY.
 func (s *server) seedConversationIDs(ctx context.Context, sandboxID string, n int) ([]string, error) {
 	var taskIDs []string
+	body := map[string]any{"sandbox_id": sandboxID,
+		"initial_message": map[string]any{"content": []any{map[string]any{"type": "text", "text": "hi"}}}}
 	for range n {
-		var task struct {
-			ID string `json:"id"`
-		}
-		body := map[string]any{"sandbox_id": sandboxID,
-			"initial_message": map[string]any{"content": []any{map[string]any{"type": "text", "text": "hi"}}}}
-		if err := s.call(ctx, "POST", "/api/v1/app-conversations", body, &task); err != nil {
+		id, err := s.startConversation(ctx, body)
+		if err != nil {
 			return nil, err
 		}
-		taskIDs = append(taskIDs, task.ID)
+		taskIDs = append(taskIDs, id)
 	}
 	return s.waitTasksReady(ctx, taskIDs)
 }

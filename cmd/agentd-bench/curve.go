@@ -62,13 +62,11 @@ func benchMemoryCurve(ctx context.Context, o options, dataDir string, logw io.Wr
 	for i, n := range o.curve {
 		progress("memory curve: %d conversations running", n)
 		for len(taskIDs) < n {
-			var task struct {
-				ID string `json:"id"`
-			}
-			if err := p.call(ctx, "POST", "/api/v1/app-conversations", body, &task); err != nil {
+			id, err := p.startConversation(ctx, body)
+			if err != nil {
 				return nil, nil, err
 			}
-			taskIDs = append(taskIDs, task.ID)
+			taskIDs = append(taskIDs, id)
 		}
 		// The highest RSS over a while, sampled often: the peak of this many at once.
 		peak := int64(0)
@@ -116,13 +114,11 @@ func benchMemoryCurve(ctx context.Context, o options, dataDir string, logw io.Wr
 	progress("memory curve: a second burst of %d conversations", len(taskIDs))
 	var again []string
 	for range taskIDs {
-		var task struct {
-			ID string `json:"id"`
-		}
-		if err := p.call(ctx, "POST", "/api/v1/app-conversations", body, &task); err != nil {
+		id, err := p.startConversation(ctx, body)
+		if err != nil {
 			return nil, nil, err
 		}
-		again = append(again, task.ID)
+		again = append(again, id)
 	}
 	if err := p.waitConversationsEnded(ctx, again); err != nil {
 		return nil, nil, err

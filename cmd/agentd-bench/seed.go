@@ -27,14 +27,12 @@ func (s *server) seedConversations(ctx context.Context, sandboxID string, n, cli
 	for range clients {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < n && cctx.Err() == nil; i = int(next.Add(1)) - 1 {
-				var task struct {
-					ID string `json:"id"`
-				}
-				if err := s.call(cctx, "POST", "/api/v1/app-conversations", body, &task); err != nil {
+				id, err := s.startConversation(cctx, body)
+				if err != nil {
 					cancel(err)
 					return
 				}
-				taskIDs[i] = task.ID
+				taskIDs[i] = id
 			}
 		})
 	}

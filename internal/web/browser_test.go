@@ -135,11 +135,16 @@ func newBrowser(t *testing.T, e *env) *browser {
 // do runs actions, bounded in time.
 func (b *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, waitTimeout)
-	defer cancel()
-	if err := chromedp.Do(ctx, actions...); err != nil {
+	if err := b.try(actions...); err != nil {
 		b.t.Fatalf("%s: %v%s", what, err, b.report())
 	}
+}
+
+// try runs actions, bounded in time, and returns how they failed.
+func (b *browser) try(actions ...chromedp.Action[chromedp.Void]) error {
+	ctx, cancel := context.WithTimeout(b.ctx, waitTimeout)
+	defer cancel()
+	return chromedp.Do(ctx, actions...)
 }
 
 // open navigates to a path of the app and waits for its main element. Chromium abandons a
@@ -148,9 +153,7 @@ func (b *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
 func (b *browser) open(path string) {
 	b.t.Helper()
 	for attempt := 1; ; attempt++ {
-		ctx, cancel := context.WithTimeout(b.ctx, waitTimeout)
-		err := chromedp.Do(ctx, chromedp.Navigate(b.e.srv.URL+path), chromedp.WaitReady(chromedp.CSS("main")))
-		cancel()
+		err := b.try(chromedp.Navigate(b.e.srv.URL+path), chromedp.WaitReady(chromedp.CSS("main")))
 		if err == nil {
 			return
 		}
