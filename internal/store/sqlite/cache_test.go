@@ -5,9 +5,7 @@ import (
 	"database/sql"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/paging"
@@ -65,27 +63,12 @@ func cacheSize(t *testing.T, q interface {
 	return n
 }
 
-// pragmaLog counts the PRAGMA statements of each pool.
-type pragmaLog struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (l *pragmaLog) ObserveQuery(pool, statement string, _ time.Duration, failed bool) {
-	if statement == "pragma" && !failed {
-		l.mu.Lock()
-		l.n[pool]++
-		l.mu.Unlock()
-	}
-}
-
-// TestReleaseMemoryClosesIdleReaders: ReleaseMemory closes the readers that are idle, leaves
-// one in use alone, and empties the writer's page cache; the readers open again as queries
-// need them.
-func TestReleaseMemoryClosesIdleReaders(t *testing.T) {
+// TestReleaseMemoryClosesIdleConnections: ReleaseMemory closes every idle connection (the
+// readers, the writer, the data version's), leaves one in use alone without waiting for it,
+// and the pools open connections again as they are needed, the file still in WAL mode.
+func TestReleaseMemoryClosesIdleConnections(t *testing.T) {
 	ctx := t.Context()
-	log := &pragmaLog{n: map[string]int{}}
-	s, _ := storeWithConversations(t, Options{Observer: log}, "c1", "c2")
+	s, now := storeWithConversations(t, Options{}, "c1", "c2")
 	// Three readers open at once; one stays in use.
 	var conns []*sql.Conn
 	for range 3 {
@@ -108,20 +91,23 @@ func TestReleaseMemoryClosesIdleReaders(t *testing.T) {
 	if st := s.r.DB.Stats(); st.OpenConnections < 3 || st.Idle < 2 {
 		t.Fatalf("before: %d readers open, %d idle", st.OpenConnections, st.Idle)
 	}
-	log.mu.Lock()
-	clear(log.n)
-	log.mu.Unlock()
+	version, err := s.changes.current(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := s.w.DB.Stats(); st.OpenConnections != 1 || st.Idle != 1 {
+		t.Fatalf("before: the writer has %d connections open, %d idle", st.OpenConnections, st.Idle)
+	}
 	if err := s.ReleaseMemory(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if st := s.r.DB.Stats(); st.OpenConnections != 1 || st.Idle != 0 {
 		t.Fatalf("after: %d readers open, %d idle; want the busy one alone", st.OpenConnections, st.Idle)
 	}
-	log.mu.Lock()
-	shrunk := log.n[PoolWrite]
-	log.mu.Unlock()
-	if shrunk != 1 {
-		t.Fatalf("the writer's page cache was emptied %d times, want once", shrunk)
+	for name, db := range map[string]*sql.DB{"writer": s.w.DB, "data version": s.changes.db} {
+		if n := db.Stats().OpenConnections; n != 0 {
+			t.Errorf("after: the %s has %d connections open", name, n)
+		}
 	}
 	// The busy reader still works, and so do new ones, which the pool keeps again.
 	var n int
@@ -134,5 +120,52 @@ func TestReleaseMemoryClosesIdleReaders(t *testing.T) {
 	}
 	if st := s.r.DB.Stats(); st.Idle == 0 {
 		t.Fatal("the readers are not kept open again after ReleaseMemory")
+	}
+	// The writer opens again, on a file still in WAL mode, and the data version's new
+	// connection tells its versions from the earlier ones.
+	c := conversation.Conversation{ID: "c3", OwnerID: "u1", Version: conversation.V1, Title: "c3", CreatedAt: now, UpdatedAt: now}
+	if err := s.CreateConversation(ctx, c, conversation.StartTask{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var mode string
+	if err := s.w.DB.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Fatalf("journal mode %q after ReleaseMemory (%v), want wal", mode, err)
+	}
+	if st := s.w.DB.Stats(); st.OpenConnections != 1 || st.Idle != 1 {
+		t.Fatalf("the writer is not kept open again: %d connections open, %d idle", st.OpenConnections, st.Idle)
+	}
+	again, err := s.changes.current(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again == version {
+		t.Fatalf("data version %x after ReleaseMemory and a commit, as before", again)
+	}
+}
+
+// TestReleaseMemoryLeavesABusyWriter: a transaction in progress keeps the writer's connection
+// through ReleaseMemory, which does not wait for it, and commits; the pool keeps it after.
+func TestReleaseMemoryLeavesABusyWriter(t *testing.T) {
+	ctx := t.Context()
+	s, _ := storeWithConversations(t, Options{}, "c1")
+	tx, err := s.w.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE conversations SET title = 'renamed' WHERE id = 'c1'"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReleaseMemory(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.w.DB.Stats(); st.OpenConnections != 1 || st.Idle != 1 {
+		t.Fatalf("the writer after its transaction: %d connections open, %d idle", st.OpenConnections, st.Idle)
+	}
+	got, err := s.GetConversation(ctx, "u1", "c1")
+	if err != nil || got.Title != "renamed" {
+		t.Fatalf("after the commit: title %q, %v", got.Title, err)
 	}
 }

@@ -114,6 +114,15 @@ func (d *dataVersion) reset() {
 	}
 }
 
+// release closes the connection; the next look opens another, whose versions differ from
+// every earlier one.
+func (d *dataVersion) release() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.reset()
+	closeIdle(d.db)
+}
+
 // close releases the connection and its pool.
 func (d *dataVersion) close() error {
 	d.mu.Lock()
