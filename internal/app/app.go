@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -299,7 +298,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		trimExe = func() {}
 	}
 	returner := newMemoryReturner(returnMemoryAfter, func() bool { return a.Conversations.Busy() },
-		debug.FreeOSMemory, trimExe)
+		freeHeap, trimExe)
 	a.returner = returner
 	returner.alsoRelease(llm.CloseIdleConnections, urls.CloseIdleConnections,
 		func() { a.Conversations.ReleaseMemory() }, func() {

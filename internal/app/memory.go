@@ -1,6 +1,8 @@
 package app
 
 import (
+	"runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -8,6 +10,15 @@ import (
 // returnMemoryAfter is how long the conversation service stays idle before the server
 // returns the memory its conversations freed to the system.
 const returnMemoryAfter = 5 * time.Second
+
+// freeHeap collects and returns the free heap to the system (debug.FreeOSMemory), after a
+// first collection: what sync.Pools hold (the API's answer buffers, up to 1 MiB each) lives
+// through one collection in the pools' victim caches, and would keep its pages until the
+// next, minutes later on an idle server.
+func freeHeap() {
+	runtime.GC()
+	debug.FreeOSMemory()
+}
 
 // memoryReturner gives the system back what a burst of conversations left behind. While
 // agents run, the heap grows to what they hold (and the collector's headroom above it);
@@ -18,11 +29,11 @@ const returnMemoryAfter = 5 * time.Second
 // model providers (up to one per conversation that was calling at once, each with its
 // buffers and two goroutines, kept for the next calls for up to 90 s), the caches the
 // burst filled (each conversation's redactor, the session keys and metrics its listings
-// decoded, the store's listings and keys), the idle SQLite readers and the writer's page
-// cache. Left in the heap, what those caches hold would keep alive a few objects in each of
+// decoded, the store's listings and keys), SQLite's idle connections and the memory SQLite
+// freed. Left in the heap, what those caches hold would keep alive a few objects in each of
 // hundreds of pages that the burst otherwise freed. Then it collects and returns the free
-// heap (debug.FreeOSMemory) and unmaps the executable's pages the burst mapped
-// (internal/exetrim): one full collection per burst, none while anything runs.
+// heap (freeHeap) and unmaps the executable's pages the burst mapped
+// (internal/exetrim): two collections per burst, none while anything runs.
 type memoryReturner struct {
 	after time.Duration
 	busy  func() bool

@@ -1,9 +1,12 @@
 package app
 
 import (
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 )
 
 // TestMemoryReturnerWaitsForIdle: the free memory is returned once the service became idle
@@ -63,4 +66,19 @@ func TestMemoryReturnerRunsItsSteps(t *testing.T) {
 			t.Fatalf("step %d did not run", want)
 		}
 	}
+}
+
+// TestFreeHeapEmptiesPools: what a sync.Pool holds is collected by freeHeap, not left in the
+// pool's victim cache for the next collection.
+func TestFreeHeapEmptiesPools(t *testing.T) {
+	var pool sync.Pool
+	b := new([64 << 10]byte)
+	held := weak.Make(b)
+	pool.Put(b)
+	b = nil
+	freeHeap()
+	if held.Value() != nil {
+		t.Fatal("the pooled buffer lives on after freeHeap")
+	}
+	runtime.KeepAlive(&pool)
 }
