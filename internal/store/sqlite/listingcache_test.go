@@ -4,6 +4,8 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -404,4 +406,31 @@ func TestListedConversationsAreReadAgainOnlyOnceChanged(t *testing.T) {
 	if err != nil || len(vs) != 2 || vs[0].ID != "c2" || vs[1].ID != "c0" {
 		t.Fatalf("after a deletion: %+v, %v", vs, err)
 	}
+}
+
+// TestListingCacheClearFreesItsTable: once cleared, the cache holds no more of the heap than
+// before it was filled; a cleared map would keep its table.
+func TestListingCacheClearFreesItsTable(t *testing.T) {
+	c := newListingCache(1 << 30)
+	before := liveHeap()
+	for i := range 100_000 {
+		c.put(&cached{key: rowKey{kind: kindEvent, seq: int64(i)}, cost: 1})
+	}
+	full := liveHeap()
+	c.clear()
+	after := liveHeap()
+	// The table alone of 100,000 entries is a few MB; what other goroutines allocate meanwhile
+	// is far less.
+	if grown := after - before; grown > (full-before)/4 {
+		t.Fatalf("the cleared cache holds %d bytes more than the empty one; full, it held %d more", grown, full-before)
+	}
+	runtime.KeepAlive(c)
+}
+
+// liveHeap returns the bytes of the heap live after a collection.
+func liveHeap() int64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
 }
