@@ -198,7 +198,8 @@ func (s *server) waitConversationsEnded(ctx context.Context, taskIDs []string) e
 }
 
 // settledRSS waits for the server to give back what it freed, until its RSS has not fallen
-// by 1 MiB in 10 s (at most a minute), and returns that RSS.
+// by 1 MiB in 10 s (at most a minute), and returns that RSS: the last reading, not the
+// lowest, as the executable's pages the server unmaps come back in part as it runs on.
 func (p *serveProcess) settledRSS() (int64, error) {
 	settled, err := p.rss()
 	if err != nil {
@@ -211,7 +212,7 @@ func (p *serveProcess) settledRSS() (int64, error) {
 			return 0, err
 		}
 		if settled-rss < 1<<20 {
-			return min(settled, rss), nil
+			return rss, nil
 		}
 		settled = rss
 	}
