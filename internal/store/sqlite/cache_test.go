@@ -3,10 +3,15 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
+	"github.com/agentd/agentd/internal/auth"
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/paging"
 )
@@ -167,5 +172,38 @@ func TestReleaseMemoryLeavesABusyWriter(t *testing.T) {
 	got, err := s.GetConversation(ctx, "u1", "c1")
 	if err != nil || got.Title != "renamed" {
 		t.Fatalf("after the commit: title %q, %v", got.Title, err)
+	}
+}
+
+// TestReleaseMemoryRemovesTheWAL: with no connection in use, ReleaseMemory closes them all,
+// the last close checkpoints the WAL into the database and removes it with its index, and
+// what was written is read back after.
+func TestReleaseMemoryRemovesTheWAL(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s, err := OpenWith(ctx, filepath.Join(dir, "agentd.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Unix(1_700_000_000, 0).UTC()
+	if err := s.CreateUser(ctx, auth.User{ID: "u1", Name: "alice", CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"agentd.db-wal", "agentd.db-shm"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Fatalf("before: %v", err)
+		}
+	}
+	if err := s.ReleaseMemory(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"agentd.db-wal", "agentd.db-shm"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("after: %s: %v, want it removed", name, err)
+		}
+	}
+	if u, err := s.GetUser(ctx, "u1"); err != nil || u.Name != "alice" {
+		t.Fatalf("after: user %+v, %v", u, err)
 	}
 }

@@ -247,8 +247,9 @@ func (s *Store) Close() error {
 // connection is left, the mapping of the WAL's index, which grows with the WAL (1.5-2.7 MiB
 // after a burst of conversations). Then it unmaps the memory SQLite freed (trimSQLiteMemory).
 // The pools open connections again as queries need them; one busy now is left alone, and this
-// waits for nothing. Emptying the page caches alone (PRAGMA shrink_memory) left about 1.5 MiB
-// more resident, and the writer kept open, its index's mapping.
+// waits for none. The last connection's close checkpoints the WAL and removes it, as when the
+// store closes. Emptying the page caches alone (PRAGMA shrink_memory) left about 1.5 MiB more
+// resident, and a writer kept open keeps the index mapped.
 func (s *Store) ReleaseMemory(ctx context.Context) error {
 	s.listings.clear()
 	s.keys.clear()
