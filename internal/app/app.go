@@ -302,9 +302,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	a.returner = returner
 	returner.alsoRelease(llm.CloseIdleConnections, urls.CloseIdleConnections,
 		func() { a.Conversations.ReleaseMemory() }, func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if err := st.ReleaseMemory(ctx); err != nil {
+			if err := st.ReleaseMemory(); err != nil {
 				log.Warn("release memory", "err", err)
 			}
 		})

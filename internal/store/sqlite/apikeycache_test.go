@@ -84,7 +84,7 @@ func TestKeysAreReadAgainAfterACommit(t *testing.T) {
 		t.Fatalf("after a commit, three checks read the key %d times, want 2", reads.count()-before)
 	}
 
-	if err := s.ReleaseMemory(ctx); err != nil {
+	if err := s.ReleaseMemory(); err != nil {
 		t.Fatal(err)
 	}
 	if err := check(0); err != nil || reads.count() != before+3 {

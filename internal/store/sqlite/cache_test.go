@@ -9,9 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
-	"time"
 
-	"github.com/agentd/agentd/internal/auth"
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/paging"
 )
@@ -103,7 +101,7 @@ func TestReleaseMemoryClosesIdleConnections(t *testing.T) {
 	if st := s.w.DB.Stats(); st.OpenConnections != 1 || st.Idle != 1 {
 		t.Fatalf("before: the writer has %d connections open, %d idle", st.OpenConnections, st.Idle)
 	}
-	if err := s.ReleaseMemory(ctx); err != nil {
+	if err := s.ReleaseMemory(); err != nil {
 		t.Fatal(err)
 	}
 	if st := s.r.DB.Stats(); st.OpenConnections != 1 || st.Idle != 0 {
@@ -160,7 +158,7 @@ func TestReleaseMemoryLeavesABusyWriter(t *testing.T) {
 	if _, err := tx.ExecContext(ctx, "UPDATE conversations SET title = 'renamed' WHERE id = 'c1'"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ReleaseMemory(ctx); err != nil {
+	if err := s.ReleaseMemory(); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -180,27 +178,22 @@ func TestReleaseMemoryLeavesABusyWriter(t *testing.T) {
 // what was written is read back after.
 func TestReleaseMemoryRemovesTheWAL(t *testing.T) {
 	ctx := t.Context()
-	dir := t.TempDir()
-	s, err := OpenWith(ctx, filepath.Join(dir, "agentd.db"), Options{})
-	if err != nil {
+	s, _ := storeWithConversations(t, Options{})
+	var file string
+	if err := s.r.DB.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&file); err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	now := time.Unix(1_700_000_000, 0).UTC()
-	if err := s.CreateUser(ctx, auth.User{ID: "u1", Name: "alice", CreatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"agentd.db-wal", "agentd.db-shm"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if _, err := os.Stat(file + suffix); err != nil {
 			t.Fatalf("before: %v", err)
 		}
 	}
-	if err := s.ReleaseMemory(ctx); err != nil {
+	if err := s.ReleaseMemory(); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"agentd.db-wal", "agentd.db-shm"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("after: %s: %v, want it removed", name, err)
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if _, err := os.Stat(file + suffix); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("after: %s: %v, want it removed", file+suffix, err)
 		}
 	}
 	if u, err := s.GetUser(ctx, "u1"); err != nil || u.Name != "alice" {

@@ -103,7 +103,7 @@ func TestListedEventsAreReadOnce(t *testing.T) {
 	if s.listings.len() == 0 {
 		t.Fatal("the cache is empty before ReleaseMemory")
 	}
-	if err := s.ReleaseMemory(ctx); err != nil {
+	if err := s.ReleaseMemory(); err != nil {
 		t.Fatal(err)
 	}
 	if n := s.listings.len(); n != 0 {

@@ -250,7 +250,7 @@ func (s *Store) Close() error {
 // waits for none. The last connection's close checkpoints the WAL and removes it, as when the
 // store closes. Emptying the page caches alone (PRAGMA shrink_memory) left about 1.5 MiB more
 // resident, and a writer kept open keeps the index mapped.
-func (s *Store) ReleaseMemory(ctx context.Context) error {
+func (s *Store) ReleaseMemory() error {
 	s.listings.clear()
 	s.keys.clear()
 	closeIdle(s.r.DB)
