@@ -10,10 +10,10 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"runtime/debug"
 	"time"
 
 	"github.com/agentd/agentd/internal/app"
+	"github.com/agentd/agentd/internal/app/apptest"
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/process"
@@ -22,7 +22,7 @@ import (
 // server is the agentd under test: `agentd serve` as app.New builds it, with a sandbox
 // backend, behind a net/http server on a loopback port, and a client that reuses connections.
 type server struct {
-	app     *app.App
+	app     *apptest.Server
 	backend sandbox.Backend
 	http    *http.Server
 	served  chan struct{}
@@ -64,10 +64,6 @@ func startServerWith(ctx context.Context, b sandbox.Backend, dataDir string, cli
 	if githubAPI != "" {
 		cfg.GitHubAPIURL = githubAPI
 	}
-	// As agentd serve does: the process's soft memory limit is the configuration's.
-	if cfg.MemoryLimit > 0 {
-		debug.SetMemoryLimit(cfg.MemoryLimit)
-	}
 	// The figures time the agent's model calls; a title call beside the first would be
 	// among them.
 	cfg.ConversationTitles = "off"
@@ -79,7 +75,7 @@ func startServerWith(ctx context.Context, b sandbox.Backend, dataDir string, cli
 			s.close()
 		}
 	}()
-	if s.app, err = app.New(ctx, app.Options{Config: cfg, Backend: b, Logger: log, Version: "bench"}); err != nil {
+	if s.app, err = apptest.Start(ctx, app.Options{Config: cfg, Backend: b, Logger: log, Version: "bench"}); err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)

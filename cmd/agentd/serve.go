@@ -32,6 +32,31 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// memoryLimit is the soft limit of the server's resident memory that the configuration asks
+// for (none: 0), and it logs where it came from.
+func memoryLimit(cfg config.Config, log *slog.Logger) int64 {
+	switch {
+	case cfg.GoMemLimit != "":
+		log.Info("memory limit: GOMEMLIMIT's, left to the Go runtime", "gomemlimit", cfg.GoMemLimit)
+		return 0
+	case cfg.MemoryLimit == config.MemoryLimitAuto:
+		limit, cgroup, err := memlimit.FromCgroup()
+		if err != nil {
+			log.Warn("memory limit: none, as the cgroup's limit cannot be read", "err", err)
+			return 0
+		}
+		if limit == 0 {
+			log.Info("memory limit: none (the server's cgroup sets none; --memory-limit sets one)")
+			return 0
+		}
+		log.Info("memory limit: a share of the cgroup's", "memory_limit_bytes", limit, "cgroup_limit_bytes", cgroup)
+		return limit
+	case cfg.MemoryLimit > 0:
+		log.Info("memory limit: --memory-limit's", "memory_limit_bytes", cfg.MemoryLimit)
+	}
+	return cfg.MemoryLimit
+}
+
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := config.Load(args, os.Getenv)
 	if err != nil {
@@ -39,29 +64,43 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log := newLogger(cfg, stderr)
 	// The memory limit is kept for as long as the server runs.
+	limit := memoryLimit(cfg, log)
 	memCtx, stopMemory := context.WithCancel(ctx)
 	var memory sync.WaitGroup
-	memory.Go(func() { memlimit.Run(memCtx, cfg.MemoryLimit, memlimit.Every) })
+	memory.Go(func() { memlimit.Run(memCtx, limit, memlimit.Every) })
 	defer memory.Wait()
 	defer stopMemory()
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	unlock, err := app.LockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	rt, err := runtimeBinary(cfg, log)
 	if err != nil {
 		return err
 	}
+	// The data directory is this server's: the runtime builds of earlier versions can go.
+	runtime.RemoveOtherBinaries(filepath.Join(cfg.DataDir, runtimeDir), rt)
 	backend, err := openBackend(cfg, rt, log)
 	if err != nil {
 		return err
 	}
 	defer backend.Close()
-	a, err := app.New(ctx, app.Options{Config: cfg, Backend: backend, Logger: log, Version: version,
-		Metrics: metrics.New(log)})
+	m := metrics.New(log)
+	data, err := openStores(ctx, cfg, m)
+	if err != nil {
+		return err
+	}
+	defer data.Close()
+	a, err := app.New(ctx, app.Options{Config: cfg, Store: data.store, Sealer: data.keyring, Bus: data.bus,
+		Backend: backend, Logger: log, Version: version, Metrics: m})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	// The data directory is this server's now (app.New locked it): the runtime builds of
-	// earlier versions can go.
-	runtime.RemoveOtherBinaries(filepath.Join(cfg.DataDir, runtimeDir), rt)
 	if a.BootstrapKey != "" {
 		fmt.Fprintf(stdout, "\nagentd created the admin user. Its API key is shown this once:\n\n    %s\n\n"+
 			"Send it as the X-Session-API-Key header (or Authorization: Bearer).\n\n", a.BootstrapKey)

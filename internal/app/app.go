@@ -1,6 +1,8 @@
-// Package app assembles `agentd serve` from its configuration and a sandbox backend: data
-// directory, keyring, store, services and the HTTP API, started and stopped in order. The
-// binary and the end-to-end tests build the server through it, so they run the same thing.
+// Package app assembles `agentd serve` from its configuration and the implementations the
+// caller chose (store, keyring, event bus, sandbox backend): the services and the HTTP API,
+// started and stopped in order. It takes interfaces only; cmd/agentd is the one place that
+// picks concrete ones (docs/architecture.md, "The composition root"). The binary and the
+// end-to-end tests build the server through it, so they run the same thing.
 package app
 
 import (
@@ -10,8 +12,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,7 +21,6 @@ import (
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/customsecret"
 	"github.com/agentd/agentd/internal/event"
-	"github.com/agentd/agentd/internal/exetrim"
 	"github.com/agentd/agentd/internal/gitprovider"
 	"github.com/agentd/agentd/internal/gitproxy"
 	"github.com/agentd/agentd/internal/httpapi"
@@ -37,14 +36,24 @@ import (
 	"github.com/agentd/agentd/internal/secret"
 	"github.com/agentd/agentd/internal/settings"
 	"github.com/agentd/agentd/internal/skill"
-	"github.com/agentd/agentd/internal/store/sqlite"
+	"github.com/agentd/agentd/internal/store"
 	"github.com/agentd/agentd/internal/web"
 	"github.com/agentd/agentd/internal/webhook"
 )
 
-// Options are what the caller chooses: the configuration and the concrete backend.
+// Options are what the caller chooses: the configuration and the implementations. The app
+// uses Store, Sealer, Bus and Backend but neither opens nor closes them: their owner (the
+// caller) closes them after the App.
 type Options struct {
-	Config  config.Config
+	Config config.Config
+	// Store keeps everything durable. A store that can let go of memory once the server is
+	// idle implements store.MemoryReleaser.
+	Store store.Store
+	// Sealer seals the secrets kept in the store and opens them again: the keyring.
+	Sealer secret.Sealer
+	// Bus tells live readers of the events appended to conversations.
+	Bus event.Bus
+	// Backend runs the sandboxes.
 	Backend sandbox.Backend
 	Logger  *slog.Logger
 	Version string
@@ -104,17 +113,23 @@ type App struct {
 	closers   []func() error // run in reverse order
 }
 
-// DBFile and KeyringFile name the files of the data directory.
+// DBFile, KeyringFile and LockFile name the files of the data directory: the SQLite store's
+// database, the keyring made at the first start, and the lock that keeps a second server
+// off the directory (LockDataDir).
 const (
 	DBFile      = "agentd.db"
 	KeyringFile = "keyring.json"
 	LockFile    = "agentd.lock"
 )
 
-// New opens the data directory and starts every service. On error everything opened so far
-// is closed again.
+// New starts every service on o's store, keyring, bus and backend. On error everything it
+// started is stopped again; what o holds stays open.
 func New(ctx context.Context, o Options) (*App, error) {
 	cfg := o.Config
+	if o.Store == nil || o.Sealer == nil || o.Bus == nil || o.Backend == nil {
+		return nil, errors.New("app: Options need a Store, a Sealer, a Bus and a Backend")
+	}
+	st, keyring, bus := o.Store, o.Sealer, o.Bus
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -132,24 +147,6 @@ func New(ctx context.Context, o Options) (*App, error) {
 			a.Close()
 		}
 	}()
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
-	}
-	unlock, err := LockDataDir(cfg.DataDir)
-	if err != nil {
-		return nil, err
-	}
-	a.closers = append(a.closers, func() error { unlock(); return nil })
-
-	keyring, err := secret.LoadOrCreate(filepath.Join(cfg.DataDir, KeyringFile))
-	if err != nil {
-		return nil, err
-	}
-	st, err := sqlite.OpenWith(ctx, filepath.Join(cfg.DataDir, DBFile), sqlite.Options{Observer: m, CacheBytes: cfg.SQLiteCacheBytes, ListingCacheBytes: listingCache(cfg.ListingCacheBytes)})
-	if err != nil {
-		return nil, err
-	}
-	a.closers = append(a.closers, st.Close)
 	m.WatchStore(st.Counts)
 
 	for _, spec := range Specs(cfg) {
@@ -277,7 +274,6 @@ func New(ctx context.Context, o Options) (*App, error) {
 		}
 		return m.LLM(client, c.Resolve().Model), nil
 	}
-	bus := &event.Bus{}
 	m.WatchStreams(bus)
 	// Conversations' repositories are the users' providers' unless a caller (a test) sets
 	// another resolver.
@@ -290,22 +286,17 @@ func New(ctx context.Context, o Options) (*App, error) {
 	// sandboxes and the store, which its channels use.
 	a.closers = append(a.closers, func() error { git.Close(); return nil })
 	// The memory a burst of conversations freed goes back to the system once they stopped.
-	// So do the pages of the executable that start-up mapped (at the end of New) and that a
-	// burst mapped, unmapped last, after the collection, which maps some of them.
-	trimExe, err := exetrim.New()
-	if err != nil {
-		log.Warn("the server will keep its executable's pages mapped", "err", err)
-		trimExe = func() {}
-	}
-	returner := newMemoryReturner(returnMemoryAfter, func() bool { return a.Conversations.Busy() },
-		freeHeap, trimExe)
+	returner := newMemoryReturner(returnMemoryAfter, func() bool { return a.Conversations.Busy() }, freeHeap)
 	a.returner = returner
 	returner.alsoRelease(llm.CloseIdleConnections, urls.CloseIdleConnections,
-		func() { a.Conversations.ReleaseMemory() }, func() {
-			if err := st.ReleaseMemory(); err != nil {
+		func() { a.Conversations.ReleaseMemory() })
+	if r, ok := st.(store.MemoryReleaser); ok {
+		returner.alsoRelease(func() {
+			if err := r.ReleaseMemory(); err != nil {
 				log.Warn("release memory", "err", err)
 			}
 		})
+	}
 	a.Conversations = conversation.NewService(conversation.Options{
 		Store: st, Sandboxes: a.Sandboxes, Sealer: keyring, Logger: log,
 		StartTimeout: cfg.SandboxStartTimeout,
@@ -398,7 +389,6 @@ func New(ctx context.Context, o Options) (*App, error) {
 		a.admin = api.AdminHandler()
 	}
 	ok = true
-	trimExe()
 	return a, nil
 }
 
@@ -490,8 +480,9 @@ func (a *App) AdminServer() *http.Server {
 // it cannot parse) carry a JSON detail too.
 func Listener(ln net.Listener) net.Listener { return httpapi.JSONRefusals(ln) }
 
-// Close ends the API's WebSockets, stops the services (start tasks, the sandbox watcher)
-// and closes the store, in the reverse order of opening. Sandboxes keep running; the next start adopts them. Safe twice.
+// Close ends the API's WebSockets and stops the services (start tasks, the sandbox watcher),
+// in the reverse order of starting; the store, keyring, bus and backend stay open for their
+// owner to close. Sandboxes keep running; the next start adopts them. Safe twice.
 func (a *App) Close() {
 	a.closeOnce.Do(func() {
 		for i := len(a.closers) - 1; i >= 0; i-- {
@@ -563,12 +554,4 @@ func sandboxWebhook(sb sandbox.Sandbox, from sandbox.Status) string {
 		return webhook.KindSandboxResumed
 	}
 	return ""
-}
-
-// listingCache is the store's listing cache budget for a configured size, where 0 is off.
-func listingCache(configured int64) int64 {
-	if configured == 0 {
-		return -1
-	}
-	return configured
 }

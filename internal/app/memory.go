@@ -29,11 +29,10 @@ func freeHeap() {
 // model providers (up to one per conversation that was calling at once, each with its
 // buffers and two goroutines, kept for the next calls for up to 90 s), the caches the
 // burst filled (each conversation's redactor, the session keys and metrics its listings
-// decoded, the store's listings and keys), SQLite's idle connections and the memory SQLite
-// freed. Left in the heap, what those caches hold would keep alive a few objects in each of
-// hundreds of pages that the burst otherwise freed. Then it collects and returns the free
-// heap (freeHeap) and unmaps the executable's pages the burst mapped
-// (internal/exetrim): two collections per burst, none while anything runs.
+// decoded, and what a store.MemoryReleaser holds: the SQLite store's listings, keys and idle
+// connections). Left in the heap, what those caches hold would keep alive a few objects in
+// each of hundreds of pages that the burst otherwise freed. Then it collects and returns the
+// free heap (freeHeap): two collections per burst, none while anything runs.
 type memoryReturner struct {
 	after time.Duration
 	busy  func() bool

@@ -75,10 +75,12 @@ func testSize(t *testing.T, get func(Config) int64, cases []sizeCase) {
 
 func TestMemoryLimit(t *testing.T) {
 	testSize(t, func(c Config) int64 { return c.MemoryLimit }, []sizeCase{
-		{name: "default", want: 96 << 20},
+		{name: "default", want: MemoryLimitAuto},
 		{name: "given", args: []string{"--memory-limit", "2GiB"}, want: 2 << 30},
-		{name: "GOMEMLIMIT's form", env: map[string]string{"GOMEMLIMIT": "536870912"}, want: 512 << 20},
-		{name: "ours first", env: map[string]string{"AGENTD_MEMORY_LIMIT": "128MiB", "GOMEMLIMIT": "1GiB"}, want: 128 << 20},
+		{name: "auto", env: map[string]string{"AGENTD_MEMORY_LIMIT": "auto"}, want: MemoryLimitAuto},
+		{name: "GOMEMLIMIT left to the runtime", env: map[string]string{"GOMEMLIMIT": "536870912"}, want: 0},
+		{name: "GOMEMLIMIT and ours", env: map[string]string{"AGENTD_MEMORY_LIMIT": "128MiB", "GOMEMLIMIT": "1GiB"}, err: "AGENTD_MEMORY_LIMIT and GOMEMLIMIT are both set"},
+		{name: "GOMEMLIMIT and the flag", args: []string{"--memory-limit", "1GiB"}, env: map[string]string{"GOMEMLIMIT": "1GiB"}, err: "--memory-limit and GOMEMLIMIT are both set"},
 		{name: "off", args: []string{"--memory-limit", "off"}, want: 0},
 		{name: "no unit we know", args: []string{"--memory-limit", "96MB"}, err: "not a size"},
 		{name: "zero", args: []string{"--memory-limit", "0"}, err: "not a size"},

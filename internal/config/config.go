@@ -20,6 +20,10 @@ import (
 	"github.com/agentd/agentd/internal/netpolicy"
 )
 
+// MemoryLimitAuto is the MemoryLimit that asks for a share of the memory limit of the
+// server's cgroup (internal/memlimit.FromCgroup), or none where the cgroup sets none.
+const MemoryLimitAuto = -1
+
 // Config is everything `agentd serve` can be told.
 type Config struct {
 	// Addr is the listen address of the HTTP server.
@@ -95,8 +99,13 @@ type Config struct {
 	// MaxUploadMB bounds a file uploaded into a conversation's workspace, in MiB.
 	MaxUploadMB int64
 	// MemoryLimit is the soft limit of the server's resident memory in bytes, which main
-	// keeps by setting the Go runtime's soft limit (internal/memlimit); 0 means none.
+	// keeps by setting the Go runtime's soft limit (internal/memlimit); 0 means none, and
+	// MemoryLimitAuto a share of the memory limit of the server's cgroup, read at start-up.
+	// It is 0 when GoMemLimit is set.
 	MemoryLimit int64
+	// GoMemLimit is GOMEMLIMIT as the operator set it in the environment: the Go runtime's
+	// own limit, which the runtime reads itself and the server then leaves alone.
+	GoMemLimit string
 	// SQLiteCacheBytes is the page cache of the SQLite store, shared by its connections.
 	SQLiteCacheBytes int64
 	// ListingCacheBytes bounds the rows (events, start tasks, sandboxes, conversations) the
@@ -323,9 +332,15 @@ func Options() []Option {
 		{Flag: "git-author-email", Env: []string{"AGENTD_GIT_AUTHOR_EMAIL"}, File: "git_author_email", Default: "openhands@all-hands.dev",
 			Doc: "Author e-mail of those commits, for users whose settings (git_user_email) and git provider name none.",
 			set: func(c *Config, v string) error { c.GitAuthorEmail = strings.TrimSpace(v); return nil }},
-		{Flag: "memory-limit", Env: []string{"AGENTD_MEMORY_LIMIT", "GOMEMLIMIT"}, File: "memory_limit", Default: "96MiB",
-			Doc: "Soft limit of the server's resident memory, e.g. 96MiB or 1GiB; off for none. It counts what a container's limit counts: the Go runtime's memory, SQLite's page caches and the pages of the server's executable it has mapped in. Every half second the server sets the Go runtime's own soft limit (GOMEMLIMIT) to this less what it holds outside the runtime's memory (never below a quarter of it). Near it the garbage collector runs more often and returns freed memory to the system sooner, so a burst of conversations does not leave the process large; it is not a hard cap: a server that needs more takes more, at the cost of more collection (at most about half a CPU). Raise it for a server that keeps many conversations running at once.",
-			set: func(c *Config, v string) error { return setBytes(&c.MemoryLimit, v) }},
+		{Flag: "memory-limit", Env: []string{"AGENTD_MEMORY_LIMIT"}, File: "memory_limit", Default: "auto",
+			Doc: "Soft limit of the server's resident memory, e.g. 512MiB or 2GiB; auto for 90% of the memory limit of the cgroup the server runs in (a container's), or none when it has none; off for none. It counts what a container's limit counts: the Go runtime's memory, SQLite's page caches and the pages of the server's executable it has mapped in. Every half second the server sets the Go runtime's own soft limit to this less what it holds outside the runtime's memory (never below a quarter of it). Near it the garbage collector runs more often and returns freed memory to the system sooner; it is not a hard cap: a server that needs more takes more, at the cost of more collection. When GOMEMLIMIT is set in the environment, the server leaves the Go runtime's limit to it and sets none of its own; setting this too is refused, as the two would fight.",
+			set: func(c *Config, v string) error {
+				if strings.TrimSpace(v) == "auto" {
+					c.MemoryLimit = MemoryLimitAuto
+					return nil
+				}
+				return setBytes(&c.MemoryLimit, v)
+			}},
 		{Flag: "sqlite-cache-size", Env: []string{"AGENTD_SQLITE_CACHE_SIZE"}, File: "sqlite_cache_size", Default: "4MiB",
 			Doc: "Page cache of the SQLite database, e.g. 4MiB, shared equally by its connections: one writer and a reader for each CPU (at least four). It is memory outside the Go heap (--memory-limit counts it too), and the process holds up to about twice it, as SQLite's allocator rounds each page up; the caches are emptied once no conversation has run for 5 s. Pages not in it are read from the operating system's file cache; a reader's pages last only until the next write.",
 			set: func(c *Config, v string) error {
@@ -459,6 +474,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 			return Config{}, err
 		}
 	}
+	explicit := map[string]string{} // option → where a value other than the default came from
 	for _, o := range opts {
 		v, from := o.Default, "default"
 		if fv, ok := file[o.File]; ok {
@@ -475,6 +491,15 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		if err := o.set(&c, v); err != nil {
 			return Config{}, fmt.Errorf("%s: %w", from, err)
 		}
+		if from != "default" {
+			explicit[o.Flag] = from
+		}
+	}
+	if c.GoMemLimit = strings.TrimSpace(getenv("GOMEMLIMIT")); c.GoMemLimit != "" {
+		if from, ok := explicit["memory-limit"]; ok {
+			return Config{}, fmt.Errorf("%s and GOMEMLIMIT are both set: GOMEMLIMIT bounds the Go runtime's memory, %s the server's resident memory by moving the runtime's limit; set one of them", from, from)
+		}
+		c.MemoryLimit = 0
 	}
 	if err := c.validate(); err != nil {
 		return Config{}, err

@@ -57,7 +57,7 @@ func (s *Service) Follow(ctx context.Context, ownerID, convID string, start Feed
 			return evs, err
 		}
 	}
-	feed := s.o.Bus.Follow(ctx, convID, o)
+	feed := event.Follow(ctx, s.o.Bus, convID, o)
 	// Once subscribed, the conversation must still be there: a deletion before the
 	// subscription ended the conversation's feeds before this one could hear of it.
 	if _, err := s.o.Store.GetConversation(ctx, ownerID, convID); err != nil {

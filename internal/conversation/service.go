@@ -52,7 +52,7 @@ type Options struct {
 
 	// Events reads the event logs; Bus tells live readers about appends.
 	Events event.Store
-	Bus    *event.Bus
+	Bus    event.Bus
 	// Settings are the users' settings (their LLM); LLM the server's defaults.
 	Settings UserSettings
 	LLM      LLMDefaults
@@ -161,7 +161,7 @@ func NewService(o Options) *Service {
 		o.NewEventID = id.Ordered
 	}
 	if o.Bus == nil {
-		o.Bus = &event.Bus{}
+		o.Bus = &event.LocalBus{}
 	}
 	if o.UserHTTP == nil {
 		strict, _ := netpolicy.New(nil) // an empty allow-list cannot be wrong

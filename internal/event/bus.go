@@ -5,16 +5,42 @@ import (
 	"sync"
 )
 
-// Bus tells live readers (the streams, the agent loop's tests) about events appended to a
-// conversation. Writers store events and publish them through Record, which publishes only
+// Bus tells live readers (the streams, the agent loop's tests) about events appended to
+// conversations. Writers store events and publish them through Record, which publishes only
 // what the store has committed, and a conversation's events in the order the store numbered
 // them (Seq): a reader that misses a publication can always catch up from the store, and a
 // reader that follows the bus after reading the store (Follow) sees no gap and no reordering.
-// Safe for concurrent use; the zero value is ready.
 //
-// The bus is in-process: it orders and delivers the appends of this process only. Several
-// processes writing one store would need their fan-out to come from the store.
-type Bus struct {
+// All methods are safe for concurrent use. Publish never blocks on a reader: a subscriber
+// whose buffer is full is dropped (Subscription.Lagged) and catches up from the store.
+//
+// LocalBus delivers the appends of its own process; a bus whose writers are several
+// processes on one store (replicas) must deliver every writer's appends to every reader,
+// with the same guarantees.
+type Bus interface {
+	// Record stores evs, all events of conversationID, with store, which must commit them
+	// and set their Seq (as Store.AppendEvents does), and then publishes them. Nothing is
+	// published when store fails.
+	Record(conversationID string, store func() error, evs []Event) error
+	// Publish delivers transient events (Seq 0, never stored) to the subscribers of their
+	// conversations: live readers get them, and nobody can read them again.
+	Publish(evs ...Event)
+	// End closes every subscription of the conversation, which is gone: its readers learn
+	// that no more events will come (Subscription.Ended).
+	End(conversationID string)
+	// Subscribe returns a subscription to the conversation's events with room for buffer
+	// events (at least 1). Most readers want Follow, which also reads the stored log.
+	Subscribe(conversationID string, buffer int) *Subscription
+	// Subscribers returns how many subscriptions the conversation has in this process.
+	Subscribers(conversationID string) int
+	// Stats counts this process's subscriptions, for the server's metrics.
+	Stats() BusStats
+}
+
+// LocalBus is the in-process Bus: it orders and delivers the appends of this process only,
+// which is all there is when one process writes the store (SQLite). The zero value is
+// ready.
+type LocalBus struct {
 	mu    sync.Mutex
 	subs  map[string]map[*Subscription]struct{}
 	stats BusStats
@@ -40,7 +66,7 @@ type BusStats struct {
 }
 
 // Stats returns the bus's counts.
-func (b *Bus) Stats() BusStats {
+func (b *LocalBus) Stats() BusStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.stats
@@ -55,7 +81,7 @@ type Subscription struct {
 	C <-chan Event
 
 	c      chan Event
-	bus    *Bus
+	bus    *LocalBus
 	convID string
 	lagged bool // guarded by bus.mu
 	ended  bool // guarded by bus.mu
@@ -64,7 +90,7 @@ type Subscription struct {
 
 // Subscribe returns a subscription to the conversation's events with room for buffer events
 // (at least 1). Most readers want Follow, which also reads the stored log.
-func (b *Bus) Subscribe(conversationID string, buffer int) *Subscription {
+func (b *LocalBus) Subscribe(conversationID string, buffer int) *Subscription {
 	c := make(chan Event, max(buffer, 1))
 	s := &Subscription{C: c, c: c, bus: b, convID: conversationID}
 	b.mu.Lock()
@@ -85,7 +111,7 @@ func (b *Bus) Subscribe(conversationID string, buffer int) *Subscription {
 // conversation run one at a time, the store and the publication together, so that its
 // events are published in Seq order; other conversations do not wait. Nothing is published
 // when store fails.
-func (b *Bus) Record(conversationID string, store func() error, evs []Event) error {
+func (b *LocalBus) Record(conversationID string, store func() error, evs []Event) error {
 	unlock := b.lockConversation(conversationID)
 	defer unlock()
 	if err := store(); err != nil {
@@ -100,7 +126,7 @@ func (b *Bus) Record(conversationID string, store func() error, evs []Event) err
 	return nil
 }
 
-func (b *Bus) lockConversation(id string) (unlock func()) {
+func (b *LocalBus) lockConversation(id string) (unlock func()) {
 	b.appendingMu.Lock()
 	if b.appending == nil {
 		b.appending = map[string]*convLock{}
@@ -127,7 +153,7 @@ func (b *Bus) lockConversation(id string) (unlock func()) {
 // subscriber whose buffer is full is dropped (see Subscription.C). Stored events are
 // published by Record; Publish by itself is for transient events, which are never stored
 // (their Seq is 0): live readers get them, and nobody can read them again.
-func (b *Bus) Publish(evs ...Event) {
+func (b *LocalBus) Publish(evs ...Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, e := range evs {
@@ -144,7 +170,7 @@ func (b *Bus) Publish(evs ...Event) {
 
 // End closes every subscription of the conversation, which is gone: its readers learn that
 // no more events will come (Subscription.Ended).
-func (b *Bus) End(conversationID string) {
+func (b *LocalBus) End(conversationID string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s := range b.subs[conversationID] {
@@ -154,7 +180,7 @@ func (b *Bus) End(conversationID string) {
 }
 
 // Subscribers returns how many subscriptions the conversation has.
-func (b *Bus) Subscribers(conversationID string) int {
+func (b *LocalBus) Subscribers(conversationID string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.subs[conversationID])

@@ -1,7 +1,7 @@
 // Package event holds conversation events: their kinds and JSON shapes (those of OpenHands
 // agent servers, so that OpenHands clients read them), the store interface of the append-only
 // log, the in-process bus that tells live readers about appends once they are stored, and the
-// feed (Bus.Follow), the one way to follow a log: replay from a point, then live, every event
+// feed (Follow), the one way to follow a log: replay from a point, then live, every event
 // once and in order.
 package event
 

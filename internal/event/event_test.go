@@ -110,7 +110,7 @@ func TestDecodeUnknownKind(t *testing.T) {
 }
 
 func TestBusDeliversInOrderAndDropsLaggards(t *testing.T) {
-	var b Bus
+	var b LocalBus
 	fast := b.Subscribe("c1", 10)
 	slow := b.Subscribe("c1", 1)
 	other := b.Subscribe("c2", 10)
@@ -151,7 +151,7 @@ func TestBusDeliversInOrderAndDropsLaggards(t *testing.T) {
 }
 
 func TestBusEndClosesTheConversationsSubscriptions(t *testing.T) {
-	var b Bus
+	var b LocalBus
 	a1, a2 := b.Subscribe("a", 10), b.Subscribe("a", 10)
 	other := b.Subscribe("b", 10)
 	b.Publish(Event{ID: "1", ConversationID: "a"})
@@ -203,7 +203,7 @@ func TestBodyText(t *testing.T) {
 }
 
 func TestBusRecordPublishesOnlyWhatWasStored(t *testing.T) {
-	var b Bus
+	var b LocalBus
 	sub := b.Subscribe("c1", 10)
 	defer sub.Close()
 	evs := []Event{{ID: "1", ConversationID: "c1"}, {ID: "2", ConversationID: "c1"}}
@@ -242,11 +242,11 @@ func TestBusRecordPublishesOnlyWhatWasStored(t *testing.T) {
 // (the server's stream metrics) see each feed open, and end by its reason: fell behind, its
 // conversation was deleted, or its reader closed it.
 func TestFeedsCountInTheBusStats(t *testing.T) {
-	var b Bus
+	var b LocalBus
 	ctx := context.Background()
-	slow := b.Follow(ctx, "c1", FeedOptions{Buffer: 1})
-	closed := b.Follow(ctx, "c2", FeedOptions{Buffer: 10})
-	deleted := b.Follow(ctx, "c3", FeedOptions{Buffer: 10})
+	slow := Follow(ctx, &b, "c1", FeedOptions{Buffer: 1})
+	closed := Follow(ctx, &b, "c2", FeedOptions{Buffer: 10})
+	deleted := Follow(ctx, &b, "c3", FeedOptions{Buffer: 10})
 	if st := b.Stats(); st != (BusStats{Subscribers: 3}) {
 		t.Fatalf("stats with three feeds open: %+v", st)
 	}

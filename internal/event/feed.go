@@ -77,7 +77,7 @@ type Feed struct {
 //
 // The guarantee holds for events of conversations that are stored and published through
 // Record.
-func (b *Bus) Follow(ctx context.Context, conversationID string, o FeedOptions) *Feed {
+func Follow(ctx context.Context, b Bus, conversationID string, o FeedOptions) *Feed {
 	sub := b.Subscribe(conversationID, o.Buffer)
 	ctx, cancel := context.WithCancelCause(ctx)
 	c := make(chan Event)

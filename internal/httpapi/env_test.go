@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/app"
+	"github.com/agentd/agentd/internal/app/apptest"
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/gitprovider/providertest"
@@ -40,7 +41,7 @@ type env struct {
 	// agentSrv serves the agent-server base when the env was made withAgentServer.
 	agentSrv     *httptest.Server
 	agentHandler atomic.Pointer[http.Handler]
-	app          *app.App
+	app          *apptest.Server
 	backend      *process.Backend
 	// agent tunes the agent loop of the app (iteration limit, condensation).
 	agent conversation.AgentOptions
@@ -221,7 +222,7 @@ func (e *env) start() {
 	if e.git != nil {
 		o.GitRemotes = e.git
 	}
-	a, err := app.New(context.Background(), o)
+	a, err := apptest.Start(context.Background(), o)
 	if err != nil {
 		e.backend.Close()
 		e.t.Fatal(err)

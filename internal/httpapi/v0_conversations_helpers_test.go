@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/app"
+	"github.com/agentd/agentd/internal/app/apptest"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/secret"
@@ -419,7 +420,7 @@ func (e *env) restartLogged(w io.Writer) {
 	e.stop()
 	e.backend = e.newBackend()
 	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	a, err := app.New(context.Background(), app.Options{Config: e.cfg, Backend: e.backend, Version: "test", Logger: log})
+	a, err := apptest.Start(context.Background(), app.Options{Config: e.cfg, Backend: e.backend, Version: "test", Logger: log})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
@@ -30,18 +29,21 @@ const Every = 500 * time.Millisecond
 const floorShare = 4
 
 // Run keeps the process's resident memory near limit bytes until ctx is done: at every tick,
-// it sets the Go runtime's soft limit to goLimit. A limit of 0 or less means none (the
-// runtime's limit is lifted) and Run returns at once. If the process's resident set cannot be
-// read (no /proc), the runtime's limit is limit itself, as GOMEMLIMIT would set it.
+// it sets the Go runtime's soft limit to goLimit. A limit of 0 or less means none: Run
+// returns at once and leaves the runtime's limit as it is (GOMEMLIMIT's, if the operator set
+// it). If the process's resident set cannot be read (no /proc), the runtime's limit is limit
+// itself, as GOMEMLIMIT would set it. When ctx is done, the runtime's limit is as it was
+// before Run.
 func Run(ctx context.Context, limit int64, every time.Duration) {
 	if limit <= 0 {
-		debug.SetMemoryLimit(math.MaxInt64)
 		return
 	}
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	debug.SetMemoryLimit(limit)
 	g, err := newGauge()
 	if err != nil {
-		return // no /proc: the runtime's limit stays limit
+		<-ctx.Done() // no /proc: the runtime's limit stays limit
+		return
 	}
 	defer g.close()
 	set := limit

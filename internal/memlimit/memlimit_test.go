@@ -47,9 +47,10 @@ func TestGauge(t *testing.T) {
 
 // TestRunKeepsTheRuntimeUnderTheResidentLimit: the runtime's limit becomes the resident limit
 // less what this process holds outside the runtime's memory (its executable's pages at
-// least), and is lifted when there is no limit.
+// least), goes back to what it was when Run ends, and is left alone when there is no limit
+// (an operator's GOMEMLIMIT stays).
 func TestRunKeepsTheRuntimeUnderTheResidentLimit(t *testing.T) {
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
 	const limit = 1 << 30
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
@@ -86,9 +87,14 @@ func TestRunKeepsTheRuntimeUnderTheResidentLimit(t *testing.T) {
 	}
 	cancel()
 	<-done
-
-	Run(t.Context(), 0, time.Millisecond)
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
-		t.Fatalf("with no limit, the runtime's limit is %d", got)
+		t.Fatalf("after Run, the runtime's limit is %d, not what it was before", got)
+	}
+
+	const operators = 3 << 30
+	debug.SetMemoryLimit(operators)
+	Run(t.Context(), 0, time.Millisecond)
+	if got := debug.SetMemoryLimit(-1); got != operators {
+		t.Fatalf("with no limit, Run changed the runtime's limit to %d", got)
 	}
 }

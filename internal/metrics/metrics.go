@@ -191,7 +191,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 
 // WatchStreams adds the live event streams' subscribers and their disconnects, read from
 // the bus at every scrape.
-func (m *Metrics) WatchStreams(bus *event.Bus) {
+func (m *Metrics) WatchStreams(bus event.Bus) {
 	m.reg.MustRegister(streamCollector{bus})
 }
 
@@ -200,7 +200,7 @@ var (
 	disconnectsDesc = prometheus.NewDesc("agentd_stream_disconnects_total", "Subscriptions to live events that ended, by reason: closed (by their reader), lagged (dropped for falling behind), ended (with their conversation).", []string{"reason"}, nil)
 )
 
-type streamCollector struct{ bus *event.Bus }
+type streamCollector struct{ bus event.Bus }
 
 func (c streamCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- subscribersDesc

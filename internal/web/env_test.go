@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/app"
+	"github.com/agentd/agentd/internal/app/apptest"
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/gitprovider/providertest"
 	"github.com/agentd/agentd/internal/httpapi"
@@ -37,7 +38,7 @@ type env struct {
 	cfg     config.Config
 	srv     *httptest.Server
 	handler atomic.Pointer[http.Handler]
-	app     *app.App
+	app     *apptest.Server
 	backend *process.Backend
 	logs    *logBuffer
 	// github is the GitHub API double the server's github_api_url leads to.
@@ -105,7 +106,7 @@ func (e *env) newBackend() *process.Backend {
 func (e *env) start() {
 	e.t.Helper()
 	e.backend = e.newBackend()
-	a, err := app.New(context.Background(), app.Options{Config: e.cfg, Backend: e.backend, Version: "test",
+	a, err := apptest.Start(context.Background(), app.Options{Config: e.cfg, Backend: e.backend, Version: "test",
 		LLMRetry: llm.RetryPolicy{MaxAttempts: 1}, SandboxWatchInterval: 100 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {

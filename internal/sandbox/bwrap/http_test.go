@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/app"
+	"github.com/agentd/agentd/internal/app/apptest"
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
@@ -42,11 +43,11 @@ func TestHTTP(t *testing.T) {
 	var handler atomic.Pointer[http.Handler]
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }))
 	defer srv.Close()
-	var a *app.App
+	var a *apptest.Server
 	var b *Backend
 	open := func() {
 		b = newTestBackend(t, root)
-		if a, err = app.New(context.Background(), app.Options{Config: cfg, Backend: b, Version: "test"}); err != nil {
+		if a, err = apptest.Start(context.Background(), app.Options{Config: cfg, Backend: b, Version: "test"}); err != nil {
 			t.Fatal(err)
 		}
 		h := a.Handler()

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/app"
+	"github.com/agentd/agentd/internal/app/apptest"
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/llm/llmtest"
 	"github.com/agentd/agentd/internal/runtime"
@@ -33,7 +34,7 @@ const mcpAdminKey = "bwrap-mcp-admin-key-0123456789"
 // HTTP API.
 type mcpServer struct {
 	t    *testing.T
-	app  *app.App
+	app  *apptest.Server
 	url  string
 	logs *lockedBuffer
 }
@@ -81,7 +82,7 @@ func newMCPServer(t *testing.T) *mcpServer {
 	sandboxtest.DestroyAllAtCleanup(t, cleaner)
 	b := newTestBackend(t, root)
 	logs := &lockedBuffer{}
-	a, err := app.New(context.Background(), app.Options{Config: cfg, Backend: b, Version: "test",
+	a, err := apptest.Start(context.Background(), app.Options{Config: cfg, Backend: b, Version: "test",
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)

@@ -245,8 +245,9 @@ func (s *Store) Close() error {
 // It closes every idle connection (the readers, the writer, the data version's), which frees
 // all each held: its page cache, parsed schema and prepared statements, and, once no
 // connection is left, the mapping of the WAL's index, which grows with the WAL (1.5-2.7 MiB
-// after a burst of conversations). Then it unmaps the memory SQLite freed (trimSQLiteMemory).
-// The pools open connections again as queries need them; one busy now is left alone, and this
+// after a burst of conversations). The memory SQLite frees stays with the C library's
+// allocator (modernc.org/libc), which keeps it for reuse: only an unexported Trim of that
+// allocator would unmap it (docs/architecture.md). The pools open connections again as queries need them; one busy now is left alone, and this
 // waits for none. The last connection's close checkpoints the WAL and removes it, as when the
 // store closes. Emptying the page caches alone (PRAGMA shrink_memory) left about 1.5 MiB more
 // resident, and a writer kept open keeps the index mapped.
@@ -256,9 +257,6 @@ func (s *Store) ReleaseMemory() error {
 	closeIdle(s.r.DB)
 	closeIdle(s.w.DB)
 	s.changes.release()
-	if err := trimSQLiteMemory(); err != nil {
-		return fmt.Errorf("release sqlite memory: %w", err)
-	}
 	return nil
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/agentd/agentd/internal/store"
 )
 
-// A feed (event.Bus.Follow) replays the store and goes on with the bus; its guarantee (every
+// A feed (event.Follow) replays the store and goes on with the bus; its guarantee (every
 // event once, in log order, no gap between the two) holds only if the store numbers a
 // conversation's events in the order their appends commit and reads by that number. These
 // tests check it on each store, with the real bus.
@@ -27,7 +27,7 @@ func logReader(s store.Store, conv string) event.Reader {
 }
 
 // record stores evs through the bus, as every writer of the service does.
-func record(t *testing.T, s store.Store, bus *event.Bus, evs ...event.Event) {
+func record(t *testing.T, s store.Store, bus event.Bus, evs ...event.Event) {
 	t.Helper()
 	if err := bus.Record(evs[0].ConversationID, func() error { return s.AppendEvents(t.Context(), evs) }, evs); err != nil {
 		t.Errorf("record %s: %v", evs[0].ID, err)
@@ -54,7 +54,7 @@ func testFeed(t *testing.T, s store.Store) {
 	createConversation(t, s, c)
 	other := newConversation(ownerA, "conv-other", 2)
 	createConversation(t, s, other)
-	var bus event.Bus
+	var bus event.LocalBus
 
 	const writers, perWriter, feeds = 4, 30, 12
 	// Half the log is there before the first feed opens; the rest is written while they open.
@@ -94,7 +94,7 @@ func testFeed(t *testing.T, s store.Store) {
 				}
 				o.AfterSeq = evs[0].Seq
 			}
-			f := bus.Follow(ctx, c.ID, o)
+			f := event.Follow(ctx, &bus, c.ID, o)
 			mu.Lock()
 			open = append(open, opened{f, o.AfterSeq})
 			mu.Unlock()
@@ -141,11 +141,11 @@ func testFeedLagged(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	c := newConversation(ownerA, "conv-lag", 1)
 	createConversation(t, s, c)
-	var bus event.Bus
+	var bus event.LocalBus
 	record(t, s, &bus, newEvent(c.ID, "e-000", 0))
 	const buffer, events = 3, 40
-	stalled := bus.Follow(ctx, c.ID, event.FeedOptions{Read: logReader(s, c.ID), Buffer: buffer})
-	keeping := bus.Follow(ctx, c.ID, event.FeedOptions{Read: logReader(s, c.ID), Buffer: events})
+	stalled := event.Follow(ctx, &bus, c.ID, event.FeedOptions{Read: logReader(s, c.ID), Buffer: buffer})
+	keeping := event.Follow(ctx, &bus, c.ID, event.FeedOptions{Read: logReader(s, c.ID), Buffer: events})
 	// Every record returns whatever the stalled reader does.
 	for i := 1; i < events; i++ {
 		record(t, s, &bus, newEvent(c.ID, fmt.Sprintf("e-%03d", i), i))
@@ -170,7 +170,7 @@ func testFeedLagged(t *testing.T, s store.Store) {
 	if len(got) == 0 || len(got) > events || !slices.Equal(got, want[:len(got)]) {
 		t.Fatalf("stalled feed delivered %v before it ended; want a beginning of the log", got)
 	}
-	resumed := bus.Follow(ctx, c.ID, event.FeedOptions{Read: logReader(s, c.ID), AfterSeq: last, Buffer: buffer})
+	resumed := event.Follow(ctx, &bus, c.ID, event.FeedOptions{Read: logReader(s, c.ID), AfterSeq: last, Buffer: buffer})
 	defer resumed.Close()
 	record(t, s, &bus, newEvent(c.ID, "after the lag", events))
 	want = append(want, "after the lag")
@@ -185,12 +185,12 @@ func testFeedLagged(t *testing.T, s store.Store) {
 func testFeedEnds(t *testing.T, s store.Store) {
 	c := newConversation(ownerA, "conv-end", 1)
 	createConversation(t, s, c)
-	var bus event.Bus
+	var bus event.LocalBus
 	record(t, s, &bus, newEvent(c.ID, "stored", 1))
 
 	ctx, cancel := context.WithCancel(t.Context())
-	live := bus.Follow(ctx, c.ID, event.FeedOptions{Buffer: 10}) // live only
-	f := bus.Follow(t.Context(), c.ID, event.FeedOptions{Read: logReader(s, c.ID), Buffer: 10})
+	live := event.Follow(ctx, &bus, c.ID, event.FeedOptions{Buffer: 10}) // live only
+	f := event.Follow(t.Context(), &bus, c.ID, event.FeedOptions{Read: logReader(s, c.ID), Buffer: 10})
 	if got, err := readFeed(f, "stored"); err != nil || !slices.Equal(got, []string{"stored"}) {
 		t.Fatalf("replay: %v %v", got, err)
 	}
@@ -209,7 +209,7 @@ func testFeedEnds(t *testing.T, s store.Store) {
 	}
 	f.Close() // after the end: still safe
 
-	again := bus.Follow(ctx, c.ID, event.FeedOptions{Buffer: 10})
+	again := event.Follow(ctx, &bus, c.ID, event.FeedOptions{Buffer: 10})
 	cancel()
 	if got, err := readFeed(again, ""); len(got) != 0 || !errors.Is(err, context.Canceled) {
 		t.Fatalf("after its context ended: %v, %v", got, err)
