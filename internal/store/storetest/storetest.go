@@ -96,6 +96,8 @@ func Run(t *testing.T, f Factory) {
 		{"PRNumbersConcurrent", testPRNumbersConcurrent},
 		{"ProviderTokensConcurrent", testProviderTokensConcurrent},
 		{"ResealWhileWriting", testResealWhileWriting},
+		{"JSONKept", testJSONKept},
+		{"ByteOrder", testByteOrder},
 		{"Counts", testCounts},
 		{"Ping", testPing},
 		{"CloseTwice", testCloseTwice},
