@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -27,6 +28,13 @@ type server struct {
 	url        string
 }
 
+// dirPrefix names the servers' directories in the temporary directory; ownerFile in each
+// holds the pid of the test binary that started the server.
+const (
+	dirPrefix = "agentd-pgtest-"
+	ownerFile = "owner.pid"
+)
+
 // startAttempts bounds the tries at a free port: another process may take the port found
 // free before the server binds it.
 const startAttempts = 3
@@ -38,8 +46,10 @@ func start(ctx context.Context) (_ *server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{bin: bin, asPostgres: os.Geteuid() == 0}
-	if s.dir, err = os.MkdirTemp("", "agentd-pgtest-"); err != nil {
+	asPostgres := os.Geteuid() == 0
+	reapOrphans(ctx, bin, asPostgres)
+	s := &server{bin: bin, asPostgres: asPostgres}
+	if s.dir, err = os.MkdirTemp("", dirPrefix); err != nil {
 		return nil, err
 	}
 	s.data = filepath.Join(s.dir, "data")
@@ -48,6 +58,9 @@ func start(ctx context.Context) (_ *server, err error) {
 			err = errors.Join(err, os.RemoveAll(s.dir))
 		}
 	}()
+	if err := os.WriteFile(filepath.Join(s.dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return nil, err
+	}
 	if s.asPostgres {
 		if err := chownToPostgres(s.dir); err != nil {
 			return nil, err
@@ -102,6 +115,26 @@ func (s *server) stop() error {
 	}
 	errs = append(errs, os.RemoveAll(s.dir))
 	return errors.Join(errs...)
+}
+
+// reapOrphans stops the servers, and removes the directories, of test binaries that died
+// without stopping theirs (a panic or a -timeout ends a test binary without its teardown).
+// A directory whose owner is alive, or unknown, is left alone.
+func reapOrphans(ctx context.Context, bin string, asPostgres bool) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			continue
+		}
+		orphan := &server{bin: bin, dir: dir, data: filepath.Join(dir, "data"), asPostgres: asPostgres}
+		_, _ = orphan.run(ctx, "pg_ctl", "-D", orphan.data, "-m", "immediate", "-w", "stop")
+		_ = os.RemoveAll(dir)
+	}
 }
 
 // run runs one of PostgreSQL's programs, as the postgres user when the tests run as root,
