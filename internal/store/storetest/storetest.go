@@ -98,6 +98,7 @@ func Run(t *testing.T, f Factory) {
 		{"ResealWhileWriting", testResealWhileWriting},
 		{"JSONKept", testJSONKept},
 		{"ByteOrder", testByteOrder},
+		{"OddText", testOddText},
 		{"Counts", testCounts},
 		{"Ping", testPing},
 		{"CloseTwice", testCloseTwice},
