@@ -15,8 +15,8 @@ import (
 // the statement's error, whether or not the server carried it out. So the step that makes a
 // write durable (the COMMIT of a transaction, or a statement outside one) runs to its end
 // whatever ctx does: a write reported as failed never took effect, and one reported as done
-// did. Everything before that step (waiting for a connection or a lock, the statements of a
-// transaction) still stops with ctx, and then nothing is written.
+// did. What comes before that step (waiting for a connection, the statements of a
+// transaction, the locks they wait for) still stops with ctx, and then nothing is written.
 
 // write runs fn in a transaction and commits it if fn returns nil; otherwise nothing fn did
 // is kept.
