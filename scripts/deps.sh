@@ -26,6 +26,17 @@ for cmd in "${!need[@]}"; do
   # /usr/sbin too: a non-root PATH may lack it, and dockerd lives there.
   command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || missing+=("${need[$cmd]}")
 done
+# The postgres store's tests start a throwaway server with initdb and pg_ctl, which Debian
+# keeps off PATH, in /usr/lib/postgresql/<version>/bin.
+have_initdb() {
+  command -v initdb >/dev/null 2>&1 && return 0
+  local f
+  for f in /usr/lib/postgresql/*/bin/initdb; do
+    [ -x "$f" ] && return 0
+  done
+  return 1
+}
+have_initdb || missing+=(postgresql)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then

@@ -1,0 +1,140 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/event"
+)
+
+// pendingContent is how a pending message's content is stored.
+type pendingContent struct {
+	Text      string   `json:"text"`
+	ImageURLs []string `json:"image_urls,omitempty"`
+}
+
+// AddPendingMessage queues under two locks, taken in the transaction that queues. The
+// conversation's row lock makes the adders of one conversation follow one another, so that
+// each counts the messages of those before it: at READ COMMITTED, two could otherwise both
+// count max-1 and both insert. A share lock on the conversation's latest start task orders
+// the queueing with the task's READY: an UpdateStartTask that saves READY waits for the
+// message to commit, so the delivery that follows READY finds it; or, if READY came first,
+// the message is refused (ErrReady) and sent instead. Either way no message is left waiting
+// for a delivery that has come and gone.
+func (s *Store) AddPendingMessage(ctx context.Context, ownerID string, m conversation.PendingMessage, max int) (int, error) {
+	if err := checkTimes(m.CreatedAt); err != nil {
+		return 0, fmt.Errorf("add pending message: %w", err)
+	}
+	content, err := jsonArg(pendingContent{Text: m.Message.Text, ImageURLs: m.Message.ImageURLs})
+	if err != nil {
+		return 0, fmt.Errorf("add pending message: %w", err)
+	}
+	var pos int
+	err = s.write(ctx, func(tx pgx.Tx) error {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = $1 AND owner_id = $2 FOR NO KEY UPDATE`,
+			m.ConversationID, ownerID).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return conversation.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		var task string
+		err = tx.QueryRow(ctx, `SELECT status FROM start_tasks WHERE conversation_id = $1 AND owner_id = $2
+			ORDER BY created_at DESC, id DESC LIMIT 1 FOR SHARE`, m.ConversationID, ownerID).Scan(&task)
+		if errors.Is(err, pgx.ErrNoRows) || conversation.TaskStatus(task) == conversation.TaskReady {
+			return conversation.ErrReady
+		}
+		if err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM pending_messages WHERE conversation_id = $1`, m.ConversationID).Scan(&pos); err != nil {
+			return err
+		}
+		if pos >= max {
+			return conversation.ErrTooManyPending
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO pending_messages (id, conversation_id, role, content, created_at) VALUES ($1, $2, 'user', $3, $4)`,
+			m.ID, m.ConversationID, content, m.CreatedAt)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("add pending message to conversation %s: %w", m.ConversationID, err)
+	}
+	return pos + 1, nil
+}
+
+func scanPending(row pgx.Row) (conversation.PendingMessage, error) {
+	var m conversation.PendingMessage
+	var content string
+	if err := row.Scan(&m.ID, &m.ConversationID, &content, &m.CreatedAt); err != nil {
+		return m, err
+	}
+	var pc pendingContent
+	if err := json.Unmarshal([]byte(content), &pc); err != nil {
+		return m, fmt.Errorf("decode pending message %s: %w", m.ID, err)
+	}
+	m.Message = conversation.Message{Text: pc.Text, ImageURLs: pc.ImageURLs}
+	return m, nil
+}
+
+func (s *Store) PendingMessages(ctx context.Context, conversationID string) ([]conversation.PendingMessage, error) {
+	ms, err := collect(ctx, s.pool, scanPending,
+		`SELECT id, conversation_id, content, created_at FROM pending_messages WHERE conversation_id = $1 ORDER BY seq`, conversationID)
+	if err != nil {
+		return nil, fmt.Errorf("pending messages of conversation %s: %w", conversationID, err)
+	}
+	return ms, nil
+}
+
+// DeliverPendingMessages deletes the messages and appends their events in one transaction,
+// under the conversation's row lock, taken first as every writer of the conversation takes
+// it (a lock taken after the messages' rows could deadlock with DeleteConversation). Of two
+// deliveries of the same messages, the second waits for the first and then finds them gone:
+// ErrNotFound, and nothing of it is kept.
+func (s *Store) DeliverPendingMessages(ctx context.Context, conversationID string, ids []string, evs []event.Event, u conversation.StateUpdate) error {
+	if err := checkTimes(u.UpdatedAt); err != nil {
+		return fmt.Errorf("deliver pending messages of conversation %s: %w", conversationID, err)
+	}
+	var seqs []int64
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		owner, err := lockConversation(ctx, tx, conversationID)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			tag, err := tx.Exec(ctx, `DELETE FROM pending_messages WHERE id = $1 AND conversation_id = $2`, id, conversationID)
+			if err != nil {
+				return err
+			}
+			// Delivered already (by another delivery that won): deliver nothing twice.
+			if err := mustAffect(tag, conversation.ErrNotFound); err != nil {
+				return err
+			}
+		}
+		seqs, _, err = recordEvents(ctx, tx, conversationID, owner, evs, u)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("deliver pending messages of conversation %s: %w", conversationID, err)
+	}
+	for i := range evs {
+		evs[i].Seq = seqs[i]
+	}
+	return nil
+}
+
+func (s *Store) ConversationsWithPendingMessages(ctx context.Context) ([]conversation.Conversation, error) {
+	vs, err := collect(ctx, s.pool, scanView, viewSelect+
+		` WHERE EXISTS (SELECT 1 FROM pending_messages p WHERE p.conversation_id = c.id) ORDER BY c.created_at, c.id`)
+	if err != nil {
+		return nil, fmt.Errorf("conversations with pending messages: %w", err)
+	}
+	return conversations(vs), nil
+}

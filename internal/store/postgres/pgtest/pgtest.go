@@ -1,0 +1,153 @@
+// Package pgtest gives tests a PostgreSQL server: a throwaway one that a test binary starts for
+// itself, and a fresh database on it for each test.
+//
+// A test binary calls Main from its TestMain, and each test that needs a database calls
+// Database:
+//
+//	func TestMain(m *testing.M) { pgtest.Main(m) }
+//
+//	func TestSomething(t *testing.T) {
+//		url := pgtest.Database(t) // postgres://... of a new, empty database
+//		...
+//	}
+//
+// Main starts a server in a temporary directory, listening on 127.0.0.1 only (and on a unix
+// socket inside that directory), with initdb and pg_ctl of the newest PostgreSQL installed
+// under /usr/lib/postgresql/*/bin, or else found on PATH. It runs them as the postgres user
+// when the tests run as root, since PostgreSQL refuses to run as root. Durability is off
+// (fsync, synchronous_commit, full_page_writes): nothing of it outlives the tests. The
+// server's default collation is ICU's en-US, not byte order, so that a query relying on the
+// database's locale for its order instead of saying COLLATE "C" shows up in the tests. After
+// the tests, pass or fail, Main stops the server (pg_ctl -m fast) and removes the directory.
+//
+// With the environment variable AGENTD_TEST_POSTGRES set to a server's URL (for example
+// postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable), Main starts nothing and the
+// tests use that server instead; its user must be allowed to create databases. The
+// databases made there are dropped when their tests end.
+//
+// When PostgreSQL is not installed or its server does not start, Database skips the test and
+// says why; with the environment variable CI set, it fails the test instead, because a CI
+// machine must have PostgreSQL and a skip there would hide a store that no longer works.
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EnvURL names the environment variable that points the tests at an existing server.
+const EnvURL = "AGENTD_TEST_POSTGRES"
+
+// The server of this test binary, set by Main.
+var (
+	mainCalled bool
+	// adminURL reaches the server as a user that may create databases; empty when the
+	// server is unavailable.
+	adminURL string
+	// unavailable says why there is no server.
+	unavailable error
+	// dropAfter: drop each test's database when the test ends (on a server the tests do
+	// not own; a throwaway one goes whole).
+	dropAfter bool
+	// databases numbers the databases made, for their names.
+	databases atomic.Int64
+)
+
+// Main runs the tests of m with a PostgreSQL server, as the package comment describes, and
+// exits with their result. It never returns.
+func Main(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	mainCalled = true
+	if u := os.Getenv(EnvURL); u != "" {
+		adminURL, dropAfter = u, true
+		return m.Run()
+	}
+	srv, err := start(context.Background())
+	if err != nil {
+		unavailable = err
+		return m.Run()
+	}
+	adminURL = srv.url
+	code := m.Run()
+	if err := srv.stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// Database creates an empty database on the tests' server and returns its URL. The test is
+// skipped (failed under CI) when there is no server.
+func Database(t testing.TB) string {
+	t.Helper()
+	if !mainCalled {
+		t.Fatal("pgtest: Database needs pgtest.Main to run from the test binary's TestMain")
+	}
+	if unavailable != nil {
+		Unavailable(t, "PostgreSQL is not available: %v", unavailable)
+	}
+	name := fmt.Sprintf("agentd_test_%d_%d_%s", os.Getpid(), databases.Add(1), sanitize(t.Name()))
+	name = name[:min(len(name), 63)] // PostgreSQL's limit on identifiers
+	ctx := context.WithoutCancel(t.Context())
+	if err := admin(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatalf("pgtest: create database %s: %v", name, err)
+	}
+	if dropAfter {
+		t.Cleanup(func() {
+			if err := admin(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+				t.Errorf("pgtest: drop database %s: %v", name, err)
+			}
+		})
+	}
+	u, err := url.Parse(adminURL)
+	if err != nil {
+		t.Fatalf("pgtest: server URL: %v", err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// Unavailable skips t because the machine lacks PostgreSQL, or fails it when CI is set.
+func Unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s (CI is set, so this fails instead of skipping)", msg)
+	}
+	t.Skip(msg)
+}
+
+// admin runs one statement on the server's maintenance database, on a connection of its own
+// (CREATE and DROP DATABASE cannot run inside a transaction block).
+func admin(ctx context.Context, stmt string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	_, err = conn.Exec(ctx, stmt)
+	return err
+}
+
+var unsafeName = regexp.MustCompile(`[^a-z0-9_]+`)
+
+// sanitize makes a test's name fit a database name.
+func sanitize(name string) string {
+	return strings.Trim(unsafeName.ReplaceAllString(strings.ToLower(name), "_"), "_")
+}

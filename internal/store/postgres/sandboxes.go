@@ -1,0 +1,206 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/sandbox"
+)
+
+// An empty ownerID means any owner throughout, as sandbox.Store specifies. Instance is a JSON
+// column.
+
+func (s *Store) CreateSandbox(ctx context.Context, sb sandbox.Sandbox) error {
+	err := checkTimes(sb.CreatedAt, sb.UpdatedAt)
+	var inst string
+	if err == nil {
+		inst, err = jsonArg(sb.Instance)
+	}
+	if err == nil {
+		_, err = s.exec(ctx,
+			`INSERT INTO sandboxes (id, owner_id, spec_id, backend, status, detail, session_key_sealed, session_key_hash, instance, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			sb.ID, sb.OwnerID, sb.SpecID, sb.Backend, string(sb.Status), sb.Detail, blobArg(sb.SessionKeySealed),
+			blobArg(sb.SessionKeyHash), inst, sb.CreatedAt, sb.UpdatedAt)
+		if isUnique(err) {
+			// sandbox has no sentinel for this: ids and keys are generated, so a clash is a bug.
+			err = errors.New("id or session key already exists")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("create sandbox %s: %w", sb.ID, err)
+	}
+	return nil
+}
+
+const sandboxColumns = `id, owner_id, spec_id, backend, status, detail, session_key_sealed, session_key_hash, instance, created_at, updated_at`
+
+// listedSandboxColumns are sandboxColumns less the instance, which a listing does not carry
+// (see sandbox.Store).
+const listedSandboxColumns = `id, owner_id, spec_id, backend, status, detail, session_key_sealed, session_key_hash, '', created_at, updated_at`
+
+// scanSandbox scans sandboxColumns or listedSandboxColumns.
+func scanSandbox(row pgx.Row) (sandbox.Sandbox, error) {
+	var sb sandbox.Sandbox
+	var status, inst string
+	err := row.Scan(&sb.ID, &sb.OwnerID, &sb.SpecID, &sb.Backend, &status, &sb.Detail, &sb.SessionKeySealed,
+		&sb.SessionKeyHash, &inst, &sb.CreatedAt, &sb.UpdatedAt)
+	if err != nil {
+		return sandbox.Sandbox{}, err
+	}
+	sb.Status = sandbox.Status(status)
+	if inst != "" { // empty in a listing
+		if err := json.Unmarshal([]byte(inst), &sb.Instance); err != nil {
+			return sandbox.Sandbox{}, fmt.Errorf("decode instance of sandbox %s: %w", sb.ID, err)
+		}
+	}
+	return sb, nil
+}
+
+// ownedBy adds the owner condition unless ownerID is empty (any owner).
+func ownedBy(w *where, col, ownerID string) {
+	if ownerID != "" {
+		w.add(col + " = " + w.arg(ownerID))
+	}
+}
+
+func (s *Store) GetSandbox(ctx context.Context, ownerID, id string) (sandbox.Sandbox, error) {
+	sb, err := getSandbox(ctx, s.pool, ownerID, id)
+	if err != nil {
+		return sandbox.Sandbox{}, fmt.Errorf("get sandbox %s: %w", id, err)
+	}
+	return sb, nil
+}
+
+func getSandbox(ctx context.Context, q querier, ownerID, id string) (sandbox.Sandbox, error) {
+	var w where
+	w.add("id = " + w.arg(id))
+	ownedBy(&w, "owner_id", ownerID)
+	sb, err := scanSandbox(q.QueryRow(ctx, `SELECT `+sandboxColumns+` FROM sandboxes`+w.String(), w.args...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sandbox.Sandbox{}, sandbox.ErrNotFound
+	}
+	return sb, err
+}
+
+func (s *Store) SandboxBySessionKeyHash(ctx context.Context, hash []byte) (sandbox.Sandbox, error) {
+	if len(hash) == 0 {
+		return sandbox.Sandbox{}, fmt.Errorf("sandbox by session key: %w", sandbox.ErrNotFound)
+	}
+	sb, err := scanSandbox(s.pool.QueryRow(ctx, `SELECT `+sandboxColumns+` FROM sandboxes WHERE session_key_hash = $1`, hash))
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = sandbox.ErrNotFound
+	}
+	if err != nil {
+		return sandbox.Sandbox{}, fmt.Errorf("sandbox by session key: %w", err)
+	}
+	return sb, nil
+}
+
+func (s *Store) SetSessionKeyHash(ctx context.Context, id string, hash []byte) error {
+	err := s.execOne(ctx, sandbox.ErrNotFound, `UPDATE sandboxes SET session_key_hash = $1 WHERE id = $2`, blobArg(hash), id)
+	if err != nil {
+		return fmt.Errorf("set session key hash of sandbox %s: %w", id, err)
+	}
+	return nil
+}
+
+func (s *Store) ListSandboxes(ctx context.Context, ownerID string, q paging.Query) ([]sandbox.Sandbox, string, error) {
+	q = q.Normalize()
+	c, err := decodeCursor(q.Cursor)
+	if err != nil {
+		return nil, "", fmt.Errorf("list sandboxes: %w", err)
+	}
+	var w where
+	ownedBy(&w, "owner_id", ownerID)
+	keyset(&w, "created_at", "id", true, c)
+	sbs, err := collect(ctx, s.pool, scanSandbox,
+		`SELECT `+listedSandboxColumns+` FROM sandboxes`+w.String()+order("created_at", "id", true)+` LIMIT `+w.arg(q.Limit+1),
+		w.args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list sandboxes: %w", err)
+	}
+	sbs, next := page(sbs, q.Limit, func(sb sandbox.Sandbox) (int64, string) { return timeKey(sb.CreatedAt), sb.ID })
+	return sbs, next, nil
+}
+
+// LiveSandboxes reads through the partial index sandboxes_live.
+func (s *Store) LiveSandboxes(ctx context.Context) ([]sandbox.Sandbox, error) {
+	sbs, err := collect(ctx, s.pool, scanSandbox, `SELECT `+sandboxColumns+` FROM sandboxes
+		WHERE status IN ('STARTING', 'RUNNING', 'PAUSED')`)
+	if err != nil {
+		return nil, fmt.Errorf("list live sandboxes: %w", err)
+	}
+	return sbs, nil
+}
+
+func (s *Store) AllSandboxes(ctx context.Context) ([]sandbox.Sandbox, error) {
+	sbs, err := collect(ctx, s.pool, scanSandbox, `SELECT `+sandboxColumns+` FROM sandboxes ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("list all sandboxes: %w", err)
+	}
+	return sbs, nil
+}
+
+// UpdateSandbox is scoped to sb.OwnerID unless it is empty. The compare and set is one
+// UPDATE: at READ COMMITTED, an UPDATE that waited for a concurrent one checks its condition
+// again on the row that one left, so of several updates from the same status one wins. When
+// it changes nothing, a second look tells ErrNotFound from ErrState.
+func (s *Store) UpdateSandbox(ctx context.Context, sb sandbox.Sandbox, prev sandbox.Status) error {
+	err := checkTimes(sb.UpdatedAt)
+	var inst string
+	if err == nil {
+		inst, err = jsonArg(sb.Instance)
+	}
+	if err == nil {
+		var w where
+		sets := `status = ` + w.arg(string(sb.Status)) + `, detail = ` + w.arg(sb.Detail) +
+			`, instance = ` + w.arg(inst) + `, updated_at = ` + w.arg(sb.UpdatedAt)
+		w.add("id = " + w.arg(sb.ID))
+		ownedBy(&w, "owner_id", sb.OwnerID)
+		w.add("status = " + w.arg(string(prev)))
+		var tag pgconn.CommandTag
+		tag, err = s.exec(ctx, `UPDATE sandboxes SET `+sets+w.String(), w.args...)
+		if err == nil && tag.RowsAffected() == 0 {
+			var cur sandbox.Sandbox
+			if cur, err = getSandbox(ctx, s.pool, sb.OwnerID, sb.ID); err == nil {
+				err = fmt.Errorf("status is %s, not %s: %w", cur.Status, prev, sandbox.ErrState)
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("update sandbox %s: %w", sb.ID, err)
+	}
+	return nil
+}
+
+func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
+	if err := s.execOne(ctx, sandbox.ErrNotFound, `DELETE FROM sandboxes WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("delete sandbox %s: %w", id, err)
+	}
+	return nil
+}
+
+// CountSandboxes counts every status when statuses is empty.
+func (s *Store) CountSandboxes(ctx context.Context, ownerID string, statuses ...sandbox.Status) (int, error) {
+	var w where
+	ownedBy(&w, "owner_id", ownerID)
+	if len(statuses) > 0 {
+		sts := make([]string, len(statuses))
+		for i, st := range statuses {
+			sts[i] = string(st)
+		}
+		w.add("status = ANY(" + w.arg(sts) + ")")
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM sandboxes`+w.String(), w.args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count sandboxes: %w", err)
+	}
+	return n, nil
+}
