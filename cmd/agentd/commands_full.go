@@ -24,6 +24,7 @@ const overview = `agentd runs software-agent conversations inside sandboxes.
   agentd runtime                start the in-sandbox tool router (started by agentd itself)
   agentd rotate-key             make a new server key and reseal every stored secret under it
                                 (run while agentd serve is stopped)
+  agentd keyring create FILE    make the keyring file that the replicas of one database share
   agentd login                  save a server URL and API key for the client commands; then
   agentd conversations create --message "..." --follow
                                 runs an agent and streams its steps until it is done`
@@ -115,7 +116,8 @@ func serverCommands(stdout, stderr io.Writer) []*cobra.Command {
 		Use:   "rotate-key [flags]",
 		Short: "Make a new server key and reseal every stored secret under it (while serve is stopped)",
 		Long: "Make a new server key and reseal every stored secret under it. Run it while agentd\n" +
-			"serve is stopped; it takes the data directory as serve does.\n\n" + configHelp(),
+			"serve is stopped (every replica, on PostgreSQL); it takes the data directory and the\n" +
+			"keyring as serve does, and rewrites the keyring file.\n\n" + configHelp(),
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if helpAsked(args) {
@@ -124,6 +126,19 @@ func serverCommands(stdout, stderr io.Writer) []*cobra.Command {
 			return rotateKey(cmd.Context(), args, stdout)
 		},
 	}
+	keyringCmd := &cobra.Command{
+		Use:   "keyring",
+		Short: "Make the keyring that the replicas of one database share",
+		Args:  cobra.NoArgs,
+	}
+	keyringCmd.AddCommand(&cobra.Command{
+		Use:   "create FILE",
+		Short: "Write a new keyring file with one fresh key (mode 0600)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return createKeyring(args[0], stdout)
+		},
+	})
 	runtimeCmd := &cobra.Command{
 		Use:                "runtime [flags]",
 		Short:              "Start the in-sandbox tool router (started by agentd itself)",
@@ -140,7 +155,7 @@ func serverCommands(stdout, stderr io.Writer) []*cobra.Command {
 			fmt.Fprintln(stdout, "agentd", version)
 		},
 	}
-	return []*cobra.Command{serveCmd, runtimeCmd, rotateCmd, versionCmd}
+	return []*cobra.Command{serveCmd, runtimeCmd, rotateCmd, keyringCmd, versionCmd}
 }
 
 // helpAsked reports whether a command that parses its own flags was asked for help.

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/internal/store/postgres/pgtest"
 )
 
 // agentdVersion is stamped into the binary under test.
@@ -52,7 +54,8 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: become subreaper:", err)
 		return 1
 	}
-	code := m.Run()
+	// The tests that run on PostgreSQL share a throwaway server, started by the first.
+	code := pgtest.Run(m)
 	reapZombieChildren()
 	return code
 }

@@ -63,13 +63,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := newLogger(cfg, stderr)
-	// The memory limit is kept for as long as the server runs.
+	// The memory limit is kept, and the keyring file read again, for as long as the server runs.
 	limit := memoryLimit(cfg, log)
-	memCtx, stopMemory := context.WithCancel(ctx)
-	var memory sync.WaitGroup
-	memory.Go(func() { memlimit.Run(memCtx, limit, memlimit.Every) })
-	defer memory.Wait()
-	defer stopMemory()
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	var background sync.WaitGroup
+	background.Go(func() { memlimit.Run(bgCtx, limit, memlimit.Every) })
+	defer background.Wait()
+	defer stopBackground()
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
@@ -95,6 +95,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer data.Close()
+	if cfg.KeyringFile != "" {
+		background.Go(func() { watchKeyring(bgCtx, data.keyring, keyringReload, log) })
+	}
 	a, err := app.New(ctx, app.Options{Config: cfg, Store: data.store, Sealer: data.keyring, Bus: data.bus,
 		Backend: backend, Logger: log, Version: version, Metrics: m})
 	if err != nil {

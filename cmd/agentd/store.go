@@ -4,7 +4,10 @@ package main
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"path/filepath"
+	"time"
 
 	"github.com/agentd/agentd/internal/app"
 	"github.com/agentd/agentd/internal/config"
@@ -12,6 +15,7 @@ import (
 	"github.com/agentd/agentd/internal/metrics"
 	"github.com/agentd/agentd/internal/secret"
 	"github.com/agentd/agentd/internal/store"
+	"github.com/agentd/agentd/internal/store/postgres"
 	"github.com/agentd/agentd/internal/store/sqlite"
 )
 
@@ -24,20 +28,50 @@ type stores struct {
 	bus     event.Bus
 }
 
-// openStores opens the SQLite store in the data directory, which the caller has locked, with
-// the keyring beside it (made at the first start) and the in-process bus; m observes the
-// store's statements.
+// openStores opens the store the configuration names, the keyring (openKeyring) and the
+// bus: the SQLite store in the data directory, which the caller has locked, or the
+// PostgreSQL database; m, when not nil, observes SQLite's statements.
 func openStores(ctx context.Context, cfg config.Config, m *metrics.Metrics) (*stores, error) {
-	keyring, err := secret.LoadOrCreate(filepath.Join(cfg.DataDir, app.KeyringFile))
+	keyring, err := openKeyring(cfg)
 	if err != nil {
 		return nil, err
 	}
-	st, err := sqlite.OpenWith(ctx, filepath.Join(cfg.DataDir, app.DBFile), sqlite.Options{
-		Observer: m, CacheBytes: cfg.SQLiteCacheBytes, ListingCacheBytes: listingCache(cfg.ListingCacheBytes)})
+	if cfg.Postgres() {
+		st, err := postgres.Open(ctx, cfg.Database, postgres.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return &stores{store: st, keyring: keyring, bus: &event.LocalBus{}}, nil
+	}
+	o := sqlite.Options{CacheBytes: cfg.SQLiteCacheBytes, ListingCacheBytes: listingCache(cfg.ListingCacheBytes)}
+	if m != nil {
+		o.Observer = m
+	}
+	st, err := sqlite.OpenWith(ctx, filepath.Join(cfg.DataDir, app.DBFile), o)
 	if err != nil {
 		return nil, err
 	}
 	return &stores{store: st, keyring: keyring, bus: &event.LocalBus{}}, nil
+}
+
+// errNoKeyring: a server on PostgreSQL was given no keyring.
+var errNoKeyring = errors.New("a server on PostgreSQL needs the keyring that every replica of the database shares: " +
+	"set --keyring-file (AGENTD_KEYRING_FILE) or AGENTD_KEYRING; agentd keyring create FILE makes a new one, " +
+	"and a store moved from SQLite (agentd migrate) keeps the keyring.json of its data directory")
+
+// openKeyring loads the configured keyring: a file, the content given in the environment,
+// or, on SQLite, the data directory's own, made at the first start. A server on PostgreSQL
+// never makes one: the first replica's would be unreadable to the others.
+func openKeyring(cfg config.Config) (*secret.Keyring, error) {
+	switch {
+	case cfg.KeyringFile != "":
+		return secret.Load(cfg.KeyringFile)
+	case cfg.Keyring != "":
+		return secret.Parse([]byte(cfg.Keyring))
+	case cfg.Postgres():
+		return nil, errNoKeyring
+	}
+	return secret.LoadOrCreate(filepath.Join(cfg.DataDir, app.KeyringFile))
 }
 
 // Close closes the store.
@@ -50,4 +84,29 @@ func listingCache(configured int64) int64 {
 		return -1
 	}
 	return configured
+}
+
+// keyringReload is how often a server reads its keyring file again, so that a key another
+// replica's operator added (or made active) is known here within that time.
+const keyringReload = 10 * time.Second
+
+// watchKeyring reads the keyring's file again every interval until ctx ends, and logs the
+// keys it holds when they change. A file that cannot be read leaves the keys as they were.
+func watchKeyring(ctx context.Context, k *secret.Keyring, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		changed, err := k.Reload()
+		switch {
+		case err != nil:
+			log.Warn("keyring file: kept the keys read before", "err", err)
+		case changed:
+			log.Info("keyring file changed", "keys", k.KeyIDs(), "active_key", k.ActiveKeyID())
+		}
+	}
 }

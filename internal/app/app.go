@@ -130,6 +130,9 @@ func New(ctx context.Context, o Options) (*App, error) {
 		return nil, errors.New("app: Options need a Store, a Sealer, a Bus and a Backend")
 	}
 	st, keyring, bus := o.Store, o.Sealer, o.Bus
+	if err := checkKeyring(ctx, st, keyring); err != nil {
+		return nil, err
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -30,6 +30,14 @@ type Config struct {
 	Addr string
 	// DataDir holds the database, the keyring and the sandboxes' directories.
 	DataDir string
+	// Database is "sqlite" (the store in the data directory) or a PostgreSQL URL
+	// (postgres://…), which several replicas share.
+	Database string
+	// KeyringFile is a keyring file every replica reads (a mounted secret); Keyring is a
+	// keyring's content itself. With neither, a server on SQLite keeps its keyring in the
+	// data directory, made at the first start.
+	KeyringFile string
+	Keyring     string
 	// PublicURL is how clients reach this server; URLs handed to clients start with it.
 	PublicURL string
 	// AgentServerAddr is the listen address of the agent-server base (the conversation API
@@ -191,6 +199,15 @@ func Options() []Option {
 		{Flag: "data-dir", Env: []string{"AGENTD_DATA_DIR"}, File: "data_dir", Default: "./.agentd",
 			Doc: "Directory for the database, the server keyring and sandbox directories.",
 			set: func(c *Config, v string) error { c.DataDir = v; return nil }},
+		{Flag: "database", Env: []string{"AGENTD_DATABASE"}, File: "database", Default: "sqlite", Secret: true,
+			Doc: "The store: sqlite for the SQLite database in the data directory (one server), or a PostgreSQL URL such as postgres://agentd:PASSWORD@db.internal:5432/agentd?sslmode=verify-full, for servers that keep their data in a database server (docs/architecture.md, \"The PostgreSQL store\"). The server applies its schema itself, once, when several start together.",
+			set: func(c *Config, v string) error { c.Database = strings.TrimSpace(v); return nil }},
+		{Flag: "keyring-file", Env: []string{"AGENTD_KEYRING_FILE"}, File: "keyring_file", Default: "",
+			Doc: "Keyring file that seals the stored secrets (made by agentd keyring create), read at start-up and again when it changes: every replica of one database reads the same one, e.g. a mounted Kubernetes Secret. Empty: on SQLite, the keyring in the data directory, made at the first start; on PostgreSQL, AGENTD_KEYRING, and the server refuses to start without either.",
+			set: func(c *Config, v string) error { c.KeyringFile = strings.TrimSpace(v); return nil }},
+		{Flag: "keyring", Env: []string{"AGENTD_KEYRING"}, File: "keyring", Default: "", Secret: true,
+			Doc: "The keyring itself (the content of a keyring file), for servers given their secrets in the environment; keyring-file is read first. Rotation needs a file.",
+			set: func(c *Config, v string) error { c.Keyring = strings.TrimSpace(v); return nil }},
 		{Flag: "public-url", Env: []string{"AGENTD_PUBLIC_URL"}, File: "public_url", Default: "",
 			Doc: "Base URL clients use to reach this server (default: http://<addr>).",
 			set: func(c *Config, v string) error { c.PublicURL = strings.TrimRight(v, "/"); return nil }},
@@ -666,11 +683,31 @@ func (c *Config) validate() error {
 	} else if abs, err := filepath.Abs(c.DataDir); err == nil {
 		c.DataDir = abs
 	}
+	errs = append(errs, c.checkDatabase())
 	if c.PublicURL == "" {
 		c.PublicURL = localURL(c.Addr)
 	}
 	errs = append(errs, c.agentServer())
 	return errors.Join(errs...)
+}
+
+// Postgres reports whether the database is a PostgreSQL URL rather than sqlite.
+func (c Config) Postgres() bool { return c.Database != DatabaseSQLite }
+
+// DatabaseSQLite is the Database of a server on the SQLite store in its data directory.
+const DatabaseSQLite = "sqlite"
+
+// checkDatabase accepts sqlite or a postgres:// (postgresql://) URL. Its error never shows
+// the URL, which may hold a password.
+func (c *Config) checkDatabase() error {
+	if c.Database == DatabaseSQLite {
+		return nil
+	}
+	u, err := url.Parse(c.Database)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return errors.New("database: want sqlite or a PostgreSQL URL (postgres://user:password@host:5432/dbname)")
+	}
+	return nil
 }
 
 // localURL is the URL of a listen address for a client on this machine.

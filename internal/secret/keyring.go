@@ -39,12 +39,13 @@ type keyFile struct {
 // Keyring holds the server keys. The active key seals; any held key opens. Safe for concurrent
 // use.
 type Keyring struct {
-	path string
+	path string // "" for a keyring given as content (Parse)
 
 	mu     sync.RWMutex
 	keys   map[string]cipher.AEAD
 	active string
 	file   keyFile
+	raw    []byte // the file's content as last read or written, to tell a change (Reload)
 }
 
 // LoadOrCreate reads the keyring at path, creating it with one fresh key (mode 0600) when the
@@ -53,7 +54,7 @@ func LoadOrCreate(path string) (*Keyring, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		k := &Keyring{path: path}
-		if _, err := k.addKey(); err != nil {
+		if _, err := k.addKey(true); err != nil {
 			return nil, err
 		}
 		return k, nil
@@ -65,7 +66,7 @@ func LoadOrCreate(path string) (*Keyring, error) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("parse keyring %s: %w", path, err)
 	}
-	k := &Keyring{path: path}
+	k := &Keyring{path: path, raw: data}
 	if err := k.setFile(f); err != nil {
 		return nil, fmt.Errorf("keyring %s: %w", path, err)
 	}
@@ -101,8 +102,8 @@ func (k *Keyring) setFile(f keyFile) error {
 	return nil
 }
 
-// addKey makes a new random key the active one and writes the file.
-func (k *Keyring) addKey() (string, error) {
+// addKey adds a new random key, the active one if activate, and writes the file.
+func (k *Keyring) addKey(activate bool) (string, error) {
 	raw := make([]byte, 32)
 	idb := make([]byte, 4)
 	if _, err := rand.Read(raw); err != nil {
@@ -115,49 +116,71 @@ func (k *Keyring) addKey() (string, error) {
 	k.mu.RLock()
 	f := keyFile{Keys: append([]keyEntry(nil), k.file.Keys...)}
 	k.mu.RUnlock()
-	for i := range f.Keys {
-		f.Keys[i].Active = false
+	if activate {
+		for i := range f.Keys {
+			f.Keys[i].Active = false
+		}
 	}
-	f.Keys = append(f.Keys, keyEntry{ID: id, Key: raw, Active: true, CreatedAt: time.Now().UTC()})
-	if err := writeFile(k.path, f); err != nil {
+	f.Keys = append(f.Keys, keyEntry{ID: id, Key: raw, Active: activate, CreatedAt: time.Now().UTC()})
+	if err := k.write(f); err != nil {
 		return "", err
 	}
-	return id, k.setFile(f)
+	return id, nil
 }
 
-// writeFile replaces the keyring file atomically (write, fsync, rename).
-func writeFile(path string, f keyFile) error {
-	data, err := json.MarshalIndent(f, "", "  ")
+// write writes f to the keyring's file and takes its keys.
+func (k *Keyring) write(f keyFile) error {
+	if k.path == "" {
+		return ErrNoFile
+	}
+	data, err := writeFile(k.path, f)
 	if err != nil {
 		return err
 	}
+	if err := k.setFile(f); err != nil {
+		return err
+	}
+	k.mu.Lock()
+	k.raw = data
+	k.mu.Unlock()
+	return nil
+}
+
+// writeFile replaces the keyring file atomically (write, fsync, rename) and returns what it
+// wrote.
+func writeFile(path string, f keyFile) ([]byte, error) {
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	data = append(data, '\n')
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("write keyring: %w", err)
+		return nil, fmt.Errorf("write keyring: %w", err)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".keyring-*")
 	if err != nil {
-		return fmt.Errorf("write keyring: %w", err)
+		return nil, fmt.Errorf("write keyring: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	if err := tmp.Chmod(0o600); err != nil {
 		tmp.Close()
-		return fmt.Errorf("write keyring: %w", err)
+		return nil, fmt.Errorf("write keyring: %w", err)
 	}
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
-		return fmt.Errorf("write keyring: %w", err)
+		return nil, fmt.Errorf("write keyring: %w", err)
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return fmt.Errorf("write keyring: %w", err)
+		return nil, fmt.Errorf("write keyring: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write keyring: %w", err)
+		return nil, fmt.Errorf("write keyring: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write keyring: %w", err)
+		return nil, fmt.Errorf("write keyring: %w", err)
 	}
-	return nil
+	return data, nil
 }
 
 // Seal encrypts plaintext with the active key. The result names the key, so values sealed

@@ -14,7 +14,10 @@ type Resealer interface {
 // keys. It is safe to interrupt: until the last step the keyring file holds both the old and
 // the new keys, so every stored value opens whether or not the reseal committed.
 func (k *Keyring) Rotate(ctx context.Context, store Resealer) (newID string, err error) {
-	newID, err = k.addKey()
+	if k.path == "" {
+		return "", fmt.Errorf("rotate: %w", ErrNoFile)
+	}
+	newID, err = k.addKey(true)
 	if err != nil {
 		return "", fmt.Errorf("rotate: add key: %w", err)
 	}
@@ -36,8 +39,8 @@ func (k *Keyring) Rotate(ctx context.Context, store Resealer) (newID string, err
 		}
 	}
 	k.mu.RUnlock()
-	if err := writeFile(k.path, f); err != nil {
+	if err := k.write(f); err != nil {
 		return "", fmt.Errorf("rotate: drop old keys: %w", err)
 	}
-	return newID, k.setFile(f)
+	return newID, nil
 }

@@ -33,6 +33,11 @@ type Store interface {
 	// sandbox session keys, conversation requests and secrets, webhook secrets) through fn in one transaction.
 	// Key rotation uses it.
 	Reseal(ctx context.Context, fn func(sealed []byte) ([]byte, error)) error
+	// KeyringCheck returns the value the store keeps to check keyrings against: sealed by the
+	// keyring of the first server that asked, with seal, and stored then. A keyring that
+	// cannot open it is not the one the store's secrets are sealed with. Reseal rewrites it
+	// with the other sealed values.
+	KeyringCheck(ctx context.Context, seal func() ([]byte, error)) ([]byte, error)
 	// Counts tallies the rows of every owner by state, for the server's metrics.
 	Counts(ctx context.Context) (Counts, error)
 	// Ping reports whether the store answers: a read of its schema and a turn on its writing

@@ -8,11 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
 	"github.com/agentd/agentd/internal/app"
 	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/metrics"
 	"github.com/agentd/agentd/internal/secret"
 	"github.com/agentd/agentd/internal/store/sqlite"
 )
@@ -48,10 +50,15 @@ func Start(ctx context.Context, o app.Options) (_ *Server, err error) {
 	if s.Keyring, err = secret.LoadOrCreate(filepath.Join(dir, app.KeyringFile)); err != nil {
 		return nil, err
 	}
-	opts := sqlite.Options{CacheBytes: o.Config.SQLiteCacheBytes, ListingCacheBytes: -1}
-	if o.Metrics != nil {
-		opts.Observer = o.Metrics
+	// One registry for the app and the store's statements, as agentd serve has.
+	if o.Metrics == nil {
+		log := o.Logger
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		o.Metrics = metrics.New(log)
 	}
+	opts := sqlite.Options{Observer: o.Metrics, CacheBytes: o.Config.SQLiteCacheBytes, ListingCacheBytes: -1}
 	if o.Config.ListingCacheBytes > 0 {
 		opts.ListingCacheBytes = o.Config.ListingCacheBytes
 	}

@@ -20,7 +20,7 @@ import (
 // is rare (agentd rotate runs with the server stopped), so writers seldom wait for it.
 func (s *Store) Reseal(ctx context.Context, fn func(sealed []byte) ([]byte, error)) error {
 	err := s.write(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `LOCK TABLE settings, provider_tokens, custom_secrets, sandboxes, conversations, webhooks
+		if _, err := tx.Exec(ctx, `LOCK TABLE settings, provider_tokens, custom_secrets, sandboxes, conversations, webhooks, keyring_check
 			IN SHARE ROW EXCLUSIVE MODE`); err != nil {
 			return err
 		}
@@ -55,6 +55,7 @@ var sealedColumns = []sealedColumn{
 	{"conversations", "request_sealed"},
 	{"conversations", "secrets_sealed"},
 	{"webhooks", "secret_sealed"},
+	{"keyring_check", "sealed"},
 }
 
 // sealedRow is a row's sealed value; rows are found again by ctid, which no one else changes

@@ -42,6 +42,7 @@ var sealedColumns = []sealedColumn{
 	{"conversations", "request_sealed"},
 	{"conversations", "secrets_sealed"},
 	{"webhooks", "secret_sealed"},
+	{"keyring_check", "sealed"},
 }
 
 type sealedRow struct {

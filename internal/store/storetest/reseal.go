@@ -23,6 +23,7 @@ type sealedWorld struct {
 	Sandbox              sandbox.Sandbox
 	Conv, Bare           conversation.Conversation
 	Webhook              webhook.Webhook
+	KeyringCheck         []byte
 }
 
 // sealed lists every non-empty sealed value in w.
@@ -39,7 +40,7 @@ func (w sealedWorld) sealed() [][]byte {
 	for _, sec := range w.Secrets {
 		out = append(out, sec.ValueSealed)
 	}
-	return append(out, w.Sandbox.SessionKeySealed, w.Conv.RequestSealed, w.Conv.SecretsSealed, w.Webhook.SecretSealed)
+	return append(out, w.Sandbox.SessionKeySealed, w.Conv.RequestSealed, w.Conv.SecretsSealed, w.Webhook.SecretSealed, w.KeyringCheck)
 }
 
 func storeSealedWorld(t *testing.T, s store.Store) sealedWorld {
@@ -69,6 +70,9 @@ func storeSealedWorld(t *testing.T, s store.Store) sealedWorld {
 	createConversation(t, s, w.Conv)
 	createConversation(t, s, w.Bare)
 	ok(t, "create webhook", s.CreateWebhook(ctx, w.Webhook, webhook.MaxPerUser))
+	check, err := s.KeyringCheck(ctx, func() ([]byte, error) { return []byte("sealed check"), nil })
+	ok(t, "keyring check", err)
+	w.KeyringCheck = check
 	return w
 }
 
@@ -95,6 +99,11 @@ func readSealedWorld(t *testing.T, s store.Store, like sealedWorld) sealedWorld 
 	w.Bare = v.Conversation
 	w.Webhook, err = s.GetWebhook(ctx, ownerA, like.Webhook.ID)
 	ok(t, "get webhook", err)
+	w.KeyringCheck, err = s.KeyringCheck(ctx, func() ([]byte, error) {
+		t.Error("the keyring check was stored already, yet KeyringCheck sealed another")
+		return []byte("another"), nil
+	})
+	ok(t, "keyring check", err)
 	return w
 }
 
@@ -133,6 +142,7 @@ func testReseal(t *testing.T, s store.Store) {
 	expect.Conv.RequestSealed = reseal(before.Conv.RequestSealed)
 	expect.Conv.SecretsSealed = reseal(before.Conv.SecretsSealed)
 	expect.Webhook.SecretSealed = reseal(before.Webhook.SecretSealed)
+	expect.KeyringCheck = reseal(before.KeyringCheck)
 	after := readSealedWorld(t, s, before)
 	equal(t, "settings A", after.SettingsA, expect.SettingsA)
 	equal(t, "settings B", after.SettingsB, expect.SettingsB)
@@ -142,6 +152,36 @@ func testReseal(t *testing.T, s store.Store) {
 	equal(t, "conversation", after.Conv, expect.Conv)
 	equal(t, "conversation without a request", after.Bare, expect.Bare)
 	equal(t, "webhook", after.Webhook, expect.Webhook)
+	equal(t, "keyring check", after.KeyringCheck, expect.KeyringCheck)
+}
+
+// testKeyringCheck: the first call seals and stores the check value, every later one reads
+// it back without sealing; servers starting together on an empty store keep one value, which
+// each of them gets; a failed seal stores nothing.
+func testKeyringCheck(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	boom := errors.New("boom")
+	_, err := s.KeyringCheck(ctx, func() ([]byte, error) { return nil, boom })
+	is(t, "keyring check with a failing seal", err, boom)
+	const n = 4
+	got := make([][]byte, n)
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			v, err := s.KeyringCheck(ctx, func() ([]byte, error) { return []byte{'0' + byte(i)}, nil })
+			got[i] = v
+			errs <- err
+		}()
+	}
+	for range n {
+		ok(t, "keyring check", <-errs)
+	}
+	for i := range got {
+		equal(t, "check value of each first start", got[i], got[0])
+	}
+	again, err := s.KeyringCheck(ctx, func() ([]byte, error) { return []byte("later"), nil })
+	ok(t, "keyring check", err)
+	equal(t, "check value read back", again, got[0])
 }
 
 func testResealRollback(t *testing.T, s store.Store) {

@@ -85,6 +85,7 @@ func Run(t *testing.T, f Factory) {
 		{"WebhookClaims", testWebhookClaims},
 		{"Reseal", testReseal},
 		{"ResealRollback", testResealRollback},
+		{"KeyringCheck", testKeyringCheck},
 		{"CanceledWrites", testCanceledWrites},
 		{"EventsVisibleInOrder", testEventsVisibleInOrder},
 		{"DeleteWhileAppending", testDeleteWhileAppending},

@@ -1,8 +1,8 @@
 // Package pgtest gives tests a PostgreSQL server: a throwaway one that a test binary starts for
 // itself, and a fresh database on it for each test.
 //
-// A test binary calls Main from its TestMain, and each test that needs a database calls
-// Database:
+// A test binary calls Main from its TestMain (or Run, from a TestMain that does more), and
+// each test that needs a database calls Database:
 //
 //	func TestMain(m *testing.M) { pgtest.Main(m) }
 //
@@ -11,7 +11,7 @@
 //		...
 //	}
 //
-// Main starts a server in a temporary directory, listening on 127.0.0.1 only (and on a unix
+// The first Database call starts a server in a temporary directory, listening on 127.0.0.1 only (and on a unix
 // socket inside that directory), with initdb and pg_ctl of the newest PostgreSQL installed
 // under /usr/lib/postgresql/*/bin, or else found on PATH. It runs them as the postgres user
 // when the tests run as root, since PostgreSQL refuses to run as root. Durability is off
@@ -19,9 +19,10 @@
 // server's default collation is ICU's en-US, not byte order, so that a query relying on the
 // database's locale for its order instead of saying COLLATE "C" shows up in the tests. After
 // the tests, pass or fail, Main stops the server (pg_ctl -m fast) and removes the directory.
+// A test binary none of whose tests asks for a database starts none.
 //
 // With the environment variable AGENTD_TEST_POSTGRES set to a server's URL (for example
-// postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable), Main starts nothing and the
+// postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable), nothing is started and the
 // tests use that server instead; its user must be allowed to create databases. The
 // databases made there are dropped when their tests end.
 //
@@ -37,6 +38,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,9 +49,11 @@ import (
 // EnvURL names the environment variable that points the tests at an existing server.
 const EnvURL = "AGENTD_TEST_POSTGRES"
 
-// The server of this test binary, set by Main.
+// The server of this test binary, started by the first Database call.
 var (
 	mainCalled bool
+	startOnce  sync.Once
+	srv        *server
 	// adminURL reaches the server as a user that may create databases; empty when the
 	// server is unavailable.
 	adminURL string
@@ -65,29 +69,37 @@ var (
 // Main runs the tests of m with a PostgreSQL server, as the package comment describes, and
 // exits with their result. It never returns.
 func Main(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(Run(m))
 }
 
-func run(m *testing.M) int {
+// Run runs the tests of m as Main does and returns their exit code, for a TestMain that does
+// more around them.
+func Run(m *testing.M) int {
 	mainCalled = true
-	if u := os.Getenv(EnvURL); u != "" {
-		adminURL, dropAfter = u, true
-		return m.Run()
-	}
-	srv, err := start(context.Background())
-	if err != nil {
-		unavailable = err
-		return m.Run()
-	}
-	adminURL = srv.url
 	code := m.Run()
-	if err := srv.stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
-		if code == 0 {
-			code = 1
+	if srv != nil {
+		if err := srv.stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
+			if code == 0 {
+				code = 1
+			}
 		}
 	}
 	return code
+}
+
+// startServer starts the tests' server, or takes the one AGENTD_TEST_POSTGRES names.
+func startServer() {
+	if u := os.Getenv(EnvURL); u != "" {
+		adminURL, dropAfter = u, true
+		return
+	}
+	var err error
+	if srv, err = start(context.Background()); err != nil {
+		unavailable = err
+		return
+	}
+	adminURL = srv.url
 }
 
 // Database creates an empty database on the tests' server and returns its URL. The test is
@@ -95,8 +107,9 @@ func run(m *testing.M) int {
 func Database(t testing.TB) string {
 	t.Helper()
 	if !mainCalled {
-		t.Fatal("pgtest: Database needs pgtest.Main to run from the test binary's TestMain")
+		t.Fatal("pgtest: Database needs pgtest.Main (or Run) to run from the test binary's TestMain")
 	}
+	startOnce.Do(startServer)
 	if unavailable != nil {
 		Unavailable(t, "PostgreSQL is not available: %v", unavailable)
 	}

@@ -1,0 +1,103 @@
+package secret
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestSharedKeyringFile: a keyring file made by Create is read by Load on another replica
+// and given as content by Parse, and all three open what one sealed; Create refuses a file
+// that exists, Load one that does not.
+func TestSharedKeyringFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keyring.json")
+	a, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Create(path); err == nil || !strings.Contains(err.Error(), "exists already") {
+		t.Fatalf("Create over a keyring: %v", err)
+	}
+	b, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := a.Seal([]byte("token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, k := range map[string]*Keyring{"loaded": b, "parsed": c} {
+		if plain, err := k.Open(sealed); err != nil || string(plain) != "token" {
+			t.Fatalf("%s keyring opens %q, %v", name, plain, err)
+		}
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "none.json")); err == nil || !strings.Contains(err.Error(), "agentd keyring create") {
+		t.Fatalf("Load of a missing file: %v", err)
+	}
+	if _, err := Parse([]byte("hunter2")); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("Parse of a non-keyring: %v", err)
+	}
+	if _, err := c.Rotate(t.Context(), &memResealer{}); !errors.Is(err, ErrNoFile) {
+		t.Fatalf("Rotate of a parsed keyring: %v", err)
+	}
+}
+
+// TestReload: a replica reading the file again takes a key another added to it (and can then
+// open what that key sealed), and keeps its keys when the file is broken.
+func TestReload(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keyring.json")
+	if _, err := Create(path); err != nil {
+		t.Fatal(err)
+	}
+	replica, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := replica.Reload(); err != nil || changed {
+		t.Fatalf("reload of an unchanged file: %v, %v", changed, err)
+	}
+	admin, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := admin.addKey(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := admin.Seal([]byte("new"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replica.Open(sealed); !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("before the reload the replica opens the new key's value: %v", err)
+	}
+	if changed, err := replica.Reload(); err != nil || !changed {
+		t.Fatalf("reload after a key was added: %v, %v", changed, err)
+	}
+	if plain, err := replica.Open(sealed); err != nil || string(plain) != "new" {
+		t.Fatalf("after the reload: %q, %v", plain, err)
+	}
+	if !slices.Contains(replica.KeyIDs(), id) || replica.ActiveKeyID() != id {
+		t.Fatalf("keys %v, active %s; want %s among them and active", replica.KeyIDs(), replica.ActiveKeyID(), id)
+	}
+	if err := os.WriteFile(path, []byte("{broken"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replica.Reload(); err == nil {
+		t.Fatal("a broken file reloaded")
+	}
+	if plain, err := replica.Open(sealed); err != nil || string(plain) != "new" {
+		t.Fatalf("after a failed reload: %q, %v", plain, err)
+	}
+}
