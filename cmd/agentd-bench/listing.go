@@ -285,7 +285,7 @@ func (s *server) seedListing(ctx context.Context, dataDir string, n int) (listin
 		rec := sbRec
 		rec.ID, rec.Status, rec.Detail, rec.CreatedAt, rec.UpdatedAt = id.New(), sandbox.StatusMissing, "the sandbox's processes are gone", at, at
 		rec.SessionKeyHash = nil
-		if err := st.CreateSandbox(ctx, rec); err != nil {
+		if err := st.CreateSandbox(ctx, rec, 0); err != nil {
 			return listingSeed{}, err
 		}
 	}

@@ -214,7 +214,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	var statusTo atomic.Pointer[conversation.Service]
 	a.Sandboxes = sandbox.NewService(sandbox.ServiceOptions{
 		Store: st, Backend: o.Backend, Sealer: keyring, Logger: log,
-		DefaultSpec: cfg.DefaultSpec, MaxRunningPerUser: cfg.MaxRunningSandboxes,
+		DefaultSpec: cfg.DefaultSpec, Node: cfg.NodeName, MaxRunningPerUser: cfg.MaxRunningSandboxes,
 		StartTimeout: cfg.SandboxStartTimeout, IdleTimeout: cfg.SandboxIdleTimeout,
 		WatchInterval: o.SandboxWatchInterval, Now: o.SandboxNow, Metrics: m,
 		OnIdlePause: func(ctx context.Context, sb sandbox.Sandbox, idle time.Duration) {

@@ -4,6 +4,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -38,6 +40,9 @@ type Config struct {
 	// data directory, made at the first start.
 	KeyringFile string
 	Keyring     string
+	// NodeName names the machine whose sandboxes this server runs (node-local backends):
+	// by default the host name and a digest of the data directory.
+	NodeName string
 	// PublicURL is how clients reach this server; URLs handed to clients start with it.
 	PublicURL string
 	// AgentServerAddr is the listen address of the agent-server base (the conversation API
@@ -208,6 +213,9 @@ func Options() []Option {
 		{Flag: "keyring", Env: []string{"AGENTD_KEYRING"}, File: "keyring", Default: "", Secret: true,
 			Doc: "The keyring itself (the content of a keyring file), for servers given their secrets in the environment; keyring-file is read first. Rotation needs a file.",
 			set: func(c *Config, v string) error { c.Keyring = strings.TrimSpace(v); return nil }},
+		{Flag: "node-name", Env: []string{"AGENTD_NODE_NAME"}, File: "node_name", Default: "",
+			Doc: "Name of the machine this server's process, bwrap and docker sandboxes run on, recorded with each sandbox: a server reconciles, watches and pauses only its own node's sandboxes, and refuses (503) to reach one of another node. Letters, digits, dots, dashes and underscores. Empty: the host name and a digest of the data directory (host-1a2b3c4d), which stays the same across restarts.",
+			set: func(c *Config, v string) error { c.NodeName = strings.TrimSpace(v); return nil }},
 		{Flag: "public-url", Env: []string{"AGENTD_PUBLIC_URL"}, File: "public_url", Default: "",
 			Doc: "Base URL clients use to reach this server (default: http://<addr>).",
 			set: func(c *Config, v string) error { c.PublicURL = strings.TrimRight(v, "/"); return nil }},
@@ -684,6 +692,12 @@ func (c *Config) validate() error {
 		c.DataDir = abs
 	}
 	errs = append(errs, c.checkDatabase())
+	if c.NodeName == "" {
+		host, _ := os.Hostname()
+		c.NodeName = DefaultNodeName(host, c.DataDir)
+	} else if !validNodeName(c.NodeName) {
+		errs = append(errs, fmt.Errorf("node name %q: want 1 to 253 letters, digits, dots, dashes and underscores", c.NodeName))
+	}
 	if c.PublicURL == "" {
 		c.PublicURL = localURL(c.Addr)
 	}
@@ -708,6 +722,37 @@ func (c *Config) checkDatabase() error {
 		return errors.New("database: want sqlite or a PostgreSQL URL (postgres://user:password@host:5432/dbname)")
 	}
 	return nil
+}
+
+// DefaultNodeName is the node name of a server on host with data directory dataDir: the
+// host's name (its first label, in lower case) and the first 8 hex digits of the data
+// directory's SHA-256, so that two servers on one machine get two names and a restarted
+// server its old one.
+func DefaultNodeName(host, dataDir string) string {
+	host, _, _ = strings.Cut(strings.ToLower(host), ".")
+	host = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '-'
+	}, host)
+	if host == "" {
+		host = "node"
+	}
+	sum := sha256.Sum256([]byte(dataDir))
+	return host + "-" + hex.EncodeToString(sum[:4])
+}
+
+func validNodeName(s string) bool {
+	if len(s) == 0 || len(s) > 253 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // localURL is the URL of a listen address for a client on this machine.

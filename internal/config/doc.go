@@ -157,7 +157,7 @@ threads as well as processes. A ` + "`rootfs`" + ` must be readable by the sandb
 | Path | What |
 |---|---|
 | ` + "`agentd.db`" + ` | the SQLite database (WAL mode) |
-| ` + "`keyring.json`" + ` | the server keys that seal secrets (mode 0600); ` + "`agentd rotate-key`" + ` replaces them |
+| ` + "`keyring.json`" + ` | the server keys that seal secrets (mode 0600), made at the first start of a server on SQLite that is given no keyring; ` + "`agentd rotate-key`" + ` replaces them |
 | ` + "`agentd.lock`" + ` | held while a server runs, so two servers never share a data directory |
 | ` + "`bin/agentd-runtime-<hash>`" + ` | the runtime build that sandboxes run, installed read-only from the agentd binary at start-up; those of earlier versions are removed |
 | ` + "`sandboxes/process/<id>/`" + ` | a sandbox of the process backend: ` + "`workspace/`" + `, ` + "`runtime.sock`" + `, ` + "`runtime.log`" + ` |
@@ -168,6 +168,17 @@ threads as well as processes. A ` + "`rootfs`" + ` must be readable by the sandb
 ` + "`agentd rotate-key --data-dir DIR`" + ` (with ` + "`agentd serve`" + ` stopped) creates a new server key, reseals every
 stored secret under it in one transaction, and then drops the old key. It is safe to interrupt:
 until the last step the keyring holds both keys.
+
+## The keyring of a server on PostgreSQL
+
+A server on PostgreSQL (` + "`--database postgres://…`" + `) never makes a keyring: give it one with
+` + "`--keyring-file`" + ` (a file that ` + "`agentd keyring create FILE`" + ` writes, mode 0600; mount it as a
+Kubernetes Secret, for example) or its content in ` + "`AGENTD_KEYRING`" + `. The server reads the file
+again every 10 s. The first server to start on a database stores a value sealed with its
+keyring; a server whose keyring cannot open it refuses to start with an error that says so.
+` + "`agentd rotate-key --database postgres://… --keyring-file FILE`" + `, with the servers stopped,
+reseals every stored secret under a new key and rewrites the file; a keyring given as content
+cannot be rotated in place.
 `)
 	return b.String()
 }

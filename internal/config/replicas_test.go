@@ -39,3 +39,24 @@ func TestDatabase(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeName: the default is the host's name and a digest of the data directory, the same
+// for the same directory and another for another; a chosen name is kept if it is one.
+func TestNodeName(t *testing.T) {
+	a, b := DefaultNodeName("Build-7.example.com", "/srv/a"), DefaultNodeName("build-7", "/srv/b")
+	if !strings.HasPrefix(a, "build-7-") || len(a) != len("build-7-")+8 || a == b || a != DefaultNodeName("build-7", "/srv/a") {
+		t.Fatalf("default names %q and %q", a, b)
+	}
+	if got := DefaultNodeName("", "/x"); !strings.HasPrefix(got, "node-") || !validNodeName(got) {
+		t.Fatalf("default name without a host name: %q", got)
+	}
+	c, ok := loadCase(t, nil, env(nil), "")
+	if ok && !validNodeName(c.NodeName) {
+		t.Fatalf("default node name %q", c.NodeName)
+	}
+	c, ok = loadCase(t, []string{"--node-name", "worker-3.eu"}, env(nil), "")
+	if ok && c.NodeName != "worker-3.eu" {
+		t.Fatalf("node name %q", c.NodeName)
+	}
+	loadCase(t, []string{"--node-name", "a/b"}, env(nil), "node name")
+}

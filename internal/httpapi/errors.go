@@ -95,6 +95,8 @@ func mapError(err error) (status int, body any, internal bool) {
 		return http.StatusNotFound, detail("Sandbox spec not found"), false
 	case errors.Is(err, sandbox.ErrUnsupported):
 		return http.StatusUnprocessableEntity, detail(stateMessage(err)), false
+	case errors.Is(err, sandbox.ErrOtherNode):
+		return http.StatusServiceUnavailable, detail(stateMessage(err)), false
 	case errors.Is(err, conversation.ErrNotFound):
 		return http.StatusNotFound, detail("Conversation not found"), false
 	case errors.Is(err, sandbox.ErrNotFound):

@@ -44,7 +44,7 @@ func TestRestartAfterKilledStart(t *testing.T) {
 		{ID: cut, OwnerID: aliceID, SpecID: "default", Backend: "process", Status: sandbox.StatusStarting, CreatedAt: now, UpdatedAt: now},
 		{ID: old, OwnerID: aliceID, SpecID: "default", Backend: "process", Status: sandbox.StatusMissing, Detail: "sandbox processes are gone", CreatedAt: now, UpdatedAt: now},
 	} {
-		if err := st.CreateSandbox(ctx, r); err != nil {
+		if err := st.CreateSandbox(ctx, r, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

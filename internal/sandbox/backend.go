@@ -22,6 +22,9 @@ import (
 type Backend interface {
 	// Name is the configuration name of the backend: "process", "bwrap", "docker".
 	Name() string
+	// Capabilities say what the backend can do; the rest of agentd reads them instead of
+	// assuming. They do not change while the backend is open.
+	Capabilities() Capabilities
 	// Start creates and starts a sandbox.
 	Start(ctx context.Context, req StartRequest) (Instance, error)
 	Pause(ctx context.Context, inst Instance) error
@@ -34,6 +37,26 @@ type Backend interface {
 	List(ctx context.Context) ([]Instance, error)
 	// Close releases the backend's own resources. It leaves sandboxes running. Safe to call twice.
 	Close() error
+}
+
+// Capabilities say what a backend can do, as Nomad's drivers declare theirs.
+type Capabilities struct {
+	// Remote: the backend's sandboxes run off this machine (on a cluster), and every replica
+	// of the control plane reaches, watches and reconciles them alike (one at a time). A
+	// node-local backend's sandboxes live on the machine that started them: only the replica
+	// on that node (Sandbox.Node) reaches, watches and reconciles them.
+	Remote bool
+	// Freeze: Pause freezes the sandbox's processes, which keep their memory, their terminal
+	// sessions and their children until Resume. Without it, Pause stops them and keeps only
+	// the workspace; Resume starts them again.
+	Freeze bool
+	// Limits are the limits of a spec the backend enforces on this machine.
+	Limits LimitKinds
+}
+
+// LimitKinds name the kinds of Limits.
+type LimitKinds struct {
+	Memory, CPU, PIDs, Disk, Tmp bool
 }
 
 // StartRequest is what a backend needs to start one sandbox.

@@ -10,7 +10,8 @@ import (
 // detailGone is the Detail of a sandbox whose processes vanished.
 const detailGone = "sandbox processes are gone"
 
-// Reconcile brings the records in line with what runs, once at start-up: a record whose
+// Reconcile brings the records in line with what runs, once at start-up, for the sandboxes of
+// this node (every sandbox, for a remote backend): a record whose
 // processes are gone becomes MISSING; one whose processes run is adopted, its status set to
 // match (RUNNING or PAUSED; a STARTING one is health-checked on to RUNNING); the record of a
 // start the last server did not see through to the backend's answer is removed; and a sandbox
@@ -22,6 +23,19 @@ func (s *Service) Reconcile(ctx context.Context) error {
 		return fmt.Errorf("reconcile sandboxes: %w", err)
 	}
 	var errs []error
+	if !s.caps.Remote {
+		// Records older than nodes are this machine's: one data directory held them all.
+		n, err := s.store.AdoptSandboxes(ctx, s.backend.Name(), s.node)
+		if err != nil {
+			return fmt.Errorf("reconcile sandboxes: %w", err)
+		}
+		if n > 0 {
+			s.log.Info("sandboxes recorded before nodes are this node's", "sandboxes", n, "node", s.node)
+			if sbs, err = s.store.AllSandboxes(ctx); err != nil {
+				return fmt.Errorf("reconcile sandboxes: %w", err)
+			}
+		}
+	}
 	if err := s.hashSessionKeys(ctx, sbs); err != nil {
 		errs = append(errs, err)
 	}

@@ -32,7 +32,27 @@ var (
 	ErrLimit = errors.New("too many running sandboxes")
 	// ErrUnsupported: the backend cannot honour part of a spec.
 	ErrUnsupported = errors.New("not supported by this sandbox backend")
+	// ErrOtherNode: the sandbox lives on another node, whose replica alone can reach it.
+	ErrOtherNode = errors.New("the sandbox runs on another node")
 )
+
+// NodeError says which node a sandbox lives on, when this replica is on another. It
+// matches ErrOtherNode.
+type NodeError struct {
+	ID, Node, Here string
+}
+
+func (e *NodeError) Error() string {
+	return "sandbox " + e.ID + " runs on node " + e.Node + ", and this server is node " + e.Here
+}
+
+// Is makes errors.Is(err, ErrOtherNode) hold.
+func (e *NodeError) Is(target error) bool { return target == ErrOtherNode }
+
+// ClientMessage is the text shown to clients.
+func (e *NodeError) ClientMessage() string {
+	return "the sandbox runs on node " + e.Node + ", which this server cannot reach; send the request to a server of that node"
+}
 
 // Sandbox is the stored record of one sandbox.
 type Sandbox struct {
@@ -40,7 +60,11 @@ type Sandbox struct {
 	OwnerID string
 	SpecID  string
 	Backend string
-	Status  Status
+	// Node names the machine a node-local backend's sandbox lives on: only the replica of
+	// that node reaches, watches and reconciles it (Capabilities.Remote). Empty in records
+	// older than nodes until a replica of the machine adopts them (Store.AdoptSandboxes).
+	Node   string
+	Status Status
 	// Detail says why a sandbox is in ERROR or MISSING; empty otherwise.
 	Detail string
 	// SessionKeySealed is the runtime's session key, sealed with the server key.

@@ -34,6 +34,10 @@ type ServiceOptions struct {
 	NewKey func() string
 	// DefaultSpec is the spec Start uses when given none.
 	DefaultSpec string
+	// Node names the machine this service runs on; it is recorded with every sandbox it
+	// starts. A node-local backend's sandboxes of another node are left alone: never
+	// reconciled, watched or paused here, and their operations refused with a *NodeError.
+	Node string
 	// MaxRunningPerUser bounds a user's STARTING and RUNNING sandboxes; 0 means unlimited.
 	MaxRunningPerUser int
 	// StartTimeout bounds how long a runtime may take to answer after a start or a resume.
@@ -96,6 +100,8 @@ type Service struct {
 	newID         func() string
 	newKey        func() string
 	defaultSpec   string
+	node          string
+	caps          Capabilities
 	maxRunning    int
 	startTimeout  time.Duration
 	watchInterval time.Duration
@@ -139,6 +145,8 @@ func NewService(opts ServiceOptions) *Service {
 		newID:         opts.NewID,
 		newKey:        opts.NewKey,
 		defaultSpec:   opts.DefaultSpec,
+		node:          opts.Node,
+		caps:          opts.Backend.Capabilities(),
 		maxRunning:    opts.MaxRunningPerUser,
 		startTimeout:  opts.StartTimeout,
 		watchInterval: opts.WatchInterval,
@@ -249,13 +257,28 @@ func (s *Service) sessionKey(sb Sandbox) (string, error) {
 	return string(key), nil
 }
 
-// ours reports an error if sb was started by another backend than the service's.
+// ours reports an error if sb was started by another backend than the service's (wrapping
+// ErrUnsupported), or if it lives on another node of a node-local backend (a *NodeError).
 func (s *Service) ours(sb Sandbox) error {
 	if sb.Backend != s.backend.Name() {
 		return fmt.Errorf("sandbox %s runs on backend %q, this server uses %q: %w", sb.ID, sb.Backend, s.backend.Name(), ErrUnsupported)
 	}
+	return s.elsewhere(sb)
+}
+
+// elsewhere returns a *NodeError if sb is a node-local sandbox of another node.
+func (s *Service) elsewhere(sb Sandbox) error {
+	if !s.caps.Remote && sb.Backend == s.backend.Name() && sb.Node != s.node {
+		return &NodeError{ID: sb.ID, Node: sb.Node, Here: s.node}
+	}
 	return nil
 }
+
+// Capabilities are the backend's.
+func (s *Service) Capabilities() Capabilities { return s.caps }
+
+// Node is the node this service runs on.
+func (s *Service) Node() string { return s.node }
 
 // observe records an operation of the backend that began at start.
 func (s *Service) observe(op string, start time.Time, err error) {

@@ -102,6 +102,9 @@ func (s *Service) Delete(ctx context.Context, ownerID, id string) error {
 	if err != nil {
 		return fmt.Errorf("delete sandbox %s: %w", id, err)
 	}
+	if err := s.elsewhere(sb); err != nil {
+		return fmt.Errorf("delete sandbox %s: %w", id, err)
+	}
 	s.cancelStart(id)
 	cctx := context.WithoutCancel(ctx)
 	if s.ours(sb) == nil {

@@ -92,7 +92,7 @@ func (s *Service) Client(ctx context.Context, ownerID, id string) (*runtime.Clie
 	if err != nil {
 		return nil, fmt.Errorf("runtime client of sandbox %s: %w", id, err)
 	}
-	if err := needStatus(sb, StatusRunning, "reached"); err != nil {
+	if err := errors.Join(needStatus(sb, StatusRunning, "reached"), s.elsewhere(sb)); err != nil {
 		return nil, fmt.Errorf("runtime client of sandbox %s: %w", id, err)
 	}
 	s.mu.Lock()

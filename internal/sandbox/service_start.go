@@ -43,6 +43,7 @@ func (s *Service) Start(ctx context.Context, ownerID, specID string) (Sandbox, e
 		OwnerID:          ownerID,
 		SpecID:           spec.ID,
 		Backend:          s.backend.Name(),
+		Node:             s.node,
 		Status:           StatusStarting,
 		SessionKeySealed: sealed,
 		SessionKeyHash:   HashSessionKey(key),
@@ -51,7 +52,10 @@ func (s *Service) Start(ctx context.Context, ownerID, specID string) (Sandbox, e
 	}
 	unlock := s.locks.lock(sb.ID)
 	defer unlock()
-	if err := s.create(ctx, sb); err != nil {
+	if err := s.store.CreateSandbox(ctx, sb, s.maxRunning); err != nil {
+		if errors.Is(err, ErrLimit) {
+			err = fmt.Errorf("%w: %d allowed are starting or running", ErrLimit, s.maxRunning)
+		}
 		return Sandbox{}, fmt.Errorf("start sandbox: %w", err)
 	}
 
@@ -77,17 +81,6 @@ func (s *Service) Start(ctx context.Context, ownerID, specID string) (Sandbox, e
 	s.log.InfoContext(ctx, "sandbox starting", "sandbox_id", sb.ID, "owner_id", ownerID, "spec_id", spec.ID)
 	s.awaitReady(sb, key, began)
 	return sb, nil
-}
-
-// create checks the owner's limit and inserts the record, under the owner's lock so that two
-// starts cannot both take the last place.
-func (s *Service) create(ctx context.Context, sb Sandbox) error {
-	unlock := s.locks.lock("owner:" + sb.OwnerID)
-	defer unlock()
-	if err := s.checkLimit(ctx, sb.OwnerID); err != nil {
-		return err
-	}
-	return s.store.CreateSandbox(ctx, sb)
 }
 
 // checkLimit returns ErrLimit when the owner runs as many sandboxes as allowed.

@@ -525,7 +525,7 @@ func TestServiceReconcileStarting(t *testing.T) {
 	must(t, e.store.CreateSandbox(ctx, sandbox.Sandbox{
 		ID: inst.ID, OwnerID: "alice", SpecID: "default", Backend: "process", Status: sandbox.StatusStarting,
 		SessionKeySealed: sealed, Instance: inst, CreatedAt: time.Now(), UpdatedAt: time.Now(),
-	}))
+	}, 0))
 	s := e.service(e.backend(), nil)
 	must(t, s.Reconcile(ctx))
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -47,7 +47,7 @@ func TestSessionKeyHashFilledIn(t *testing.T) {
 	now := time.Now().UTC()
 	must(t, e.store.CreateSandbox(ctx, sandbox.Sandbox{ID: "00000000000000000000000000000001", OwnerID: "alice",
 		SpecID: "default", Backend: "process", Status: sandbox.StatusError, Detail: "long ago",
-		SessionKeySealed: sealed, CreatedAt: now, UpdatedAt: now}))
+		SessionKeySealed: sealed, CreatedAt: now, UpdatedAt: now}, 0))
 	s := e.service(e.backend(), nil)
 	if _, err := s.SandboxForSessionKey(ctx, "an old key"); !errors.Is(err, sandbox.ErrSessionKey) {
 		t.Fatalf("before reconciling: %v, want ErrSessionKey (the store has no digest yet)", err)

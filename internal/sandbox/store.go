@@ -19,8 +19,11 @@ type Store interface {
 	// ListSpecs pages through specs ordered by id ascending.
 	ListSpecs(ctx context.Context, q paging.Query) (specs []Spec, next string, err error)
 
-	// CreateSandbox inserts a new record.
-	CreateSandbox(ctx context.Context, sb Sandbox) error
+	// CreateSandbox inserts a new record. With maxLive above 0 it first counts the owner's
+	// STARTING and RUNNING records and returns ErrLimit, inserting nothing, when there are
+	// maxLive already: the count and the insert are one atomic step, so that concurrent
+	// starts, on any replica, never take more places than there are.
+	CreateSandbox(ctx context.Context, sb Sandbox, maxLive int) error
 	// GetSandbox returns ErrNotFound when the sandbox does not exist or belongs to someone else.
 	GetSandbox(ctx context.Context, ownerID, id string) (Sandbox, error)
 	// SandboxBySessionKeyHash returns the sandbox whose SessionKeyHash is hash (of any
@@ -43,6 +46,9 @@ type Store interface {
 	// is still prev (compare and set). It returns ErrState when the status moved meanwhile and
 	// ErrNotFound when the record is gone.
 	UpdateSandbox(ctx context.Context, sb Sandbox, prev Status) error
+	// AdoptSandboxes records node as the node of backend's records that name none (those
+	// made before nodes were recorded) and returns how many it adopted.
+	AdoptSandboxes(ctx context.Context, backend, node string) (int, error)
 	// DeleteSandbox removes the record. Deleting a missing record returns ErrNotFound.
 	DeleteSandbox(ctx context.Context, id string) error
 	// CountSandboxes counts the owner's sandboxes in any of the given statuses.

@@ -36,6 +36,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -221,6 +222,19 @@ func defaultCgroupParent(root string) string {
 
 // Name returns "bwrap".
 func (b *Backend) Name() string { return Name }
+
+// Capabilities: local, frozen by the cgroup freezer, with the limits of the cgroup
+// controllers this machine mounts and the size of the private /tmp; no disk limit (the
+// workspace is a host directory without a quota).
+func (b *Backend) Capabilities() sandbox.Capabilities {
+	missing := b.cg.Missing(cgroup.Limits{MemoryBytes: 1, CPUs: 1, PIDs: 1})
+	return sandbox.Capabilities{Freeze: true, Limits: sandbox.LimitKinds{
+		Memory: !slices.Contains(missing, cgroup.Memory),
+		CPU:    !slices.Contains(missing, cgroup.CPU),
+		PIDs:   !slices.Contains(missing, cgroup.PIDs),
+		Tmp:    true,
+	}}
+}
 
 // Close stops reaping the bwrap processes this value started; the sandboxes keep running,
 // and whoever inherits their processes reaps them. Where no sandbox is left, it removes the

@@ -179,6 +179,13 @@ func checkStatic(path string) error {
 // Name returns "docker".
 func (b *Backend) Name() string { return Name }
 
+// Capabilities: local (the engine bind-mounts directories of this machine), frozen by the
+// engine's pause, with the engine's memory, CPU and process limits and the size of /tmp; no
+// disk limit.
+func (b *Backend) Capabilities() sandbox.Capabilities {
+	return sandbox.Capabilities{Freeze: true, Limits: sandbox.LimitKinds{Memory: true, CPU: true, PIDs: true, Tmp: true}}
+}
+
 // Close removes the egress network when no sandbox is left (so a removed data directory
 // leaves neither a network nor firewall rules behind), and closes the engine client's
 // connections; sandboxes keep running. Safe to call twice.

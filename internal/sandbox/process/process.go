@@ -86,6 +86,11 @@ func New(opts Options) (*Backend, error) {
 // Name returns "process".
 func (b *Backend) Name() string { return Name }
 
+// Capabilities: local, frozen by stopping the runtime's session, and no limit at all.
+func (b *Backend) Capabilities() sandbox.Capabilities {
+	return sandbox.Capabilities{Freeze: true}
+}
+
 // Close stops reaping the runtimes this value started; they keep running, and whoever
 // inherits them reaps them. Safe to call twice.
 func (b *Backend) Close() error {

@@ -70,15 +70,42 @@ func (s *MemStore) ListSpecs(_ context.Context, q paging.Query) ([]sandbox.Spec,
 	return page, paging.Encode(last.CreatedAt, last.ID), nil
 }
 
-// CreateSandbox inserts a record; an existing id is an error.
-func (s *MemStore) CreateSandbox(_ context.Context, sb sandbox.Sandbox) error {
+// CreateSandbox inserts a record; an existing id is an error, and so is a record past the
+// owner's maxLive (ErrLimit).
+func (s *MemStore) CreateSandbox(_ context.Context, sb sandbox.Sandbox, maxLive int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.sandboxes[sb.ID]; ok {
 		return fmt.Errorf("create sandbox %s: id exists", sb.ID)
 	}
+	if maxLive > 0 {
+		n := 0
+		for _, other := range s.sandboxes {
+			if other.OwnerID == sb.OwnerID && (other.Status == sandbox.StatusStarting || other.Status == sandbox.StatusRunning) {
+				n++
+			}
+		}
+		if n >= maxLive {
+			return fmt.Errorf("create sandbox %s: %w", sb.ID, sandbox.ErrLimit)
+		}
+	}
 	s.sandboxes[sb.ID] = cloneSandbox(sb)
 	return nil
+}
+
+// AdoptSandboxes sets node on backend's records that have none.
+func (s *MemStore) AdoptSandboxes(_ context.Context, backend, node string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for id, sb := range s.sandboxes {
+		if sb.Backend == backend && sb.Node == "" {
+			sb.Node = node
+			s.sandboxes[id] = sb
+			n++
+		}
+	}
+	return n, nil
 }
 
 // GetSandbox returns the owner's record; "" reads any owner's.

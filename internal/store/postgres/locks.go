@@ -11,6 +11,7 @@ const (
 	lockSkills         = "user_skills"
 	lockWebhooks       = "webhooks"
 	lockProviderTokens = "provider_tokens"
+	lockSandboxes      = "sandboxes"
 )
 
 // lockUser takes a transaction-scoped advisory lock on one kind of a user's rows, held until

@@ -16,22 +16,40 @@ import (
 // An empty ownerID means any owner throughout, as sandbox.Store specifies. Instance is a JSON
 // column.
 
-func (s *Store) CreateSandbox(ctx context.Context, sb sandbox.Sandbox) error {
+// CreateSandbox counts the owner's live sandboxes under a lock that every start of theirs
+// takes (lockUser), so that two replicas starting at once cannot both take the last place.
+func (s *Store) CreateSandbox(ctx context.Context, sb sandbox.Sandbox, maxLive int) error {
 	err := checkTimes(sb.CreatedAt, sb.UpdatedAt)
 	var inst string
 	if err == nil {
 		inst, err = jsonArg(sb.Instance)
 	}
 	if err == nil {
-		_, err = s.exec(ctx,
-			`INSERT INTO sandboxes (id, owner_id, spec_id, backend, status, detail, session_key_sealed, session_key_hash, instance, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			sb.ID, sb.OwnerID, sb.SpecID, sb.Backend, string(sb.Status), sb.Detail, blobArg(sb.SessionKeySealed),
-			blobArg(sb.SessionKeyHash), inst, sb.CreatedAt, sb.UpdatedAt)
-		if isUnique(err) {
-			// sandbox has no sentinel for this: ids and keys are generated, so a clash is a bug.
-			err = errors.New("id or session key already exists")
-		}
+		err = s.write(ctx, func(tx pgx.Tx) error {
+			if maxLive > 0 {
+				if err := lockUser(ctx, tx, lockSandboxes, sb.OwnerID); err != nil {
+					return err
+				}
+				var n int
+				if err := tx.QueryRow(ctx, `SELECT count(*) FROM sandboxes WHERE owner_id = $1 AND status IN ('STARTING', 'RUNNING')`,
+					sb.OwnerID).Scan(&n); err != nil {
+					return err
+				}
+				if n >= maxLive {
+					return sandbox.ErrLimit
+				}
+			}
+			_, err := tx.Exec(ctx,
+				`INSERT INTO sandboxes (id, owner_id, spec_id, backend, node, status, detail, session_key_sealed, session_key_hash, instance, created_at, updated_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+				sb.ID, sb.OwnerID, sb.SpecID, sb.Backend, sb.Node, string(sb.Status), sb.Detail, blobArg(sb.SessionKeySealed),
+				blobArg(sb.SessionKeyHash), inst, sb.CreatedAt, sb.UpdatedAt)
+			if isUnique(err) {
+				// sandbox has no sentinel for this: ids and keys are generated, so a clash is a bug.
+				err = errors.New("id or session key already exists")
+			}
+			return err
+		})
 	}
 	if err != nil {
 		return fmt.Errorf("create sandbox %s: %w", sb.ID, err)
@@ -39,17 +57,25 @@ func (s *Store) CreateSandbox(ctx context.Context, sb sandbox.Sandbox) error {
 	return nil
 }
 
-const sandboxColumns = `id, owner_id, spec_id, backend, status, detail, session_key_sealed, session_key_hash, instance, created_at, updated_at`
+func (s *Store) AdoptSandboxes(ctx context.Context, backend, node string) (int, error) {
+	tag, err := s.exec(ctx, `UPDATE sandboxes SET node = $1 WHERE backend = $2 AND node = ''`, node, backend)
+	if err != nil {
+		return 0, fmt.Errorf("adopt sandboxes: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+const sandboxColumns = `id, owner_id, spec_id, backend, node, status, detail, session_key_sealed, session_key_hash, instance, created_at, updated_at`
 
 // listedSandboxColumns are sandboxColumns less the instance, which a listing does not carry
 // (see sandbox.Store).
-const listedSandboxColumns = `id, owner_id, spec_id, backend, status, detail, session_key_sealed, session_key_hash, '', created_at, updated_at`
+const listedSandboxColumns = `id, owner_id, spec_id, backend, node, status, detail, session_key_sealed, session_key_hash, '', created_at, updated_at`
 
 // scanSandbox scans sandboxColumns or listedSandboxColumns.
 func scanSandbox(row pgx.Row) (sandbox.Sandbox, error) {
 	var sb sandbox.Sandbox
 	var status, inst string
-	err := row.Scan(&sb.ID, &sb.OwnerID, &sb.SpecID, &sb.Backend, &status, &sb.Detail, &sb.SessionKeySealed,
+	err := row.Scan(&sb.ID, &sb.OwnerID, &sb.SpecID, &sb.Backend, &sb.Node, &status, &sb.Detail, &sb.SessionKeySealed,
 		&sb.SessionKeyHash, &inst, &sb.CreatedAt, &sb.UpdatedAt)
 	if err != nil {
 		return sandbox.Sandbox{}, err

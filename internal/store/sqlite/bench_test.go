@@ -32,7 +32,7 @@ func BenchmarkListConversations(b *testing.B) {
 		if i%2 == 0 {
 			c.SandboxID = "sb-" + id
 			sb := sandbox.Sandbox{ID: c.SandboxID, OwnerID: owner, Status: sandbox.StatusRunning, CreatedAt: at, UpdatedAt: at}
-			if err := s.CreateSandbox(ctx, sb); err != nil {
+			if err := s.CreateSandbox(ctx, sb, 0); err != nil {
 				b.Fatal(err)
 			}
 		}

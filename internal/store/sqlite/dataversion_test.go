@@ -103,7 +103,7 @@ func TestListedPagesAreKeptUntilACommit(t *testing.T) {
 	for i := range 5 {
 		at := t0.Add(time.Duration(i) * time.Second)
 		sb := sandbox.Sandbox{ID: fmt.Sprint("sb", i), OwnerID: "u1", SpecID: "spec", Backend: "process", Status: sandbox.StatusRunning, CreatedAt: at, UpdatedAt: at}
-		if err := s.CreateSandbox(ctx, sb); err != nil {
+		if err := s.CreateSandbox(ctx, sb, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

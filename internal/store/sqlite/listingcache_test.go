@@ -265,7 +265,7 @@ func TestListedSandboxesAreReadAgainOnlyOnceChanged(t *testing.T) {
 		at := t0.Add(time.Duration(i) * time.Second)
 		sb := sandbox.Sandbox{ID: fmt.Sprint("sb", i), OwnerID: "u1", SpecID: "spec", Backend: "process", Status: sandbox.StatusRunning,
 			SessionKeySealed: []byte{1, 2, byte(i)}, CreatedAt: at, UpdatedAt: at}
-		if err := s.CreateSandbox(ctx, sb); err != nil {
+		if err := s.CreateSandbox(ctx, sb, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -319,7 +319,7 @@ func TestListedConversationsAreReadAgainOnlyOnceChanged(t *testing.T) {
 		if i < 2 { // c2's sandbox comes later
 			sb := sandbox.Sandbox{ID: c.SandboxID, OwnerID: "u1", SpecID: "spec", Backend: "process", Status: sandbox.StatusRunning,
 				SessionKeySealed: []byte{1, 2, byte(i)}, CreatedAt: at, UpdatedAt: at}
-			if err := s.CreateSandbox(ctx, sb); err != nil {
+			if err := s.CreateSandbox(ctx, sb, 0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -382,7 +382,7 @@ func TestListedConversationsAreReadAgainOnlyOnceChanged(t *testing.T) {
 		1, func(v conversation.View) bool { return v.SandboxStatus == sandbox.StatusMissing })
 	changed("a sandbox's creation", func() error {
 		return s.CreateSandbox(ctx, sandbox.Sandbox{ID: "sb2", OwnerID: "u1", SpecID: "spec", Backend: "process", Status: sandbox.StatusStarting,
-			CreatedAt: t0, UpdatedAt: t0})
+			CreatedAt: t0, UpdatedAt: t0}, 0)
 	}, 2, func(v conversation.View) bool { return v.SandboxStatus == sandbox.StatusStarting })
 	changed("a start task's end", func() error {
 		return s.UpdateStartTask(ctx, conversation.StartTask{ID: "t2", OwnerID: "u1", ConversationID: "c2", Status: conversation.TaskError,

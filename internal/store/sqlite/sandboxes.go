@@ -14,22 +14,37 @@ import (
 // An empty ownerID means any owner throughout, as sandbox.Store specifies. Instance is a JSON
 // column.
 
-func (s *Store) CreateSandbox(ctx context.Context, sb sandbox.Sandbox) error {
+// CreateSandbox counts and inserts in one write transaction: the single writer makes the two
+// one step.
+func (s *Store) CreateSandbox(ctx context.Context, sb sandbox.Sandbox, maxLive int) error {
 	err := checkTimes(sb.CreatedAt, sb.UpdatedAt)
 	var inst string
 	if err == nil {
 		inst, err = jsonArg(sb.Instance)
 	}
 	if err == nil {
-		_, err = s.one.ExecContext(ctx,
-			`INSERT INTO sandboxes (id, owner_id, spec_id, backend, status, detail, session_key_sealed, session_key_hash, instance, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			sb.ID, sb.OwnerID, sb.SpecID, sb.Backend, string(sb.Status), sb.Detail, blobArg(sb.SessionKeySealed),
-			blobArg(sb.SessionKeyHash), inst, nanos(sb.CreatedAt), nanos(sb.UpdatedAt))
-		if isUnique(err) {
-			// sandbox has no sentinel for this: ids are generated, so a clash is a bug.
-			err = errors.New("id already exists")
-		}
+		err = s.write(ctx, func(tx *sql.Tx) error {
+			if maxLive > 0 {
+				var n int
+				if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sandboxes WHERE owner_id = ? AND status IN ('STARTING', 'RUNNING')`,
+					sb.OwnerID).Scan(&n); err != nil {
+					return err
+				}
+				if n >= maxLive {
+					return sandbox.ErrLimit
+				}
+			}
+			_, err := tx.ExecContext(ctx,
+				`INSERT INTO sandboxes (id, owner_id, spec_id, backend, node, status, detail, session_key_sealed, session_key_hash, instance, created_at, updated_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				sb.ID, sb.OwnerID, sb.SpecID, sb.Backend, sb.Node, string(sb.Status), sb.Detail, blobArg(sb.SessionKeySealed),
+				blobArg(sb.SessionKeyHash), inst, nanos(sb.CreatedAt), nanos(sb.UpdatedAt))
+			if isUnique(err) {
+				// sandbox has no sentinel for this: ids are generated, so a clash is a bug.
+				err = errors.New("id already exists")
+			}
+			return err
+		})
 	}
 	if err != nil {
 		return fmt.Errorf("create sandbox %s: %w", sb.ID, err)
@@ -37,11 +52,25 @@ func (s *Store) CreateSandbox(ctx context.Context, sb sandbox.Sandbox) error {
 	return nil
 }
 
-const sandboxColumns = `id, owner_id, spec_id, backend, status, detail, session_key_sealed, session_key_hash, instance, created_at, updated_at`
+// AdoptSandboxes is one statement; every update bumps the rows' rev, so listings read them
+// again.
+func (s *Store) AdoptSandboxes(ctx context.Context, backend, node string) (int, error) {
+	res, err := s.one.ExecContext(ctx, `UPDATE sandboxes SET node = ? WHERE backend = ? AND node = ''`, node, backend)
+	if err != nil {
+		return 0, fmt.Errorf("adopt sandboxes: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("adopt sandboxes: %w", err)
+	}
+	return int(n), nil
+}
+
+const sandboxColumns = `id, owner_id, spec_id, backend, node, status, detail, session_key_sealed, session_key_hash, instance, created_at, updated_at`
 
 // listedSandboxColumns are sandboxColumns less the instance, which a listing does not carry
 // (see sandbox.Store): decoding it was the larger part of a listing's cost.
-const listedSandboxColumns = `id, owner_id, spec_id, backend, status, detail, session_key_sealed, session_key_hash, '', created_at, updated_at`
+const listedSandboxColumns = `id, owner_id, spec_id, backend, node, status, detail, session_key_sealed, session_key_hash, '', created_at, updated_at`
 
 func scanSandbox(sc scanner) (sandbox.Sandbox, error) { return scanSandboxWith(sc) }
 
@@ -51,7 +80,7 @@ func scanSandboxWith(sc scanner, extra ...any) (sandbox.Sandbox, error) {
 	var sb sandbox.Sandbox
 	var inst string
 	var created, updated int64
-	err := sc.Scan(append([]any{&sb.ID, &sb.OwnerID, &sb.SpecID, &sb.Backend, &sb.Status, &sb.Detail, &sb.SessionKeySealed,
+	err := sc.Scan(append([]any{&sb.ID, &sb.OwnerID, &sb.SpecID, &sb.Backend, &sb.Node, &sb.Status, &sb.Detail, &sb.SessionKeySealed,
 		&sb.SessionKeyHash, &inst, &created, &updated}, extra...)...)
 	if err != nil {
 		return sandbox.Sandbox{}, err

@@ -128,7 +128,7 @@ func testByteOrder(t *testing.T, s store.Store) {
 		ok(t, "put spec", s.PutSpec(ctx, newSpec("spec-"+id, 1)))
 		sb := newSandbox(ownerA, "sb-"+id, 1, sandbox.StatusRunning)
 		sb.SessionKeyHash = nil
-		ok(t, "create sandbox", s.CreateSandbox(ctx, sb))
+		ok(t, "create sandbox", s.CreateSandbox(ctx, sb, 0))
 		createConversation(t, s, newConversation(ownerA, "conv-"+id, 1))
 		ok(t, "create skill", s.CreateUserSkill(ctx, newUserSkill(ownerA, "skill-"+id, 1), 100))
 		ok(t, "create secret", s.CreateCustomSecret(ctx, ownerA, newCustomSecret("SECRET-"+id, 1)))

@@ -24,7 +24,7 @@ func testCanceledWrites(t *testing.T, s store.Store) {
 			_, err := s.GetSandbox(t.Context(), ownerA, sb.ID)
 			return present(t, err, sandbox.ErrNotFound)
 		}
-		if cutShort(t, "create sandbox", func(ctx context.Context) error { return s.CreateSandbox(ctx, sb) }, sandboxThere, true) {
+		if cutShort(t, "create sandbox", func(ctx context.Context) error { return s.CreateSandbox(ctx, sb, 0) }, sandboxThere, true) {
 			cutShort(t, "delete sandbox", func(ctx context.Context) error { return s.DeleteSandbox(ctx, sb.ID) }, sandboxThere, false)
 		}
 

@@ -126,7 +126,7 @@ func testConversationOwnership(t *testing.T, s store.Store) {
 func testConversationView(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	sb := newSandbox(ownerA, "sb-1", 1, sandbox.StatusPaused)
-	ok(t, "create sandbox", s.CreateSandbox(ctx, sb))
+	ok(t, "create sandbox", s.CreateSandbox(ctx, sb, 0))
 
 	withSandbox := newConversation(ownerA, "conv-sb", 1)
 	withSandbox.SandboxID = sb.ID

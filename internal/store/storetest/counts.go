@@ -27,7 +27,7 @@ func testCounts(t *testing.T, s store.Store) {
 		if i == 3 {
 			sb.Backend = "bwrap"
 		}
-		ok(t, "create sandbox", s.CreateSandbox(ctx, sb))
+		ok(t, "create sandbox", s.CreateSandbox(ctx, sb, 0))
 	}
 	for i, st := range []string{"running", "finished", "finished", ""} {
 		owner := ownerA

@@ -67,6 +67,7 @@ func newSandbox(owner, id string, i int, status sandbox.Status) sandbox.Sandbox 
 		OwnerID:          owner,
 		SpecID:           "spec-default",
 		Backend:          "process",
+		Node:             "node-a",
 		Status:           status,
 		SessionKeySealed: []byte("sealed session key of " + id),
 		SessionKeyHash:   sandbox.HashSessionKey("session key of " + id),

@@ -38,7 +38,7 @@ func testPersistence(t *testing.T, f Factory) {
 	spec := newSpec("spec-1", 1)
 	ok(t, "put spec", s.PutSpec(ctx, spec))
 	sb := newSandbox(ownerA, "sb-1", 1, sandbox.StatusRunning)
-	ok(t, "create sandbox", s.CreateSandbox(ctx, sb))
+	ok(t, "create sandbox", s.CreateSandbox(ctx, sb, 0))
 	c := newConversation(ownerA, "conv-1", 1)
 	c.SandboxID = sb.ID
 	task := newTask(c)

@@ -66,7 +66,7 @@ func storeSealedWorld(t *testing.T, s store.Store) sealedWorld {
 	for _, sec := range w.Secrets {
 		ok(t, "create secret", s.CreateCustomSecret(ctx, ownerA, sec))
 	}
-	ok(t, "create sandbox", s.CreateSandbox(ctx, w.Sandbox))
+	ok(t, "create sandbox", s.CreateSandbox(ctx, w.Sandbox, 0))
 	createConversation(t, s, w.Conv)
 	createConversation(t, s, w.Bare)
 	ok(t, "create webhook", s.CreateWebhook(ctx, w.Webhook, webhook.MaxPerUser))

@@ -50,8 +50,8 @@ func testSpecs(t *testing.T, s store.Store) {
 func testSandboxes(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	sb := newSandbox(ownerA, "sb-1", 1, sandbox.StatusStarting)
-	ok(t, "create sandbox", s.CreateSandbox(ctx, sb))
-	fails(t, "create sandbox with a taken id", s.CreateSandbox(ctx, newSandbox(ownerB, "sb-1", 2, sandbox.StatusRunning)))
+	ok(t, "create sandbox", s.CreateSandbox(ctx, sb, 0))
+	fails(t, "create sandbox with a taken id", s.CreateSandbox(ctx, newSandbox(ownerB, "sb-1", 2, sandbox.StatusRunning), 0))
 
 	got, err := s.GetSandbox(ctx, ownerA, sb.ID)
 	ok(t, "get sandbox", err)
@@ -99,10 +99,10 @@ func testSandboxListAndCount(t *testing.T, s store.Store) {
 	for i := range 9 {
 		// Pairs share a creation time: the id breaks the tie.
 		sb := newSandbox(ownerA, fmt.Sprintf("sb-a-%d", i), i/2, statuses[i%len(statuses)])
-		ok(t, "create sandbox", s.CreateSandbox(ctx, sb))
+		ok(t, "create sandbox", s.CreateSandbox(ctx, sb, 0))
 		mine = append(mine, sb)
 		other := newSandbox(ownerB, fmt.Sprintf("sb-b-%d", i), i, sandbox.StatusRunning)
-		ok(t, "create sandbox", s.CreateSandbox(ctx, other))
+		ok(t, "create sandbox", s.CreateSandbox(ctx, other, 0))
 		theirs = append(theirs, other)
 	}
 	// listed is how a listing returns sbs: newest first, without their instances.
@@ -177,7 +177,7 @@ func testSandboxListAndCount(t *testing.T, s store.Store) {
 func testSandboxCompareAndSet(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	sb := newSandbox(ownerA, "sb-cas", 1, sandbox.StatusRunning)
-	ok(t, "create sandbox", s.CreateSandbox(ctx, sb))
+	ok(t, "create sandbox", s.CreateSandbox(ctx, sb, 0))
 
 	stale := sb
 	stale.Status = sandbox.StatusError
@@ -227,7 +227,7 @@ func testSandboxCompareAndSet(t *testing.T, s store.Store) {
 func testSandboxDeleteKeepsConversations(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	sb := newSandbox(ownerA, "sb-1", 1, sandbox.StatusRunning)
-	ok(t, "create sandbox", s.CreateSandbox(ctx, sb))
+	ok(t, "create sandbox", s.CreateSandbox(ctx, sb, 0))
 	c := newConversation(ownerA, "conv-1", 1)
 	c.SandboxID = sb.ID
 	task := createConversation(t, s, c)

@@ -16,7 +16,7 @@ func testSandboxBySessionKeyHash(t *testing.T, s store.Store) {
 	old := newSandbox(ownerA, "sb-old", 3, sandbox.StatusPaused)
 	old.SessionKeyHash = nil
 	for _, sb := range []sandbox.Sandbox{a, b, old} {
-		ok(t, "create sandbox "+sb.ID, s.CreateSandbox(ctx, sb))
+		ok(t, "create sandbox "+sb.ID, s.CreateSandbox(ctx, sb, 0))
 	}
 	got, err := s.SandboxBySessionKeyHash(ctx, b.SessionKeyHash)
 	ok(t, "find B's sandbox by its key", err)

@@ -47,6 +47,8 @@ func Run(t *testing.T, f Factory) {
 		{"SandboxListAndCount", testSandboxListAndCount},
 		{"SandboxBySessionKeyHash", testSandboxBySessionKeyHash},
 		{"SandboxCompareAndSet", testSandboxCompareAndSet},
+		{"SandboxNodes", testSandboxNodes},
+		{"SandboxLimit", testSandboxLimit},
 		{"SandboxDeleteKeepsConversations", testSandboxDeleteKeepsConversations},
 		{"Conversations", testConversations},
 		{"ConversationOwnership", testConversationOwnership},
