@@ -1,8 +1,8 @@
 // Package pgtest gives tests a PostgreSQL server: a throwaway one that a test binary starts for
 // itself, and a fresh database on it for each test.
 //
-// A test binary calls Main from its TestMain, and each test that needs a database calls
-// Database:
+// A test binary calls Main (or Run) from its TestMain, and each test that needs a database
+// calls Database:
 //
 //	func TestMain(m *testing.M) { pgtest.Main(m) }
 //
@@ -11,14 +11,16 @@
 //		...
 //	}
 //
-// Main starts a server in a temporary directory, listening on 127.0.0.1 only (and on a unix
-// socket inside that directory), with initdb and pg_ctl of the newest PostgreSQL installed
-// under /usr/lib/postgresql/*/bin, or else found on PATH. It runs them as the postgres user
-// when the tests run as root, since PostgreSQL refuses to run as root. Durability is off
-// (fsync, synchronous_commit, full_page_writes): nothing of it outlives the tests. The
-// server's default collation is ICU's en-US, not byte order, so that a query relying on the
-// database's locale for its order instead of saying COLLATE "C" shows up in the tests. After
-// the tests, pass or fail, Main stops the server (pg_ctl -m fast) and removes the directory.
+// The first call of Database starts a server (a test binary whose tests ask for no database,
+// say under -run, starts none) in a temporary directory, listening on 127.0.0.1 only (and on
+// a unix socket inside that directory), with initdb and pg_ctl of the newest PostgreSQL
+// installed under /usr/lib/postgresql/*/bin, or else found on PATH. It runs them as the
+// postgres user when the tests run as root, since PostgreSQL refuses to run as root.
+// Durability is off (fsync, synchronous_commit, full_page_writes): nothing of it outlives the
+// tests. The server's default collation is ICU's en-US, not byte order, so that a query
+// relying on the database's locale for its order instead of saying COLLATE "C" shows up in
+// the tests. After the tests, pass or fail, Main stops the server it started (pg_ctl -m fast)
+// and removes the directory.
 //
 // With the environment variable AGENTD_TEST_POSTGRES set to a server's URL (for example
 // postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable), Main starts nothing and the
@@ -37,6 +39,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,9 +50,13 @@ import (
 // EnvURL names the environment variable that points the tests at an existing server.
 const EnvURL = "AGENTD_TEST_POSTGRES"
 
-// The server of this test binary, set by Main.
+// The server of this test binary: Main sets mainCalled (and adminURL, from EnvURL), and
+// the first Database starts the throwaway server (startOnce) and sets the rest.
 var (
 	mainCalled bool
+	startOnce  sync.Once
+	// srv is the throwaway server once started; nil when there is none to stop.
+	srv *server
 	// adminURL reaches the server as a user that may create databases; empty when the
 	// server is unavailable.
 	adminURL string
@@ -65,22 +72,20 @@ var (
 // Main runs the tests of m with a PostgreSQL server, as the package comment describes, and
 // exits with their result. It never returns.
 func Main(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(Run(m))
 }
 
-func run(m *testing.M) int {
+// Run is Main for a TestMain that does more than run the tests: it runs them, stops the
+// server if one started, and returns their exit code.
+func Run(m *testing.M) int {
 	mainCalled = true
 	if u := os.Getenv(EnvURL); u != "" {
 		adminURL, dropAfter = u, true
-		return m.Run()
 	}
-	srv, err := start(context.Background())
-	if err != nil {
-		unavailable = err
-		return m.Run()
-	}
-	adminURL = srv.url
 	code := m.Run()
+	if srv == nil {
+		return code
+	}
 	if err := srv.stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
 		if code == 0 {
@@ -90,6 +95,21 @@ func run(m *testing.M) int {
 	return code
 }
 
+// startServer starts the throwaway server, once, unless EnvURL names a server.
+func startServer() {
+	startOnce.Do(func() {
+		if adminURL != "" {
+			return
+		}
+		s, err := start(context.Background())
+		if err != nil {
+			unavailable = err
+			return
+		}
+		srv, adminURL = s, s.url
+	})
+}
+
 // Database creates an empty database on the tests' server and returns its URL. The test is
 // skipped (failed under CI) when there is no server.
 func Database(t testing.TB) string {
@@ -97,6 +117,7 @@ func Database(t testing.TB) string {
 	if !mainCalled {
 		t.Fatal("pgtest: Database needs pgtest.Main to run from the test binary's TestMain")
 	}
+	startServer()
 	if unavailable != nil {
 		Unavailable(t, "PostgreSQL is not available: %v", unavailable)
 	}
