@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/internal/store/postgres/pgtest"
 )
 
 // agentdVersion is stamped into the binary under test.
@@ -52,7 +54,7 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: become subreaper:", err)
 		return 1
 	}
-	code := m.Run()
+	code := pgtest.Run(m) // m.Run, with a PostgreSQL server for the tests that ask for one
 	reapZombieChildren()
 	return code
 }
