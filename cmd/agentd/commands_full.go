@@ -25,6 +25,8 @@ const overview = `agentd runs software-agent conversations inside sandboxes.
   agentd rotate-key             make a new server key and reseal every stored secret under it
                                 (run while agentd serve is stopped)
   agentd keyring create FILE    make the keyring file that the replicas of one database share
+  agentd migrate --to URL       copy the data directory's SQLite store into an empty PostgreSQL
+                                database (run while agentd serve is stopped; docs/migrate.md)
   agentd login                  save a server URL and API key for the client commands; then
   agentd conversations create --message "..." --follow
                                 runs an agent and streams its steps until it is done`
@@ -139,6 +141,19 @@ func serverCommands(stdout, stderr io.Writer) []*cobra.Command {
 			return createKeyring(args[0], stdout)
 		},
 	})
+	migrateCmd := &cobra.Command{
+		Use:   "migrate --to URL [flags]",
+		Short: "Copy the data directory's SQLite store into an empty PostgreSQL database (while serve is stopped)",
+		Long:  migrateHelp + configHelp(),
+		// --to, and serve's flags for the data directory, as rotate-key takes them.
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if helpAsked(args) {
+				return cmd.Help()
+			}
+			return migrateStore(cmd.Context(), args, stdout, stderr)
+		},
+	}
 	runtimeCmd := &cobra.Command{
 		Use:                "runtime [flags]",
 		Short:              "Start the in-sandbox tool router (started by agentd itself)",
@@ -155,7 +170,7 @@ func serverCommands(stdout, stderr io.Writer) []*cobra.Command {
 			fmt.Fprintln(stdout, "agentd", version)
 		},
 	}
-	return []*cobra.Command{serveCmd, runtimeCmd, rotateCmd, keyringCmd, versionCmd}
+	return []*cobra.Command{serveCmd, runtimeCmd, rotateCmd, keyringCmd, migrateCmd, versionCmd}
 }
 
 // helpAsked reports whether a command that parses its own flags was asked for help.

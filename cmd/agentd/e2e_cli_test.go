@@ -35,7 +35,7 @@ func TestCommandLine(t *testing.T) {
 	}{
 		{name: "version", args: []string{"version"}, stdout: "agentd " + agentdVersion + "\n"},
 		{name: "--version", args: []string{"--version"}, stdout: "agentd " + agentdVersion + "\n"},
-		{name: "help", args: []string{"help"}, stdoutHas: []string{"Usage:", "agentd serve", "agentd rotate-key"}},
+		{name: "help", args: []string{"help"}, stdoutHas: []string{"Usage:", "agentd serve", "agentd rotate-key", "agentd migrate"}},
 		{name: "no arguments", args: nil, code: 2, stderrHas: []string{"Usage:", "agentd serve"}, emptyStdout: true},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2, stderrHas: []string{`unknown command "frobnicate"`, "Usage:"}, emptyStdout: true},
 		{name: "unknown backend", args: serve("--sandbox-backend", "nope"), code: 1,

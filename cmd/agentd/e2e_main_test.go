@@ -54,8 +54,7 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: become subreaper:", err)
 		return 1
 	}
-	// The tests that run on PostgreSQL share a throwaway server, started by the first.
-	code := pgtest.Run(m)
+	code := pgtest.Run(m) // m.Run, with a PostgreSQL server for the tests that ask for one
 	reapZombieChildren()
 	return code
 }

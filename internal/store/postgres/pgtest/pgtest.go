@@ -1,8 +1,8 @@
 // Package pgtest gives tests a PostgreSQL server: a throwaway one that a test binary starts for
 // itself, and a fresh database on it for each test.
 //
-// A test binary calls Main from its TestMain (or Run, from a TestMain that does more), and
-// each test that needs a database calls Database:
+// A test binary calls Main (or Run) from its TestMain, and each test that needs a database
+// calls Database:
 //
 //	func TestMain(m *testing.M) { pgtest.Main(m) }
 //
@@ -11,18 +11,19 @@
 //		...
 //	}
 //
-// The first Database call starts a server in a temporary directory, listening on 127.0.0.1 only (and on a unix
-// socket inside that directory), with initdb and pg_ctl of the newest PostgreSQL installed
-// under /usr/lib/postgresql/*/bin, or else found on PATH. It runs them as the postgres user
-// when the tests run as root, since PostgreSQL refuses to run as root. Durability is off
-// (fsync, synchronous_commit, full_page_writes): nothing of it outlives the tests. The
-// server's default collation is ICU's en-US, not byte order, so that a query relying on the
-// database's locale for its order instead of saying COLLATE "C" shows up in the tests. After
-// the tests, pass or fail, Main stops the server (pg_ctl -m fast) and removes the directory.
-// A test binary none of whose tests asks for a database starts none.
+// The first call of Database starts a server (a test binary whose tests ask for no database,
+// say under -run, starts none) in a temporary directory, listening on 127.0.0.1 only (and on
+// a unix socket inside that directory), with initdb and pg_ctl of the newest PostgreSQL
+// installed under /usr/lib/postgresql/*/bin, or else found on PATH. It runs them as the
+// postgres user when the tests run as root, since PostgreSQL refuses to run as root.
+// Durability is off (fsync, synchronous_commit, full_page_writes): nothing of it outlives the
+// tests. The server's default collation is ICU's en-US, not byte order, so that a query
+// relying on the database's locale for its order instead of saying COLLATE "C" shows up in
+// the tests. After the tests, pass or fail, Main stops the server it started (pg_ctl -m fast)
+// and removes the directory.
 //
 // With the environment variable AGENTD_TEST_POSTGRES set to a server's URL (for example
-// postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable), nothing is started and the
+// postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable), Main starts nothing and the
 // tests use that server instead; its user must be allowed to create databases. The
 // databases made there are dropped when their tests end.
 //
@@ -49,11 +50,13 @@ import (
 // EnvURL names the environment variable that points the tests at an existing server.
 const EnvURL = "AGENTD_TEST_POSTGRES"
 
-// The server of this test binary, started by the first Database call.
+// The server of this test binary: Main sets mainCalled (and adminURL, from EnvURL), and
+// the first Database starts the throwaway server (startOnce) and sets the rest.
 var (
 	mainCalled bool
 	startOnce  sync.Once
-	srv        *server
+	// srv is the throwaway server once started; nil when there is none to stop.
+	srv *server
 	// adminURL reaches the server as a user that may create databases; empty when the
 	// server is unavailable.
 	adminURL string
@@ -72,34 +75,39 @@ func Main(m *testing.M) {
 	os.Exit(Run(m))
 }
 
-// Run runs the tests of m as Main does and returns their exit code, for a TestMain that does
-// more around them.
+// Run is Main for a TestMain that does more than run the tests: it runs them, stops the
+// server if one started, and returns their exit code.
 func Run(m *testing.M) int {
 	mainCalled = true
+	if u := os.Getenv(EnvURL); u != "" {
+		adminURL, dropAfter = u, true
+	}
 	code := m.Run()
-	if srv != nil {
-		if err := srv.stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
-			if code == 0 {
-				code = 1
-			}
+	if srv == nil {
+		return code
+	}
+	if err := srv.stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
+		if code == 0 {
+			code = 1
 		}
 	}
 	return code
 }
 
-// startServer starts the tests' server, or takes the one AGENTD_TEST_POSTGRES names.
+// startServer starts the throwaway server, once, unless EnvURL names a server.
 func startServer() {
-	if u := os.Getenv(EnvURL); u != "" {
-		adminURL, dropAfter = u, true
-		return
-	}
-	var err error
-	if srv, err = start(context.Background()); err != nil {
-		unavailable = err
-		return
-	}
-	adminURL = srv.url
+	startOnce.Do(func() {
+		if adminURL != "" {
+			return
+		}
+		s, err := start(context.Background())
+		if err != nil {
+			unavailable = err
+			return
+		}
+		srv, adminURL = s, s.url
+	})
 }
 
 // Database creates an empty database on the tests' server and returns its URL. The test is
@@ -107,9 +115,9 @@ func startServer() {
 func Database(t testing.TB) string {
 	t.Helper()
 	if !mainCalled {
-		t.Fatal("pgtest: Database needs pgtest.Main (or Run) to run from the test binary's TestMain")
+		t.Fatal("pgtest: Database needs pgtest.Main to run from the test binary's TestMain")
 	}
-	startOnce.Do(startServer)
+	startServer()
 	if unavailable != nil {
 		Unavailable(t, "PostgreSQL is not available: %v", unavailable)
 	}
