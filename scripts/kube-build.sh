@@ -71,6 +71,8 @@ mkdir -p "$cache"
 exec 9>"$cache/build.lock"
 flock 9
 [ -d "$bin" ] && exit 0
+# What a build killed before its clean-up left.
+rm -rf "$cache"/bin.tmp.*
 
 tmp=$(mktemp -d "$cache/bin.tmp.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
