@@ -5,8 +5,14 @@
 //
 // The Kubernetes binaries are built from the Go module proxy by scripts/kube-build.sh, at the
 // release the nested module in kbuild/ pins (Version), into a cache directory shared by every
-// checkout on the machine (BinDir). Start skips the test when the binaries or the Debian
-// packages are missing, or when it does not run as root; under CI it fails instead.
+// checkout on the machine (DefaultBinDir). Start skips the test when the binaries or the
+// Debian packages are missing, or when it does not run as root; under CI it fails instead.
+// Start gives a test a cluster of its own (about 10 s to start on 2 idle cores); tests that
+// share one call Up in TestMain and Close it there.
+//
+// The test process reaches the API server, the node and the pods through Cluster.Config and
+// Cluster.DialContext, which make their sockets inside the cluster's network namespace;
+// client-go's exec and port forwarding take Cluster.StreamTransport for that.
 //
 // One cluster runs at a time on a machine: the kubelet changes kernel settings that are not
 // per namespace (vm.overcommit_memory, kernel.panic, …), which Close restores, and two
