@@ -71,6 +71,12 @@ func TestCluster(t *testing.T) {
 	})
 	t.Logf("pod Ready (httpd listening) %.1fs after create", time.Since(start).Seconds())
 
+	// The shims' sockets are outside the cluster's directory: Close must remove them too.
+	shimSocks := shimSocketsOf(c.Dir)
+	if len(shimSocks) == 0 {
+		t.Fatal("no shim of the running pod names its socket")
+	}
+
 	ip := net.ParseIP(ready.Status.PodIP)
 	if _, pods, _ := net.ParseCIDR(PodCIDR); ip == nil || !pods.Contains(ip) {
 		t.Fatalf("pod IP %q (Running: %q), want one in %s", ready.Status.PodIP, running.Status.PodIP, PodCIDR)
@@ -141,12 +147,13 @@ func TestCluster(t *testing.T) {
 	}
 	waitPod(ctx, t, c, pod2.Name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 
+	shimSocks = append(shimSocks, shimSocketsOf(c.Dir)...)
 	closeStart := time.Now()
 	if err := c.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
 	t.Logf("closed in %.1fs", time.Since(closeStart).Seconds())
-	checkNothingLeft(t, c, before)
+	checkNothingLeft(t, c, before, shimSocks)
 }
 
 // waitPod watches the pod until cond holds and returns it.
@@ -238,7 +245,7 @@ func readSysctls(t *testing.T) map[string]string {
 }
 
 // checkNothingLeft fails t if anything of the closed cluster c remains on the machine.
-func checkNothingLeft(t *testing.T, c *Cluster, before hostState) {
+func checkNothingLeft(t *testing.T, c *Cluster, before hostState, shimSocks []string) {
 	t.Helper()
 	var left []string
 	if pids := processesNaming(c.Dir + "/"); len(pids) > 0 {
@@ -261,6 +268,16 @@ func checkNothingLeft(t *testing.T, c *Cluster, before hostState) {
 	for _, e := range results {
 		if b, err := os.ReadFile(filepath.Join(cniResults, e.Name())); err == nil && bytes.Contains(b, []byte(c.Dir+"/")) {
 			left = append(left, "CNI result "+e.Name())
+		}
+	}
+	for _, sock := range shimSocks {
+		if _, err := os.Lstat(sock); err == nil {
+			left = append(left, "the shim socket "+sock)
+		}
+	}
+	for _, sock := range shimSocks {
+		if _, err := os.Lstat(sock); err == nil {
+			left = append(left, "the shim socket "+sock)
 		}
 	}
 	for _, d := range hostDirs {

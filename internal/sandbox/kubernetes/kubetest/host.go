@@ -266,20 +266,11 @@ const (
 
 // removeHostFiles removes what the cluster with directory dir left in the machine's own
 // directories: the kubelet's log links into dir, libcni's cached results of the pods'
-// attachments (their namespaces are under dir), and the sockets of its shims, which each
-// shim names in the address file of its bundle under dir.
-func removeHostFiles(dir string) error {
+// attachments (their namespaces are under dir), and its shims' sockets.
+func removeHostFiles(dir string, shimSocks []string) error {
 	errs := []error{removeHostFilesNaming(dir + "/")}
-	addrs, _ := filepath.Glob(filepath.Join(dir, "containerd/state/io.containerd.runtime.v2.task/*/*/address"))
-	for _, a := range addrs {
-		b, err := os.ReadFile(a)
-		if err != nil {
-			continue
-		}
-		sock := strings.TrimPrefix(strings.TrimSpace(string(b)), "unix://")
-		if filepath.Dir(sock) == shimSockets {
-			errs = append(errs, removeIfExists(sock))
-		}
+	for _, sock := range shimSocks {
+		errs = append(errs, removeIfExists(sock))
 	}
 	// The directories themselves go too once empty; other users of them make them again
 	// when they need them.
@@ -287,6 +278,26 @@ func removeHostFiles(dir string) error {
 		_ = unix.Rmdir(d)
 	}
 	return errors.Join(errs...)
+}
+
+// shimSocketsOf returns the sockets of the cluster's shims, which each shim names in the
+// address file of its bundle under dir. A shim that ends by itself removes its socket, one
+// that is killed does not; and a task's deletion removes its bundle, and the shim may still
+// be ending then: Close reads them before it deletes the tasks.
+func shimSocketsOf(dir string) []string {
+	addrs, _ := filepath.Glob(filepath.Join(dir, "containerd/state/io.containerd.runtime.v2.task/*/*/address"))
+	var socks []string
+	for _, a := range addrs {
+		b, err := os.ReadFile(a)
+		if err != nil {
+			continue
+		}
+		sock := strings.TrimPrefix(strings.TrimSpace(string(b)), "unix://")
+		if filepath.Dir(sock) == shimSockets && !slices.Contains(socks, sock) {
+			socks = append(socks, sock)
+		}
+	}
+	return socks
 }
 
 // removeHostFilesNaming removes the kubelet's log links whose target contains s and

@@ -32,6 +32,7 @@ func (c *Cluster) close() error {
 		}
 	}
 	// The containers through containerd, so that each shim ends and removes its socket.
+	shimSocks := shimSocketsOf(c.Dir)
 	if p := byName["containerd"]; p != nil && p.exitError() == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 		errs = append(errs, c.deleteTasks(ctx))
@@ -48,7 +49,7 @@ func (c *Cluster) close() error {
 		c.netnsFD = -1
 	}
 	c.mu.Unlock()
-	errs = append(errs, removeCluster(c.Dir))
+	errs = append(errs, removeCluster(c.Dir, shimSocks))
 	c.lock.unlock()
 	return errors.Join(errs...)
 }
@@ -80,16 +81,18 @@ func (c *Cluster) tasks(ctx context.Context) ([]string, error) {
 // removeCluster removes what the cluster with directory dir holds on the machine, whether
 // its test process closed it or died: the processes that name dir (its components and
 // containerd's shims), the containers in its cgroups and the cgroups, the mounts under dir,
-// its network namespace (the pods' are mounts under dir), its files outside dir, the kernel
-// settings the kubelet changed, and dir.
-func removeCluster(dir string) error {
+// its network namespace (the pods' are mounts under dir), its files outside dir (the shim
+// sockets given and those its shims still name), the kernel settings the kubelet changed,
+// and dir.
+func removeCluster(dir string, shimSocks []string) error {
 	name := filepath.Base(dir)
+	shimSocks = append(shimSocks, shimSocketsOf(dir)...)
 	errs := []error{
 		killNaming(dir+"/", stopTimeout),
 		removeCgroupTree(name, stopTimeout),
 		unmountUnder(dir),
 		deleteNetns(name),
-		removeHostFiles(dir),
+		removeHostFiles(dir, shimSocks),
 		restoreSysctls(filepath.Join(dir, "sysctl.json")),
 	}
 	if err := os.RemoveAll(dir); err != nil {
@@ -125,7 +128,7 @@ func removeStale() error {
 	prefix := filepath.Join(os.TempDir(), dirPrefix)
 	errs := []error{killNaming(prefix, stopTimeout)}
 	for name := range names {
-		errs = append(errs, removeCluster(filepath.Join(os.TempDir(), name)))
+		errs = append(errs, removeCluster(filepath.Join(os.TempDir(), name), nil))
 	}
 	errs = append(errs, removeHostFilesNaming(prefix))
 	return errors.Join(errs...)
