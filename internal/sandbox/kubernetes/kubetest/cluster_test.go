@@ -196,9 +196,6 @@ func podStatus(p *corev1.Pod) any {
 	return p.Status
 }
 
-// hostDirs are the machine's directories the kubelet, libcni and containerd make.
-var hostDirs = []string{containerLogLinks, cniResults, filepath.Dir(cniResults), shimSockets, filepath.Dir(shimSockets)}
-
 // hostState is what a cluster changes on the machine outside its own directories and must
 // put back.
 type hostState struct {
@@ -222,9 +219,13 @@ func readHostState(t *testing.T, c *Cluster, dirsBefore map[string]bool) hostSta
 	return s
 }
 
+// flexVolumeDir is where the kubelet and the controller manager would look for FlexVolume
+// plugins, and make the directory, were they not told otherwise.
+const flexVolumeDir = "/usr/libexec/kubernetes"
+
 func existingHostDirs() map[string]bool {
 	dirs := map[string]bool{}
-	for _, d := range hostDirs {
+	for _, d := range append(hostDirs, flexVolumeDir) {
 		_, err := os.Stat(d)
 		dirs[d] = err == nil
 	}
@@ -270,17 +271,17 @@ func checkNothingLeft(t *testing.T, c *Cluster, before hostState, shimSocks []st
 			left = append(left, "CNI result "+e.Name())
 		}
 	}
-	for _, sock := range shimSocks {
+	for _, sock := range append(shimSocks, devicePluginSocket) {
 		if _, err := os.Lstat(sock); err == nil {
-			left = append(left, "the shim socket "+sock)
+			left = append(left, "the socket "+sock)
 		}
 	}
-	for _, sock := range shimSocks {
+	for _, sock := range append(shimSocks, devicePluginSocket) {
 		if _, err := os.Lstat(sock); err == nil {
-			left = append(left, "the shim socket "+sock)
+			left = append(left, "the socket "+sock)
 		}
 	}
-	for _, d := range hostDirs {
+	for _, d := range append(hostDirs, flexVolumeDir) {
 		if _, err := os.Stat(d); err == nil && !before.dirs[d] {
 			left = append(left, "the directory "+d)
 		}

@@ -195,7 +195,9 @@ func cniConfig(l layout, name string) string {
 // kubeletConfig: cgroupfs (there is no systemd), cgroup v1 allowed (kubelets from 1.35 on
 // refuse it unless told), swap tolerated, the API server's client certificates trusted, and
 // eviction and image garbage collection kept from acting on a busy test machine's disk. The
-// pods' cgroups go under a cgroup named after the cluster, not the machine's kubepods.
+// pods' cgroups go under a cgroup named after the cluster, not the machine's kubepods, and
+// the directories the kubelet would otherwise make on the machine (pod logs, FlexVolume
+// plugins) under the cluster's directory.
 func kubeletConfig(l layout, name string) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -205,6 +207,7 @@ cgroupRoot: /%s
 failCgroupV1: false
 failSwapOn: false
 podLogsDir: %s
+volumePluginDir: %s
 resolvConf: %s
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
@@ -225,7 +228,7 @@ evictionHard:
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
-`, l.containerdSocket(), name, l.path("pod-logs"), l.path("resolv.conf"), l.pki("ca.crt"))
+`, l.containerdSocket(), name, l.path("pod-logs"), l.path("volume-plugins"), l.path("resolv.conf"), l.pki("ca.crt"))
 }
 
 // componentArgs returns the command line of each component, binaries relative to binDir.
@@ -269,6 +272,8 @@ func componentArgs(l layout, binDir string) map[string][]string {
 			"--use-service-account-credentials=true",
 			"--service-account-private-key-file=" + l.pki("sa.key"),
 			"--root-ca-file=" + l.pki("ca.crt"),
+			// It would make the machine's /usr/libexec/kubernetes/… otherwise.
+			"--flex-volume-plugin-dir=" + l.path("volume-plugins"),
 			"--profiling=false",
 		},
 		"kube-scheduler": {bin("kube-scheduler"),
@@ -281,6 +286,8 @@ func componentArgs(l layout, binDir string) map[string][]string {
 			"--config=" + l.path("kubelet.yaml"),
 			"--kubeconfig=" + l.kubeconfig("kubelet"),
 			"--root-dir=" + l.path("kubelet"),
+			// Its serving certificate, which it makes itself; not relative to the root.
+			"--cert-dir=" + l.path("kubelet/pki"),
 			"--hostname-override=" + NodeName,
 			"--node-ip=" + NodeIP,
 		},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -262,6 +263,11 @@ const (
 	cniResults = "/var/lib/cni/results"
 	// shimSockets is where containerd 1.6's shims listen, one socket each.
 	shimSockets = "/run/containerd/s"
+	// devicePluginSocket is where the kubelet listens for device plugins, whatever its root
+	// directory (k8s.io/kubelet's DevicePluginPath), beside the checkpoint of the devices it
+	// gave out.
+	devicePluginSocket     = "/var/lib/kubelet/device-plugins/kubelet.sock"
+	devicePluginCheckpoint = "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
 )
 
 // removeHostFiles removes what the cluster with directory dir left in the machine's own
@@ -272,12 +278,27 @@ func removeHostFiles(dir string, shimSocks []string) error {
 	for _, sock := range shimSocks {
 		errs = append(errs, removeIfExists(sock))
 	}
+	// No kubelet of this cluster runs any more: a socket nobody answers on is its.
+	if conn, err := net.Dial("unix", devicePluginSocket); err == nil {
+		conn.Close()
+	} else if errors.Is(err, unix.ECONNREFUSED) {
+		errs = append(errs, removeIfExists(devicePluginSocket), removeIfExists(devicePluginCheckpoint))
+	}
 	// The directories themselves go too once empty; other users of them make them again
 	// when they need them.
-	for _, d := range []string{containerLogLinks, cniResults, filepath.Dir(cniResults), shimSockets, filepath.Dir(shimSockets)} {
+	for _, d := range hostDirs {
 		_ = unix.Rmdir(d)
 	}
 	return errors.Join(errs...)
+}
+
+// hostDirs are the machine's directories the kubelet, libcni and containerd make, deepest
+// first.
+var hostDirs = []string{
+	containerLogLinks,
+	cniResults, filepath.Dir(cniResults),
+	shimSockets, filepath.Dir(shimSockets),
+	filepath.Dir(devicePluginSocket), filepath.Dir(filepath.Dir(devicePluginSocket)),
 }
 
 // shimSocketsOf returns the sockets of the cluster's shims, which each shim names in the
