@@ -15,7 +15,18 @@ declare -A need=(
   [ip]=iproute2 # the escape suite makes a network namespace standing for the internet
   [dockerd]=docker.io # the docker backend's tests start a private engine
   [chromium]=chromium # the web app's browser tests (and make bench's page timings)
+  # The Kubernetes cluster of the kubernetes backend's tests (internal/sandbox/kubernetes/kubetest)
+  [containerd]=containerd # the node's container runtime (ctr comes with it)
+  [runc]=runc
+  [nsenter]=util-linux # starts the cluster's components in its network namespace
+  [gcc]=gcc # make kube: the pause binary of the pod sandbox image
 )
+# file -> package, for packages that install no command of their own.
+declare -A need_file=(
+  [/usr/lib/cni/bridge]=containernetworking-plugins # the pods' network
+  [/usr/include/stdio.h]=libc6-dev # gcc -static links the pause binary against libc.a
+)
+
 # `deps.sh stress` also installs what `make stress` loads the machine with.
 if [ "${1:-}" = stress ]; then
   need[stress-ng]=stress-ng
@@ -37,6 +48,14 @@ have_initdb() {
   return 1
 }
 have_initdb || missing+=(postgresql)
+for file in "${!need_file[@]}"; do
+  [ -e "$file" ] || missing+=("${need_file[$file]}")
+done
+# The busybox of the cluster tests' image must be static: Debian's busybox package installs a
+# dynamically linked one at the same path (ldd fails on a static executable).
+if [ ! -x /bin/busybox ] || ldd /bin/busybox >/dev/null 2>&1; then
+  missing+=(busybox-static)
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
