@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 
 	"github.com/agentd/agentd/internal/app"
@@ -31,7 +32,7 @@ func rotateKey(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		defer unlock()
 	}
-	data, err := openStores(ctx, cfg, nil)
+	data, err := openStores(ctx, cfg, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}

@@ -90,7 +90,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer backend.Close()
 	m := metrics.New(log)
-	data, err := openStores(ctx, cfg, m)
+	data, err := openStores(ctx, cfg, m, log)
 	if err != nil {
 		return err
 	}

@@ -26,12 +26,15 @@ type stores struct {
 	store   store.Store
 	keyring *secret.Keyring
 	bus     event.Bus
+	// closeBus stops the bus, before the store closes.
+	closeBus func() error
 }
 
 // openStores opens the store the configuration names, the keyring (openKeyring) and the
-// bus: the SQLite store in the data directory, which the caller has locked, or the
-// PostgreSQL database; m, when not nil, observes SQLite's statements.
-func openStores(ctx context.Context, cfg config.Config, m *metrics.Metrics) (*stores, error) {
+// bus: the SQLite store in the data directory, which the caller has locked, with the
+// in-process bus, or the PostgreSQL database with its notifications; m, when not nil,
+// observes SQLite's statements.
+func openStores(ctx context.Context, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*stores, error) {
 	keyring, err := openKeyring(cfg)
 	if err != nil {
 		return nil, err
@@ -41,7 +44,9 @@ func openStores(ctx context.Context, cfg config.Config, m *metrics.Metrics) (*st
 		if err != nil {
 			return nil, err
 		}
-		return &stores{store: st, keyring: keyring, bus: &event.LocalBus{}}, nil
+		// Every replica's streams get every replica's events, through the database.
+		bus := postgres.NewBus(st, log)
+		return &stores{store: st, keyring: keyring, bus: bus, closeBus: bus.Close}, nil
 	}
 	o := sqlite.Options{CacheBytes: cfg.SQLiteCacheBytes, ListingCacheBytes: listingCache(cfg.ListingCacheBytes)}
 	if m != nil {
@@ -74,8 +79,13 @@ func openKeyring(cfg config.Config) (*secret.Keyring, error) {
 	return secret.LoadOrCreate(filepath.Join(cfg.DataDir, app.KeyringFile))
 }
 
-// Close closes the store.
-func (s *stores) Close() error { return s.store.Close() }
+// Close stops the bus and closes the store.
+func (s *stores) Close() error {
+	if s.closeBus != nil {
+		s.closeBus()
+	}
+	return s.store.Close()
+}
 
 // listingCache is the SQLite store's listing cache budget for a configured size, where 0 is
 // off.

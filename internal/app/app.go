@@ -373,10 +373,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		URLs: urls, BodyTimeout: cfg.RequestBodyTimeout, MaxUploadBytes: cfg.MaxUploadMB << 20,
 		Metrics: m,
 		Web:     webApp,
-		Checks: []httpapi.Check{
-			{Name: "store", Run: st.Ping},
-			{Name: "sandbox_backend", Run: a.Sandboxes.CheckBackend},
-		},
+		Checks:  checks(st, bus, a.Sandboxes),
 	})
 	if err != nil {
 		return nil, err
@@ -393,6 +390,16 @@ func New(ctx context.Context, o Options) (*App, error) {
 	}
 	ok = true
 	return a, nil
+}
+
+// checks are the readiness checks: the store answers, the bus hears the other replicas (a
+// bus that can tell), and the sandbox backend works.
+func checks(st store.Store, bus event.Bus, sandboxes *sandbox.Service) []httpapi.Check {
+	cs := []httpapi.Check{{Name: "store", Run: st.Ping}}
+	if c, ok := bus.(event.Checker); ok {
+		cs = append(cs, httpapi.Check{Name: "notifications", Run: c.Check})
+	}
+	return append(cs, httpapi.Check{Name: "sandbox_backend", Run: sandboxes.CheckBackend})
 }
 
 // newGitProxy is the proxy of the sandboxes' git: their conversations' repositories, their

@@ -164,8 +164,8 @@ func (s *Service) GetEvents(ctx context.Context, ownerID string, ids []string) (
 }
 
 // Subscribe follows the appends to a conversation's log (see event.Bus).
-func (s *Service) Subscribe(convID string, buffer int) *event.Subscription {
-	return s.o.Bus.Subscribe(convID, buffer)
+func (s *Service) Subscribe(ctx context.Context, convID string, buffer int) (*event.Subscription, error) {
+	return s.o.Bus.Subscribe(ctx, convID, buffer)
 }
 
 // NewEvent builds an event with the service's clock and ids without storing it: what a

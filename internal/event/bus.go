@@ -1,6 +1,7 @@
 package event
 
 import (
+	"context"
 	"fmt"
 	"sync"
 )
@@ -29,12 +30,21 @@ type Bus interface {
 	// that no more events will come (Subscription.Ended).
 	End(conversationID string)
 	// Subscribe returns a subscription to the conversation's events with room for buffer
-	// events (at least 1). Most readers want Follow, which also reads the stored log.
-	Subscribe(conversationID string, buffer int) *Subscription
+	// events (at least 1): every event published from now on (a stored event committed
+	// before the call is in the store for the reader to read). Most readers want Follow,
+	// which also reads the stored log. It fails only when the bus cannot learn where the
+	// conversation's log ends (a bus on a database that does not answer).
+	Subscribe(ctx context.Context, conversationID string, buffer int) (*Subscription, error)
 	// Subscribers returns how many subscriptions the conversation has in this process.
 	Subscribers(conversationID string) int
 	// Stats counts this process's subscriptions, for the server's metrics.
 	Stats() BusStats
+}
+
+// Checker is the optional ability of a bus that depends on a connection (a database's
+// notifications) to say whether it works now, for readiness probes.
+type Checker interface {
+	Check(ctx context.Context) error
 }
 
 // LocalBus is the in-process Bus: it orders and delivers the appends of this process only,
@@ -89,8 +99,12 @@ type Subscription struct {
 }
 
 // Subscribe returns a subscription to the conversation's events with room for buffer events
-// (at least 1). Most readers want Follow, which also reads the stored log.
-func (b *LocalBus) Subscribe(conversationID string, buffer int) *Subscription {
+// (at least 1). It never fails. Most readers want Follow, which also reads the stored log.
+func (b *LocalBus) Subscribe(_ context.Context, conversationID string, buffer int) (*Subscription, error) {
+	return b.subscribe(conversationID, buffer), nil
+}
+
+func (b *LocalBus) subscribe(conversationID string, buffer int) *Subscription {
 	c := make(chan Event, max(buffer, 1))
 	s := &Subscription{C: c, c: c, bus: b, convID: conversationID}
 	b.mu.Lock()

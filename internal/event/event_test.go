@@ -111,9 +111,9 @@ func TestDecodeUnknownKind(t *testing.T) {
 
 func TestBusDeliversInOrderAndDropsLaggards(t *testing.T) {
 	var b LocalBus
-	fast := b.Subscribe("c1", 10)
-	slow := b.Subscribe("c1", 1)
-	other := b.Subscribe("c2", 10)
+	fast := b.subscribe("c1", 10)
+	slow := b.subscribe("c1", 1)
+	other := b.subscribe("c2", 10)
 	b.Publish(Event{ID: "1", ConversationID: "c1"}, Event{ID: "2", ConversationID: "c1"})
 	if e := <-fast.C; e.ID != "1" {
 		t.Fatalf("first %q", e.ID)
@@ -152,8 +152,8 @@ func TestBusDeliversInOrderAndDropsLaggards(t *testing.T) {
 
 func TestBusEndClosesTheConversationsSubscriptions(t *testing.T) {
 	var b LocalBus
-	a1, a2 := b.Subscribe("a", 10), b.Subscribe("a", 10)
-	other := b.Subscribe("b", 10)
+	a1, a2 := b.subscribe("a", 10), b.subscribe("a", 10)
+	other := b.subscribe("b", 10)
 	b.Publish(Event{ID: "1", ConversationID: "a"})
 	b.End("a")
 	for _, s := range []*Subscription{a1, a2} {
@@ -204,7 +204,7 @@ func TestBodyText(t *testing.T) {
 
 func TestBusRecordPublishesOnlyWhatWasStored(t *testing.T) {
 	var b LocalBus
-	sub := b.Subscribe("c1", 10)
+	sub := b.subscribe("c1", 10)
 	defer sub.Close()
 	evs := []Event{{ID: "1", ConversationID: "c1"}, {ID: "2", ConversationID: "c1"}}
 	if err := b.Record("c1", func() error { return errors.New("disk full") }, evs); err == nil {

@@ -3,6 +3,7 @@ package event
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // A feed is the one way to follow a conversation's log: the WebSocket, the SSE stream and
@@ -78,10 +79,16 @@ type Feed struct {
 // The guarantee holds for events of conversations that are stored and published through
 // Record.
 func Follow(ctx context.Context, b Bus, conversationID string, o FeedOptions) *Feed {
-	sub := b.Subscribe(conversationID, o.Buffer)
 	ctx, cancel := context.WithCancelCause(ctx)
 	c := make(chan Event)
 	f := &Feed{C: c, c: c, cancel: cancel, done: make(chan struct{})}
+	sub, err := b.Subscribe(ctx, conversationID, o.Buffer)
+	if err != nil {
+		f.err = fmt.Errorf("follow conversation %s: %w", conversationID, err)
+		close(f.c)
+		close(f.done)
+		return f
+	}
 	go func() {
 		defer close(f.done)
 		defer close(f.c)

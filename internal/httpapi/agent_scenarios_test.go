@@ -336,7 +336,10 @@ func TestEventsArePublishedOnceStored(t *testing.T) {
 		return slices.Contains(l, "SystemPromptEvent") && slices.Contains(l, "execution_status=idle") && !e.app.Conversations.AgentRunning(c.id)
 	})
 	c.waitStatus("idle")
-	sub := e.app.Conversations.Subscribe(c.id, 100)
+	sub, err := e.app.Conversations.Subscribe(t.Context(), c.id, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer sub.Close()
 	c.api("POST", "/events", message("say hi", true), http.StatusOK, nil)
 	var heard []string

@@ -56,7 +56,10 @@ func (a *App) conversationRows(w http.ResponseWriter, r *http.Request, s *signed
 		// Subscribed before the row is read: a change after the read comes as an event, and
 		// one before it shows in the read, so none is lost between the page and the stream
 		// (or a reconnect).
-		sub := a.d.Conversations.Subscribe(id, rowsBuffer)
+		sub, err := a.d.Conversations.Subscribe(ctx, id, rowsBuffer)
+		if err != nil {
+			continue // the store does not answer: the page's rows stay as they are
+		}
 		v, err := a.d.Conversations.Get(ctx, s.User.ID, id)
 		if err != nil {
 			sub.Close()
@@ -148,7 +151,10 @@ func (a *App) watchRow(ctx context.Context, id string, sub *event.Subscription, 
 		if ctx.Err() != nil {
 			return
 		}
-		sub = a.d.Conversations.Subscribe(id, rowsBuffer)
+		var err error
+		if sub, err = a.d.Conversations.Subscribe(ctx, id, rowsBuffer); err != nil {
+			return // the store does not answer: the row stays as it is
+		}
 	}
 }
 

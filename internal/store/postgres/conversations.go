@@ -361,6 +361,9 @@ func recordEvents(ctx context.Context, tx pgx.Tx, conversationID, owner string, 
 	if err := queueEvents(&b, evs, map[string]string{conversationID: owner}); err != nil {
 		return nil, 0, err
 	}
+	if len(evs) > 0 {
+		queueNotify(&b, conversationID)
+	}
 	br := tx.SendBatch(ctx, &b)
 	defer br.Close()
 	if err := br.QueryRow().Scan(&prev); err != nil {
@@ -373,6 +376,11 @@ func recordEvents(ctx context.Context, tx pgx.Tx, conversationID, owner string, 
 	}
 	if seqs, err = readEvents(br, evs); err != nil {
 		return nil, 0, err
+	}
+	if len(evs) > 0 {
+		if err := readNotify(br, 1); err != nil {
+			return nil, 0, err
+		}
 	}
 	return seqs, prev, br.Close()
 }

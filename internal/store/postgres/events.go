@@ -59,12 +59,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 // owners by id. FOR NO KEY UPDATE conflicts with itself and with updates and deletes of the
 // row, not with the foreign key checks of the events inserted meanwhile.
 func lockConversations(ctx context.Context, tx pgx.Tx, evs []event.Event) (map[string]string, error) {
-	ids := make([]string, 0, 1)
-	for _, e := range evs {
-		ids = append(ids, e.ConversationID)
-	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
+	ids := conversationsOf(evs)
 	owners := make(map[string]string, len(ids))
 	for _, id := range ids {
 		owner, err := lockConversation(ctx, tx, id)
@@ -139,9 +134,48 @@ func insertEvents(ctx context.Context, tx pgx.Tx, evs []event.Event, owners map[
 	if err := queueEvents(&b, evs, owners); err != nil {
 		return nil, err
 	}
+	convs := conversationsOf(evs)
+	for _, id := range convs {
+		queueNotify(&b, id)
+	}
 	br := tx.SendBatch(ctx, &b)
 	seqs, err := readEvents(br, evs)
+	if err == nil {
+		err = readNotify(br, len(convs))
+	}
 	return seqs, errors.Join(err, br.Close())
+}
+
+// EventsChannel is the channel of the notifications that a conversation's log grew: each
+// transaction that appends to a log notifies "e <conversation id> <its last Seq>", which
+// PostgreSQL delivers when, and only if, the transaction commits, in the order of commits
+// (Bus listens).
+const EventsChannel = "agentd_events"
+
+// queueNotify queues the notification that conversation id's log grew, with the Seq of its
+// last event as the statement sees it (after the inserts queued before it).
+func queueNotify(b *pgx.Batch, id string) {
+	b.Queue(`SELECT pg_notify('`+EventsChannel+`', 'e ' || $1::text || ' ' || (SELECT max(seq) FROM events WHERE conversation_id = $1)::text)`, id)
+}
+
+// readNotify reads the results of n notifications queueNotify queued.
+func readNotify(br pgx.BatchResults, n int) error {
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("notify the appends: %w", err)
+		}
+	}
+	return nil
+}
+
+// conversationsOf returns the ids of the conversations of evs, each once, sorted.
+func conversationsOf(evs []event.Event) []string {
+	ids := make([]string, 0, 1)
+	for _, e := range evs {
+		ids = append(ids, e.ConversationID)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // bodyFold is what a body filter searches of e: event.BodyText in lower case, as the SQLite

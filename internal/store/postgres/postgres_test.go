@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/internal/store"
 	"github.com/agentd/agentd/internal/store/postgres"
@@ -41,5 +42,29 @@ func TestConformance(t *testing.T) {
 			mu.Unlock()
 			return open(t, url)
 		},
+		// The writers record through one replica's bus, and the feeds follow through
+		// another replica's, which reads the log through its own store.
+		Buses: func(t *testing.T, s store.Store) storetest.Buses {
+			mu.Lock()
+			url := urls[s]
+			mu.Unlock()
+			other := open(t, url)
+			return storetest.Buses{Writer: newBus(t, s.(*postgres.Store)), Reader: newBus(t, other), ReaderStore: other}
+		},
 	})
+}
+
+// newBus starts a Bus on s, closed when the test ends, and waits until it listens.
+func newBus(t *testing.T, s *postgres.Store) *postgres.Bus {
+	t.Helper()
+	b := postgres.NewBus(s, nil)
+	t.Cleanup(func() { b.Close() })
+	deadline := time.Now().Add(30 * time.Second)
+	for b.Check(t.Context()) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the bus does not listen after 30s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return b
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/paging"
@@ -34,32 +35,45 @@ func record(t *testing.T, s store.Store, bus event.Bus, evs ...event.Event) {
 	}
 }
 
+// feedWait bounds how long readFeed waits for the next event: generous, for a busy machine,
+// but a feed that misses an event fails the test instead of hanging it.
+const feedWait = time.Minute
+
+// errFeedStalled: readFeed waited feedWait for an event that did not come.
+var errFeedStalled = errors.New("no event came for a minute")
+
 // readFeed reads f until it has the event last (returning what it read), or until it ends.
 func readFeed(f *event.Feed, last string) (got []string, err error) {
-	for e := range f.C {
-		got = append(got, e.ID)
-		if e.ID == last {
-			return got, nil
+	for {
+		select {
+		case e, ok := <-f.C:
+			if !ok {
+				return got, f.Err()
+			}
+			got = append(got, e.ID)
+			if e.ID == last {
+				return got, nil
+			}
+		case <-time.After(feedWait):
+			return got, errFeedStalled
 		}
 	}
-	return got, f.Err()
 }
 
 // testFeed: feeds opened at every point of a log that several writers append to while they
 // open, from the start or after a given event, each deliver exactly the log's events after
 // their start, in the log's order.
-func testFeed(t *testing.T, s store.Store) {
+func testFeed(t *testing.T, s store.Store, b Buses) {
 	ctx := t.Context()
 	c := newConversation(ownerA, "conv-feed", 1)
 	createConversation(t, s, c)
 	other := newConversation(ownerA, "conv-other", 2)
 	createConversation(t, s, other)
-	var bus event.LocalBus
 
 	const writers, perWriter, feeds = 4, 30, 12
 	// Half the log is there before the first feed opens; the rest is written while they open.
 	for i := range perWriter {
-		record(t, s, &bus, newEvent(c.ID, fmt.Sprintf("before-%02d", i), i))
+		record(t, s, b.Writer, newEvent(c.ID, fmt.Sprintf("before-%02d", i), i))
 	}
 	type opened struct {
 		f     *event.Feed
@@ -76,15 +90,15 @@ func testFeed(t *testing.T, s store.Store) {
 			<-start
 			for i := range perWriter {
 				// A batch of two, and an event of another conversation between batches.
-				record(t, s, &bus, newEvent(c.ID, fmt.Sprintf("w%d-%02d-a", w, i), i), newEvent(c.ID, fmt.Sprintf("w%d-%02d-b", w, i), i))
-				record(t, s, &bus, newEvent(other.ID, fmt.Sprintf("other-w%d-%02d", w, i), i))
+				record(t, s, b.Writer, newEvent(c.ID, fmt.Sprintf("w%d-%02d-a", w, i), i), newEvent(c.ID, fmt.Sprintf("w%d-%02d-b", w, i), i))
+				record(t, s, b.Writer, newEvent(other.ID, fmt.Sprintf("other-w%d-%02d", w, i), i))
 			}
 		})
 	}
 	wg.Go(func() {
 		<-start
 		for i := range feeds {
-			o := event.FeedOptions{Read: logReader(s, c.ID), Buffer: 4 * writers * perWriter}
+			o := event.FeedOptions{Read: logReader(b.ReaderStore, c.ID), Buffer: 4 * writers * perWriter}
 			if i%2 == 1 {
 				// After the last event stored now.
 				evs, _, err := s.SearchEvents(ctx, ownerA, event.Filter{ConversationID: c.ID}, true, paging.Query{Limit: 1})
@@ -94,7 +108,7 @@ func testFeed(t *testing.T, s store.Store) {
 				}
 				o.AfterSeq = evs[0].Seq
 			}
-			f := event.Follow(ctx, &bus, c.ID, o)
+			f := event.Follow(ctx, b.Reader, c.ID, o)
 			mu.Lock()
 			open = append(open, opened{f, o.AfterSeq})
 			mu.Unlock()
@@ -102,7 +116,7 @@ func testFeed(t *testing.T, s store.Store) {
 	})
 	close(start)
 	wg.Wait()
-	record(t, s, &bus, newEvent(c.ID, "last", 99))
+	record(t, s, b.Writer, newEvent(c.ID, "last", 99))
 	if t.Failed() {
 		return
 	}
@@ -129,7 +143,7 @@ func testFeed(t *testing.T, s store.Store) {
 			t.Fatalf("feed %d closed: %v, want ErrClosed", i, err)
 		}
 	}
-	if n := bus.Subscribers(c.ID); n != 0 {
+	if n := b.Reader.Subscribers(c.ID); n != 0 {
 		t.Fatalf("%d subscriptions left after every feed closed", n)
 	}
 }
@@ -137,18 +151,17 @@ func testFeed(t *testing.T, s store.Store) {
 // testFeedLagged: a reader that stops reading never holds up the writers; its feed ends with
 // ErrLagged after what its buffer held, and a feed opened after the last event it got
 // delivers the rest, nothing twice.
-func testFeedLagged(t *testing.T, s store.Store) {
+func testFeedLagged(t *testing.T, s store.Store, b Buses) {
 	ctx := t.Context()
 	c := newConversation(ownerA, "conv-lag", 1)
 	createConversation(t, s, c)
-	var bus event.LocalBus
-	record(t, s, &bus, newEvent(c.ID, "e-000", 0))
+	record(t, s, b.Writer, newEvent(c.ID, "e-000", 0))
 	const buffer, events = 3, 40
-	stalled := event.Follow(ctx, &bus, c.ID, event.FeedOptions{Read: logReader(s, c.ID), Buffer: buffer})
-	keeping := event.Follow(ctx, &bus, c.ID, event.FeedOptions{Read: logReader(s, c.ID), Buffer: events})
+	stalled := event.Follow(ctx, b.Reader, c.ID, event.FeedOptions{Read: logReader(b.ReaderStore, c.ID), Buffer: buffer})
+	keeping := event.Follow(ctx, b.Reader, c.ID, event.FeedOptions{Read: logReader(b.ReaderStore, c.ID), Buffer: events})
 	// Every record returns whatever the stalled reader does.
 	for i := 1; i < events; i++ {
-		record(t, s, &bus, newEvent(c.ID, fmt.Sprintf("e-%03d", i), i))
+		record(t, s, b.Writer, newEvent(c.ID, fmt.Sprintf("e-%03d", i), i))
 	}
 	var want []string
 	for i := range events {
@@ -170,9 +183,9 @@ func testFeedLagged(t *testing.T, s store.Store) {
 	if len(got) == 0 || len(got) > events || !slices.Equal(got, want[:len(got)]) {
 		t.Fatalf("stalled feed delivered %v before it ended; want a beginning of the log", got)
 	}
-	resumed := event.Follow(ctx, &bus, c.ID, event.FeedOptions{Read: logReader(s, c.ID), AfterSeq: last, Buffer: buffer})
+	resumed := event.Follow(ctx, b.Reader, c.ID, event.FeedOptions{Read: logReader(b.ReaderStore, c.ID), AfterSeq: last, Buffer: buffer})
 	defer resumed.Close()
-	record(t, s, &bus, newEvent(c.ID, "after the lag", events))
+	record(t, s, b.Writer, newEvent(c.ID, "after the lag", events))
 	want = append(want, "after the lag")
 	rest, err := readFeed(resumed, "after the lag")
 	if err != nil || !slices.Equal(append(got, rest...), want) {
@@ -182,34 +195,33 @@ func testFeedLagged(t *testing.T, s store.Store) {
 
 // testFeedEnds: a feed delivers transient events live, ends with ErrEnded when its
 // conversation ends, and with its context's error.
-func testFeedEnds(t *testing.T, s store.Store) {
+func testFeedEnds(t *testing.T, s store.Store, b Buses) {
 	c := newConversation(ownerA, "conv-end", 1)
 	createConversation(t, s, c)
-	var bus event.LocalBus
-	record(t, s, &bus, newEvent(c.ID, "stored", 1))
+	record(t, s, b.Writer, newEvent(c.ID, "stored", 1))
 
 	ctx, cancel := context.WithCancel(t.Context())
-	live := event.Follow(ctx, &bus, c.ID, event.FeedOptions{Buffer: 10}) // live only
-	f := event.Follow(t.Context(), &bus, c.ID, event.FeedOptions{Read: logReader(s, c.ID), Buffer: 10})
+	live := event.Follow(ctx, b.Reader, c.ID, event.FeedOptions{Buffer: 10}) // live only
+	f := event.Follow(t.Context(), b.Reader, c.ID, event.FeedOptions{Read: logReader(b.ReaderStore, c.ID), Buffer: 10})
 	if got, err := readFeed(f, "stored"); err != nil || !slices.Equal(got, []string{"stored"}) {
 		t.Fatalf("replay: %v %v", got, err)
 	}
 	progress := event.Event{ID: "progress", ConversationID: c.ID, Kind: event.KindStateUpdate}
-	bus.Publish(progress) // transient: Seq 0
-	record(t, s, &bus, newEvent(c.ID, "after", 2))
+	b.Writer.Publish(progress) // transient: Seq 0
+	record(t, s, b.Writer, newEvent(c.ID, "after", 2))
 	if got, err := readFeed(f, "after"); err != nil || !slices.Equal(got, []string{"progress", "after"}) {
 		t.Fatalf("live: %v %v, want the transient event, then the stored one", got, err)
 	}
 	if got, err := readFeed(live, "after"); err != nil || !slices.Equal(got, []string{"progress", "after"}) {
 		t.Fatalf("live only: %v %v", got, err)
 	}
-	bus.End(c.ID)
+	b.Writer.End(c.ID)
 	if got, err := readFeed(f, ""); len(got) != 0 || !errors.Is(err, event.ErrEnded) {
 		t.Fatalf("after the end: %v, %v; want ErrEnded", got, err)
 	}
 	f.Close() // after the end: still safe
 
-	again := event.Follow(ctx, &bus, c.ID, event.FeedOptions{Buffer: 10})
+	again := event.Follow(ctx, b.Reader, c.ID, event.FeedOptions{Buffer: 10})
 	cancel()
 	if got, err := readFeed(again, ""); len(got) != 0 || !errors.Is(err, context.Canceled) {
 		t.Fatalf("after its context ended: %v, %v", got, err)

@@ -9,6 +9,7 @@ package storetest
 import (
 	"testing"
 
+	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/store"
 )
 
@@ -21,6 +22,27 @@ type Factory struct {
 	// it. The suite has already closed old and does not use it again. A nil Reopen skips the
 	// persistence test.
 	Reopen func(t *testing.T, old store.Store) store.Store
+	// Buses returns the buses the feed tests record and follow through, on s: Writer, which
+	// the writers record through, and Reader, which the feeds follow through, with
+	// ReaderStore, which they read the log from. A store that several replicas share
+	// returns a second store on s's data, as a second replica opens it, with a bus of each,
+	// so that the feeds follow what another replica writes. nil means one event.LocalBus for
+	// both, and s: one process.
+	Buses func(t *testing.T, s store.Store) Buses
+}
+
+// Buses are the writers' and the readers' sides of a store's fan-out (Factory.Buses).
+type Buses struct {
+	Writer, Reader event.Bus
+	ReaderStore    store.Store
+}
+
+func (f Factory) buses(t *testing.T, s store.Store) Buses {
+	if f.Buses != nil {
+		return f.Buses(t, s)
+	}
+	var bus event.LocalBus
+	return Buses{Writer: &bus, Reader: &bus, ReaderStore: s}
 }
 
 // Run runs the whole suite, each subtest on a store of its own.
@@ -72,9 +94,9 @@ func Run(t *testing.T, f Factory) {
 		{"EventOwnership", testEventOwnership},
 		{"AppendEventsAtomic", testAppendEventsAtomic},
 		{"ConcurrentAppends", testConcurrentAppends},
-		{"Feed", testFeed},
-		{"FeedLagged", testFeedLagged},
-		{"FeedEnds", testFeedEnds},
+		{"Feed", func(t *testing.T, s store.Store) { testFeed(t, s, f.buses(t, s)) }},
+		{"FeedLagged", func(t *testing.T, s store.Store) { testFeedLagged(t, s, f.buses(t, s)) }},
+		{"FeedEnds", func(t *testing.T, s store.Store) { testFeedEnds(t, s, f.buses(t, s)) }},
 		{"RecordEvents", testRecordEvents},
 		{"ExecutionStatusQueries", testExecutionStatusQueries},
 		{"EventSourceFilter", testEventSourceFilter},
