@@ -32,7 +32,7 @@ func rotateKey(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		defer unlock()
 	}
-	data, err := openStores(ctx, cfg, nil, slog.New(slog.DiscardHandler))
+	data, err := openStores(ctx, cfg, "", nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}

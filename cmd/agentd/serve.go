@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentd/agentd/internal/app"
 	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/id"
 	"github.com/agentd/agentd/internal/memlimit"
 	"github.com/agentd/agentd/internal/metrics"
 	"github.com/agentd/agentd/internal/runtime"
@@ -90,7 +91,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer backend.Close()
 	m := metrics.New(log)
-	data, err := openStores(ctx, cfg, m, log)
+	// This run's id among the replicas of the store, which its leases name.
+	replica := cfg.NodeName + "/" + id.New()
+	data, err := openStores(ctx, cfg, replica, m, log)
 	if err != nil {
 		return err
 	}
@@ -99,7 +102,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		background.Go(func() { watchKeyring(bgCtx, data.keyring, keyringReload, log) })
 	}
 	a, err := app.New(ctx, app.Options{Config: cfg, Store: data.store, Sealer: data.keyring, Bus: data.bus,
-		Backend: backend, Logger: log, Version: version, Metrics: m})
+		Backend: backend, Replica: replica, Logger: log, Version: version, Metrics: m})
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ type stores struct {
 // bus: the SQLite store in the data directory, which the caller has locked, with the
 // in-process bus, or the PostgreSQL database with its notifications; m, when not nil,
 // observes SQLite's statements.
-func openStores(ctx context.Context, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*stores, error) {
+func openStores(ctx context.Context, cfg config.Config, replica string, m *metrics.Metrics, log *slog.Logger) (*stores, error) {
 	keyring, err := openKeyring(cfg)
 	if err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func openStores(ctx context.Context, cfg config.Config, m *metrics.Metrics, log 
 			return nil, err
 		}
 		// Every replica's streams get every replica's events, through the database.
-		bus := postgres.NewBus(st, log)
+		bus := postgres.NewBus(st, replica, log)
 		return &stores{store: st, keyring: keyring, bus: bus, closeBus: bus.Close}, nil
 	}
 	o := sqlite.Options{CacheBytes: cfg.SQLiteCacheBytes, ListingCacheBytes: listingCache(cfg.ListingCacheBytes)}

@@ -55,6 +55,10 @@ type Options struct {
 	Bus event.Bus
 	// Backend runs the sandboxes.
 	Backend sandbox.Backend
+	// Replica is this server's id among the replicas of its store, which its leases of
+	// conversations name; empty means one made of the node's name. A Bus that carries the
+	// wake-ups of commands between replicas (conversation.Waker) must have been made for it.
+	Replica string
 	Logger  *slog.Logger
 	Version string
 	// NewLLM makes model clients; nil means NewLLM, the official adapters.
@@ -329,6 +333,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 			return a.Sandboxes.Client(ctx, ownerID, sandboxID)
 		},
 		Remotes: remotes, Git: git, Webhooks: webhooks, Titles: cfg.ConversationTitles,
+		Replica: o.Replica, Node: cfg.NodeName, LeaseTTL: cfg.LeaseTTL, Waker: waker(bus),
 		Repository: conversation.RepositoryOptions{CloneTimeout: cfg.GitCloneTimeout, SetupTimeout: cfg.SetupScriptTimeout,
 			AuthorName: cfg.GitAuthorName, AuthorEmail: cfg.GitAuthorEmail},
 	})
@@ -390,6 +395,15 @@ func New(ctx context.Context, o Options) (*App, error) {
 	}
 	ok = true
 	return a, nil
+}
+
+// waker is the bus, if it carries the wake-ups of commands between replicas; nil leaves the
+// conversation service its own.
+func waker(bus event.Bus) conversation.Waker {
+	if w, ok := bus.(conversation.Waker); ok {
+		return w
+	}
+	return nil
 }
 
 // checks are the readiness checks: the store answers, the bus hears the other replicas (a

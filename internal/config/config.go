@@ -43,6 +43,9 @@ type Config struct {
 	// NodeName names the machine whose sandboxes this server runs (node-local backends):
 	// by default the host name and a digest of the data directory.
 	NodeName string
+	// LeaseTTL is how long a replica's lease of a conversation lives without renewal: how
+	// long the others wait before they take over a dead replica's conversations.
+	LeaseTTL time.Duration
 	// PublicURL is how clients reach this server; URLs handed to clients start with it.
 	PublicURL string
 	// AgentServerAddr is the listen address of the agent-server base (the conversation API
@@ -216,6 +219,9 @@ func Options() []Option {
 		{Flag: "node-name", Env: []string{"AGENTD_NODE_NAME"}, File: "node_name", Default: "",
 			Doc: "Name of the machine this server's process, bwrap and docker sandboxes run on, recorded with each sandbox: a server reconciles, watches and pauses only its own node's sandboxes, and refuses (503) to reach one of another node. Letters, digits, dots, dashes and underscores. Empty: the host name and a digest of the data directory (host-1a2b3c4d), which stays the same across restarts.",
 			set: func(c *Config, v string) error { c.NodeName = strings.TrimSpace(v); return nil }},
+		{Flag: "conversation-lease", Env: []string{"AGENTD_CONVERSATION_LEASE"}, File: "conversation_lease", Default: "10s",
+			Doc: "How long a server's lease on a conversation it runs lives without renewal (it renews it every third of that): when a server dies, another that reaches the conversation's sandbox takes it over after this, and continues it from its event log. Shorter takes over sooner; longer survives longer pauses of a server (a slow database, a stalled machine) without a needless takeover. At least 1s.",
+			set: func(c *Config, v string) error { return setDuration(&c.LeaseTTL, v) }},
 		{Flag: "public-url", Env: []string{"AGENTD_PUBLIC_URL"}, File: "public_url", Default: "",
 			Doc: "Base URL clients use to reach this server (default: http://<addr>).",
 			set: func(c *Config, v string) error { c.PublicURL = strings.TrimRight(v, "/"); return nil }},
@@ -692,6 +698,9 @@ func (c *Config) validate() error {
 		c.DataDir = abs
 	}
 	errs = append(errs, c.checkDatabase())
+	if c.LeaseTTL < time.Second {
+		errs = append(errs, errors.New("conversation lease must be at least 1s"))
+	}
 	if c.NodeName == "" {
 		host, _ := os.Hostname()
 		c.NodeName = DefaultNodeName(host, c.DataDir)

@@ -72,7 +72,7 @@ func (s *Service) SendMessage(ctx context.Context, ownerID, convID string, m Mes
 		return fmt.Errorf("send message to conversation %s: %w", convID, err)
 	}
 	if run && (v.TaskStatus == "" || v.TaskStatus == TaskReady) {
-		s.startLoop(ownerID, convID)
+		return s.wake(ctx, ownerID, v.Conversation)
 	}
 	return nil
 }
@@ -80,7 +80,8 @@ func (s *Service) SendMessage(ctx context.Context, ownerID, convID string, m Mes
 // RunAgent starts the agent. ErrAlreadyRunning when it runs; ErrNotReady while the
 // conversation starts. An agent with nothing to answer stops again at once.
 func (s *Service) RunAgent(ctx context.Context, ownerID, convID string) error {
-	if _, err := s.ready(ctx, ownerID, convID); err != nil {
+	v, err := s.ready(ctx, ownerID, convID)
+	if err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -89,9 +90,27 @@ func (s *Service) RunAgent(ctx context.Context, ownerID, convID string) error {
 	if l != nil && !l.pause.Load() {
 		return fmt.Errorf("run conversation %s: %w", convID, ErrAlreadyRunning)
 	}
+	if l == nil && agent.Status(v.ExecutionStatus) == agent.StatusRunning {
+		if holder, err := s.liveHolder(ctx, convID); err != nil {
+			return err
+		} else if holder != "" {
+			return fmt.Errorf("run conversation %s: %w", convID, ErrAlreadyRunning)
+		}
+	}
 	// A loop asked to pause runs the agent again once it has recorded the pause.
-	s.startLoop(ownerID, convID)
-	return nil
+	return s.wake(ctx, ownerID, v.Conversation)
+}
+
+// liveHolder returns the other replica that holds the conversation's lease now, or "".
+func (s *Service) liveHolder(ctx context.Context, convID string) (string, error) {
+	l, err := s.o.Store.ConversationLease(ctx, convID)
+	if err != nil {
+		return "", err
+	}
+	if l.Holder == "" || l.Holder == s.o.Replica || !l.Expires.After(s.o.Now()) {
+		return "", nil
+	}
+	return l.Holder, nil
 }
 
 // PauseAgent pauses the agent: a running loop stops at once, abandoning the model call or
@@ -100,21 +119,57 @@ func (s *Service) RunAgent(ctx context.Context, ownerID, convID string) error {
 // agent is paused at once, and so is one waiting for confirmation, its actions rejected. A
 // finished, stuck or failed agent has nothing to pause: that is no error, as OpenHands'
 // agent servers answer (its SDK client fails on any refusal).
+//
+// The loop of a conversation that another replica runs is paused there: the pause is left as
+// a command for it.
 func (s *Service) PauseAgent(ctx context.Context, ownerID, convID string) error {
 	v, err := s.o.Store.GetConversation(ctx, ownerID, convID)
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	if l := s.loops[convID]; l != nil {
-		l.pause.Store(true)
-		if l.interrupt != nil {
-			l.interrupt(agent.ErrPaused)
-		}
-		s.mu.Unlock()
+	if s.pauseLoop(convID) {
 		return nil
 	}
-	s.mu.Unlock()
+	if holder, err := s.liveHolder(ctx, convID); err != nil {
+		return err
+	} else if holder != "" {
+		return s.command(ctx, convID, CommandPause)
+	}
+	return s.pauseStopped(ctx, v)
+}
+
+// pauseHere pauses the agent of a conversation whose lease this replica holds (a command).
+func (s *Service) pauseHere(ctx context.Context, ownerID, convID string) error {
+	if s.pauseLoop(convID) {
+		return nil
+	}
+	v, err := s.o.Store.GetConversation(ctx, ownerID, convID)
+	if err != nil {
+		return err
+	}
+	return s.pauseStopped(ctx, v)
+}
+
+// pauseLoop asks the conversation's loop, if it runs here, to pause at once, and reports
+// whether one runs here.
+func (s *Service) pauseLoop(convID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.loops[convID]
+	if l == nil {
+		return false
+	}
+	l.pause.Store(true)
+	if l.interrupt != nil {
+		l.interrupt(agent.ErrPaused)
+	}
+	return true
+}
+
+// pauseStopped records the pause of an agent that no loop runs: an idle one, one waiting for
+// confirmation (its actions rejected), or one whose runner died (its next one finds it paused).
+func (s *Service) pauseStopped(ctx context.Context, v View) error {
+	convID := v.ID
 	from := agent.Status(v.ExecutionStatus)
 	switch from {
 	case "", agent.StatusIdle, agent.StatusRunning, agent.StatusWaitingForConfirmation:
@@ -226,20 +281,6 @@ func finalResponse(e event.Event) (string, bool) {
 		return strings.Join(b.Texts(), ""), true
 	}
 	return "", false
-}
-
-// resumeAgents starts the loops of the conversations whose agent was running when the last
-// process stopped; each first answers the tool call the stop interrupted.
-func (s *Service) resumeAgents(ctx context.Context) error {
-	cs, err := s.o.Store.ConversationsByExecutionStatus(ctx, string(agent.StatusRunning))
-	if err != nil {
-		return fmt.Errorf("resume agents: %w", err)
-	}
-	for _, c := range cs {
-		s.log.Info("resuming agent", "conversation_id", c.ID)
-		s.startLoop(c.OwnerID, c.ID)
-	}
-	return nil
 }
 
 // IsTransition reports whether err is a refused execution status change.

@@ -86,8 +86,7 @@ func (s *Service) RespondToConfirmation(ctx context.Context, ownerID, convID str
 	}
 	// Running the agent while actions wait is the confirmation (as in OpenHands); after a
 	// rejection it goes on with the model.
-	s.startLoop(ownerID, convID)
-	return nil
+	return s.wake(ctx, ownerID, v.Conversation)
 }
 
 // rejectPending returns the events that reject the conversation's pending actions with

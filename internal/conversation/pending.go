@@ -50,45 +50,31 @@ func (s *Service) QueueMessage(ctx context.Context, ownerID, convID string, m Me
 // were sent. It runs once the start task is READY (and on resume, for a process that stopped
 // in between); a message is delivered once even when two deliveries race.
 func (s *Service) deliverPending(ctx context.Context, c Conversation) error {
+	_, err := s.deliverPendingOf(ctx, c)
+	return err
+}
+
+// deliverPendingOf is deliverPending that reports whether it delivered any message.
+func (s *Service) deliverPendingOf(ctx context.Context, c Conversation) (bool, error) {
 	pms, err := s.o.Store.PendingMessages(ctx, c.ID)
 	if err != nil || len(pms) == 0 {
-		return err
+		return false, err
 	}
 	ids := make([]string, len(pms))
 	evs := make([]event.Event, len(pms))
 	for i, pm := range pms {
 		ev, err := event.NewUserMessage(s.o.NewEventID(), s.o.Now(), pm.Message.Text, pm.Message.ImageURLs)
 		if err != nil {
-			return err
+			return false, err
 		}
 		ev.ConversationID = c.ID
 		ids[i], evs[i] = pm.ID, ev
 	}
 	if err := s.redact(ctx, c, evs); err != nil {
-		return fmt.Errorf("deliver pending messages: %w", err)
+		return false, fmt.Errorf("deliver pending messages: %w", err)
 	}
-	return s.o.Bus.Record(c.ID, func() error {
+	err = s.o.Bus.Record(c.ID, func() error {
 		return s.o.Store.DeliverPendingMessages(ctx, c.ID, ids, evs, StateUpdate{UpdatedAt: s.o.Now().UTC()})
 	}, evs)
-}
-
-// resumePending delivers what a previous process left pending on conversations that are
-// ready, and runs their agents.
-func (s *Service) resumePending(ctx context.Context) error {
-	cs, err := s.o.Store.ConversationsWithPendingMessages(ctx)
-	if err != nil {
-		return fmt.Errorf("resume pending messages: %w", err)
-	}
-	for _, c := range cs {
-		v, err := s.o.Store.GetConversation(ctx, c.OwnerID, c.ID)
-		if err != nil || v.TaskStatus != TaskReady {
-			continue // its start task delivers them when it is READY
-		}
-		if err := s.deliverPending(ctx, c); err != nil {
-			s.log.Error("deliver pending messages", "conversation_id", c.ID, "err", err)
-			continue
-		}
-		s.startLoop(c.OwnerID, c.ID)
-	}
-	return nil
+	return err == nil, err
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/sandbox"
@@ -25,17 +26,18 @@ type SecretSource interface {
 }
 
 // redactors caches one redactor per conversation. An entry is good while its owner's secrets
-// have not changed (SecretsChanged bumps the owner's generation) and the conversation's
-// sandbox is the one it was built with.
+// have not changed and the conversation's sandbox is the one it was built with. The revision
+// of the owner's secrets is the store's (Store.SecretsRevision), read at every record, which
+// every replica bumps when a secret changes through it (SecretsChanged): a secret changed
+// through one replica is masked in what any replica records from then on.
 type redactors struct {
 	mu     sync.Mutex
-	gen    map[string]uint64 // owner → generation of their secrets
 	byConv map[string]redactorEntry
 }
 
 type redactorEntry struct {
 	owner     string
-	gen       uint64
+	rev       int64
 	sandboxID string
 	r         *secret.Redactor
 }
@@ -43,24 +45,35 @@ type redactorEntry struct {
 // maxCachedRedactors bounds the cache; past it, the cache starts over.
 const maxCachedRedactors = 10_000
 
-// SecretsChanged tells the service that a user's secrets (settings, provider tokens) changed:
-// their conversations mask the new values from their next event on.
+// SecretsChanged tells the service, and through the store every replica, that a user's
+// secrets (settings, provider tokens, custom secrets) changed: their conversations mask the
+// new values from their next event on. A revision the store does not take empties this
+// replica's cache, at least.
 func (s *Service) SecretsChanged(userID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.o.Store.BumpSecretsRevision(ctx, userID); err != nil {
+		s.log.Error("the other replicas may mask a user's changed secret late", "user_id", userID, "err", err)
+	}
 	s.red.mu.Lock()
 	defer s.red.mu.Unlock()
-	if s.red.gen == nil {
-		s.red.gen = map[string]uint64{}
+	for id, e := range s.red.byConv {
+		if e.owner == userID {
+			delete(s.red.byConv, id)
+		}
 	}
-	s.red.gen[userID]++
 }
 
 // redactor returns the redactor of conversation v.
 func (s *Service) redactor(ctx context.Context, v Conversation) (*secret.Redactor, error) {
+	rev, err := s.o.Store.SecretsRevision(ctx, v.OwnerID)
+	if err != nil {
+		return nil, err
+	}
 	s.red.mu.Lock()
-	gen := s.red.gen[v.OwnerID]
 	e, ok := s.red.byConv[v.ID]
 	s.red.mu.Unlock()
-	if ok && e.owner == v.OwnerID && e.gen == gen && e.sandboxID == v.SandboxID {
+	if ok && e.owner == v.OwnerID && e.rev == rev && e.sandboxID == v.SandboxID {
 		return e.r, nil
 	}
 	values, err := s.secretValues(ctx, v)
@@ -70,18 +83,15 @@ func (s *Service) redactor(ctx context.Context, v Conversation) (*secret.Redacto
 	r := secret.NewRedactor(values...)
 	s.red.mu.Lock()
 	defer s.red.mu.Unlock()
-	if s.red.gen[v.OwnerID] == gen { // else the secrets changed meanwhile: do not cache
-		if s.red.byConv == nil || len(s.red.byConv) >= maxCachedRedactors {
-			s.red.byConv = map[string]redactorEntry{}
-		}
-		s.red.byConv[v.ID] = redactorEntry{owner: v.OwnerID, gen: gen, sandboxID: v.SandboxID, r: r}
+	if s.red.byConv == nil || len(s.red.byConv) >= maxCachedRedactors {
+		s.red.byConv = map[string]redactorEntry{}
 	}
+	s.red.byConv[v.ID] = redactorEntry{owner: v.OwnerID, rev: rev, sandboxID: v.SandboxID, r: r}
 	return r, nil
 }
 
 // ReleaseMemory empties the cache of redactors, which keeps the secrets of every conversation
-// that ran lately: once no agent runs, they are built again as events come. The secrets'
-// generations stay.
+// that ran lately: once no agent runs, they are built again as events come.
 func (s *Service) ReleaseMemory() {
 	s.red.mu.Lock()
 	defer s.red.mu.Unlock()

@@ -107,6 +107,7 @@ func (s *Service) startLoop(ownerID, convID string) bool {
 				s.o.OnIdle()
 			}
 			if !again {
+				s.settle(convID)
 				return
 			}
 		}
@@ -306,24 +307,27 @@ func (l *runnerLog) Load(ctx context.Context, afterSeq int64) ([]event.Event, er
 	return l.s.o.Events.ConversationEvents(ctx, l.conv.ID, afterSeq)
 }
 
+// Append records as the holder of the conversation's lease: once another replica took it,
+// the append fails (ErrLeaseLost) and the run ends.
 func (l *runnerLog) Append(ctx context.Context, evs []event.Event) (int64, error) {
-	return l.s.recordAfter(ctx, l.conv, evs)
+	return l.s.recordAs(ctx, l.conv, evs, l.s.o.Replica)
 }
 
 // record masks the conversation's secrets in events, stores them, applying the state updates
 // among them to the conversation in the same transaction, then publishes them.
 func (s *Service) record(ctx context.Context, c Conversation, evs []event.Event) error {
-	_, err := s.recordAfter(ctx, c, evs)
+	_, err := s.recordAs(ctx, c, evs, "")
 	return err
 }
 
-// recordAfter is record that also returns the Seq of the log's last event before evs
-// (Store.RecordEvents).
-func (s *Service) recordAfter(ctx context.Context, c Conversation, evs []event.Event) (prev int64, err error) {
+// recordAs is record that also returns the Seq of the log's last event before evs
+// (Store.RecordEvents); with holder set, it records only while holder has the
+// conversation's lease (StateUpdate.Holder).
+func (s *Service) recordAs(ctx context.Context, c Conversation, evs []event.Event, holder string) (prev int64, err error) {
 	if err := s.redact(ctx, c, evs); err != nil {
 		return 0, fmt.Errorf("record events: %w", err)
 	}
-	u := StateUpdate{UpdatedAt: s.o.Now().UTC()}
+	u := StateUpdate{UpdatedAt: s.o.Now().UTC(), Holder: holder}
 	for _, e := range evs {
 		if e.Kind != event.KindStateUpdate {
 			continue

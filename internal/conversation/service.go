@@ -37,6 +37,9 @@ type Sandboxes interface {
 	Hold(id string) (release func())
 	// SessionKey returns the key the sandbox's runtime demands.
 	SessionKey(ctx context.Context, ownerID, id string) (string, error)
+	// Reaches reports whether this replica reaches the runtimes of sandboxes of backend on
+	// node: those of its own node, or of a backend every replica reaches.
+	Reaches(node, backend string) bool
 }
 
 // Options configure a Service.
@@ -109,6 +112,15 @@ type Options struct {
 	// Titles says how conversations the user did not name are named (TitlesModel,
 	// TitlesMessage); empty or TitlesOff keeps "Conversation <id>".
 	Titles string
+
+	// Replica is this replica's id, which its leases name (owner.go); empty means Node and a
+	// random suffix. Node is the node it runs on; empty means "local". LeaseTTL is how long
+	// a lease lives unrenewed; zero means DefaultLeaseTTL. Waker carries the wake-ups of
+	// commands between replicas; nil means a replica alone on its store, which wakes itself.
+	Replica  string
+	Node     string
+	LeaseTTL time.Duration
+	Waker    Waker
 }
 
 // Service creates conversations and runs their start tasks in the background. Start tasks are
@@ -141,6 +153,12 @@ type Service struct {
 	watches map[string][]*TaskWatch
 
 	red redactors
+
+	waker Waker
+	// stopOwn ends the ownership goroutine (own) that Resume starts; ownDone is closed when
+	// it has ended.
+	stopOwn context.CancelFunc
+	ownDone chan struct{}
 }
 
 // NewService returns a Service.
@@ -170,15 +188,37 @@ func NewService(o Options) *Service {
 	if o.NewLLM == nil {
 		o.NewLLM = func(llm.Config) (llm.Client, error) { return nil, errors.New("no LLM adapters configured") }
 	}
+	if o.Node == "" {
+		o.Node = "local"
+	}
+	if o.Replica == "" {
+		o.Replica = o.Node + "/" + id.New()
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	var waker Waker = newLocalWaker()
+	if o.Waker != nil {
+		waker = o.Waker
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Service{o: o, log: o.Logger, ctx: ctx, cancel: cancel,
 		tasks: map[string]context.CancelFunc{}, loops: map[string]*loop{},
-		live: map[string]*liveMetrics{}, titling: map[string]bool{}, watches: map[string][]*TaskWatch{}}
+		live: map[string]*liveMetrics{}, titling: map[string]bool{}, watches: map[string][]*TaskWatch{},
+		waker: waker}
 }
 
-// Close cancels running start tasks and agent loops and waits for them. Their state stays
-// stored, so Resume in the next process continues them. Safe to call twice.
+// Close stops taking over conversations, cancels running start tasks and agent loops, waits
+// for them and releases their leases. Their state stays stored, so the next process (or
+// another replica, at once) continues them. Safe to call twice.
 func (s *Service) Close() {
+	s.mu.Lock()
+	stop, done := s.stopOwn, s.ownDone
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
 	s.cancel()
 	s.wg.Wait()
 }
@@ -359,7 +399,13 @@ func (s *Service) create(ctx context.Context, ownerID string, r CreateRequest, w
 	if watch != nil {
 		*watch = s.watchTask(task.ID)
 	}
-	s.launch(task, r.SpecID, logctx.Attrs(ctx)...)
+	// The start task runs here, under this replica's lease; a claim that fails (the store
+	// does not answer) leaves it to the next pass of a replica that can take it.
+	if claimed, err := s.claim(ctx, convID); err != nil || !claimed {
+		s.log.WarnContext(ctx, "the conversation's start waits for a replica to take it", "err", err)
+	} else {
+		s.launch(task, r.SpecID, logctx.Attrs(ctx)...)
+	}
 	s.notify(ctx, webhook.KindConversationCreated, c, map[string]any{"title": c.Title,
 		"selected_repository": c.SelectedRepository, "selected_branch": c.SelectedBranch, "version": c.Version})
 	return View{Conversation: c, SandboxStatus: sandbox.StatusMissing, TaskStatus: task.Status}, task, nil
@@ -372,21 +418,29 @@ func orPtr(a, b *string) *string {
 	return b
 }
 
-// Resume restarts the start tasks that a previous process left unfinished, and the agent
-// loops it left running.
+// Resume starts the replica's part in the ownership of conversations (owner.go): it frees the
+// leases of this node's earlier run, takes the conversations that need a runner and that it
+// reaches (start tasks a previous process left unfinished, messages waiting, agent loops it
+// left running), and goes on doing so, and acting on commands, until Close.
 func (s *Service) Resume(ctx context.Context) error {
-	tasks, err := s.o.Store.PendingStartTasks(ctx)
+	n, err := s.o.Store.ReleaseNodeLeases(ctx, s.o.Node, s.o.Replica)
 	if err != nil {
-		return fmt.Errorf("resume start tasks: %w", err)
+		return fmt.Errorf("resume conversations: %w", err)
 	}
-	for _, t := range tasks {
-		s.log.Info("resuming start task", "task_id", t.ID, "conversation_id", t.ConversationID, "status", string(t.Status))
-		s.launch(t, "")
+	if n > 0 {
+		s.log.Info("freed the leases of this node's earlier run", "leases", n, "node", s.o.Node)
 	}
-	if err := s.resumePending(ctx); err != nil {
-		return err
-	}
-	return s.resumeAgents(ctx)
+	s.takeOver(ctx)
+	ownCtx, stop := context.WithCancel(s.ctx)
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.stopOwn, s.ownDone = stop, done
+	s.mu.Unlock()
+	go func() {
+		defer close(done)
+		s.own(ownCtx)
+	}()
+	return nil
 }
 
 // Get returns one of the owner's conversations with its sub-conversations.

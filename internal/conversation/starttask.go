@@ -35,6 +35,7 @@ func (s *Service) launch(t StartTask, specID string, attrs ...slog.Attr) {
 			}
 			cancel()
 			s.endWatches(t.ID)
+			s.settle(t.ConversationID)
 		}()
 		s.runTask(ctx, t, specID)
 	}()

@@ -62,6 +62,37 @@ type Store interface {
 	// DeleteConversation removes the conversation with its start tasks and events.
 	DeleteConversation(ctx context.Context, ownerID, id string) error
 
+	// ClaimConversation takes the conversation's lease for holder (of node) for ttl, as the
+	// store's clock counts it, if the lease is free, expired or holder's already, and reports
+	// whether holder has it. ErrNotFound when the conversation does not exist.
+	ClaimConversation(ctx context.Context, id, holder, node string, ttl time.Duration) (bool, error)
+	// RenewLeases extends every lease of holder by ttl from now and returns the ids of the
+	// conversations it still holds.
+	RenewLeases(ctx context.Context, holder string, ttl time.Duration) ([]string, error)
+	// ReleaseConversation frees the conversation's lease if holder has it.
+	ReleaseConversation(ctx context.Context, id, holder string) error
+	// ReleaseNodeLeases frees the leases held for node by another holder than except (an
+	// earlier run of the node's replica), and returns how many.
+	ReleaseNodeLeases(ctx context.Context, node, except string) (int, error)
+	// ConversationLease returns the conversation's lease; a zero Lease when it has none.
+	ConversationLease(ctx context.Context, id string) (Lease, error)
+	// UnownedConversations returns up to limit conversations that need a runner and whose
+	// lease is free or expired (see Unowned), oldest first.
+	UnownedConversations(ctx context.Context, limit int) ([]Unowned, error)
+	// AddCommand leaves a command of kind for the holder of the conversation's lease and
+	// returns the holder, if another holder than self has a lease that has not expired;
+	// otherwise it leaves nothing and returns "".
+	AddCommand(ctx context.Context, id, kind, self string) (holder string, err error)
+	// TakeCommands removes and returns, in the order they were left, the commands for the
+	// conversations whose lease holder has.
+	TakeCommands(ctx context.Context, holder string) ([]Command, error)
+
+	// SecretsRevision returns the revision of the user's secrets (0 before their first
+	// change); BumpSecretsRevision adds one, after every change of them, so that every
+	// replica knows to mask the new values.
+	SecretsRevision(ctx context.Context, userID string) (int64, error)
+	BumpSecretsRevision(ctx context.Context, userID string) error
+
 	GetStartTask(ctx context.Context, ownerID, id string) (StartTask, error)
 	ListStartTasks(ctx context.Context, ownerID string, f TaskFilter, sort TaskSort, q paging.Query) (ts []StartTask, next string, err error)
 	CountStartTasks(ctx context.Context, ownerID string, f TaskFilter) (int, error)
@@ -77,4 +108,8 @@ type StateUpdate struct {
 	Metrics            json.RawMessage
 	ConfirmationPolicy *confirm.Policy
 	UpdatedAt          time.Time
+	// Holder, when set, makes the append conditional: it fails with ErrLeaseLost, writing
+	// nothing, unless Holder has the conversation's lease (expired or not, as long as no
+	// other replica took it).
+	Holder string
 }

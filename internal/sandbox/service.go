@@ -277,6 +277,12 @@ func (s *Service) elsewhere(sb Sandbox) error {
 // Capabilities are the backend's.
 func (s *Service) Capabilities() Capabilities { return s.caps }
 
+// Reaches reports whether this service reaches the runtimes of sandboxes of backend on node:
+// its own backend's, on this node or on any when the backend is remote.
+func (s *Service) Reaches(node, backend string) bool {
+	return backend == s.backend.Name() && (s.caps.Remote || node == s.node)
+}
+
 // Node is the node this service runs on.
 func (s *Service) Node() string { return s.node }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/id"
 )
@@ -42,8 +43,10 @@ import (
 type Bus struct {
 	store *Store
 	log   *slog.Logger
-	self  string // this Bus's id, which its own notifications of transient events carry
+	self  string // this replica's id, which its own notifications carry
 	local event.LocalBus
+	// wakeups are this replica's (conversation.Waker).
+	wakeups chan struct{}
 
 	mu    sync.Mutex
 	convs map[string]*followed // conversations with subscribers here
@@ -64,15 +67,20 @@ type followed struct {
 // catchUpTimeout bounds one read of a conversation's new events.
 const catchUpTimeout = 30 * time.Second
 
-// NewBus starts a Bus on the store's database; Close stops it. It returns at once: the
-// connection it listens on is made in the background, and again whenever it breaks (Check
-// says whether it listens now).
-func NewBus(s *Store, log *slog.Logger) *Bus {
+// NewBus starts a Bus on the store's database for the replica named replica (its id, as its
+// leases name it; "" for a random one); Close stops it. It returns at once: the connection it
+// listens on is made in the background, and again whenever it breaks (Check says whether it
+// listens now).
+func NewBus(s *Store, replica string, log *slog.Logger) *Bus {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if replica == "" {
+		replica = id.New()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &Bus{store: s, log: log, self: id.New(), convs: map[string]*followed{}, stop: cancel, done: make(chan struct{})}
+	b := &Bus{store: s, log: log, self: replica, wakeups: make(chan struct{}, 1), convs: map[string]*followed{},
+		stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(b.done)
 		b.listen(ctx)
@@ -158,6 +166,28 @@ func (b *Bus) Subscribe(ctx context.Context, conversationID string, buffer int) 
 		f.last = last
 	}
 	return b.local.Subscribe(ctx, conversationID, buffer)
+}
+
+// Wake tells the replica holder that commands wait for it (conversation.Waker).
+func (b *Bus) Wake(holder string) {
+	if holder == b.self {
+		b.wakeUp()
+		return
+	}
+	if err := b.notify("w " + holder); err != nil {
+		b.log.Warn("wake a replica; it finds its commands at its next look", "replica", holder, "err", err)
+	}
+}
+
+// Wakeups delivers this replica's wake-ups: a command waits for it, or it listens again
+// after a broken connection and may have missed some.
+func (b *Bus) Wakeups() <-chan struct{} { return b.wakeups }
+
+func (b *Bus) wakeUp() {
+	select {
+	case b.wakeups <- struct{}{}:
+	default:
+	}
 }
 
 // Subscribers counts this process's subscriptions of the conversation.
@@ -299,10 +329,11 @@ func (b *Bus) listenOnce(ctx context.Context, connected func()) error {
 	}
 	b.listening.Store(true)
 	connected()
-	// What was appended while nobody listened.
+	// What was appended, and the commands left, while nobody listened.
 	for _, id := range b.followedIDs() {
 		b.catchUp(id, 0)
 	}
+	b.wakeUp()
 	var handlers sync.WaitGroup
 	defer handlers.Wait()
 	for {
@@ -350,6 +381,10 @@ func (b *Bus) handle(payload string, handlers *sync.WaitGroup) {
 		if from != b.self {
 			b.local.End(conv)
 		}
+	case "w":
+		if rest == b.self {
+			b.wakeUp()
+		}
 	}
 }
 
@@ -360,4 +395,7 @@ func (s *Store) lastSeq(ctx context.Context, conversationID string) (int64, erro
 	return last, err
 }
 
-var _ event.Bus = (*Bus)(nil)
+var (
+	_ event.Bus          = (*Bus)(nil)
+	_ conversation.Waker = (*Bus)(nil)
+)

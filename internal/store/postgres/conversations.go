@@ -282,6 +282,8 @@ func (s *Store) DeleteConversation(ctx context.Context, ownerID, id string) erro
 		}
 		var b pgx.Batch
 		for _, q := range []string{
+			`DELETE FROM conversation_commands WHERE conversation_id = $1`,
+			`DELETE FROM conversation_leases WHERE conversation_id = $1`,
 			`DELETE FROM events WHERE conversation_id = $1`,
 			`DELETE FROM pending_messages WHERE conversation_id = $1`,
 			`DELETE FROM start_tasks WHERE conversation_id = $1`,
@@ -329,6 +331,11 @@ func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []e
 func recordEvents(ctx context.Context, tx pgx.Tx, conversationID, owner string, evs []event.Event, u conversation.StateUpdate) (seqs []int64, prev int64, err error) {
 	for i := range evs {
 		if err := adopt(&evs[i].ConversationID, conversationID, "event conversation"); err != nil {
+			return nil, 0, err
+		}
+	}
+	if u.Holder != "" {
+		if err := checkHolder(ctx, tx, conversationID, u.Holder); err != nil {
 			return nil, 0, err
 		}
 	}

@@ -128,6 +128,11 @@ var dumpTables = []dumpTable{
 		colText("status"), colInt("attempts"), colInt("response_code"), colText("error"), colTime("created_at"),
 		colTime("updated_at"), colTime("next_attempt_at"), colTime("retry_until")}},
 	{name: "keyring_check", key: []string{"id"}, cols: []dumpCol{colInt("id"), colBlob("sealed")}},
+	{name: "secret_revisions", key: []string{"user_id"}, cols: []dumpCol{colText("user_id"), colInt("rev")}},
+	{name: "conversation_leases", key: []string{"conversation_id"}, cols: []dumpCol{
+		colText("conversation_id"), colText("holder"), colText("node"), colTime("expires_at")}},
+	{name: "conversation_commands", key: []string{"seq"}, seq: "seq", cols: []dumpCol{
+		colInt("seq"), colText("conversation_id"), colText("kind"), colTime("created_at")}},
 }
 
 func deriveTitleFold(r store.Row) (any, error) {

@@ -57,7 +57,7 @@ func TestConformance(t *testing.T) {
 // newBus starts a Bus on s, closed when the test ends, and waits until it listens.
 func newBus(t *testing.T, s *postgres.Store) *postgres.Bus {
 	t.Helper()
-	b := postgres.NewBus(s, nil)
+	b := postgres.NewBus(s, "", nil)
 	t.Cleanup(func() { b.Close() })
 	deadline := time.Now().Add(30 * time.Second)
 	for b.Check(t.Context()) != nil {

@@ -267,6 +267,8 @@ func (s *Store) DeleteConversation(ctx context.Context, ownerID, id string) erro
 		}
 		// Events first: they refer to the conversation.
 		for _, q := range []string{
+			`DELETE FROM conversation_commands WHERE conversation_id = ?`,
+			`DELETE FROM conversation_leases WHERE conversation_id = ?`,
 			`DELETE FROM events WHERE conversation_id = ?`,
 			`DELETE FROM pending_messages WHERE conversation_id = ?`,
 			`DELETE FROM start_tasks WHERE conversation_id = ?`,
@@ -307,6 +309,11 @@ func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []e
 func (s *Store) recordEvents(ctx context.Context, tx *sql.Tx, conversationID string, evs []event.Event, u conversation.StateUpdate) (seqs []int64, prev int64, err error) {
 	for i := range evs {
 		if err := adopt(&evs[i].ConversationID, conversationID, "event conversation"); err != nil {
+			return nil, 0, err
+		}
+	}
+	if u.Holder != "" {
+		if err := s.checkHolder(ctx, tx, conversationID, u.Holder); err != nil {
 			return nil, 0, err
 		}
 	}
