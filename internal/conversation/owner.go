@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentd/agentd/internal/agent"
+	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/paging"
 )
 
@@ -24,6 +27,11 @@ const DefaultLeaseTTL = 10 * time.Second
 
 // unownedBatch bounds the conversations one pass takes over.
 const unownedBatch = 100
+
+// waitHolderPrefix begins the holder of the lease a replica takes of a conversation that
+// waits for its node: it names the conversation as waiting (so that the others do not say so
+// again) and lapses with the lease time, or when the node's replica starts.
+const waitHolderPrefix = "wait/"
 
 // passInterval is how often the replica looks for conversations to take over and commands to
 // act on (beside the wake-ups): a tenth of the lease, within [100 ms, 1 s], so that a
@@ -118,11 +126,20 @@ func (s *Service) own(ctx context.Context) {
 		case <-s.waker.Wakeups():
 		}
 		if time.Since(renewed) >= s.o.LeaseTTL/3 {
+			s.heartbeat(ctx)
 			s.renew(ctx)
 			renewed = time.Now()
 		}
 		s.takeCommands(ctx)
 		s.takeOver(ctx)
+	}
+}
+
+// heartbeat says that this replica lives, for the others to know that its node's
+// conversations have a runner.
+func (s *Service) heartbeat(ctx context.Context) {
+	if err := s.o.Store.Heartbeat(ctx, s.o.Replica, s.o.Node, s.o.LeaseTTL); err != nil && ctx.Err() == nil {
+		s.log.Warn("heartbeat", "err", err)
 	}
 }
 
@@ -170,8 +187,21 @@ func (s *Service) takeOver(ctx context.Context) {
 		}
 		return
 	}
+	var live []string
 	for _, u := range us {
 		if (u.Node != "" || u.Backend != "") && !s.o.Sandboxes.Reaches(u.Node, u.Backend) {
+			if live == nil {
+				if live, err = s.o.Store.LiveNodes(ctx); err != nil {
+					return
+				}
+			}
+			if u.Node != "" && !slices.Contains(live, u.Node) {
+				s.waitForNode(ctx, u)
+			}
+			continue
+		}
+		prev, err := s.o.Store.ConversationLease(ctx, u.ID)
+		if err != nil {
 			continue
 		}
 		claimed, err := s.claim(ctx, u.ID)
@@ -179,11 +209,45 @@ func (s *Service) takeOver(ctx context.Context) {
 			continue
 		}
 		s.log.Info("running conversation", "conversation_id", u.ID)
+		if strings.HasPrefix(prev.Holder, waitHolderPrefix) {
+			s.recordWaiting(ctx, u, nil)
+		}
 		if err := s.resumeConversation(ctx, u.OwnerID, u.ID); err != nil && ctx.Err() == nil {
 			s.log.Error("resume conversation", "conversation_id", u.ID, "err", err)
 		}
 		s.takeCommands(ctx)
 		s.settle(u.ID)
+	}
+}
+
+// waitForNode says, once per outage, that the conversation waits for its sandbox's node,
+// which has no live replica: a lease of the waiting kind, which the first replica to see it
+// takes, and an event. The node's replica, once it starts, frees that lease and goes on.
+func (s *Service) waitForNode(ctx context.Context, u Unowned) {
+	prev, err := s.o.Store.ConversationLease(ctx, u.ID)
+	if err != nil {
+		return
+	}
+	claimed, err := s.o.Store.ClaimConversation(ctx, u.ID, waitHolderPrefix+s.o.Replica, u.Node, s.o.LeaseTTL)
+	if err != nil || !claimed || strings.HasPrefix(prev.Holder, waitHolderPrefix) {
+		return
+	}
+	s.log.Warn("the conversation waits for its sandbox's node, which runs no replica", "conversation_id", u.ID, "node", u.Node)
+	s.recordWaiting(ctx, u, &u.Node)
+}
+
+// recordWaiting records that the conversation waits for node, or (nil) no longer does.
+func (s *Service) recordWaiting(ctx context.Context, u Unowned, node *string) {
+	v, err := s.o.Store.GetConversation(ctx, u.OwnerID, u.ID)
+	if err != nil {
+		return
+	}
+	ev, err := event.NewStateUpdate(s.o.NewEventID(), s.o.Now(), event.StateWaitingForNode, node)
+	if err == nil {
+		err = s.record(ctx, v.Conversation, []event.Event{ev})
+	}
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("record that a conversation waits for its node", "conversation_id", u.ID, "err", err)
 	}
 }
 

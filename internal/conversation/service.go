@@ -221,6 +221,13 @@ func (s *Service) Close() {
 	}
 	s.cancel()
 	s.wg.Wait()
+	if stop != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.o.Store.RemoveReplica(ctx, s.o.Replica); err != nil {
+			s.log.Warn("remove this replica from the store", "err", err)
+		}
+	}
 }
 
 // CreateRequest is a validated request to create a conversation, from either API generation.
@@ -430,6 +437,7 @@ func (s *Service) Resume(ctx context.Context) error {
 	if n > 0 {
 		s.log.Info("freed the leases of this node's earlier run", "leases", n, "node", s.o.Node)
 	}
+	s.heartbeat(ctx)
 	s.takeOver(ctx)
 	ownCtx, stop := context.WithCancel(s.ctx)
 	done := make(chan struct{})

@@ -79,13 +79,21 @@ type Store interface {
 	// UnownedConversations returns up to limit conversations that need a runner and whose
 	// lease is free or expired (see Unowned), oldest first.
 	UnownedConversations(ctx context.Context, limit int) ([]Unowned, error)
-	// AddCommand leaves a command of kind for the holder of the conversation's lease and
-	// returns the holder, if another holder than self has a lease that has not expired;
-	// otherwise it leaves nothing and returns "".
+	// AddCommand leaves a command of kind for whoever holds the conversation's lease, now or
+	// next (a conversation with commands needs a runner: see UnownedConversations), and
+	// returns the holder to wake: another than self whose lease has not expired, or "".
+	// ErrNotFound when the conversation does not exist.
 	AddCommand(ctx context.Context, id, kind, self string) (holder string, err error)
 	// TakeCommands removes and returns, in the order they were left, the commands for the
 	// conversations whose lease holder has.
 	TakeCommands(ctx context.Context, holder string) ([]Command, error)
+
+	// Heartbeat says that replica (of node) lives for ttl more, as the store's clock counts
+	// it; LiveNodes returns the nodes with a live replica; RemoveReplica forgets a replica
+	// that stops (and those that died long ago).
+	Heartbeat(ctx context.Context, replica, node string, ttl time.Duration) error
+	LiveNodes(ctx context.Context) ([]string, error)
+	RemoveReplica(ctx context.Context, replica string) error
 
 	// SecretsRevision returns the revision of the user's secrets (0 before their first
 	// change); BumpSecretsRevision adds one, after every change of them, so that every

@@ -16,6 +16,10 @@ const (
 	// StateConversationStatus: the value is the conversation's status ("STARTING",
 	// "RUNNING", "STOPPED", "ERROR"), as the conversation lists show it.
 	StateConversationStatus = "conversation_status"
+	// StateWaitingForNode: the value is the node the conversation's sandbox lives on, which
+	// has no live replica to run the conversation: it goes on when one starts there; null
+	// once it does.
+	StateWaitingForNode = "waiting_for_node"
 )
 
 // StartTaskState is the value of a start_task update: the start task as

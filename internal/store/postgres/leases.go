@@ -113,22 +113,24 @@ func (s *Store) UnownedConversations(ctx context.Context, limit int) ([]conversa
 	return us, nil
 }
 
-// AddCommand inserts the command only while the lease it reads stays as read: the lease's row
-// is locked (FOR SHARE) until the insert commits, so a claim by another replica comes after,
-// and takes the command with the lease.
+// AddCommand reads the holder under a lock of the lease's row (FOR SHARE) held until the
+// insert commits: a claim by another replica comes after, and takes the command with the
+// lease.
 func (s *Store) AddCommand(ctx context.Context, id, kind, self string) (string, error) {
 	var holder string
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `SELECT holder FROM conversation_leases
 			WHERE conversation_id = $1 AND holder <> $2 AND expires_at >= now() FOR SHARE`, id, self).Scan(&holder)
 		if errors.Is(err, pgx.ErrNoRows) {
-			holder = ""
-			return nil
+			holder, err = "", nil
 		}
 		if err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO conversation_commands (conversation_id, kind, created_at) VALUES ($1, $2, now())`, id, kind)
+		if isForeignKey(err) {
+			err = conversation.ErrNotFound
+		}
 		return err
 	})
 	if err != nil {
@@ -182,6 +184,36 @@ func (s *Store) BumpSecretsRevision(ctx context.Context, userID string) error {
 	if _, err := s.exec(ctx, `INSERT INTO secret_revisions (user_id, rev) VALUES ($1, 1)
 		ON CONFLICT (user_id) DO UPDATE SET rev = secret_revisions.rev + 1`, userID); err != nil {
 		return fmt.Errorf("bump the secrets revision of user %s: %w", userID, err)
+	}
+	return nil
+}
+
+func (s *Store) Heartbeat(ctx context.Context, replica, node string, ttl time.Duration) error {
+	if _, err := s.exec(ctx, `INSERT INTO replicas (id, node, started_at, expires_at)
+		VALUES ($1, $2, now(), now() + $3 * interval '1 microsecond')
+		ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at`, replica, node, ttl.Microseconds()); err != nil {
+		return fmt.Errorf("heartbeat of replica %s: %w", replica, err)
+	}
+	return nil
+}
+
+func (s *Store) LiveNodes(ctx context.Context) ([]string, error) {
+	nodes, err := collect(ctx, s.pool, func(row pgx.Row) (string, error) {
+		var n string
+		err := row.Scan(&n)
+		return n, err
+	}, `SELECT DISTINCT node FROM replicas WHERE expires_at >= now() ORDER BY node`)
+	if err != nil {
+		return nil, fmt.Errorf("live nodes: %w", err)
+	}
+	return nodes, nil
+}
+
+// RemoveReplica also forgets replicas gone for an hour, so that the table does not grow with
+// the replicas that died without removing themselves.
+func (s *Store) RemoveReplica(ctx context.Context, replica string) error {
+	if _, err := s.exec(ctx, `DELETE FROM replicas WHERE id = $1 OR expires_at < now() - interval '1 hour'`, replica); err != nil {
+		return fmt.Errorf("remove replica %s: %w", replica, err)
 	}
 	return nil
 }

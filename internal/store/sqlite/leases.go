@@ -130,14 +130,16 @@ func (s *Store) AddCommand(ctx context.Context, id, kind, self string) (string, 
 		err := tx.QueryRowContext(ctx, `SELECT holder FROM conversation_leases WHERE conversation_id = ? AND holder <> ? AND expires_at >= ?`,
 			id, self, nanos(time.Now())).Scan(&holder)
 		if errors.Is(err, sql.ErrNoRows) {
-			holder = ""
-			return nil
+			holder, err = "", nil
 		}
 		if err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO conversation_commands (conversation_id, kind, created_at) VALUES (?, ?, ?)`,
 			id, kind, nanos(time.Now()))
+		if isForeignKey(err) {
+			err = conversation.ErrNotFound
+		}
 		return err
 	})
 	if err != nil {
@@ -198,6 +200,34 @@ func (s *Store) BumpSecretsRevision(ctx context.Context, userID string) error {
 	if _, err := s.one.ExecContext(ctx, `INSERT INTO secret_revisions (user_id, rev) VALUES (?, 1)
 		ON CONFLICT (user_id) DO UPDATE SET rev = rev + 1`, userID); err != nil {
 		return fmt.Errorf("bump the secrets revision of user %s: %w", userID, err)
+	}
+	return nil
+}
+
+func (s *Store) Heartbeat(ctx context.Context, replica, node string, ttl time.Duration) error {
+	now := time.Now()
+	if _, err := s.one.ExecContext(ctx, `INSERT INTO replicas (id, node, started_at, expires_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at`, replica, node, nanos(now), nanos(now.Add(ttl))); err != nil {
+		return fmt.Errorf("heartbeat of replica %s: %w", replica, err)
+	}
+	return nil
+}
+
+func (s *Store) LiveNodes(ctx context.Context) ([]string, error) {
+	nodes, err := collect(ctx, s.r, func(sc scanner) (string, error) {
+		var n string
+		err := sc.Scan(&n)
+		return n, err
+	}, `SELECT DISTINCT node FROM replicas WHERE expires_at >= ? ORDER BY node`, nanos(time.Now()))
+	if err != nil {
+		return nil, fmt.Errorf("live nodes: %w", err)
+	}
+	return nodes, nil
+}
+
+func (s *Store) RemoveReplica(ctx context.Context, replica string) error {
+	if _, err := s.one.ExecContext(ctx, `DELETE FROM replicas WHERE id = ? OR expires_at < ?`, replica, nanos(time.Now().Add(-time.Hour))); err != nil {
+		return fmt.Errorf("remove replica %s: %w", replica, err)
 	}
 	return nil
 }

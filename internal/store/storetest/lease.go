@@ -232,9 +232,14 @@ func testCommands(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	c := newConversation(ownerA, "conv-cmd", 1)
 	createConversation(t, s, c)
+	_, err := s.AddCommand(ctx, "no-such-conversation", conversation.CommandRun, "b/1")
+	is(t, "command for a conversation that does not exist", err, conversation.ErrNotFound)
 	holder, err := s.AddCommand(ctx, c.ID, conversation.CommandRun, "b/1")
 	ok(t, "command without a lease", err)
 	equal(t, "holder of a conversation nobody holds", holder, "")
+	us, err := s.UnownedConversations(ctx, 10)
+	ok(t, "unowned", err)
+	equal(t, "a conversation with a command waiting", ids(us, func(u conversation.Unowned) string { return u.ID }), []string{c.ID})
 	got, err := s.ClaimConversation(ctx, c.ID, "a/1", "a", time.Millisecond)
 	ok(t, "claim", err)
 	equal(t, "claimed", got, true)
@@ -255,6 +260,8 @@ func testCommands(t *testing.T, s store.Store) {
 	cmds, err = s.TakeCommands(ctx, "a/1")
 	ok(t, "take commands", err)
 	equal(t, "commands", cmds, []conversation.Command{
+		{ConversationID: c.ID, OwnerID: ownerA, Kind: conversation.CommandRun},
+		{ConversationID: c.ID, OwnerID: ownerA, Kind: conversation.CommandRun},
 		{ConversationID: c.ID, OwnerID: ownerA, Kind: conversation.CommandRun},
 		{ConversationID: c.ID, OwnerID: ownerA, Kind: conversation.CommandPause}})
 	cmds, err = s.TakeCommands(ctx, "a/1")
@@ -277,7 +284,7 @@ func testCommands(t *testing.T, s store.Store) {
 	l, err := s.ConversationLease(ctx, c.ID)
 	ok(t, "lease", err)
 	equal(t, "lease of a deleted conversation", l, conversation.Lease{})
-	us, err := s.UnownedConversations(ctx, 10)
+	us, err = s.UnownedConversations(ctx, 10)
 	ok(t, "unowned", err)
 	equal(t, "work left by a deleted conversation", len(us), 0)
 }
@@ -305,4 +312,36 @@ func testSecretsRevision(t *testing.T, s store.Store) {
 	rev, err = s.SecretsRevision(ctx, ownerB)
 	ok(t, "revision", err)
 	equal(t, "another user's revision", rev, int64(0))
+}
+
+// testReplicas: a replica's node is live while its heartbeat lives, and gone when it lapses
+// or the replica is removed.
+func testReplicas(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	ok(t, "heartbeat", s.Heartbeat(ctx, "a/1", "a", leaseTTL))
+	ok(t, "heartbeat", s.Heartbeat(ctx, "a/2", "a", leaseTTL))
+	ok(t, "heartbeat", s.Heartbeat(ctx, "b/1", "b", time.Millisecond))
+	nodes, err := s.LiveNodes(ctx)
+	ok(t, "live nodes", err)
+	if !slices.Contains(nodes, "a") {
+		t.Fatalf("live nodes %v lack a", nodes)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for slices.Contains(nodes, "b") {
+		if time.Now().After(deadline) {
+			t.Fatal("a lapsed heartbeat still counts after a minute")
+		}
+		time.Sleep(5 * time.Millisecond)
+		nodes, err = s.LiveNodes(ctx)
+		ok(t, "live nodes", err)
+	}
+	equal(t, "live nodes", nodes, []string{"a"})
+	ok(t, "remove", s.RemoveReplica(ctx, "a/1"))
+	nodes, err = s.LiveNodes(ctx)
+	ok(t, "live nodes", err)
+	equal(t, "live nodes after one of two replicas left", nodes, []string{"a"})
+	ok(t, "remove", s.RemoveReplica(ctx, "a/2"))
+	nodes, err = s.LiveNodes(ctx)
+	ok(t, "live nodes", err)
+	equal(t, "live nodes after both left", len(nodes), 0)
 }

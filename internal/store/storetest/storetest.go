@@ -105,6 +105,7 @@ func Run(t *testing.T, f Factory) {
 		{"Unowned", testUnowned},
 		{"Commands", testCommands},
 		{"SecretsRevision", testSecretsRevision},
+		{"Replicas", testReplicas},
 		{"EventSourceFilter", testEventSourceFilter},
 		{"UserSkills", testUserSkills},
 		{"UserSkillLimit", testUserSkillLimit},
