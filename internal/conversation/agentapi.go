@@ -39,9 +39,25 @@ func (s *Service) ready(ctx context.Context, ownerID, convID string) (View, erro
 // the reason, as OpenHands does. With run, the agent runs to answer it (a loop that is
 // running already sees it at its next step); without, it waits for run. A message sent while
 // the conversation still starts is answered once it is ready.
+//
+// The message's record is a compare-and-set on the agent's status it was made for: another
+// replica that answered the pending actions meanwhile (or the agent that moved on) makes it
+// read the conversation again and make the record anew.
 func (s *Service) SendMessage(ctx context.Context, ownerID, convID string, m Message, run bool) error {
 	s.confirmMu.Lock()
 	defer s.confirmMu.Unlock()
+	for attempt := 1; ; attempt++ {
+		err := s.sendMessage(ctx, ownerID, convID, m, run)
+		if !errors.Is(err, ErrStatusChanged) || attempt == maxStatusRetries {
+			return err
+		}
+	}
+}
+
+// maxStatusRetries bounds the records made anew after the agent's status changed under them.
+const maxStatusRetries = 5
+
+func (s *Service) sendMessage(ctx context.Context, ownerID, convID string, m Message, run bool) error {
 	v, err := s.o.Store.GetConversation(ctx, ownerID, convID)
 	if err != nil {
 		return err
@@ -68,7 +84,8 @@ func (s *Service) SendMessage(ctx context.Context, ownerID, convID string, m Mes
 		}
 		evs = append(evs, st)
 	}
-	if err := s.record(ctx, v.Conversation, evs); err != nil {
+	status := v.ExecutionStatus
+	if err := s.recordIf(ctx, v.Conversation, evs, &status); err != nil {
 		return fmt.Errorf("send message to conversation %s: %w", convID, err)
 	}
 	if run && (v.TaskStatus == "" || v.TaskStatus == TaskReady) {
@@ -150,6 +167,20 @@ func (s *Service) pauseHere(ctx context.Context, ownerID, convID string) error {
 	return s.pauseStopped(ctx, v)
 }
 
+// pauseStopped records the pause of an agent that no loop runs (pauseStoppedOnce), anew
+// when its status changed under the record.
+func (s *Service) pauseStopped(ctx context.Context, v View) error {
+	for attempt := 1; ; attempt++ {
+		err := s.pauseStoppedOnce(ctx, v)
+		if !errors.Is(err, ErrStatusChanged) || attempt == maxStatusRetries {
+			return err
+		}
+		if v, err = s.o.Store.GetConversation(ctx, v.OwnerID, v.ID); err != nil {
+			return err
+		}
+	}
+}
+
 // pauseLoop asks the conversation's loop, if it runs here, to pause at once, and reports
 // whether one runs here.
 func (s *Service) pauseLoop(convID string) bool {
@@ -166,9 +197,10 @@ func (s *Service) pauseLoop(convID string) bool {
 	return true
 }
 
-// pauseStopped records the pause of an agent that no loop runs: an idle one, one waiting for
-// confirmation (its actions rejected), or one whose runner died (its next one finds it paused).
-func (s *Service) pauseStopped(ctx context.Context, v View) error {
+// pauseStoppedOnce records the pause of an agent that no loop runs: an idle one, one waiting
+// for confirmation (its actions rejected), or one whose runner died (its next one finds it
+// paused). The record is a compare-and-set on the status it was made for.
+func (s *Service) pauseStoppedOnce(ctx context.Context, v View) error {
 	convID := v.ID
 	from := agent.Status(v.ExecutionStatus)
 	switch from {
@@ -194,7 +226,8 @@ func (s *Service) pauseStopped(ctx context.Context, v View) error {
 	if err != nil {
 		return err
 	}
-	if err := s.record(ctx, v.Conversation, append(evs, pause, st)); err != nil {
+	status := v.ExecutionStatus
+	if err := s.recordIf(ctx, v.Conversation, append(evs, pause, st), &status); err != nil {
 		return fmt.Errorf("pause conversation %s: %w", convID, err)
 	}
 	return nil

@@ -80,7 +80,14 @@ func (s *Service) RespondToConfirmation(ctx context.Context, ownerID, convID str
 		if err != nil {
 			return err
 		}
-		if err := s.record(ctx, v.Conversation, evs); err != nil {
+		// Of two answers at once (on two replicas), one is recorded; the other finds nothing
+		// waiting any more.
+		waiting := string(agent.StatusWaitingForConfirmation)
+		err = s.recordIf(ctx, v.Conversation, evs, &waiting)
+		if errors.Is(err, ErrStatusChanged) {
+			return fmt.Errorf("conversation %s: %w", convID, ErrNotWaiting)
+		}
+		if err != nil {
 			return fmt.Errorf("reject the pending actions of conversation %s: %w", convID, err)
 		}
 	}

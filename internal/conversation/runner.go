@@ -316,7 +316,13 @@ func (l *runnerLog) Append(ctx context.Context, evs []event.Event) (int64, error
 // record masks the conversation's secrets in events, stores them, applying the state updates
 // among them to the conversation in the same transaction, then publishes them.
 func (s *Service) record(ctx context.Context, c Conversation, evs []event.Event) error {
-	_, err := s.recordAs(ctx, c, evs, "")
+	_, err := s.recordWith(ctx, c, evs, StateUpdate{})
+	return err
+}
+
+// recordIf records evs only if the agent's status is still status (StateUpdate.IfStatus).
+func (s *Service) recordIf(ctx context.Context, c Conversation, evs []event.Event, status *string) error {
+	_, err := s.recordWith(ctx, c, evs, StateUpdate{IfStatus: status})
 	return err
 }
 
@@ -324,10 +330,15 @@ func (s *Service) record(ctx context.Context, c Conversation, evs []event.Event)
 // (Store.RecordEvents); with holder set, it records only while holder has the
 // conversation's lease (StateUpdate.Holder).
 func (s *Service) recordAs(ctx context.Context, c Conversation, evs []event.Event, holder string) (prev int64, err error) {
+	return s.recordWith(ctx, c, evs, StateUpdate{Holder: holder})
+}
+
+// recordWith records evs with the conditions of cond (Holder, IfStatus).
+func (s *Service) recordWith(ctx context.Context, c Conversation, evs []event.Event, cond StateUpdate) (prev int64, err error) {
 	if err := s.redact(ctx, c, evs); err != nil {
 		return 0, fmt.Errorf("record events: %w", err)
 	}
-	u := StateUpdate{UpdatedAt: s.o.Now().UTC(), Holder: holder}
+	u := StateUpdate{UpdatedAt: s.o.Now().UTC(), Holder: cond.Holder, IfStatus: cond.IfStatus}
 	for _, e := range evs {
 		if e.Kind != event.KindStateUpdate {
 			continue

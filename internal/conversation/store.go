@@ -3,6 +3,7 @@ package conversation
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/agentd/agentd/internal/confirm"
@@ -120,4 +121,12 @@ type StateUpdate struct {
 	// nothing, unless Holder has the conversation's lease (expired or not, as long as no
 	// other replica took it).
 	Holder string
+	// IfStatus, when set, makes the append conditional too: it fails with ErrStatusChanged,
+	// writing nothing, unless the conversation's execution status is *IfStatus (compare and
+	// set: of two replicas answering one pending action, one does).
+	IfStatus *string
 }
+
+// ErrStatusChanged: the conversation's execution status is no longer the one an append was
+// made for (StateUpdate.IfStatus).
+var ErrStatusChanged = errors.New("the conversation's status changed meanwhile")

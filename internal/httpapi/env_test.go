@@ -24,10 +24,11 @@ import (
 	"github.com/agentd/agentd/internal/httpapi"
 	"github.com/agentd/agentd/internal/sandbox/process"
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
+	"github.com/agentd/agentd/internal/store/postgres/pgtest"
 )
 
 // The test binary doubles as `agentd runtime` for the sandboxes these tests start.
-func TestMain(m *testing.M) { sandboxtest.RuntimeMain(m) }
+func TestMain(m *testing.M) { sandboxtest.RuntimeMainWith(m, pgtest.Run) }
 
 const adminKey = "test-admin-key-0123456789"
 
@@ -122,6 +123,12 @@ type envOption func(*config.Config)
 // does on its second listener.
 func withAgentServer(c *config.Config) { c.AgentServerAddr = "on" }
 
+// withStore runs the server on the data directory dir and database (sqlite, or a PostgreSQL
+// URL), as a server started again elsewhere would.
+func withStore(dir, database string) envOption {
+	return func(c *config.Config) { c.DataDir, c.Database = dir, database }
+}
+
 // withTitles names conversations as agentd serve does by default: the model writes titles.
 func withTitles(c *config.Config) { c.ConversationTitles = "model" }
 
@@ -190,17 +197,22 @@ func newEnvGit(t *testing.T, git *gittest.Server, opts ...envOption) *env {
 	t.Cleanup(func() {
 		e.srv.Close()
 		e.stop()
-		// Nothing a test started may outlive it.
-		b := e.newBackend()
-		insts, _ := b.List(context.Background())
-		for _, inst := range insts {
-			b.Destroy(context.Background(), inst)
-		}
-		b.Close()
+		e.destroySandboxes()
 		sandboxtest.CheckNoChildren(t)
 	})
 	e.start()
 	return e
+}
+
+// destroySandboxes destroys every sandbox of the env's data directory: nothing a test
+// started may outlive it.
+func (e *env) destroySandboxes() {
+	b := e.newBackend()
+	insts, _ := b.List(context.Background())
+	for _, inst := range insts {
+		b.Destroy(context.Background(), inst)
+	}
+	b.Close()
 }
 
 func (e *env) newBackend() *process.Backend {

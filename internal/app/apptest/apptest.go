@@ -1,7 +1,9 @@
 // Package apptest starts a server for tests and benchmarks as `agentd serve` does on its
 // defaults: the SQLite store and the keyring in the configuration's data directory, and the
-// in-process event bus, beside the sandbox backend the caller chose. The binary does not link
-// it: cmd/agentd composes the server itself.
+// in-process event bus, beside the sandbox backend the caller chose; or, when the
+// configuration's database is a PostgreSQL URL, on that database with its bus (and still the
+// data directory's keyring, which tests give every server they start on one database). The
+// binary does not link it: cmd/agentd composes the server itself.
 package apptest
 
 import (
@@ -14,17 +16,21 @@ import (
 
 	"github.com/agentd/agentd/internal/app"
 	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/id"
 	"github.com/agentd/agentd/internal/metrics"
 	"github.com/agentd/agentd/internal/secret"
+	"github.com/agentd/agentd/internal/store"
+	"github.com/agentd/agentd/internal/store/postgres"
 	"github.com/agentd/agentd/internal/store/sqlite"
 )
 
 // Server is a started App with the store and keyring it runs on.
 type Server struct {
 	*app.App
-	Store   *sqlite.Store
+	Store   store.Store
 	Keyring *secret.Keyring
 	unlock  func()
+	bus     *postgres.Bus
 }
 
 // Start locks o.Config.DataDir (making it if needed), opens the keyring and the SQLite store
@@ -58,14 +64,28 @@ func Start(ctx context.Context, o app.Options) (_ *Server, err error) {
 		}
 		o.Metrics = metrics.New(log)
 	}
-	opts := sqlite.Options{Observer: o.Metrics, CacheBytes: o.Config.SQLiteCacheBytes, ListingCacheBytes: -1}
-	if o.Config.ListingCacheBytes > 0 {
-		opts.ListingCacheBytes = o.Config.ListingCacheBytes
+	if o.Config.Postgres() {
+		pg, err := postgres.Open(ctx, o.Config.Database, postgres.Options{})
+		if err != nil {
+			return nil, err
+		}
+		s.Store = pg
+		if o.Replica == "" {
+			o.Replica = o.Config.NodeName + "/" + id.New()
+		}
+		s.bus = postgres.NewBus(pg, o.Replica, o.Logger)
+		o.Bus = s.bus
+	} else {
+		opts := sqlite.Options{Observer: o.Metrics, CacheBytes: o.Config.SQLiteCacheBytes, ListingCacheBytes: -1}
+		if o.Config.ListingCacheBytes > 0 {
+			opts.ListingCacheBytes = o.Config.ListingCacheBytes
+		}
+		if s.Store, err = sqlite.OpenWith(ctx, filepath.Join(dir, app.DBFile), opts); err != nil {
+			return nil, err
+		}
+		o.Bus = &event.LocalBus{}
 	}
-	if s.Store, err = sqlite.OpenWith(ctx, filepath.Join(dir, app.DBFile), opts); err != nil {
-		return nil, err
-	}
-	o.Store, o.Sealer, o.Bus = s.Store, s.Keyring, &event.LocalBus{}
+	o.Store, o.Sealer = s.Store, s.Keyring
 	if s.App, err = app.New(ctx, o); err != nil {
 		return nil, err
 	}
@@ -76,6 +96,9 @@ func Start(ctx context.Context, o app.Options) (_ *Server, err error) {
 func (s *Server) Close() {
 	if s.App != nil {
 		s.App.Close()
+	}
+	if s.bus != nil {
+		s.bus.Close()
 	}
 	if s.Store != nil {
 		s.Store.Close()

@@ -21,11 +21,17 @@ const EnvRuntime = "AGENTD_TEST_RUNTIME"
 // when the binary was started as a sandbox runtime, serves as the runtime, or, when a runtime
 // started it as a stdio MCP server, serves as that (see mcptest.Main). It does not return.
 func RuntimeMain(m *testing.M) {
+	RuntimeMainWith(m, (*testing.M).Run)
+}
+
+// RuntimeMainWith is RuntimeMain that runs the tests with run (pgtest.Run, say, which gives
+// them a PostgreSQL server).
+func RuntimeMainWith(m *testing.M, run func(*testing.M) int) {
 	mcptest.Main()
 	if os.Getenv(EnvRuntime) == "1" {
 		os.Exit(serveRuntime(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	os.Exit(run(m))
 }
 
 // serveRuntime runs runtime.Main with the arguments after "runtime" until SIGTERM or SIGINT.

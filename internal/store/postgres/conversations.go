@@ -339,6 +339,17 @@ func recordEvents(ctx context.Context, tx pgx.Tx, conversationID, owner string, 
 			return nil, 0, err
 		}
 	}
+	if u.IfStatus != nil {
+		// The conversation's row is locked (the caller took it): the status read is the one
+		// the update below replaces.
+		var status string
+		if err := tx.QueryRow(ctx, `SELECT execution_status FROM conversations WHERE id = $1`, conversationID).Scan(&status); err != nil {
+			return nil, 0, err
+		}
+		if status != *u.IfStatus {
+			return nil, 0, conversation.ErrStatusChanged
+		}
+	}
 	// These statements run after the lock was granted: at READ COMMITTED each sees what
 	// committed before it started, so the end of the log is that of every append before.
 	var b pgx.Batch

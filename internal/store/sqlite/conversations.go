@@ -317,6 +317,19 @@ func (s *Store) recordEvents(ctx context.Context, tx *sql.Tx, conversationID str
 			return nil, 0, err
 		}
 	}
+	if u.IfStatus != nil {
+		var status string
+		err := s.w.queryRowIn(ctx, tx, `SELECT execution_status FROM conversations WHERE id = ?`, conversationID).Scan(&status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, 0, conversation.ErrNotFound
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		if status != *u.IfStatus {
+			return nil, 0, conversation.ErrStatusChanged
+		}
+	}
 	// One seek at the end of the conversation's part of events_conversation_seq.
 	if err := s.w.queryRowIn(ctx, tx, `SELECT coalesce(max(seq), 0) FROM events WHERE conversation_id = ?`, conversationID).Scan(&prev); err != nil {
 		return nil, 0, err

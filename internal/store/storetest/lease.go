@@ -345,3 +345,39 @@ func testReplicas(t *testing.T, s store.Store) {
 	ok(t, "live nodes", err)
 	equal(t, "live nodes after both left", len(nodes), 0)
 }
+
+// testRecordIfStatus: an append conditional on the agent's status is written only while the
+// status is the one it names; of answers racing for one pending action (each moving the
+// status on), one is written.
+func testRecordIfStatus(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(ownerA, "conv-cas", 1)
+	createConversation(t, s, c)
+	waiting, idle := "waiting_for_confirmation", "idle"
+	ok(t, "record", recordEvents(s, ctx, c.ID, nil, conversation.StateUpdate{ExecutionStatus: waiting}))
+	_, err := s.RecordEvents(ctx, c.ID, []event.Event{newEvent(c.ID, "wrong", 1)},
+		conversation.StateUpdate{ExecutionStatus: idle, IfStatus: &idle})
+	is(t, "an append made for another status", err, conversation.ErrStatusChanged)
+	const answers = 6
+	var wg sync.WaitGroup
+	errs := make([]error, answers)
+	for i := range answers {
+		wg.Go(func() {
+			_, errs[i] = s.RecordEvents(ctx, c.ID, []event.Event{newEvent(c.ID, fmt.Sprintf("answer-%d", i), i)},
+				conversation.StateUpdate{ExecutionStatus: idle, IfStatus: &waiting})
+		})
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range errs {
+		if err == nil {
+			won++
+		} else {
+			is(t, "an answer that lost", err, conversation.ErrStatusChanged)
+		}
+	}
+	equal(t, "answers written", won, 1)
+	evs, err := s.ConversationEvents(ctx, c.ID, 0)
+	ok(t, "events", err)
+	equal(t, "events written", len(evs), 1)
+}

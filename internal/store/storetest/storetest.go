@@ -106,6 +106,7 @@ func Run(t *testing.T, f Factory) {
 		{"Commands", testCommands},
 		{"SecretsRevision", testSecretsRevision},
 		{"Replicas", testReplicas},
+		{"RecordIfStatus", testRecordIfStatus},
 		{"EventSourceFilter", testEventSourceFilter},
 		{"UserSkills", testUserSkills},
 		{"UserSkillLimit", testUserSkillLimit},
