@@ -90,9 +90,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer backend.Close()
-	m := metrics.New(log)
 	// This run's id among the replicas of the store, which its leases name.
 	replica := cfg.NodeName + "/" + id.New()
+	m := metrics.New(log)
+	if cfg.Postgres() {
+		// One of several replicas, maybe: its figures carry its name and node.
+		m = metrics.Of(log, metrics.Replica{ID: replica, Node: cfg.NodeName})
+	}
 	data, err := openStores(ctx, cfg, replica, m, log)
 	if err != nil {
 		return err

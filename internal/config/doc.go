@@ -169,6 +169,22 @@ threads as well as processes. A ` + "`rootfs`" + ` must be readable by the sandb
 stored secret under it in one transaction, and then drops the old key. It is safe to interrupt:
 until the last step the keyring holds both keys.
 
+## Replicas
+
+Several servers (replicas) serve one installation when they share a PostgreSQL database
+(` + "`--database postgres://…`" + `) and a keyring file (` + "`--keyring-file`" + `, below). Each has a data
+directory of its own and a node name of its own (` + "`--node-name`" + `; the default, the host name and
+a digest of the data directory, stays the same across restarts, so only two replicas of one
+machine need thought: their data directories differ, and so do their names). They need nothing
+else from each other: any replica answers any request, streams on any replica carry every
+replica's events, and a load balancer in front of them needs no stickiness (allow the streams'
+idle connections for at least ` + "`--stream-heartbeat`" + `). A conversation runs on the replica that
+holds its lease; when that replica dies, another takes it over after ` + "`--conversation-lease`" + ` if
+it reaches the conversation's sandbox. The process, bwrap and docker backends keep a sandbox on
+its node: a conversation whose node has no live replica waits for one (its stream says so) and
+goes on when the node's replica starts again. What survives a pause: the process, bwrap and
+docker backends freeze the sandbox's processes, which keep their memory and terminals.
+
 ## The keyring of a server on PostgreSQL
 
 A server on PostgreSQL (` + "`--database postgres://…`" + `) never makes a keyring: give it one with

@@ -35,6 +35,10 @@ var (
 type Metrics struct {
 	reg *prometheus.Registry
 	log *slog.Logger
+	// own registers every collector, with the replica's labels (Of).
+	own prometheus.Registerer
+	// node is the replica's node, whose sandboxes WatchStore counts ("": all).
+	node string
 
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
@@ -59,11 +63,29 @@ type Metrics struct {
 // New returns a registry with Go's and the process's collectors and agentd's own, which
 // count from zero. log receives the errors of scrape-time reads; nil discards them.
 func New(log *slog.Logger) *Metrics {
+	return Of(log, Replica{})
+}
+
+// Replica names the replica whose figures a registry holds.
+type Replica struct {
+	ID, Node string
+}
+
+// Of is New for one of several replicas of a store: every series carries the labels replica
+// and node, so that the figures of each replica (its requests, streams, agent steps, the
+// sandboxes of its node) add up across replicas; the tallies of the store that every
+// replica reads alike (agentd_conversations) say so with scope="database". A zero Replica
+// adds no label.
+func Of(log *slog.Logger, r Replica) *Metrics {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m := &Metrics{reg: prometheus.NewRegistry(), log: log}
-	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := &Metrics{reg: prometheus.NewRegistry(), log: log, node: r.Node}
+	m.own = m.reg
+	if r.ID != "" {
+		m.own = prometheus.WrapRegistererWith(prometheus.Labels{"replica": r.ID, "node": r.Node}, m.reg)
+	}
+	m.own.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	m.httpRequests = counterVec(m, "agentd_http_requests_total", "HTTP requests answered, by route pattern, method and status.", "route", "method", "status")
 	m.httpDuration = histogramVec(m, "agentd_http_request_duration_seconds", "Time to answer an HTTP request, by route pattern and method.", requestBuckets, "route", "method")
@@ -72,7 +94,7 @@ func New(log *slog.Logger) *Metrics {
 	m.sandboxFailures = counterVec(m, "agentd_sandbox_operation_failures_total", "Sandbox starts, pauses and resumes that failed, by backend and operation.", "backend", "operation")
 
 	m.agentSteps = prometheus.NewCounter(prometheus.CounterOpts{Name: "agentd_agent_steps_total", Help: "Agent steps taken: model calls of the agent loops and what they did with the answers."})
-	m.reg.MustRegister(m.agentSteps)
+	m.own.MustRegister(m.agentSteps)
 	m.toolDuration = histogramVec(m, "agentd_tool_call_duration_seconds", "Time of the agents' tool calls, by tool.", slowBuckets, "tool")
 	m.toolFailures = counterVec(m, "agentd_tool_call_failures_total", "Tool calls that could not be made or answered an error, by tool.", "tool")
 
@@ -89,13 +111,13 @@ func New(log *slog.Logger) *Metrics {
 
 func counterVec(m *Metrics, name, help string, labels ...string) *prometheus.CounterVec {
 	v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
-	m.reg.MustRegister(v)
+	m.own.MustRegister(v)
 	return v
 }
 
 func histogramVec(m *Metrics, name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
 	v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
-	m.reg.MustRegister(v)
+	m.own.MustRegister(v)
 	return v
 }
 
@@ -150,22 +172,36 @@ const countTimeout = 5 * time.Second
 // WatchStore adds the store's tallies, read at every scrape: sandboxes by backend and
 // state (every backend a sandbox was ever recorded with) and conversations by their agent's
 // execution status ("none" for a conversation whose agent never ran).
+//
+// A replica of several counts the sandboxes of its own node (and those recorded before nodes,
+// and, of a remote backend, all), so that the sandboxes of node-local backends add up across
+// replicas; the conversations are the whole database's.
 func (m *Metrics) WatchStore(counts func(ctx context.Context) (store.Counts, error)) {
-	m.reg.MustRegister(&storeCollector{counts: counts, log: m.log})
+	m.own.MustRegister(&storeCollector{counts: counts, log: m.log, node: m.node, replicas: m.node != ""})
 }
 
 var (
-	sandboxesDesc     = prometheus.NewDesc("agentd_sandboxes", "Sandboxes recorded, by backend and state.", []string{"backend", "state"}, nil)
-	conversationsDesc = prometheus.NewDesc("agentd_conversations", "Conversations, by their agent's execution status (none: it never ran).", []string{"execution_status"}, nil)
+	sandboxesDesc     = prometheus.NewDesc("agentd_sandboxes", "Sandboxes recorded, by backend and state: of the replica's node, when it is one of several.", []string{"backend", "state"}, nil)
+	conversationsDesc = prometheus.NewDesc("agentd_conversations", "Conversations, by their agent's execution status (none: it never ran): the whole store's, the same on every replica.", []string{"execution_status"}, nil)
 )
 
 type storeCollector struct {
-	counts func(ctx context.Context) (store.Counts, error)
-	log    *slog.Logger
+	counts   func(ctx context.Context) (store.Counts, error)
+	log      *slog.Logger
+	node     string
+	replicas bool
 }
+
+// conversationsScopedDesc is conversationsDesc of a replica of several: scope="database" says
+// that every replica reports the same figure (aggregate with max, not sum).
+var conversationsScopedDesc = prometheus.NewDesc("agentd_conversations", "Conversations, by their agent's execution status (none: it never ran): the whole store's, the same on every replica.", []string{"execution_status", "scope"}, nil)
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- sandboxesDesc
+	if c.replicas {
+		ch <- conversationsScopedDesc
+		return
+	}
 	ch <- conversationsDesc
 }
 
@@ -178,12 +214,24 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(sandboxesDesc, err)
 		return
 	}
+	type key struct{ backend, state string }
+	sandboxes := map[key]int{}
 	for k, v := range n.Sandboxes {
-		ch <- prometheus.MustNewConstMetric(sandboxesDesc, prometheus.GaugeValue, float64(v), k.Backend, string(k.Status))
+		if c.replicas && k.Node != "" && k.Node != c.node {
+			continue // another replica's node counts them
+		}
+		sandboxes[key{k.Backend, string(k.Status)}] += v
+	}
+	for k, v := range sandboxes {
+		ch <- prometheus.MustNewConstMetric(sandboxesDesc, prometheus.GaugeValue, float64(v), k.backend, k.state)
 	}
 	for st, v := range n.Conversations {
 		if st == "" {
 			st = "none"
+		}
+		if c.replicas {
+			ch <- prometheus.MustNewConstMetric(conversationsScopedDesc, prometheus.GaugeValue, float64(v), st, "database")
+			continue
 		}
 		ch <- prometheus.MustNewConstMetric(conversationsDesc, prometheus.GaugeValue, float64(v), st)
 	}
@@ -192,7 +240,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 // WatchStreams adds the live event streams' subscribers and their disconnects, read from
 // the bus at every scrape.
 func (m *Metrics) WatchStreams(bus event.Bus) {
-	m.reg.MustRegister(streamCollector{bus})
+	m.own.MustRegister(streamCollector{bus})
 }
 
 var (

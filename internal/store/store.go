@@ -49,16 +49,18 @@ type Store interface {
 
 // Counts are the store's rows of every owner by state.
 type Counts struct {
-	// Sandboxes counts sandbox records by backend and status.
+	// Sandboxes counts sandbox records by backend, node and status.
 	Sandboxes map[SandboxKey]int
 	// Conversations counts conversations by their agent's execution status ("" for a
 	// conversation whose agent never ran).
 	Conversations map[string]int
 }
 
-// SandboxKey is a backend and a status.
+// SandboxKey is a backend, the node of a sandbox (empty for records from before nodes), and a
+// status.
 type SandboxKey struct {
 	Backend string
+	Node    string
 	Status  sandbox.Status
 }
 

@@ -17,9 +17,9 @@ func (s *Store) Counts(ctx context.Context) (store.Counts, error) {
 	}
 	sbs, err := collect(ctx, s.pool, func(row pgx.Row) (sandboxCount, error) {
 		var c sandboxCount
-		err := row.Scan(&c.k.Backend, (*string)(&c.k.Status), &c.n)
+		err := row.Scan(&c.k.Backend, &c.k.Node, (*string)(&c.k.Status), &c.n)
 		return c, err
-	}, `SELECT backend, status, count(*) FROM sandboxes GROUP BY backend, status`)
+	}, `SELECT backend, node, status, count(*) FROM sandboxes GROUP BY backend, node, status`)
 	if err != nil {
 		return store.Counts{}, fmt.Errorf("count sandboxes: %w", err)
 	}

@@ -9,14 +9,14 @@ import (
 
 func (s *Store) Counts(ctx context.Context) (store.Counts, error) {
 	out := store.Counts{Sandboxes: map[store.SandboxKey]int{}, Conversations: map[string]int{}}
-	rows, err := s.r.QueryContext(ctx, `SELECT backend, status, COUNT(*) FROM sandboxes GROUP BY backend, status`)
+	rows, err := s.r.QueryContext(ctx, `SELECT backend, node, status, COUNT(*) FROM sandboxes GROUP BY backend, node, status`)
 	if err != nil {
 		return store.Counts{}, fmt.Errorf("count sandboxes: %w", err)
 	}
 	for rows.Next() {
 		var k store.SandboxKey
 		var n int
-		if err := rows.Scan(&k.Backend, (*string)(&k.Status), &n); err != nil {
+		if err := rows.Scan(&k.Backend, &k.Node, (*string)(&k.Status), &n); err != nil {
 			rows.Close()
 			return store.Counts{}, fmt.Errorf("count sandboxes: %w", err)
 		}

@@ -25,7 +25,7 @@ func testCounts(t *testing.T, s store.Store) {
 		}
 		sb := newSandbox(owner, fmt.Sprintf("sb-%d", i), i, st)
 		if i == 3 {
-			sb.Backend = "bwrap"
+			sb.Backend, sb.Node = "bwrap", "node-b"
 		}
 		ok(t, "create sandbox", s.CreateSandbox(ctx, sb, 0))
 	}
@@ -43,9 +43,9 @@ func testCounts(t *testing.T, s store.Store) {
 	c, err = s.Counts(ctx)
 	ok(t, "counts", err)
 	if want := (map[store.SandboxKey]int{
-		{Backend: "process", Status: sandbox.StatusRunning}: 2,
-		{Backend: "process", Status: sandbox.StatusPaused}:  1,
-		{Backend: "bwrap", Status: sandbox.StatusError}:     1,
+		{Backend: "process", Node: "node-a", Status: sandbox.StatusRunning}: 2,
+		{Backend: "process", Node: "node-a", Status: sandbox.StatusPaused}:  1,
+		{Backend: "bwrap", Node: "node-b", Status: sandbox.StatusError}:     1,
 	}); !maps.Equal(c.Sandboxes, want) {
 		t.Fatalf("sandbox counts: got %v, want %v", c.Sandboxes, want)
 	}
@@ -54,7 +54,7 @@ func testCounts(t *testing.T, s store.Store) {
 	ok(t, "delete sandbox", s.DeleteSandbox(ctx, "sb-2"))
 	c, err = s.Counts(ctx)
 	ok(t, "counts after a delete", err)
-	if _, ok := c.Sandboxes[store.SandboxKey{Backend: "process", Status: sandbox.StatusPaused}]; ok {
+	if _, ok := c.Sandboxes[store.SandboxKey{Backend: "process", Node: "node-a", Status: sandbox.StatusPaused}]; ok {
 		t.Fatalf("a deleted sandbox is still counted: %+v", c.Sandboxes)
 	}
 }
