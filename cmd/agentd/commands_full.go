@@ -25,6 +25,8 @@ const overview = `agentd runs software-agent conversations inside sandboxes.
   agentd rotate-key             make a new server key and reseal every stored secret under it
                                 (run while agentd serve is stopped)
   agentd keyring create FILE    make the keyring file that the replicas of one database share
+  agentd keyring add-key|activate|reseal|prune
+                                rotate its key while the replicas run (docs/configuration.md)
   agentd migrate --to URL       copy the data directory's SQLite store into an empty PostgreSQL
                                 database (run while agentd serve is stopped; docs/migrate.md)
   agentd login                  save a server URL and API key for the client commands; then
@@ -130,7 +132,7 @@ func serverCommands(stdout, stderr io.Writer) []*cobra.Command {
 	}
 	keyringCmd := &cobra.Command{
 		Use:   "keyring",
-		Short: "Make the keyring that the replicas of one database share",
+		Short: "Make the keyring that the replicas of one database share, and rotate its key while they run",
 		Args:  cobra.NoArgs,
 	}
 	keyringCmd.AddCommand(&cobra.Command{
@@ -141,6 +143,28 @@ func serverCommands(stdout, stderr io.Writer) []*cobra.Command {
 			return createKeyring(args[0], stdout)
 		},
 	})
+	// The steps of a rotation with the replicas running (keyring.go): serve's flags name the
+	// keyring file and the database.
+	for _, step := range []struct{ use, short string }{
+		{"add-key", "Add a new key to the keyring file, not active yet"},
+		{"activate KEY", "Make the key seal, once every live replica holds it"},
+		{"reseal", "Reseal every stored secret under the active key, once every live replica seals with it"},
+		{"prune", "Drop the keys no stored secret is sealed with any more from the keyring file"},
+	} {
+		name, _, _ := strings.Cut(step.use, " ")
+		keyringCmd.AddCommand(&cobra.Command{
+			Use:                step.use + " [flags]",
+			Short:              step.short,
+			Long:               step.short + ". A step of rotating the key while the replicas run: add-key, activate, reseal, prune (docs/configuration.md).\n\n" + configHelp(),
+			DisableFlagParsing: true,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if helpAsked(args) {
+					return cmd.Help()
+				}
+				return keyringCommand(cmd.Context(), name, args, stdout)
+			},
+		})
+	}
 	migrateCmd := &cobra.Command{
 		Use:   "migrate --to URL [flags]",
 		Short: "Copy the data directory's SQLite store into an empty PostgreSQL database (while serve is stopped)",

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -304,4 +306,80 @@ func conversationObservations(c *client, convID string) []string {
 		out[i] = string(it)
 	}
 	return out
+}
+
+// TestKeyRotationWithReplicas: the key is rotated while two replicas run, each step refused
+// until every replica is ready for it: a new key is added, made active once both hold it,
+// every stored secret resealed under it once both seal with it, and the old key pruned once
+// nothing is sealed under it. Both replicas go on opening the secrets, the sandbox's session
+// key included, and a replica started afterwards with the pruned file opens them too.
+func TestKeyRotationWithReplicas(t *testing.T) {
+	t.Parallel()
+	const key = "rotation-admin-key-0123456789"
+	db := pgtest.Database(t)
+	keyring := filepath.Join(t.TempDir(), "keyring.json")
+	if _, stderr, code := runAgentd(t, nil, "keyring", "create", keyring); code != 0 {
+		t.Fatalf("keyring create: %s", stderr)
+	}
+	env := []string{"AGENTD_ADMIN_KEY=" + key, "AGENTD_DATABASE=" + db, "AGENTD_KEYRING_FILE=" + keyring,
+		"AGENTD_CONVERSATION_LEASE=" + replicaLease, "AGENTD_KEYRING_RELOAD=200ms"}
+	r1 := startServer(t, newDataDir(t), env)
+	r2 := startServer(t, newDataDir(t), env)
+	a1, a2 := r1.client(key), r2.client(key)
+	a1.do("POST", "/api/settings", map[string]any{"llm_model": "m", "llm_api_key": "sk-before-rotation"}, http.StatusOK, nil)
+	sb := a2.startSandbox()
+	a2.waitSandbox(sb.ID, "RUNNING")
+
+	step := func(args ...string) (string, string, int) {
+		return runAgentd(t, env, append([]string{"keyring"}, args...)...)
+	}
+	out, stderr, code := step("add-key")
+	if code != 0 {
+		t.Fatalf("add-key: %s", stderr)
+	}
+	m := regexp.MustCompile(`key (\S+) added`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("add-key printed no key id: %s", out)
+	}
+	newKey := m[1]
+	// Each step is refused until the replicas have read the file (and told so in their
+	// heartbeat); then it passes.
+	for _, args := range [][]string{{"activate", newKey}, {"reseal"}, {"prune"}} {
+		waitFor(t, 60*time.Second, "keyring "+args[0]+" to pass", func() (bool, string) {
+			out, stderr, code := step(args...)
+			if code != 0 && !strings.Contains(stderr, "do not") {
+				t.Fatalf("keyring %s failed for another reason than the replicas: %s", args[0], stderr)
+			}
+			return code == 0, out + stderr
+		})
+	}
+	data, err := os.ReadFile(keyring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f keyringFile
+	if err := json.Unmarshal(data, &f); err != nil || len(f.Keys) != 1 || f.Keys[0].ID != newKey || !f.Keys[0].Active {
+		t.Fatalf("keyring after the rotation: %s (%v)", data, err)
+	}
+	for _, c := range []*client{a1, a2} {
+		var view struct {
+			LLMAPIKeySet bool `json:"llm_api_key_set"`
+		}
+		c.do("GET", "/api/settings", nil, http.StatusOK, &view)
+		if !view.LLMAPIKeySet {
+			t.Error("the LLM key is not readable after the rotation")
+		}
+		if got := c.sandbox(sb.ID); got.SessionAPIKey == nil || *got.SessionAPIKey != *sb.SessionAPIKey {
+			t.Errorf("the sandbox's session key after the rotation: %v", deref(got.SessionAPIKey))
+		}
+	}
+	r3 := startServer(t, newDataDir(t), env)
+	if got := r3.client(key).sandbox(sb.ID); got.SessionAPIKey == nil || *got.SessionAPIKey != *sb.SessionAPIKey {
+		t.Errorf("a replica started after the rotation reads the session key as %v", deref(got.SessionAPIKey))
+	}
+	for _, s := range []*server{r1, r2, r3} {
+		if strings.Contains(s.stderr.String(), "level=ERROR") {
+			t.Errorf("errors in a replica's log:\n%s", s.stderr)
+		}
+	}
 }

@@ -103,7 +103,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer data.Close()
 	if cfg.KeyringFile != "" {
-		background.Go(func() { watchKeyring(bgCtx, data.keyring, keyringReload, log) })
+		background.Go(func() { watchKeyring(bgCtx, data.keyring, cfg.KeyringReload, log) })
 	}
 	a, err := app.New(ctx, app.Options{Config: cfg, Store: data.store, Sealer: data.keyring, Bus: data.bus,
 		Backend: backend, Replica: replica, Logger: log, Version: version, Metrics: m})

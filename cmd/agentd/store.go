@@ -96,10 +96,6 @@ func listingCache(configured int64) int64 {
 	return configured
 }
 
-// keyringReload is how often a server reads its keyring file again, so that a key another
-// replica's operator added (or made active) is known here within that time.
-const keyringReload = 10 * time.Second
-
 // watchKeyring reads the keyring's file again every interval until ctx ends, and logs the
 // keys it holds when they change. A file that cannot be read leaves the keys as they were.
 func watchKeyring(ctx context.Context, k *secret.Keyring, every time.Duration, log *slog.Logger) {

@@ -333,7 +333,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 			return a.Sandboxes.Client(ctx, ownerID, sandboxID)
 		},
 		Remotes: remotes, Git: git, Webhooks: webhooks, Titles: cfg.ConversationTitles,
-		Replica: o.Replica, Node: cfg.NodeName, LeaseTTL: cfg.LeaseTTL, Waker: waker(bus),
+		Replica: o.Replica, Node: cfg.NodeName, LeaseTTL: cfg.LeaseTTL, Waker: waker(bus), Keys: keysOf(keyring),
 		Repository: conversation.RepositoryOptions{CloneTimeout: cfg.GitCloneTimeout, SetupTimeout: cfg.SetupScriptTimeout,
 			AuthorName: cfg.GitAuthorName, AuthorEmail: cfg.GitAuthorEmail},
 	})
@@ -395,6 +395,18 @@ func New(ctx context.Context, o Options) (*App, error) {
 	}
 	ok = true
 	return a, nil
+}
+
+// keysOf reports the keys of a keyring that tells them.
+func keysOf(k secret.Sealer) func() ([]string, string) {
+	kr, ok := k.(interface {
+		KeyIDs() []string
+		ActiveKeyID() string
+	})
+	if !ok {
+		return nil
+	}
+	return func() ([]string, string) { return kr.KeyIDs(), kr.ActiveKeyID() }
 }
 
 // waker is the bus, if it carries the wake-ups of commands between replicas; nil leaves the

@@ -40,6 +40,8 @@ type Config struct {
 	// data directory, made at the first start.
 	KeyringFile string
 	Keyring     string
+	// KeyringReload is how often the keyring file is read again.
+	KeyringReload time.Duration
 	// NodeName names the machine whose sandboxes this server runs (node-local backends):
 	// by default the host name and a digest of the data directory.
 	NodeName string
@@ -213,6 +215,9 @@ func Options() []Option {
 		{Flag: "keyring-file", Env: []string{"AGENTD_KEYRING_FILE"}, File: "keyring_file", Default: "",
 			Doc: "Keyring file that seals the stored secrets (made by agentd keyring create), read at start-up and again when it changes: every replica of one database reads the same one, e.g. a mounted Kubernetes Secret. Empty: on SQLite, the keyring in the data directory, made at the first start; on PostgreSQL, AGENTD_KEYRING, and the server refuses to start without either.",
 			set: func(c *Config, v string) error { c.KeyringFile = strings.TrimSpace(v); return nil }},
+		{Flag: "keyring-reload", Env: []string{"AGENTD_KEYRING_RELOAD"}, File: "keyring_reload", Default: "10s",
+			Doc: "How often the server reads its keyring file again, so that a key added or made active in it (agentd keyring add-key, activate) takes effect without a restart. At least 100ms.",
+			set: func(c *Config, v string) error { return setDuration(&c.KeyringReload, v) }},
 		{Flag: "keyring", Env: []string{"AGENTD_KEYRING"}, File: "keyring", Default: "", Secret: true,
 			Doc: "The keyring itself (the content of a keyring file), for servers given their secrets in the environment; keyring-file is read first. Rotation needs a file.",
 			set: func(c *Config, v string) error { c.Keyring = strings.TrimSpace(v); return nil }},
@@ -698,6 +703,9 @@ func (c *Config) validate() error {
 		c.DataDir = abs
 	}
 	errs = append(errs, c.checkDatabase())
+	if c.KeyringReload < 100*time.Millisecond {
+		errs = append(errs, errors.New("keyring reload must be at least 100ms"))
+	}
 	if c.LeaseTTL < time.Second {
 		errs = append(errs, errors.New("conversation lease must be at least 1s"))
 	}

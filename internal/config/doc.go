@@ -195,6 +195,22 @@ keyring; a server whose keyring cannot open it refuses to start with an error th
 ` + "`agentd rotate-key --database postgres://… --keyring-file FILE`" + `, with the servers stopped,
 reseals every stored secret under a new key and rewrites the file; a keyring given as content
 cannot be rotated in place.
+
+To rotate the key while the replicas run, give the commands the same ` + "`--database`" + ` and
+` + "`--keyring-file`" + ` (the file every replica reads, through whatever delivers it to them):
+
+1. ` + "`agentd keyring add-key`" + ` adds a new key to the file, not active yet.
+2. ` + "`agentd keyring activate KEY`" + ` makes it the key that seals, once every live replica says,
+   in its heartbeat in the store, that its keyring holds it; until then it refuses and names the
+   replicas that do not. So every replica can open under the new key before any seals with it.
+3. ` + "`agentd keyring reseal`" + ` reseals every stored secret under the active key, in one
+   transaction, once every live replica seals with it.
+4. ` + "`agentd keyring prune`" + ` drops the old keys from the file, once no stored value is sealed
+   under them.
+
+Each step refuses, saying why, until the replicas are ready for it (they read the file every
+` + "`--keyring-reload`" + `, 10 s by default, and say what they hold at each heartbeat), so running
+a step again later is always safe.
 `)
 	return b.String()
 }

@@ -30,6 +30,15 @@ type Lease struct {
 	Expires time.Time
 }
 
+// Replica is a replica of the store as its heartbeat tells it.
+type Replica struct {
+	ID, Node string
+	// Keys are the ids of the keys its keyring holds, sorted; ActiveKey is the one it seals
+	// with.
+	Keys      []string
+	ActiveKey string
+}
+
 // Command kinds: what a replica asks the holder of a conversation's lease to do.
 const (
 	// CommandRun: run the agent (a message arrived, the user ran it or answered a

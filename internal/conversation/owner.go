@@ -138,7 +138,11 @@ func (s *Service) own(ctx context.Context) {
 // heartbeat says that this replica lives, for the others to know that its node's
 // conversations have a runner.
 func (s *Service) heartbeat(ctx context.Context) {
-	if err := s.o.Store.Heartbeat(ctx, s.o.Replica, s.o.Node, s.o.LeaseTTL); err != nil && ctx.Err() == nil {
+	r := Replica{ID: s.o.Replica, Node: s.o.Node}
+	if s.o.Keys != nil {
+		r.Keys, r.ActiveKey = s.o.Keys()
+	}
+	if err := s.o.Store.Heartbeat(ctx, r, s.o.LeaseTTL); err != nil && ctx.Err() == nil {
 		s.log.Warn("heartbeat", "err", err)
 	}
 }
@@ -191,8 +195,13 @@ func (s *Service) takeOver(ctx context.Context) {
 	for _, u := range us {
 		if (u.Node != "" || u.Backend != "") && !s.o.Sandboxes.Reaches(u.Node, u.Backend) {
 			if live == nil {
-				if live, err = s.o.Store.LiveNodes(ctx); err != nil {
+				rs, err := s.o.Store.LiveReplicas(ctx)
+				if err != nil {
 					return
+				}
+				live = []string{}
+				for _, r := range rs {
+					live = append(live, r.Node)
 				}
 			}
 			if u.Node != "" && !slices.Contains(live, u.Node) {

@@ -121,6 +121,10 @@ type Options struct {
 	Node     string
 	LeaseTTL time.Duration
 	Waker    Waker
+	// Keys reports the keys of the server's keyring and the one it seals with, which the
+	// replica's heartbeat tells the others (agentd keyring activate waits for every replica
+	// to hold a key); nil tells none.
+	Keys func() (ids []string, active string)
 }
 
 // Service creates conversations and runs their start tasks in the background. Start tasks are

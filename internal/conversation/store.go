@@ -89,11 +89,11 @@ type Store interface {
 	// conversations whose lease holder has.
 	TakeCommands(ctx context.Context, holder string) ([]Command, error)
 
-	// Heartbeat says that replica (of node) lives for ttl more, as the store's clock counts
-	// it; LiveNodes returns the nodes with a live replica; RemoveReplica forgets a replica
-	// that stops (and those that died long ago).
-	Heartbeat(ctx context.Context, replica, node string, ttl time.Duration) error
-	LiveNodes(ctx context.Context) ([]string, error)
+	// Heartbeat says that replica r lives for ttl more, as the store's clock counts it, with
+	// the keys its keyring holds; LiveReplicas returns the replicas alive now, by id;
+	// RemoveReplica forgets a replica that stops (and those that died long ago).
+	Heartbeat(ctx context.Context, r Replica, ttl time.Duration) error
+	LiveReplicas(ctx context.Context) ([]Replica, error)
 	RemoveReplica(ctx context.Context, replica string) error
 
 	// SecretsRevision returns the revision of the user's secrets (0 before their first

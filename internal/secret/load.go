@@ -108,3 +108,59 @@ func (k *Keyring) KeyIDs() []string {
 	slices.Sort(ids)
 	return ids
 }
+
+// AddKey adds a new key to the keyring's file, not active: every replica reads it (Reload)
+// and can open what it will seal before any seals with it (Activate). It returns the key's id.
+func (k *Keyring) AddKey() (string, error) {
+	if k.path == "" {
+		return "", ErrNoFile
+	}
+	return k.addKey(false)
+}
+
+// ErrNoSuchKey: the keyring holds no key of that id.
+var ErrNoSuchKey = errors.New("the keyring holds no such key")
+
+// Activate makes the key id the one that seals, in the keyring's file.
+func (k *Keyring) Activate(id string) error {
+	k.mu.RLock()
+	f := keyFile{Keys: slices.Clone(k.file.Keys)}
+	k.mu.RUnlock()
+	found := false
+	for i := range f.Keys {
+		f.Keys[i].Active = f.Keys[i].ID == id
+		found = found || f.Keys[i].ID == id
+	}
+	if !found {
+		return fmt.Errorf("activate key %s: %w", id, ErrNoSuchKey)
+	}
+	return k.write(f)
+}
+
+// Prune drops every key but the active one from the keyring's file, and returns their ids.
+// Values sealed under them no longer open: the caller resealed them first.
+func (k *Keyring) Prune() ([]string, error) {
+	k.mu.RLock()
+	var f keyFile
+	var dropped []string
+	for _, e := range k.file.Keys {
+		if e.ID == k.active {
+			f.Keys = append(f.Keys, e)
+		} else {
+			dropped = append(dropped, e.ID)
+		}
+	}
+	k.mu.RUnlock()
+	if len(dropped) == 0 {
+		return nil, nil
+	}
+	return dropped, k.write(f)
+}
+
+// KeyIDOf is the id of the key a sealed value names; "" for a value that is not sealed.
+func KeyIDOf(sealed []byte) string {
+	if len(sealed) < 2 || sealed[0] != sealVersion || len(sealed) < 2+int(sealed[1]) {
+		return ""
+	}
+	return string(sealed[2 : 2+int(sealed[1])])
+}

@@ -101,3 +101,52 @@ func TestReload(t *testing.T) {
 		t.Fatalf("after a failed reload: %q, %v", plain, err)
 	}
 }
+
+// TestAddActivatePrune: a key added stays inactive (the keyring seals with the old one) until
+// activated; pruning then drops the old key, after which what it sealed no longer opens.
+func TestAddActivatePrune(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keyring.json")
+	k, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := k.ActiveKeyID()
+	before, _ := k.Seal([]byte("before"))
+	id, err := k.AddKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.ActiveKeyID() != old {
+		t.Fatal("an added key became active")
+	}
+	if s, _ := k.Seal([]byte("x")); KeyIDOf(s) != old {
+		t.Fatalf("sealed under %s before the activation, want %s", KeyIDOf(s), old)
+	}
+	if err := k.Activate("nope"); !errors.Is(err, ErrNoSuchKey) {
+		t.Fatalf("activate an unknown key: %v", err)
+	}
+	if err := k.Activate(id); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := k.Seal([]byte("after"))
+	if KeyIDOf(after) != id || KeyIDOf(before) != old || KeyIDOf([]byte("plain")) != "" {
+		t.Fatalf("key ids: %q %q", KeyIDOf(after), KeyIDOf(before))
+	}
+	replica, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if replica.ActiveKeyID() != id {
+		t.Fatal("the file does not name the activated key")
+	}
+	dropped, err := k.Prune()
+	if err != nil || !slices.Equal(dropped, []string{old}) {
+		t.Fatalf("prune: %v %v", dropped, err)
+	}
+	if _, err := k.Open(before); !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("a value of a pruned key opens: %v", err)
+	}
+	if plain, err := k.Open(after); err != nil || string(plain) != "after" {
+		t.Fatalf("after the prune: %q %v", plain, err)
+	}
+}

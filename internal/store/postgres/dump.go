@@ -128,7 +128,8 @@ var dumpTables = []dumpTable{
 		colText("status"), colInt("attempts"), colInt("response_code"), colText("error"), colTime("created_at"),
 		colTime("updated_at"), colTime("next_attempt_at"), colTime("retry_until")}},
 	{name: "keyring_check", key: []string{"id"}, cols: []dumpCol{colInt("id"), colBlob("sealed")}},
-	{name: "replicas", key: []string{"id"}, cols: []dumpCol{colText("id"), colText("node"), colTime("started_at"), colTime("expires_at")}},
+	{name: "replicas", key: []string{"id"}, cols: []dumpCol{colText("id"), colText("node"), colTime("started_at"), colTime("expires_at"),
+		colText("key_ids"), colText("active_key")}},
 	{name: "secret_revisions", key: []string{"user_id"}, cols: []dumpCol{colText("user_id"), colInt("rev")}},
 	{name: "conversation_leases", key: []string{"conversation_id"}, cols: []dumpCol{
 		colText("conversation_id"), colText("holder"), colText("node"), colTime("expires_at")}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -188,25 +189,30 @@ func (s *Store) BumpSecretsRevision(ctx context.Context, userID string) error {
 	return nil
 }
 
-func (s *Store) Heartbeat(ctx context.Context, replica, node string, ttl time.Duration) error {
-	if _, err := s.exec(ctx, `INSERT INTO replicas (id, node, started_at, expires_at)
-		VALUES ($1, $2, now(), now() + $3 * interval '1 microsecond')
-		ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at`, replica, node, ttl.Microseconds()); err != nil {
-		return fmt.Errorf("heartbeat of replica %s: %w", replica, err)
+func (s *Store) Heartbeat(ctx context.Context, r conversation.Replica, ttl time.Duration) error {
+	if _, err := s.exec(ctx, `INSERT INTO replicas (id, node, started_at, expires_at, key_ids, active_key)
+		VALUES ($1, $2, now(), now() + $3 * interval '1 microsecond', $4, $5)
+		ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at, key_ids = excluded.key_ids, active_key = excluded.active_key`,
+		r.ID, r.Node, ttl.Microseconds(), strings.Join(r.Keys, ","), r.ActiveKey); err != nil {
+		return fmt.Errorf("heartbeat of replica %s: %w", r.ID, err)
 	}
 	return nil
 }
 
-func (s *Store) LiveNodes(ctx context.Context) ([]string, error) {
-	nodes, err := collect(ctx, s.pool, func(row pgx.Row) (string, error) {
-		var n string
-		err := row.Scan(&n)
-		return n, err
-	}, `SELECT DISTINCT node FROM replicas WHERE expires_at >= now() ORDER BY node`)
+func (s *Store) LiveReplicas(ctx context.Context) ([]conversation.Replica, error) {
+	rs, err := collect(ctx, s.pool, func(row pgx.Row) (conversation.Replica, error) {
+		var r conversation.Replica
+		var keys string
+		err := row.Scan(&r.ID, &r.Node, &keys, &r.ActiveKey)
+		if keys != "" {
+			r.Keys = strings.Split(keys, ",")
+		}
+		return r, err
+	}, `SELECT id, node, key_ids, active_key FROM replicas WHERE expires_at >= now() ORDER BY id`)
 	if err != nil {
-		return nil, fmt.Errorf("live nodes: %w", err)
+		return nil, fmt.Errorf("live replicas: %w", err)
 	}
-	return nodes, nil
+	return rs, nil
 }
 
 // RemoveReplica also forgets replicas gone for an hour, so that the table does not grow with

@@ -127,7 +127,8 @@ var dumpTables = []dumpTable{
 		integer("attempts"), integer("response_code"), text("error"), timeCol("created_at"),
 		timeCol("updated_at"), timeCol("next_attempt_at"), timeCol("retry_until")}},
 	{name: "keyring_check", key: []string{"id"}, cols: []dumpCol{integer("id"), blob("sealed")}},
-	{name: "replicas", key: []string{"id"}, cols: []dumpCol{text("id"), text("node"), timeCol("started_at"), timeCol("expires_at")}},
+	{name: "replicas", key: []string{"id"}, cols: []dumpCol{text("id"), text("node"), timeCol("started_at"), timeCol("expires_at"),
+		text("key_ids"), text("active_key")}},
 	{name: "secret_revisions", key: []string{"user_id"}, cols: []dumpCol{text("user_id"), integer("rev")}},
 	{name: "conversation_leases", key: []string{"conversation_id"}, cols: []dumpCol{
 		text("conversation_id"), text("holder"), text("node"), timeCol("expires_at")}},

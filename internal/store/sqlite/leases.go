@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentd/agentd/internal/conversation"
@@ -204,25 +205,30 @@ func (s *Store) BumpSecretsRevision(ctx context.Context, userID string) error {
 	return nil
 }
 
-func (s *Store) Heartbeat(ctx context.Context, replica, node string, ttl time.Duration) error {
+func (s *Store) Heartbeat(ctx context.Context, r conversation.Replica, ttl time.Duration) error {
 	now := time.Now()
-	if _, err := s.one.ExecContext(ctx, `INSERT INTO replicas (id, node, started_at, expires_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at`, replica, node, nanos(now), nanos(now.Add(ttl))); err != nil {
-		return fmt.Errorf("heartbeat of replica %s: %w", replica, err)
+	if _, err := s.one.ExecContext(ctx, `INSERT INTO replicas (id, node, started_at, expires_at, key_ids, active_key) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at, key_ids = excluded.key_ids, active_key = excluded.active_key`,
+		r.ID, r.Node, nanos(now), nanos(now.Add(ttl)), strings.Join(r.Keys, ","), r.ActiveKey); err != nil {
+		return fmt.Errorf("heartbeat of replica %s: %w", r.ID, err)
 	}
 	return nil
 }
 
-func (s *Store) LiveNodes(ctx context.Context) ([]string, error) {
-	nodes, err := collect(ctx, s.r, func(sc scanner) (string, error) {
-		var n string
-		err := sc.Scan(&n)
-		return n, err
-	}, `SELECT DISTINCT node FROM replicas WHERE expires_at >= ? ORDER BY node`, nanos(time.Now()))
+func (s *Store) LiveReplicas(ctx context.Context) ([]conversation.Replica, error) {
+	rs, err := collect(ctx, s.r, func(sc scanner) (conversation.Replica, error) {
+		var r conversation.Replica
+		var keys string
+		err := sc.Scan(&r.ID, &r.Node, &keys, &r.ActiveKey)
+		if keys != "" {
+			r.Keys = strings.Split(keys, ",")
+		}
+		return r, err
+	}, `SELECT id, node, key_ids, active_key FROM replicas WHERE expires_at >= ? ORDER BY id`, nanos(time.Now()))
 	if err != nil {
-		return nil, fmt.Errorf("live nodes: %w", err)
+		return nil, fmt.Errorf("live replicas: %w", err)
 	}
-	return nodes, nil
+	return rs, nil
 }
 
 func (s *Store) RemoveReplica(ctx context.Context, replica string) error {

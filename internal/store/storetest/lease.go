@@ -318,10 +318,32 @@ func testSecretsRevision(t *testing.T, s store.Store) {
 // or the replica is removed.
 func testReplicas(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	ok(t, "heartbeat", s.Heartbeat(ctx, "a/1", "a", leaseTTL))
-	ok(t, "heartbeat", s.Heartbeat(ctx, "a/2", "a", leaseTTL))
-	ok(t, "heartbeat", s.Heartbeat(ctx, "b/1", "b", time.Millisecond))
-	nodes, err := s.LiveNodes(ctx)
+	a1 := conversation.Replica{ID: "a/1", Node: "a", Keys: []string{"k1", "k2"}, ActiveKey: "k1"}
+	ok(t, "heartbeat", s.Heartbeat(ctx, a1, leaseTTL))
+	ok(t, "heartbeat", s.Heartbeat(ctx, conversation.Replica{ID: "a/2", Node: "a"}, leaseTTL))
+	ok(t, "heartbeat", s.Heartbeat(ctx, conversation.Replica{ID: "b/1", Node: "b"}, time.Millisecond))
+	rs, err := s.LiveReplicas(ctx)
+	ok(t, "live replicas", err)
+	if len(rs) == 0 || !slices.ContainsFunc(rs, func(r conversation.Replica) bool { return r.ID == "a/1" }) {
+		t.Fatalf("live replicas %+v", rs)
+	}
+	equal(t, "a replica's keys", rs[0], a1)
+	a1.Keys, a1.ActiveKey = []string{"k2"}, "k2"
+	ok(t, "heartbeat", s.Heartbeat(ctx, a1, leaseTTL))
+	rs, err = s.LiveReplicas(ctx)
+	ok(t, "live replicas", err)
+	equal(t, "a replica's keys after a heartbeat", rs[0], a1)
+	liveNodes := func() ([]string, error) {
+		rs, err := s.LiveReplicas(ctx)
+		var nodes []string
+		for _, r := range rs {
+			if !slices.Contains(nodes, r.Node) {
+				nodes = append(nodes, r.Node)
+			}
+		}
+		return nodes, err
+	}
+	nodes, err := liveNodes()
 	ok(t, "live nodes", err)
 	if !slices.Contains(nodes, "a") {
 		t.Fatalf("live nodes %v lack a", nodes)
@@ -332,16 +354,16 @@ func testReplicas(t *testing.T, s store.Store) {
 			t.Fatal("a lapsed heartbeat still counts after a minute")
 		}
 		time.Sleep(5 * time.Millisecond)
-		nodes, err = s.LiveNodes(ctx)
+		nodes, err = liveNodes()
 		ok(t, "live nodes", err)
 	}
 	equal(t, "live nodes", nodes, []string{"a"})
 	ok(t, "remove", s.RemoveReplica(ctx, "a/1"))
-	nodes, err = s.LiveNodes(ctx)
+	nodes, err = liveNodes()
 	ok(t, "live nodes", err)
 	equal(t, "live nodes after one of two replicas left", nodes, []string{"a"})
 	ok(t, "remove", s.RemoveReplica(ctx, "a/2"))
-	nodes, err = s.LiveNodes(ctx)
+	nodes, err = liveNodes()
 	ok(t, "live nodes", err)
 	equal(t, "live nodes after both left", len(nodes), 0)
 }
