@@ -334,6 +334,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		},
 		Remotes: remotes, Git: git, Webhooks: webhooks, Titles: cfg.ConversationTitles,
 		Replica: o.Replica, Node: cfg.NodeName, LeaseTTL: cfg.LeaseTTL, Waker: waker(bus), Keys: keysOf(keyring),
+		Alone: !cfg.Postgres(),
 		Repository: conversation.RepositoryOptions{CloneTimeout: cfg.GitCloneTimeout, SetupTimeout: cfg.SetupScriptTimeout,
 			AuthorName: cfg.GitAuthorName, AuthorEmail: cfg.GitAuthorEmail},
 	})

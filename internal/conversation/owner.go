@@ -35,8 +35,12 @@ const waitHolderPrefix = "wait/"
 
 // passInterval is how often the replica looks for conversations to take over and commands to
 // act on (beside the wake-ups): a tenth of the lease, within [100 ms, 1 s], so that a
-// takeover comes within about a second of the lapse.
+// takeover comes within about a second of the lapse; a third of it for a replica alone on its
+// store, which only renews.
 func (s *Service) passInterval() time.Duration {
+	if s.o.Alone {
+		return s.o.LeaseTTL / 3
+	}
 	return min(max(s.o.LeaseTTL/10, 100*time.Millisecond), time.Second)
 }
 
@@ -127,7 +131,9 @@ func (s *Service) own(ctx context.Context) {
 		}
 		if time.Since(renewed) >= s.o.LeaseTTL/3 {
 			s.heartbeat(ctx)
-			s.renew(ctx)
+			if s.Busy() || !s.o.Alone {
+				s.renew(ctx)
+			}
 			renewed = time.Now()
 		}
 		s.takeCommands(ctx)
@@ -138,6 +144,9 @@ func (s *Service) own(ctx context.Context) {
 // heartbeat says that this replica lives, for the others to know that its node's
 // conversations have a runner.
 func (s *Service) heartbeat(ctx context.Context) {
+	if s.o.Alone {
+		return
+	}
 	r := Replica{ID: s.o.Replica, Node: s.o.Node}
 	if s.o.Keys != nil {
 		r.Keys, r.ActiveKey = s.o.Keys()

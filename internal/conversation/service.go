@@ -125,6 +125,11 @@ type Options struct {
 	// replica's heartbeat tells the others (agentd keyring activate waits for every replica
 	// to hold a key); nil tells none.
 	Keys func() (ids []string, active string)
+	// Alone says that no other replica works on the store (SQLite, in a data directory only
+	// this process opens): leases then matter only across restarts, so the replica looks for
+	// work to take over and commands only at each renewal, renews only while it runs
+	// something, and sends no heartbeat.
+	Alone bool
 }
 
 // Service creates conversations and runs their start tasks in the background. Start tasks are

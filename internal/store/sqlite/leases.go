@@ -149,7 +149,17 @@ func (s *Store) AddCommand(ctx context.Context, id, kind, self string) (string, 
 	return holder, nil
 }
 
+// TakeCommands looks on a reader first: every replica looks every second, and an idle one
+// finds nothing, which needs no write.
 func (s *Store) TakeCommands(ctx context.Context, holder string) ([]conversation.Command, error) {
+	var any bool
+	if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM conversation_commands k
+		JOIN conversation_leases l ON l.conversation_id = k.conversation_id AND l.holder = ?)`, holder).Scan(&any); err != nil {
+		return nil, fmt.Errorf("take commands: %w", err)
+	}
+	if !any {
+		return nil, nil
+	}
 	var cmds []conversation.Command
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var err error
