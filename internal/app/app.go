@@ -218,7 +218,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	var statusTo atomic.Pointer[conversation.Service]
 	a.Sandboxes = sandbox.NewService(sandbox.ServiceOptions{
 		Store: st, Backend: o.Backend, Sealer: keyring, Logger: log,
-		DefaultSpec: cfg.DefaultSpec, Node: cfg.NodeName, MaxRunningPerUser: cfg.MaxRunningSandboxes,
+		DefaultSpec: cfg.DefaultSpec, Node: cfg.NodeName, Replica: o.Replica, MaxRunningPerUser: cfg.MaxRunningSandboxes,
 		StartTimeout: cfg.SandboxStartTimeout, IdleTimeout: cfg.SandboxIdleTimeout,
 		WatchInterval: o.SandboxWatchInterval, Now: o.SandboxNow, Metrics: m,
 		OnIdlePause: func(ctx context.Context, sb sandbox.Sandbox, idle time.Duration) {

@@ -18,6 +18,15 @@ const detailGone = "sandbox processes are gone"
 // of the backend with no record (an orphan) is destroyed. It carries on past a sandbox it cannot
 // reconcile and returns the errors together.
 func (s *Service) Reconcile(ctx context.Context) error {
+	if !s.reconciles(ctx) {
+		s.log.Info("another replica reconciles the backend's sandboxes")
+		return nil
+	}
+	s.leading.Store(true)
+	return s.reconcileAll(ctx)
+}
+
+func (s *Service) reconcileAll(ctx context.Context) error {
 	sbs, err := s.store.AllSandboxes(ctx)
 	if err != nil {
 		return fmt.Errorf("reconcile sandboxes: %w", err)
@@ -188,7 +197,21 @@ func (s *Service) Run(ctx context.Context) error {
 // Watch makes one pass of the watcher: RUNNING and PAUSED sandboxes whose processes vanished
 // become MISSING, and idle ones are paused (as of the service's clock, ServiceOptions.Now).
 // Run calls it on a ticker; a test that owns the clock calls it to decide when a pass runs.
+//
+// Of a remote backend, one replica at a time watches (Store.ClaimReconciler); the others'
+// passes do nothing.
 func (s *Service) Watch(ctx context.Context) error {
+	if !s.reconciles(ctx) {
+		s.leading.Store(false)
+		return nil
+	}
+	if !s.leading.Swap(true) {
+		// Taken over from a replica that stopped: what happened meanwhile is reconciled
+		// first, as at a start.
+		if err := s.reconcileAll(ctx); err != nil {
+			s.log.Error("reconcile the sandboxes on taking the role over", "err", err)
+		}
+	}
 	sbs, err := s.store.LiveSandboxes(ctx)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentd/agentd/internal/runtime"
@@ -38,6 +39,10 @@ type ServiceOptions struct {
 	// starts. A node-local backend's sandboxes of another node are left alone: never
 	// reconciled, watched or paused here, and their operations refused with a *NodeError.
 	Node string
+	// Replica names this server among the replicas of its store: a remote backend's
+	// sandboxes, which every replica reaches, are reconciled and watched by one replica at a
+	// time, the one whose claim of the role (Store.ClaimReconciler) holds. Empty means Node.
+	Replica string
 	// MaxRunningPerUser bounds a user's STARTING and RUNNING sandboxes; 0 means unlimited.
 	MaxRunningPerUser int
 	// StartTimeout bounds how long a runtime may take to answer after a start or a resume.
@@ -92,16 +97,20 @@ func (noMetrics) ObserveOperation(string, string, time.Duration, bool) {}
 // own goroutine) while serving, then Close. Close stops the service's goroutines and waits for
 // them; sandboxes keep running, and the next Reconcile adopts them.
 type Service struct {
-	store         Store
-	backend       Backend
-	sealer        Sealer
-	log           *slog.Logger
-	now           func() time.Time
-	newID         func() string
-	newKey        func() string
-	defaultSpec   string
-	node          string
-	caps          Capabilities
+	store       Store
+	backend     Backend
+	sealer      Sealer
+	log         *slog.Logger
+	now         func() time.Time
+	newID       func() string
+	newKey      func() string
+	defaultSpec string
+	node        string
+	replica     string
+	caps        Capabilities
+	// leading says that this replica reconciled the backend's sandboxes at its last look
+	// (always, for a node-local backend).
+	leading       atomic.Bool
 	maxRunning    int
 	startTimeout  time.Duration
 	watchInterval time.Duration
@@ -146,6 +155,7 @@ func NewService(opts ServiceOptions) *Service {
 		newKey:        opts.NewKey,
 		defaultSpec:   opts.DefaultSpec,
 		node:          opts.Node,
+		replica:       opts.Replica,
 		caps:          opts.Backend.Capabilities(),
 		maxRunning:    opts.MaxRunningPerUser,
 		startTimeout:  opts.StartTimeout,
@@ -272,6 +282,29 @@ func (s *Service) elsewhere(sb Sandbox) error {
 		return &NodeError{ID: sb.ID, Node: sb.Node, Here: s.node}
 	}
 	return nil
+}
+
+// reconcilerTTL is how long a replica's claim to reconcile a remote backend lives: three
+// watch passes, and at least 10 s, so that a replica between two passes keeps it.
+func (s *Service) reconcilerTTL() time.Duration { return max(3*s.watchInterval, 10*time.Second) }
+
+// reconciles reports whether this replica reconciles and watches the backend's sandboxes now:
+// always those of a node-local backend (of its node); a remote backend's while its claim to
+// the role holds.
+func (s *Service) reconciles(ctx context.Context) bool {
+	if !s.caps.Remote {
+		return true
+	}
+	replica := s.replica
+	if replica == "" {
+		replica = s.node
+	}
+	ok, err := s.store.ClaimReconciler(ctx, s.backend.Name(), replica, s.reconcilerTTL())
+	if err != nil {
+		s.log.Warn("claim the reconciliation of the backend's sandboxes", "err", err)
+		return false
+	}
+	return ok
 }
 
 // Capabilities are the backend's.

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"time"
 
 	"github.com/agentd/agentd/internal/paging"
 )
@@ -51,6 +52,10 @@ type Store interface {
 	AdoptSandboxes(ctx context.Context, backend, node string) (int, error)
 	// DeleteSandbox removes the record. Deleting a missing record returns ErrNotFound.
 	DeleteSandbox(ctx context.Context, id string) error
+	// ClaimReconciler makes holder the replica that reconciles and watches backend's sandboxes
+	// for ttl (the store's clock), if no other holds that role now, and reports whether it
+	// does: for a backend every replica reaches, one replica at a time acts on its sandboxes.
+	ClaimReconciler(ctx context.Context, backend, holder string, ttl time.Duration) (bool, error)
 	// CountSandboxes counts the owner's sandboxes in any of the given statuses.
 	CountSandboxes(ctx context.Context, ownerID string, statuses ...Status) (int, error)
 }

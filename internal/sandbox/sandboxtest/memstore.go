@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/sandbox"
@@ -16,16 +17,34 @@ import (
 // MemStore is an in-memory sandbox.Store for tests. It keeps copies, so callers can never
 // change a stored record by accident.
 type MemStore struct {
-	mu        sync.Mutex
-	specs     map[string]sandbox.Spec
-	sandboxes map[string]sandbox.Sandbox
+	mu          sync.Mutex
+	specs       map[string]sandbox.Spec
+	sandboxes   map[string]sandbox.Sandbox
+	reconcilers map[string]reconciler
+}
+
+type reconciler struct {
+	holder  string
+	expires time.Time
 }
 
 var _ sandbox.Store = (*MemStore)(nil)
 
 // NewMemStore returns an empty store.
 func NewMemStore() *MemStore {
-	return &MemStore{specs: map[string]sandbox.Spec{}, sandboxes: map[string]sandbox.Sandbox{}}
+	return &MemStore{specs: map[string]sandbox.Spec{}, sandboxes: map[string]sandbox.Sandbox{}, reconcilers: map[string]reconciler{}}
+}
+
+// ClaimReconciler gives backend's role to holder for ttl unless another holds it.
+func (s *MemStore) ClaimReconciler(_ context.Context, backend, holder string, ttl time.Duration) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if r, ok := s.reconcilers[backend]; ok && r.holder != holder && !r.expires.Before(now) {
+		return false, nil
+	}
+	s.reconcilers[backend] = reconciler{holder: holder, expires: now.Add(ttl)}
+	return true, nil
 }
 
 // PutSpec inserts or replaces a spec.

@@ -131,6 +131,7 @@ var dumpTables = []dumpTable{
 	{name: "replicas", key: []string{"id"}, cols: []dumpCol{colText("id"), colText("node"), colTime("started_at"), colTime("expires_at"),
 		colText("key_ids"), colText("active_key")}},
 	{name: "secret_revisions", key: []string{"user_id"}, cols: []dumpCol{colText("user_id"), colInt("rev")}},
+	{name: "sandbox_reconcilers", key: []string{"backend"}, cols: []dumpCol{colText("backend"), colText("holder"), colTime("expires_at")}},
 	{name: "conversation_leases", key: []string{"conversation_id"}, cols: []dumpCol{
 		colText("conversation_id"), colText("holder"), colText("node"), colTime("expires_at")}},
 	{name: "conversation_commands", key: []string{"seq"}, seq: "seq", cols: []dumpCol{

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -229,4 +230,16 @@ func (s *Store) CountSandboxes(ctx context.Context, ownerID string, statuses ...
 		return 0, fmt.Errorf("count sandboxes: %w", err)
 	}
 	return n, nil
+}
+
+func (s *Store) ClaimReconciler(ctx context.Context, backend, holder string, ttl time.Duration) (bool, error) {
+	tag, err := s.exec(ctx, `INSERT INTO sandbox_reconcilers (backend, holder, expires_at)
+		VALUES ($1, $2, now() + $3 * interval '1 microsecond')
+		ON CONFLICT (backend) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+		WHERE sandbox_reconcilers.holder = excluded.holder OR sandbox_reconcilers.expires_at < now()`,
+		backend, holder, ttl.Microseconds())
+	if err != nil {
+		return false, fmt.Errorf("claim the reconciler of %s: %w", backend, err)
+	}
+	return tag.RowsAffected() == 1, nil
 }

@@ -130,6 +130,7 @@ var dumpTables = []dumpTable{
 	{name: "replicas", key: []string{"id"}, cols: []dumpCol{text("id"), text("node"), timeCol("started_at"), timeCol("expires_at"),
 		text("key_ids"), text("active_key")}},
 	{name: "secret_revisions", key: []string{"user_id"}, cols: []dumpCol{text("user_id"), integer("rev")}},
+	{name: "sandbox_reconcilers", key: []string{"backend"}, cols: []dumpCol{text("backend"), text("holder"), timeCol("expires_at")}},
 	{name: "conversation_leases", key: []string{"conversation_id"}, cols: []dumpCol{
 		text("conversation_id"), text("holder"), text("node"), timeCol("expires_at")}},
 	{name: "conversation_commands", key: []string{"seq"}, seq: "seq", cols: []dumpCol{

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/sandbox"
@@ -245,4 +246,17 @@ func (s *Store) CountSandboxes(ctx context.Context, ownerID string, statuses ...
 		return 0, fmt.Errorf("count sandboxes: %w", err)
 	}
 	return n, nil
+}
+
+func (s *Store) ClaimReconciler(ctx context.Context, backend, holder string, ttl time.Duration) (bool, error) {
+	now := time.Now()
+	res, err := s.one.ExecContext(ctx, `INSERT INTO sandbox_reconcilers (backend, holder, expires_at) VALUES (?, ?, ?)
+		ON CONFLICT (backend) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+		WHERE sandbox_reconcilers.holder = excluded.holder OR sandbox_reconcilers.expires_at < ?`,
+		backend, holder, nanos(now.Add(ttl)), nanos(now))
+	if err != nil {
+		return false, fmt.Errorf("claim the reconciler of %s: %w", backend, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/sandbox"
@@ -98,4 +99,32 @@ func testSandboxLimit(t *testing.T, s store.Store) {
 	n, err := s.CountSandboxes(ctx, ownerA, sandbox.StatusStarting, sandbox.StatusRunning)
 	ok(t, "count sandboxes", err)
 	equal(t, "live sandboxes after the race", n, max)
+}
+
+// testReconciler: a backend's reconciler role goes to one replica at a time: its holder keeps
+// it, another gets it once it lapses, and each backend has its own.
+func testReconciler(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	claim := func(backend, holder string, ttl time.Duration) bool {
+		t.Helper()
+		got, err := s.ClaimReconciler(ctx, backend, holder, ttl)
+		ok(t, "claim the reconciler", err)
+		return got
+	}
+	if !claim("kubernetes", "a/1", time.Hour) || !claim("kubernetes", "a/1", time.Millisecond) {
+		t.Fatal("the first replica did not get and keep the role")
+	}
+	if !claim("other", "b/1", time.Hour) {
+		t.Fatal("another backend's role is not its own")
+	}
+	deadline := time.Now().Add(time.Minute)
+	for !claim("kubernetes", "b/1", time.Hour) {
+		if time.Now().After(deadline) {
+			t.Fatal("a lapsed role did not go to another replica within a minute")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if claim("kubernetes", "a/1", time.Hour) {
+		t.Fatal("the role went back while its new holder has it")
+	}
 }

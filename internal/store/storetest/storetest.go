@@ -71,6 +71,7 @@ func Run(t *testing.T, f Factory) {
 		{"SandboxCompareAndSet", testSandboxCompareAndSet},
 		{"SandboxNodes", testSandboxNodes},
 		{"SandboxLimit", testSandboxLimit},
+		{"Reconciler", testReconciler},
 		{"SandboxDeleteKeepsConversations", testSandboxDeleteKeepsConversations},
 		{"Conversations", testConversations},
 		{"ConversationOwnership", testConversationOwnership},
