@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/exetrim"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // shutdownGrace is how long running requests get to finish once the runtime is asked to stop.
@@ -65,7 +66,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 	if u := *sandboxUID; u < 0 || u >= 1<<32-1 {
 		return fmt.Errorf("runtime: --sandbox-uid %d is not a uid", u)
 	}
-	key := getenv(KeyEnv)
+	key := getenv(runtimeclient.KeyEnv)
 	if *keyFD >= 0 {
 		f := os.NewFile(uintptr(*keyFD), "session-key")
 		if f == nil {
@@ -86,10 +87,10 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 		key = k
 	}
 	if key == "" {
-		return fmt.Errorf("runtime: no session key: pass --key-fd or --key-file, or set %s", KeyEnv)
+		return fmt.Errorf("runtime: no session key: pass --key-fd or --key-file, or set %s", runtimeclient.KeyEnv)
 	}
-	if err := os.Unsetenv(KeyEnv); err != nil {
-		return fmt.Errorf("runtime: unset %s: %w", KeyEnv, err)
+	if err := os.Unsetenv(runtimeclient.KeyEnv); err != nil {
+		return fmt.Errorf("runtime: unset %s: %w", runtimeclient.KeyEnv, err)
 	}
 
 	log := slog.New(slog.NewTextHandler(stderr, nil)).With("sandbox_id", *sandboxID)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/paging"
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // waitRecheck is how often WaitRunning reads the store even without a notification, for
@@ -85,7 +85,7 @@ func (s *Service) SessionKey(ctx context.Context, ownerID, id string) (string, e
 
 // Client returns a client of the sandbox's runtime. Only a RUNNING sandbox has one that
 // answers; any other status is ErrState.
-func (s *Service) Client(ctx context.Context, ownerID, id string) (*runtime.Client, error) {
+func (s *Service) Client(ctx context.Context, ownerID, id string) (*runtimeclient.Client, error) {
 	unlock := s.locks.lock(id) // see Hold
 	defer unlock()
 	sb, err := s.store.GetSandbox(ctx, ownerID, id)
@@ -105,7 +105,7 @@ func (s *Service) Client(ctx context.Context, ownerID, id string) (*runtime.Clie
 	if err != nil {
 		return nil, err
 	}
-	c, err := runtime.NewClient(sb.Instance.Endpoint, key)
+	c, err := runtimeclient.NewClient(sb.Instance.Endpoint, key)
 	if err != nil {
 		return nil, fmt.Errorf("runtime client of sandbox %s: %w", id, err)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // testEscape runs the escape suite: what a hostile agent would try from inside a sandbox of
@@ -164,7 +164,7 @@ func (s *suite) escapeBindPort(t *testing.T) {
 		res := run(t, bx.client, bashProbe+fmt.Sprintf(
 			"(%s=probe %s runtime --listen tcp:0.0.0.0:%s --workspace /tmp/probe-%s > /dev/null 2>&1 &); "+
 				"for i in $(seq 600); do (exec 3<>/dev/tcp/127.0.0.1/%s) 2>/dev/null && { echo listening; exit 0; }; sleep 0.1; done; echo never",
-			runtime.KeyEnv, s.opts.AgentdPath, port, port, port))
+			runtimeclient.KeyEnv, s.opts.AgentdPath, port, port, port))
 		if !strings.Contains(res.Output, "listening") {
 			t.Fatalf("the sandbox's own server on port %s did not come up: %+v", port, res)
 		}

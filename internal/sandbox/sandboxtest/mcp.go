@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/tool/mcp"
 	"github.com/agentd/agentd/internal/tool/mcp/mcptest"
 )
@@ -34,7 +34,7 @@ func (s *suite) testMCP(t *testing.T) {
 	marker := "mcp-marker-" + NewID()
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
-	st, err := bx.client.ConfigureMCP(ctx, "conv", runtime.MCPConfigureRequest{Servers: []mcp.Server{{
+	st, err := bx.client.ConfigureMCP(ctx, "conv", runtimeclient.MCPConfigureRequest{Servers: []mcp.Server{{
 		Name: "local", Transport: mcp.Stdio, Command: command, Args: []string{marker},
 		Env: map[string]string{mcptest.ModeEnv: "stdio", "MCP_GIVEN": "given-value"},
 	}}})
