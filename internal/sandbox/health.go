@@ -11,7 +11,7 @@ import (
 // waitHealthy polls the runtime of sb until it answers /alive and then /api/identity (which
 // proves it knows the key and is the right sandbox), or ctx ends.
 func (s *Service) waitHealthy(ctx context.Context, sb Sandbox, key string) error {
-	c, err := runtimeclient.NewClient(sb.Instance.Endpoint, key)
+	c, err := s.newClient(sb.Instance, key)
 	if err != nil {
 		return err
 	}

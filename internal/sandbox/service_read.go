@@ -105,7 +105,7 @@ func (s *Service) Client(ctx context.Context, ownerID, id string) (*runtimeclien
 	if err != nil {
 		return nil, err
 	}
-	c, err := runtimeclient.NewClient(sb.Instance.Endpoint, key)
+	c, err := s.newClient(sb.Instance, key)
 	if err != nil {
 		return nil, fmt.Errorf("runtime client of sandbox %s: %w", id, err)
 	}
@@ -113,6 +113,20 @@ func (s *Service) Client(ctx context.Context, ownerID, id string) (*runtimeclien
 		s.clients[id] = c
 	}
 	return c, nil
+}
+
+// newClient returns a client of the runtime of inst, through the backend's transport if it
+// supplies one (Transporter).
+func (s *Service) newClient(inst Instance, key string) (*runtimeclient.Client, error) {
+	t, ok := s.backend.(Transporter)
+	if !ok {
+		return runtimeclient.NewClient(inst.Endpoint, key)
+	}
+	tr, err := t.Transport(inst)
+	if err != nil {
+		return nil, fmt.Errorf("transport to the runtime of sandbox %s: %w", inst.ID, err)
+	}
+	return runtimeclient.NewClientWith(inst.Endpoint, key, tr)
 }
 
 // dropClient forgets the cached client of sandbox id.

@@ -67,19 +67,6 @@ func (c *Client) OpenGitChannel(ctx context.Context) (_ net.Conn, addr string, e
 	return withBuffered(conn, br), addr, nil
 }
 
-// dial connects to the runtime's endpoint.
-func (c *Client) dial(ctx context.Context) (net.Conn, error) {
-	d := &net.Dialer{Timeout: dialTimeout}
-	if path, ok := strings.CutPrefix(c.endpoint, "unix:"); ok {
-		return d.DialContext(ctx, "unix", path)
-	}
-	host := strings.TrimPrefix(strings.TrimPrefix(c.baseURL, "http://"), "https://")
-	if strings.HasPrefix(c.baseURL, "https://") {
-		return nil, fmt.Errorf("a git channel over https is not supported (endpoint %s)", c.endpoint)
-	}
-	return d.DialContext(ctx, "tcp", host)
-}
-
 // bufferedConn is a connection whose first bytes were read into a buffer already.
 type bufferedConn struct {
 	net.Conn
