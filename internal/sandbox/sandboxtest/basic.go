@@ -25,7 +25,7 @@ func (s *suite) testStartAndAuth(t *testing.T) {
 		t.Fatalf("identity %+v; want sandbox %s, workspace %s", id, bx.inst.ID, bx.inst.Workspace)
 	}
 
-	wrong, err := runtimeclient.NewClient(bx.inst.Endpoint, "not-the-key")
+	wrong, err := NewClient(b, bx.inst, "not-the-key")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,6 +83,11 @@ type Options struct {
 	// DefaultLimits are the limits of the server's default spec, which the escape suite's
 	// memory hog and fork bomb run under.
 	DefaultLimits sandbox.Limits
+	// Netns is the path of the network namespace of the machine that runs the sandboxes
+	// (/run/netns/NAME), when it is not this process's: a test cluster's node. The escape
+	// suite's stand-ins for agentd listen there, and its stand-in for the internet is
+	// joined to it.
+	Netns string
 	// KnownEscapes names escape probes the backend fails, each with the reason; they are
 	// skipped with it rather than hidden.
 	KnownEscapes map[string]string
@@ -235,13 +240,27 @@ func (s *suite) start(t *testing.T, b sandbox.Backend, spec sandbox.Spec) *box {
 	bx.mu.Lock()
 	bx.inst = inst
 	bx.mu.Unlock()
-	bx.client, err = runtimeclient.NewClient(inst.Endpoint, bx.key)
+	bx.client, err = NewClient(b, inst, bx.key)
 	if err != nil {
 		t.Fatalf("client for %q: %v", inst.Endpoint, err)
 	}
 	t.Cleanup(bx.client.CloseIdleConnections)
 	waitAnswers(t, bx.client)
 	return bx
+}
+
+// NewClient returns a client of the runtime of inst, through b's transport if it supplies
+// one (sandbox.Transporter), as the sandbox service makes them.
+func NewClient(b sandbox.Backend, inst sandbox.Instance, key string) (*runtimeclient.Client, error) {
+	t, ok := b.(sandbox.Transporter)
+	if !ok {
+		return runtimeclient.NewClient(inst.Endpoint, key)
+	}
+	tr, err := t.Transport(inst)
+	if err != nil {
+		return nil, err
+	}
+	return runtimeclient.NewClientWith(inst.Endpoint, key, tr)
 }
 
 // waitAnswers waits until the runtime answers an authenticated request.
