@@ -210,7 +210,11 @@ sandbox starts, for every process of the pod: egress refuses new connections to
 excepted; none refuses every connection out. They hold whatever the cluster's network plugin;
 the NetworkPolicy made with each sandbox says the same to plugins that enforce policies. The
 init container has ` + "`CAP_NET_ADMIN`" + ` and ` + "`CAP_CHOWN`" + ` only; the nodes must allow that (no
-privileged pods are used). The workspace is always a volume claim, so that it outlives a paused
+privileged pods are used). ` + "`CAP_NET_ADMIN`" + ` is beyond Pod Security's ` + "`baseline`" + ` level (the
+sandbox's container, root with ` + "`CAP_SETUID`" + `, ` + "`CAP_SETGID`" + `, ` + "`CAP_KILL`" + ` and ` + "`CAP_SETPCAP`" + `, is within
+it): where Pod Security admission is enforced, label the namespace
+` + "`pod-security.kubernetes.io/enforce=privileged`" + `. The commands' ` + "`HOME`" + ` is ` + "`/tmp`" + ` unless the spec
+sets one. The workspace is always a volume claim, so that it outlives a paused
 pod; the cluster needs a storage class that provisions claims.
 
 ## Files in the data directory
