@@ -13,7 +13,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/tool/mcp"
 	"github.com/agentd/agentd/internal/tool/mcp/mcptest"
 )
@@ -53,7 +53,7 @@ func benchMCP(ctx context.Context, s *server, tmp string, n int, progress func(s
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := rt.ConfigureMCP(ctx, mcpConversation, runtime.MCPConfigureRequest{Servers: []mcp.Server{
+	st, err := rt.ConfigureMCP(ctx, mcpConversation, runtimeclient.MCPConfigureRequest{Servers: []mcp.Server{
 		{Name: "stdio", Transport: mcp.Stdio, Command: bin},
 		{Name: "http", Transport: mcp.SHTTP, URL: url},
 	}})

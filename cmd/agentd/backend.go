@@ -12,11 +12,15 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/runtime"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/bwrap"
 	"github.com/agentd/agentd/internal/sandbox/docker"
+	"github.com/agentd/agentd/internal/sandbox/kubernetes"
 	"github.com/agentd/agentd/internal/sandbox/process"
 )
 
@@ -61,8 +65,14 @@ func openBackend(cfg config.Config, exe string, log *slog.Logger) (sandbox.Backe
 	case "process":
 		log.Warn("sandbox backend: process; " + process.Warning)
 		return openProcess(cfg, exe, log)
+	case "kubernetes":
+		b, err := openKubernetes(cfg, log)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox backend kubernetes: %w", err)
+		}
+		return b, nil
 	default:
-		return nil, fmt.Errorf("sandbox backend %q is not available in this build; use auto, process, bwrap or docker", name)
+		return nil, fmt.Errorf("sandbox backend %q is not available in this build; use auto, process, bwrap, docker or kubernetes", name)
 	}
 }
 
@@ -104,6 +114,58 @@ func openBwrap(cfg config.Config, exe string, log *slog.Logger) (*bwrap.Backend,
 		return nil, err
 	}
 	log.Info("sandbox backend: bwrap", "cgroups", b.Cgroups().String(), "cgroup_parent", b.CgroupParent())
+	return b, nil
+}
+
+// kubernetesCheckTimeout bounds the start-up check of the kubernetes backend: the API server
+// may be slow to answer a dozen access reviews.
+const kubernetesCheckTimeout = time.Minute
+
+// openKubernetes opens the kubernetes backend on the cluster of --kubeconfig, or of the pod
+// agentd runs in when none is given, and checks that its namespace exists and that agentd may
+// do there what it needs; it refuses otherwise, saying what is missing. Reach auto is the pod
+// IP in a cluster and port forwarding from outside (a kubeconfig).
+func openKubernetes(cfg config.Config, log *slog.Logger) (*kubernetes.Backend, error) {
+	var (
+		rc    *rest.Config
+		err   error
+		reach = cfg.KubernetesReach
+	)
+	if cfg.Kubeconfig != "" {
+		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+		if reach == "auto" {
+			reach = kubernetes.ReachPortForward
+		}
+	} else {
+		rc, err = rest.InClusterConfig()
+		if reach == "auto" {
+			reach = kubernetes.ReachIP
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the cluster's configuration (--kubeconfig, or in a pod its service account): %w", err)
+	}
+	b, err := kubernetes.New(kubernetes.Options{
+		Config:       rc,
+		Namespace:    cfg.KubernetesNamespace,
+		Installation: cfg.KubernetesInstallation,
+		RuntimeImage: cfg.KubernetesRuntimeImage,
+		UID:          cfg.SandboxUID,
+		Reach:        reach,
+		Deny:         cfg.KubernetesDeny,
+		StorageClass: cfg.KubernetesStorageClass,
+		Logger:       log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), kubernetesCheckTimeout)
+	defer cancel()
+	if err := b.Check(ctx); err != nil {
+		return nil, err
+	}
+	log.Info("sandbox backend: kubernetes", "api_server", rc.Host, "namespace", cfg.KubernetesNamespace,
+		"installation", cfg.KubernetesInstallation, "reach", reach)
 	return b, nil
 }
 

@@ -99,3 +99,24 @@ func TestAutoBackendWithoutBwrap(t *testing.T) {
 		t.Fatalf("explicit bwrap without bubblewrap: %v", err)
 	}
 }
+
+// TestKubernetesBackendRefuses: the kubernetes backend needs agentd's image and a cluster it
+// can reach; without either the server does not start, and says which. (Its checks of the
+// namespace and the permissions run against a real cluster in the backend's own tests.)
+func TestKubernetesBackendRefuses(t *testing.T) {
+	dir := sandboxtest.ShortDir(t)
+	_, err := config.Load([]string{"--data-dir", dir, "--sandbox-backend", "kubernetes"}, func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), "kubernetes runtime image") {
+		t.Fatalf("config without the runtime image: %v", err)
+	}
+	missing := filepath.Join(dir, "no-kubeconfig")
+	cfg, err := config.Load([]string{"--data-dir", dir, "--sandbox-backend", "kubernetes",
+		"--kubernetes-runtime-image", "agentd:test", "--kubeconfig", missing}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = openBackend(cfg, testExe(t), slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "the cluster's configuration") || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("open with a kubeconfig that does not exist: %v", err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/agentd/agentd/internal/cli"
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/sandbox/kubernetes/podinit"
 )
 
 const overview = `agentd runs software-agent conversations inside sandboxes.
@@ -186,6 +187,15 @@ func serverCommands(stdout, stderr io.Writer) []*cobra.Command {
 			return runtime.Main(cmd.Context(), args, os.Getenv, stderr)
 		},
 	}
+	sandboxInitCmd := &cobra.Command{
+		Use:                "sandbox-init [flags]",
+		Short:              "Prepare a kubernetes sandbox's pod (its init container runs it)",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return podinit.Main(args, os.Getenv, stderr)
+		},
+	}
 	versionCmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
@@ -194,7 +204,7 @@ func serverCommands(stdout, stderr io.Writer) []*cobra.Command {
 			fmt.Fprintln(stdout, "agentd", version)
 		},
 	}
-	return []*cobra.Command{serveCmd, runtimeCmd, rotateCmd, keyringCmd, migrateCmd, versionCmd}
+	return []*cobra.Command{serveCmd, runtimeCmd, sandboxInitCmd, rotateCmd, keyringCmd, migrateCmd, versionCmd}
 }
 
 // helpAsked reports whether a command that parses its own flags was asked for help.

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/sandbox/kubernetes/podinit"
 )
 
 // The runtime-only build, which sandboxes run, has no control plane and no client. It leaves
@@ -32,6 +33,13 @@ func commandLine(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	switch args[0] {
 	case "runtime":
 		if err := runtime.Main(ctx, args[1:], os.Getenv, stderr); err != nil {
+			fmt.Fprintln(stderr, "agentd:", err)
+			return 1
+		}
+		return 0
+	case "sandbox-init":
+		// Not in the usage: the kubernetes backend's init container runs it.
+		if err := podinit.Main(args[1:], os.Getenv, stderr); err != nil {
 			fmt.Fprintln(stderr, "agentd:", err)
 			return 1
 		}

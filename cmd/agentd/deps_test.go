@@ -127,3 +127,73 @@ func TestImportGraphCatches(t *testing.T) {
 		t.Errorf("apptest's imports %v hold no concrete store: the graph is not read", imps)
 	}
 }
+
+// runtimeServer are the in-sandbox server's packages and what only it needs: the terminal
+// and its pty. The control plane speaks to runtimes through runtimeclient and links none of
+// them; only the binary (whose `agentd runtime` is the server) and packages for tests may.
+var runtimeServer = []string{
+	module + "/internal/runtime",
+	module + "/internal/tool/terminal",
+	"github.com/creack/pty",
+}
+
+// TestImportGraphRuntimeServer: no package but the composition roots, the server's own
+// packages and packages for tests depends, directly or not, on the runtime server.
+func TestImportGraphRuntimeServer(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	graph := imports(t, "", "./...")
+	for _, pkg := range serverDependents(graph) {
+		if slices.Contains(compositionRoots, pkg) || isTestSupport(pkg) {
+			continue
+		}
+		t.Errorf("%s links the runtime server (%s): reach runtimes through runtimeclient", pkg, strings.Join(runtimeServer, ", "))
+	}
+}
+
+// serverDependents lists the packages of graph outside runtimeServer that depend on one of
+// its packages, directly or through others.
+func serverDependents(graph map[string][]string) []string {
+	memo := map[string]bool{}
+	var links func(pkg string) bool
+	links = func(pkg string) bool {
+		if v, ok := memo[pkg]; ok {
+			return v
+		}
+		memo[pkg] = false // a cycle cannot happen in Go; this only stops the recursion
+		for _, imp := range graph[pkg] {
+			if slices.Contains(runtimeServer, imp) || links(imp) {
+				memo[pkg] = true
+				return true
+			}
+		}
+		return false
+	}
+	var out []string
+	for pkg := range graph {
+		if !slices.Contains(runtimeServer, pkg) && links(pkg) {
+			out = append(out, pkg)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestImportGraphRuntimeServerCatches: the rule above sees a dependency through another
+// package.
+func TestImportGraphRuntimeServerCatches(t *testing.T) {
+	graph := map[string][]string{
+		"a":                          {"b"},
+		"b":                          {module + "/internal/runtime"},
+		"c":                          {module + "/internal/runtime/runtimeclient"},
+		module + "/internal/runtime": {"github.com/creack/pty"},
+	}
+	if got, want := serverDependents(graph), []string{"a", "b"}; !slices.Equal(got, want) {
+		t.Errorf("serverDependents = %v, want %v", got, want)
+	}
+	real := imports(t, "", "./internal/runtime")
+	if !slices.Contains(real[module+"/internal/runtime"], module+"/internal/tool/terminal") {
+		t.Errorf("the runtime server's imports %v lack the terminal: the graph is not read", real[module+"/internal/runtime"])
+	}
+}

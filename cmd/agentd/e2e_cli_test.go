@@ -39,7 +39,7 @@ func TestCommandLine(t *testing.T) {
 		{name: "no arguments", args: nil, code: 2, stderrHas: []string{"Usage:", "agentd serve"}, emptyStdout: true},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2, stderrHas: []string{`unknown command "frobnicate"`, "Usage:"}, emptyStdout: true},
 		{name: "unknown backend", args: serve("--sandbox-backend", "nope"), code: 1,
-			stderrHas: []string{`sandbox backend "nope"`, "want auto, process, bwrap or docker"}, noDataDir: true, emptyStdout: true},
+			stderrHas: []string{`sandbox backend "nope"`, "want auto, process, bwrap, docker or kubernetes"}, noDataDir: true, emptyStdout: true},
 		{name: "unknown backend from env", args: serve(), env: []string{"AGENTD_SANDBOX_BACKEND=nope"}, code: 1,
 			stderrHas: []string{`sandbox backend "nope"`}, noDataDir: true, emptyStdout: true},
 		{name: "docker engine unreachable", args: serve("--sandbox-backend", "docker", "--docker-host", "unix:///nonexistent/docker.sock"), code: 1,

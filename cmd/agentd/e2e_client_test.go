@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // client calls a server's HTTP API with one API key.
@@ -219,13 +219,13 @@ func (c *client) tasksOf() map[string]startTask {
 
 // runtimeClient returns a client for the runtime of the caller's RUNNING sandbox id, on its
 // unix socket, with the key the API hands out.
-func (c *client) runtimeClient(id string) *runtime.Client {
+func (c *client) runtimeClient(id string) *runtimeclient.Client {
 	c.t.Helper()
 	sb := c.sandbox(id)
 	if sb.Status != "RUNNING" || sb.SessionAPIKey == nil {
 		c.t.Fatalf("sandbox %s: status %s, session key %v", id, sb.Status, sb.SessionAPIKey)
 	}
-	rc, err := runtime.NewClient("unix:"+socketPath(c.s.dir, id), *sb.SessionAPIKey)
+	rc, err := runtimeclient.NewClient("unix:"+socketPath(c.s.dir, id), *sb.SessionAPIKey)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -298,6 +298,6 @@ func deref(s *string) string {
 }
 
 // runtimeCommand is a bounded command for a sandbox's runtime.
-func runtimeCommand(command string) runtime.CommandRequest {
-	return runtime.CommandRequest{Command: command, TimeoutSeconds: 10}
+func runtimeCommand(command string) runtimeclient.CommandRequest {
+	return runtimeclient.CommandRequest{Command: command, TimeoutSeconds: 10}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // TestSandboxEnvironmentIsClean: nothing of the server's environment reaches a sandbox: not
@@ -36,11 +36,11 @@ func TestSandboxEnvironmentIsClean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, leak := range []string{secret, "AGENTD_TEST_SECRET", "OPENAI_API_KEY", key, "AGENTD_ADMIN_KEY", runtime.KeyEnv, sessionKey} {
+	for _, leak := range []string{secret, "AGENTD_TEST_SECRET", "OPENAI_API_KEY", key, "AGENTD_ADMIN_KEY", runtimeclient.KeyEnv, sessionKey} {
 		if strings.Contains(res.Output, leak) {
 			t.Errorf("the sandbox's environment holds %q:\n%s", leak, res.Output)
 		}
-		if leak != runtime.KeyEnv && leak != sessionKey && strings.Contains(string(environ), leak) {
+		if leak != runtimeclient.KeyEnv && leak != sessionKey && strings.Contains(string(environ), leak) {
 			t.Errorf("the runtime process was started with %q in its environment", leak)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // TestReconcileAfterRestart: at start-up a sandbox whose runtime died while the server was
@@ -92,7 +92,7 @@ func startOrphan(t *testing.T, dataDir, id string) orphanRuntime {
 	}
 	cmd := exec.Command(agentdBin, "runtime", "--listen", "unix:"+socketPath(dataDir, id),
 		"--workspace", filepath.Join(o.dir, "workspace"), "--sandbox-id", id)
-	cmd.Env = testEnv(runtime.KeyEnv + "=orphan-key")
+	cmd.Env = testEnv(runtimeclient.KeyEnv + "=orphan-key")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func startOrphan(t *testing.T, dataDir, id string) orphanRuntime {
 			t.Errorf("orphan runtime %d still there", cmd.Process.Pid)
 		}
 	})
-	rc, err := runtime.NewClient("unix:"+socketPath(dataDir, id), "orphan-key")
+	rc, err := runtimeclient.NewClient("unix:"+socketPath(dataDir, id), "orphan-key")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ type SandboxInfo struct {
 	SessionAPIKey   *string       `json:"session_api_key" doc:"Key for the sandbox's runtime; set while RUNNING."`
 	ExposedURLs     []ExposedURL  `json:"exposed_urls" doc:"Null unless RUNNING."`
 	CreatedAt       time.Time     `json:"created_at"`
-	Backend         string        `json:"backend" doc:"Sandbox backend: process, bwrap or docker."`
+	Backend         string        `json:"backend" doc:"Sandbox backend: process, bwrap, docker or kubernetes."`
 	Detail          *string       `json:"detail" doc:"Why the sandbox is in ERROR or MISSING."`
 }
 

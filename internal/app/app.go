@@ -31,7 +31,7 @@ import (
 	"github.com/agentd/agentd/internal/metrics"
 	"github.com/agentd/agentd/internal/netpolicy"
 	"github.com/agentd/agentd/internal/paging"
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/secret"
 	"github.com/agentd/agentd/internal/settings"
@@ -312,7 +312,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 			BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey},
 		NewLLM: newLLM, Retry: o.LLMRetry, Agent: o.Agent, AgentObserver: m, UserHTTP: userHTTP,
 		OnIdle:        returner.idle,
-		Terminal:      runtime.NewTerminalWaits(cfg.TerminalNoChangeTimeout, cfg.TerminalMaxWait),
+		Terminal:      runtimeclient.NewTerminalWaits(cfg.TerminalNoChangeTimeout, cfg.TerminalMaxWait),
 		MCP:           conversation.MCPOptions{ConnectTimeout: cfg.MCPConnectTimeout, CallTimeout: cfg.MCPCallTimeout},
 		Secrets:       []conversation.SecretSource{userSettings, gitProviders, customSecrets},
 		CustomSecrets: customSecrets,
@@ -442,7 +442,7 @@ func newGitProxy(a *App, remotes gitproxy.Remotes, userHTTP func(context.Context
 			}
 			return out, err
 		},
-		Runtime: func(ctx context.Context, ownerID, sandboxID string) (*runtime.Client, error) {
+		Runtime: func(ctx context.Context, ownerID, sandboxID string) (*runtimeclient.Client, error) {
 			if _, err := a.Sandboxes.WaitRunning(ctx, ownerID, sandboxID); err != nil {
 				return nil, err
 			}

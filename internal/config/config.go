@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -59,12 +60,31 @@ type Config struct {
 	// AdminAddr is the listen address of the admin listener (metrics, profiles, health,
 	// without a key); empty when there is none.
 	AdminAddr string
-	// SandboxBackend is "auto", "process", "bwrap" or "docker". auto picks the best the
-	// machine offers.
+	// SandboxBackend is "auto", "process", "bwrap", "docker" or "kubernetes". auto picks the
+	// best the machine offers.
 	SandboxBackend string
 	// DockerHost is the Docker engine address of the docker backend, in the DOCKER_HOST
 	// form (unix:///var/run/docker.sock). The engine must run on this machine.
 	DockerHost string
+	// Kubeconfig is the kubeconfig file of the kubernetes backend; empty means the
+	// in-cluster configuration (agentd runs in a pod).
+	Kubeconfig string
+	// KubernetesNamespace holds the kubernetes backend's sandboxes.
+	KubernetesNamespace string
+	// KubernetesRuntimeImage is agentd's image, which the sandbox pods' init containers run.
+	KubernetesRuntimeImage string
+	// KubernetesInstallation labels this installation's sandboxes, apart from another's in
+	// the same namespace.
+	KubernetesInstallation string
+	// KubernetesReach is how the control plane reaches sandbox pods: "auto", "ip" or
+	// "port-forward". auto is ip in a cluster, port-forward with a kubeconfig.
+	KubernetesReach string
+	// KubernetesDeny are the address prefixes a kubernetes sandbox with network egress
+	// cannot reach (beside its node and the API server).
+	KubernetesDeny []netip.Prefix
+	// KubernetesStorageClass is the storage class of the sandboxes' workspace volumes;
+	// empty means the cluster's default.
+	KubernetesStorageClass string
 	// AdminKey, when set, becomes the admin's API key at the first start.
 	AdminKey string
 	// DefaultSpec is the sandbox spec used when a request names none.
@@ -240,11 +260,33 @@ func Options() []Option {
 			Doc: "Listen address of the admin listener, e.g. 127.0.0.1:9090: /metrics (Prometheus), Go's profiles under /debug/pprof/ and the health routes, without a key, for operators and their scrapers; keep it off networks users reach. Empty: no such listener; admins then read /metrics and /debug/pprof/ on the main address with their key.",
 			set: func(c *Config, v string) error { c.AdminAddr = strings.TrimSpace(v); return nil }},
 		{Flag: "sandbox-backend", Env: []string{"AGENTD_SANDBOX_BACKEND"}, File: "sandbox_backend", Default: "auto",
-			Doc: "Sandbox backend: auto, process, bwrap or docker. auto uses the best one the machine offers.",
+			Doc: "Sandbox backend: auto, process, bwrap, docker or kubernetes. auto uses the best one the machine offers (never kubernetes).",
 			set: func(c *Config, v string) error { c.SandboxBackend = v; return nil }},
 		{Flag: "docker-host", Env: []string{"AGENTD_DOCKER_HOST", "DOCKER_HOST"}, File: "docker_host", Default: "unix:///var/run/docker.sock",
 			Doc: "Docker engine address for the docker backend, as in DOCKER_HOST. The engine must run on this machine: sandboxes bind-mount directories of the data directory.",
 			set: func(c *Config, v string) error { c.DockerHost = v; return nil }},
+		{Flag: "kubeconfig", Env: []string{"AGENTD_KUBECONFIG", "KUBECONFIG"}, File: "kubeconfig", Default: "",
+			Doc: "kubeconfig file of the kubernetes backend's cluster. Empty: the in-cluster configuration, for agentd running in a pod (its service account).",
+			set: func(c *Config, v string) error { c.Kubeconfig = v; return nil }},
+		{Flag: "kubernetes-namespace", Env: []string{"AGENTD_KUBERNETES_NAMESPACE"}, File: "kubernetes_namespace", Default: "agentd-sandboxes",
+			Doc: "Namespace of the kubernetes backend's sandboxes. It must exist, and agentd's identity must hold the Role below in it.",
+			set: func(c *Config, v string) error { c.KubernetesNamespace = v; return nil }},
+		{Flag: "kubernetes-runtime-image", Env: []string{"AGENTD_KUBERNETES_RUNTIME_IMAGE"}, File: "kubernetes_runtime_image", Default: "",
+			Doc: "agentd's image, with the statically linked agentd at /agentd, which every sandbox pod's init container runs to bring the runtime into the sandbox's image. Required with the kubernetes backend.",
+			set: func(c *Config, v string) error { c.KubernetesRuntimeImage = v; return nil }},
+		{Flag: "kubernetes-installation", Env: []string{"AGENTD_KUBERNETES_INSTALLATION"}, File: "kubernetes_installation", Default: "default",
+			Doc: "Name of this agentd installation (a label value): its sandbox objects carry it, and it lists, adopts and removes only those. Give each installation sharing a namespace its own; every replica of one installation the same.",
+			set: func(c *Config, v string) error { c.KubernetesInstallation = v; return nil }},
+		{Flag: "kubernetes-reach", Env: []string{"AGENTD_KUBERNETES_REACH"}, File: "kubernetes_reach", Default: "auto",
+			Doc: "How agentd reaches its sandboxes' runtimes: ip (the pod's address: agentd runs in the cluster), port-forward (through the API server: pod addresses are not routable from agentd) or auto (ip in a cluster, port-forward with a kubeconfig). Both use TLS pinned to each sandbox's own key.",
+			set: func(c *Config, v string) error { c.KubernetesReach = v; return nil }},
+		{Flag: "kubernetes-deny", Env: []string{"AGENTD_KUBERNETES_DENY"}, File: "kubernetes_deny",
+			Default: "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,169.254.0.0/16,127.0.0.0/8,fc00::/7,fe80::/10",
+			Doc:     "Comma-separated address prefixes a kubernetes sandbox with network egress cannot reach: the cluster's pod, service and node ranges, metadata addresses, agentd. The node a sandbox runs on and the API server are always added.",
+			set:     func(c *Config, v string) error { return setPrefixes(&c.KubernetesDeny, v) }},
+		{Flag: "kubernetes-storage-class", Env: []string{"AGENTD_KUBERNETES_STORAGE_CLASS"}, File: "kubernetes_storage_class", Default: "",
+			Doc: "Storage class of the sandboxes' workspace volumes (a claim per sandbox, sized by its spec's disk_mb, else 10 GiB); empty: the cluster's default class.",
+			set: func(c *Config, v string) error { c.KubernetesStorageClass = v; return nil }},
 		{Flag: "admin-key", Env: []string{"AGENTD_ADMIN_KEY", "SESSION_API_KEY"}, File: "admin_key", Default: "", Secret: true,
 			Doc: "API key for the admin created at the first start (instead of a generated one).",
 			set: func(c *Config, v string) error { c.AdminKey = v; return nil }},
@@ -424,6 +466,31 @@ func setInt(dst *int, v string) error {
 	return nil
 }
 
+// setPrefixes reads comma-separated address prefixes; a bare address is a prefix of one.
+func setPrefixes(dst *[]netip.Prefix, v string) error {
+	var out []netip.Prefix
+	for s := range strings.SplitSeq(v, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !strings.Contains(s, "/") {
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				return fmt.Errorf("%q is neither an address nor a prefix", s)
+			}
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return fmt.Errorf("%q is not an address prefix: %w", s, err)
+		}
+		out = append(out, p.Masked())
+	}
+	*dst = out
+	return nil
+}
+
 func setInt64(dst *int64, v string) error {
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 	if err != nil {
@@ -594,8 +661,17 @@ func (c *Config) validate() error {
 	}
 	switch c.SandboxBackend {
 	case "auto", "process", "bwrap", "docker":
+	case "kubernetes":
+		if c.KubernetesRuntimeImage == "" {
+			errs = append(errs, errors.New("sandbox backend kubernetes: kubernetes runtime image (agentd's image) is required"))
+		}
 	default:
-		errs = append(errs, fmt.Errorf("sandbox backend %q: want auto, process, bwrap or docker", c.SandboxBackend))
+		errs = append(errs, fmt.Errorf("sandbox backend %q: want auto, process, bwrap, docker or kubernetes", c.SandboxBackend))
+	}
+	switch c.KubernetesReach {
+	case "auto", "ip", "port-forward":
+	default:
+		errs = append(errs, fmt.Errorf("kubernetes reach %q: want auto, ip or port-forward", c.KubernetesReach))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -141,6 +141,7 @@ network), and a single uid keeps the host's firewall rule and file ownership sim
 | ` + "`process`" + ` | Each sandbox is a directory under the data directory and an ` + "`agentd runtime`" + ` process in its own session, reached on a unix socket. No isolation: for development. |
 | ` + "`bwrap`" + ` | Each sandbox runs ` + "`agentd runtime`" + ` under bubblewrap as the sandbox uid, with its own user (root inside is the sandbox uid outside, without capabilities), PID, mount, IPC, UTS, cgroup and network namespaces. It sees the host's system directories (or the spec's ` + "`rootfs`" + `) read-only; its workspace and a private ` + "`/tmp`" + ` are the only writable places. Memory, CPU and process limits are cgroup limits (v1 or v2); pause freezes the sandbox's cgroup. Needs bubblewrap, ` + "`setpriv`" + ` (util-linux) and root (to create cgroups), and for egress ` + "`slirp4netns`" + ` and ` + "`iptables`" + `. |
 | ` + "`docker`" + ` | Each sandbox is a container of the spec's image, with its workspace on a volume; its init and runtime are root with a few capabilities, its commands the sandbox uid with none. The engine must run on this machine. |
+| ` + "`kubernetes`" + ` | Each sandbox is a pod of the spec's image in ` + "`kubernetes_namespace`" + `, with a Secret (its session key and its runtime's TLS certificate and key), a volume claim for its workspace and a NetworkPolicy. An init container from agentd's image (` + "`kubernetes_runtime_image`" + `) copies agentd into the pod and writes the pod's network rules; the runtime is root with a few capabilities, its commands the sandbox uid with none. Memory and CPU are the pod's limits (it requests a quarter of them), ` + "`disk_mb`" + ` its ephemeral storage and its workspace volume's size, ` + "`tmp_mb`" + ` a memory-backed ` + "`/tmp`" + `; a pod spec has no process limit (the kubelet's ` + "`podPidsLimit`" + ` bounds every pod of a node). Its sandboxes run off this machine and any replica reaches them. |
 
 ` + "`auto`" + ` picks ` + "`bwrap`" + ` when bubblewrap is installed and a throwaway sandbox starts (bwrap and cgroups
 work), and otherwise ` + "`process`" + `, with a warning that says why in the log and in the spec listing.
@@ -151,6 +152,70 @@ The ` + "`bwrap`" + ` backend cannot honour an ` + "`image`" + ` or a disk limit
 builds it). Its sandboxes' cgroups are ` + "`agentd/<12 hex digits>/<sandbox id>`" + ` in each hierarchy
 (the digits name the data directory, so two servers on one machine keep apart); ` + "`pids`" + ` counts
 threads as well as processes. A ` + "`rootfs`" + ` must be readable by the sandbox uid.
+
+### What survives a pause
+
+| Backend | Pause | What a resumed sandbox has |
+|---|---|---|
+| ` + "`process`" + ` | stops every process of the sandbox (SIGSTOP) | everything: processes, terminal sessions, MCP servers, files |
+| ` + "`bwrap`" + ` | freezes the sandbox's cgroup | everything: processes, terminal sessions, MCP servers, files |
+| ` + "`docker`" + ` | freezes the container (Docker's pause) | everything: processes, terminal sessions, MCP servers, files |
+| ` + "`kubernetes`" + ` | removes the pod, keeping its Secret and its workspace's volume claim | the workspace's files only: a new pod on the same volume, new processes, new terminal sessions; a conversation's MCP servers start again when it next configures them |
+
+### The kubernetes backend
+
+` + "`--sandbox-backend kubernetes`" + ` reaches the cluster with ` + "`--kubeconfig`" + ` (or ` + "`KUBECONFIG`" + `), or, when
+none is given, with the in-cluster configuration of the pod agentd runs in. At start-up it
+checks that the namespace exists and that agentd may do there all it needs (asked of the API
+server with SelfSubjectAccessReviews), and refuses to start, saying what is missing, when it
+may not. The Role agentd's identity needs in the namespace:
+
+` + "```yaml" + `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: agentd-sandboxes
+  namespace: agentd-sandboxes
+rules:
+  - apiGroups: [""]
+    resources: [pods]
+    verbs: [create, get, list, delete]
+  - apiGroups: [""]
+    resources: [pods/portforward]
+    verbs: [create]                    # --kubernetes-reach port-forward
+  - apiGroups: [""]
+    resources: [secrets]
+    verbs: [create, get, list, delete]
+  - apiGroups: [""]
+    resources: [persistentvolumeclaims]
+    verbs: [create, get, delete]
+  - apiGroups: [networking.k8s.io]
+    resources: [networkpolicies]
+    verbs: [create, delete]
+` + "```" + `
+
+Every object of a sandbox is named ` + "`agentd-sb-<id>`" + ` (its claim ` + "`agentd-sb-<id>-ws`" + `) and labelled
+` + "`app.kubernetes.io/managed-by=agentd`" + `, ` + "`agentd.dev/installation`" + ` (` + "`kubernetes_installation`" + `),
+` + "`agentd.dev/sandbox`" + ` and ` + "`agentd.dev/owner`" + `; the server lists its sandboxes by the first two.
+Nothing is pulled by agentd: the images (agentd's and the specs') come from the nodes' registries
+as the cluster's policy allows.
+
+The runtime of each sandbox serves TLS on port 8443 with a certificate made for that sandbox
+alone, whose key's digest agentd stores with the sandbox and pins on every connection, at the
+pod's address (` + "`--kubernetes-reach ip`" + `, agentd in the cluster) or through the API server's
+port forwarding (` + "`port-forward`" + `, agentd outside it). Network egress and none are rules the
+pod's init container writes with nftables into the pod's own network namespace, before the
+sandbox starts, for every process of the pod: egress refuses new connections to
+` + "`kubernetes_deny`" + `, the node's addresses and the API server's, DNS to the pod's name servers
+excepted; none refuses every connection out. They hold whatever the cluster's network plugin;
+the NetworkPolicy made with each sandbox says the same to plugins that enforce policies. The
+init container has ` + "`CAP_NET_ADMIN`" + ` and ` + "`CAP_CHOWN`" + ` only; the nodes must allow that (no
+privileged pods are used). ` + "`CAP_NET_ADMIN`" + ` is beyond Pod Security's ` + "`baseline`" + ` level (the
+sandbox's container, root with ` + "`CAP_SETUID`" + `, ` + "`CAP_SETGID`" + `, ` + "`CAP_KILL`" + ` and ` + "`CAP_SETPCAP`" + `, is within
+it): where Pod Security admission is enforced, label the namespace
+` + "`pod-security.kubernetes.io/enforce=privileged`" + `. The commands' ` + "`HOME`" + ` is ` + "`/tmp`" + ` unless the spec
+sets one. The workspace is always a volume claim, so that it outlives a paused
+pod; the cluster needs a storage class that provisions claims.
 
 ## Files in the data directory
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // clone clones the repository into the workspace, on the branch asked for, showing git's
@@ -19,7 +19,7 @@ func (s *Service) clone(ctx context.Context, t *StartTask, w *workspaceRepo) err
 	parent, tmp := path.Dir(w.dir), ".agentd-clone-"+w.name
 	probe := "cd -- " + shellQuote(parent) + " && if [ -d " + shellQuote(w.name+"/.git") + " ]; then echo clone; git -C " +
 		shellQuote(w.name) + " remote get-url origin; elif [ -e " + shellQuote(w.name) + " ]; then echo other; else echo none; fi"
-	res, err := w.rt.Run(ctx, runtime.CommandRequest{Command: probe, TimeoutSeconds: 60, Env: gitEnv})
+	res, err := w.rt.Run(ctx, runtimeclient.CommandRequest{Command: probe, TimeoutSeconds: 60, Env: gitEnv})
 	if err != nil {
 		return fmt.Errorf("look for a clone of %s: %w", w.repo, err)
 	}
@@ -46,7 +46,7 @@ func (s *Service) clone(ctx context.Context, t *StartTask, w *workspaceRepo) err
 		timeout = defaultRepositoryTimeout
 	}
 	progress := &cloneProgress{}
-	res, err = w.rt.RunStream(ctx, runtime.CommandRequest{Command: cmd, TimeoutSeconds: timeoutSeconds(timeout), Env: gitEnv},
+	res, err = w.rt.RunStream(ctx, runtimeclient.CommandRequest{Command: cmd, TimeoutSeconds: timeoutSeconds(timeout), Env: gitEnv},
 		func(out string) {
 			if p, changed := progress.feed(out); changed {
 				t.Detail = "Cloning " + w.repo + ": " + p

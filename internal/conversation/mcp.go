@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/event"
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/settings"
 	"github.com/agentd/agentd/internal/skill"
@@ -193,7 +193,7 @@ func (s *Service) startMCP(ctx context.Context, c Conversation, skills []skill.S
 		log.Warn("agent: MCP servers not started: reach the sandbox", "err", err)
 		return m
 	}
-	st, err := rt.ConfigureMCP(ctx, c.ID, runtime.MCPConfigureRequest{
+	st, err := rt.ConfigureMCP(ctx, c.ID, runtimeclient.MCPConfigureRequest{
 		Servers:               servers,
 		ConnectTimeoutSeconds: s.o.MCP.ConnectTimeout.Seconds(),
 		CallTimeoutSeconds:    s.o.MCP.CallTimeout.Seconds(),

@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentd/agentd/internal/gitprovider"
 	"github.com/agentd/agentd/internal/paging"
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/settings"
 )
 
@@ -261,11 +261,11 @@ func (s *Service) author(ctx context.Context, ownerID string, remote gitprovider
 }
 
 // run runs a command in the clone's directory.
-func (w *workspaceRepo) run(ctx context.Context, cmd string, timeout time.Duration) (runtime.CommandResult, error) {
-	res, err := w.rt.Run(ctx, runtime.CommandRequest{Command: "cd -- " + shellQuote(w.dir) + " && " + cmd,
+func (w *workspaceRepo) run(ctx context.Context, cmd string, timeout time.Duration) (runtimeclient.CommandResult, error) {
+	res, err := w.rt.Run(ctx, runtimeclient.CommandRequest{Command: "cd -- " + shellQuote(w.dir) + " && " + cmd,
 		TimeoutSeconds: timeoutSeconds(timeout), Env: gitEnv})
 	if err != nil {
-		return runtime.CommandResult{}, fmt.Errorf("in %s: %w", w.repo, err)
+		return runtimeclient.CommandResult{}, fmt.Errorf("in %s: %w", w.repo, err)
 	}
 	return res, nil
 }
@@ -295,7 +295,7 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 
 // timeoutSeconds converts d for a runtime command, within the runtime's bounds.
 func timeoutSeconds(d time.Duration) int {
-	return min(max(int((d+time.Second-1)/time.Second), 1), runtime.MaxCommandTimeoutSeconds)
+	return min(max(int((d+time.Second-1)/time.Second), 1), runtimeclient.MaxCommandTimeoutSeconds)
 }
 
 // lastLines returns the last n non-empty lines of out, joined by "; ".

@@ -17,7 +17,7 @@ import (
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/llm"
 	"github.com/agentd/agentd/internal/logctx"
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/tool"
 	"github.com/agentd/agentd/internal/tool/mcp"
 )
@@ -37,10 +37,10 @@ var ErrNotReady = errors.New("the conversation is not ready")
 // Runtime is what the service needs of a sandbox's runtime: running tools, and commands of
 // its own (a conversation's start prepares its repository with them).
 type Runtime interface {
-	RunTool(ctx context.Context, name string, req runtime.ToolRequest) (tool.Result, error)
-	Run(ctx context.Context, req runtime.CommandRequest) (runtime.CommandResult, error)
-	RunStream(ctx context.Context, req runtime.CommandRequest, onOutput func(string)) (runtime.CommandResult, error)
-	ConfigureMCP(ctx context.Context, conversationID string, req runtime.MCPConfigureRequest) (mcp.State, error)
+	RunTool(ctx context.Context, name string, req runtimeclient.ToolRequest) (tool.Result, error)
+	Run(ctx context.Context, req runtimeclient.CommandRequest) (runtimeclient.CommandResult, error)
+	RunStream(ctx context.Context, req runtimeclient.CommandRequest, onOutput func(string)) (runtimeclient.CommandResult, error)
+	ConfigureMCP(ctx context.Context, conversationID string, req runtimeclient.MCPConfigureRequest) (mcp.State, error)
 	CallMCP(ctx context.Context, conversationID, server, tool string, args json.RawMessage) (mcp.CallResult, error)
 	MCPChanges(ctx context.Context, conversationID string, since uint64) (st mcp.State, changed bool, err error)
 }
@@ -412,7 +412,7 @@ func (t *sandboxTools) Run(ctx context.Context, name string, args json.RawMessag
 	if deref(t.conv.SelectedRepository) != "" && t.s.o.Git != nil {
 		t.s.o.Git.Keep(ownerID, sandboxID)
 	}
-	req := runtime.ToolRequest{ConversationID: t.conv.ID, Arguments: args}
+	req := runtimeclient.ToolRequest{ConversationID: t.conv.ID, Arguments: args}
 	if name == tool.Terminal {
 		req.Terminal = t.s.o.Terminal
 		secrets, err := t.s.Secrets(ctx, t.conv)

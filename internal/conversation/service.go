@@ -19,7 +19,7 @@ import (
 	"github.com/agentd/agentd/internal/logctx"
 	"github.com/agentd/agentd/internal/netpolicy"
 	"github.com/agentd/agentd/internal/paging"
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/secret"
 	"github.com/agentd/agentd/internal/skill"
@@ -82,7 +82,7 @@ type Options struct {
 	OnIdle func()
 	// Terminal bounds the waits of the agents' terminal calls, sent with each call; nil
 	// leaves them to the runtime.
-	Terminal *runtime.TerminalWaits
+	Terminal *runtimeclient.TerminalWaits
 	// Secrets list the users' secrets (settings, provider tokens, custom secrets), which
 	// every event is masked for; call SecretsChanged when they change.
 	Secrets []SecretSource

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentd/agentd/internal/event"
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/skill"
 )
 
@@ -17,7 +17,7 @@ import (
 // workspace. The runtime the Runtimes option returns has it; one without it gives the
 // conversation the user's skills only.
 type SkillRuntime interface {
-	SkillFiles(ctx context.Context, req runtime.SkillFilesRequest) (runtime.SkillFilesResult, error)
+	SkillFiles(ctx context.Context, req runtimeclient.SkillFilesRequest) (runtimeclient.SkillFilesResult, error)
 }
 
 // setUpSkills is the SETTING_UP_SKILLS step. It reads the user's skills and those the
@@ -44,7 +44,7 @@ func (s *Service) setUpSkills(ctx context.Context, t *StartTask) error {
 	}
 	found, truncated, err := s.workspaceSkillFiles(ctx, t.OwnerID, t.SandboxID, v.SelectedRepository)
 	var early []skill.Warning
-	var old *runtime.StatusError
+	var old *runtimeclient.StatusError
 	if errors.As(err, &old) && old.StatusCode == http.StatusNotFound {
 		// A sandbox started by an earlier version of agentd runs a runtime without the route:
 		// the conversation starts with the user's skills.
@@ -85,7 +85,7 @@ func (s *Service) workspaceSkillFiles(ctx context.Context, ownerID, sandboxID st
 		s.log.Warn("the sandbox's runtime cannot list skill files; the workspace's skills are not loaded", "sandbox_id", sandboxID)
 		return nil, false, nil
 	}
-	req := runtime.SkillFilesRequest{
+	req := runtimeclient.SkillFilesRequest{
 		Dirs: skillDirsOf(repo), SkillDirs: skill.Dirs, Exclude: skill.Excluded,
 		MaxFiles: skill.MaxFiles, MaxFileBytes: skill.MaxFileBytes, MaxTotalBytes: skill.MaxTotalBytes,
 	}

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/sandbox"
 )
 
@@ -40,7 +40,7 @@ func (s *Service) run(ctx context.Context, ch *channel) error {
 			log.Debug("git channel ends with its sandbox", "err", err)
 			return err
 		}
-		var se *runtime.StatusError
+		var se *runtimeclient.StatusError
 		if errors.As(err, &se) && se.StatusCode == http.StatusNotFound {
 			log.Warn("the sandbox's runtime has no git relay: it is older than this server", "err", err)
 			return errors.New("the sandbox's runtime is too old for git: start a new sandbox")

@@ -13,7 +13,7 @@ import (
 
 	"github.com/agentd/agentd/internal/gitproxy"
 	"github.com/agentd/agentd/internal/gitproxy/gittest"
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
 )
@@ -24,7 +24,7 @@ const testToken = "ghp_gitproxyTestToken0123456789abcdef"
 type box struct {
 	b    sandbox.Backend
 	inst sandbox.Instance
-	rt   *runtime.Client
+	rt   *runtimeclient.Client
 }
 
 func startBox(t *testing.T, bc backendCase) *box {
@@ -32,7 +32,7 @@ func startBox(t *testing.T, bc backendCase) *box {
 	b := bc.new(t)
 	key := sandboxtest.NewKey()
 	inst := sandboxtest.StartSandbox(t, b, sandbox.StartRequest{ID: sandboxtest.NewID(), OwnerID: "alice", Spec: bc.spec(), SessionKey: key})
-	rt, err := runtime.NewClient(inst.Endpoint, key)
+	rt, err := runtimeclient.NewClient(inst.Endpoint, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,9 +47,9 @@ func startBox(t *testing.T, bc backendCase) *box {
 }
 
 // run runs a shell command in the sandbox as the agent's git would run.
-func (bx *box) run(t *testing.T, cmd string) runtime.CommandResult {
+func (bx *box) run(t *testing.T, cmd string) runtimeclient.CommandResult {
 	t.Helper()
-	res, err := bx.rt.Run(context.Background(), runtime.CommandRequest{Command: cmd, TimeoutSeconds: 300,
+	res, err := bx.rt.Run(context.Background(), runtimeclient.CommandRequest{Command: cmd, TimeoutSeconds: 300,
 		Env: map[string]string{"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1"}})
 	if err != nil {
 		t.Fatalf("run %q: %v", cmd, err)
@@ -77,7 +77,7 @@ func newProxy(t *testing.T, srv *gittest.Server, bx *box, repos ...gitproxy.Repo
 			}
 			return repos, nil
 		},
-		Runtime: func(context.Context, string, string) (*runtime.Client, error) { return bx.rt, nil },
+		Runtime: func(context.Context, string, string) (*runtimeclient.Client, error) { return bx.rt, nil },
 		HTTP:    func(context.Context, string) (*http.Client, error) { return http.DefaultClient, nil },
 	})
 	t.Cleanup(p.Close)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/gitprovider"
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // Remotes resolves a user's repository to its upstream and credentials.
@@ -40,7 +40,7 @@ type Options struct {
 	// Runtime returns a client of the sandbox's runtime once it runs, waiting while it
 	// starts or is paused. An error that wraps sandbox.ErrNotFound or a
 	// *sandbox.NotRunningError means it will not run again.
-	Runtime func(ctx context.Context, ownerID, sandboxID string) (*runtime.Client, error)
+	Runtime func(ctx context.Context, ownerID, sandboxID string) (*runtimeclient.Client, error)
 	// HTTP returns the client for the user's upstream requests: the URL policy's, since a
 	// user may name the host (an enterprise provider).
 	HTTP func(ctx context.Context, userID string) (*http.Client, error)

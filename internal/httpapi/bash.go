@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/secret"
 )
 
@@ -28,7 +28,7 @@ func (a *API) agentServerBash(route string) handler {
 
 // agentServerBashEvent relays GET /api/bash/bash_events/{event_id}.
 func (a *API) agentServerBashEvent(w http.ResponseWriter, r *http.Request) error {
-	return a.relayBash(w, r, runtime.RouteBashEvents+url.PathEscape(r.PathValue("event_id")))
+	return a.relayBash(w, r, runtimeclient.RouteBashEvents+url.PathEscape(r.PathValue("event_id")))
 }
 
 func (a *API) relayBash(w http.ResponseWriter, r *http.Request, route string) error {

@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/agentd/agentd/internal/apitypes"
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/wire"
 )
 
@@ -316,35 +316,35 @@ func (a *API) routes() []route {
 		// The workspace, without the agent: at the agent server's paths, and the current
 		// generation's per conversation.
 		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/file/list", Keys: agentKeys, Tag: "workspace", Summary: "List a directory of the workspace (agentd's own route)",
-			Query: runtime.FileListQuery{}, Response: runtime.FilePage{}, Errors: errs(workspaceErrors)}, h: a.agentServerWorkspace(runtime.RouteFileList)},
+			Query: runtimeclient.FileListQuery{}, Response: runtimeclient.FilePage{}, Errors: errs(workspaceErrors)}, h: a.agentServerWorkspace(runtimeclient.RouteFileList)},
 		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/file/download", Keys: agentKeys, Tag: "workspace", Summary: "Download a file of the workspace",
-			Query: runtime.FileQuery{}, RawResponse: "application/octet-stream", Errors: errs(workspaceErrors)}, h: a.agentServerWorkspace(runtime.RouteFileDownload)},
+			Query: runtimeclient.FileQuery{}, RawResponse: "application/octet-stream", Errors: errs(workspaceErrors)}, h: a.agentServerWorkspace(runtimeclient.RouteFileDownload)},
 		{op: wire.Operation{Method: "POST", Path: agentSandbox + "/file/upload", Keys: agentKeys, Tag: "workspace", Summary: "Upload a file into the workspace, making its parent directories",
-			Query: runtime.FileQuery{}, FileField: "file", Response: apitypes.Success{},
-			Errors: errs(merge(workspaceErrors, map[int]string{413: "The file is larger than the server's bound (max_upload_mb)."}))}, h: a.agentServerWorkspace(runtime.RouteFileUpload)},
+			Query: runtimeclient.FileQuery{}, FileField: "file", Response: apitypes.Success{},
+			Errors: errs(merge(workspaceErrors, map[int]string{413: "The file is larger than the server's bound (max_upload_mb)."}))}, h: a.agentServerWorkspace(runtimeclient.RouteFileUpload)},
 		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/file/archive", Keys: agentKeys, Tag: "workspace", Summary: "Download a directory of the workspace as a tar.gz archive",
-			Query: runtime.ArchiveQuery{}, RawResponse: "application/gzip", Errors: errs(workspaceErrors)}, h: a.agentServerWorkspace(runtime.RouteFileArchive)},
+			Query: runtimeclient.ArchiveQuery{}, RawResponse: "application/gzip", Errors: errs(workspaceErrors)}, h: a.agentServerWorkspace(runtimeclient.RouteFileArchive)},
 		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/git/changes", Keys: agentKeys, Tag: "workspace", Summary: "The files changed in the workspace's repository",
-			Query: runtime.GitChangesQuery{}, Response: []runtime.GitChange{}, Errors: errs(workspaceErrors)}, h: a.agentServerWorkspace(runtime.RouteGitChanges)},
+			Query: runtimeclient.GitChangesQuery{}, Response: []runtimeclient.GitChange{}, Errors: errs(workspaceErrors)}, h: a.agentServerWorkspace(runtimeclient.RouteGitChanges)},
 		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/git/changes/{path...}", Keys: agentKeys, Tag: "workspace", Summary: "The files changed, the directory in the path (older clients)",
-			Response: []runtime.GitChange{}, Errors: errs(workspaceErrors)}, h: a.agentServerByPath(runtime.RouteGitChanges)},
+			Response: []runtimeclient.GitChange{}, Errors: errs(workspaceErrors)}, h: a.agentServerByPath(runtimeclient.RouteGitChanges)},
 		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/git/diff", Keys: agentKeys, Tag: "workspace", Summary: "A file's text now and at the base its changes are shown against",
-			Query: runtime.GitDiffQuery{}, Response: runtime.GitDiff{}, Errors: errs(workspaceErrors)}, h: a.agentServerWorkspace(runtime.RouteGitDiff)},
+			Query: runtimeclient.GitDiffQuery{}, Response: runtimeclient.GitDiff{}, Errors: errs(workspaceErrors)}, h: a.agentServerWorkspace(runtimeclient.RouteGitDiff)},
 		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/git/diff/{path...}", Keys: agentKeys, Tag: "workspace", Summary: "A file's diff, the file in the path (older clients)",
-			Response: runtime.GitDiff{}, Errors: errs(workspaceErrors)}, h: a.agentServerByPath(runtime.RouteGitDiff)},
+			Response: runtimeclient.GitDiff{}, Errors: errs(workspaceErrors)}, h: a.agentServerByPath(runtimeclient.RouteGitDiff)},
 		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/file/download/{path...}", Keys: agentKeys, Tag: "workspace", Summary: "Download a file of the workspace, the file in the path (older clients)",
-			RawResponse: "application/octet-stream", Errors: errs(workspaceErrors)}, h: a.agentServerByPath(runtime.RouteFileDownload)},
+			RawResponse: "application/octet-stream", Errors: errs(workspaceErrors)}, h: a.agentServerByPath(runtimeclient.RouteFileDownload)},
 		{op: wire.Operation{Method: "POST", Path: agentSandbox + "/file/upload/{path...}", Keys: agentKeys, Tag: "workspace", Summary: "Upload a file into the workspace, the file in the path (older clients)",
 			FileField: "file", Response: apitypes.Success{},
-			Errors: errs(merge(workspaceErrors, map[int]string{413: "The file is larger than the server's bound (max_upload_mb)."}))}, h: a.agentServerByPath(runtime.RouteFileUpload)},
+			Errors: errs(merge(workspaceErrors, map[int]string{413: "The file is larger than the server's bound (max_upload_mb)."}))}, h: a.agentServerByPath(runtimeclient.RouteFileUpload)},
 		{op: wire.Operation{Method: "POST", Path: agentSandbox + "/bash/start_bash_command", Keys: agentKeys, Tag: "workspace", Summary: "Run a command in the sandbox in the background, out of band of any conversation; its BashOutput comes once it has ended",
-			Body: runtime.BashRequest{}, Response: runtime.BashEvent{}, Errors: errs(merge(bashErrors, map[int]string{422: "A malformed body, or a cwd that is not a directory of the sandbox."}))}, h: a.agentServerBash(runtime.RouteBashStart)},
+			Body: runtimeclient.BashRequest{}, Response: runtimeclient.BashEvent{}, Errors: errs(merge(bashErrors, map[int]string{422: "A malformed body, or a cwd that is not a directory of the sandbox."}))}, h: a.agentServerBash(runtimeclient.RouteBashStart)},
 		{op: wire.Operation{Method: "POST", Path: agentSandbox + "/bash/execute_bash_command", Keys: agentKeys, Tag: "workspace", Summary: "Run a command in the sandbox and answer its BashOutput once it has ended (or its timeout killed it)",
-			Body: runtime.BashRequest{}, Response: runtime.BashEvent{}, Errors: errs(merge(bashErrors, map[int]string{422: "A malformed body, or a cwd that is not a directory of the sandbox."}))}, h: a.agentServerBash(runtime.RouteBashExecute)},
+			Body: runtimeclient.BashRequest{}, Response: runtimeclient.BashEvent{}, Errors: errs(merge(bashErrors, map[int]string{422: "A malformed body, or a cwd that is not a directory of the sandbox."}))}, h: a.agentServerBash(runtimeclient.RouteBashExecute)},
 		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/bash/bash_events/search", Keys: agentKeys, Tag: "workspace", Summary: "Search the sandbox's bash events (BashCommand, BashOutput), oldest first; the sandbox keeps the last 1000",
-			Query: runtime.BashSearchQuery{}, Response: runtime.BashEventPage{}, Errors: errs(bashErrors)}, h: a.agentServerBash(runtime.RouteBashSearch)},
+			Query: runtimeclient.BashSearchQuery{}, Response: runtimeclient.BashEventPage{}, Errors: errs(bashErrors)}, h: a.agentServerBash(runtimeclient.RouteBashSearch)},
 		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/bash/bash_events/{event_id}", Keys: agentKeys, Tag: "workspace", Summary: "Get one bash event",
-			Response: runtime.BashEvent{}, Errors: errs(merge(bashErrors, map[int]string{404: "No such bash event (it may have been dropped), or no such sandbox of the caller's."}))}, h: a.agentServerBashEvent},
+			Response: runtimeclient.BashEvent{}, Errors: errs(merge(bashErrors, map[int]string{404: "No such bash event (it may have been dropped), or no such sandbox of the caller's."}))}, h: a.agentServerBashEvent},
 		{op: wire.Operation{Method: "GET", Path: agentConv + "/workspace", Keys: agentKeys, Tag: "workspace", Summary: "The workspace's index.html, served inline as a static site",
 			RawResponse: "application/octet-stream", Errors: errs(merge(workspaceErrors, agentNotFound))}, h: a.serveWorkspaceFile},
 		{op: wire.Operation{Method: "GET", Path: agentConv + "/workspace/{file_path...}", Keys: agentKeys, Tag: "workspace", Summary: "A file of the workspace (a directory's index.html) served inline as a static site",
@@ -354,9 +354,9 @@ func (a *API) routes() []route {
 		{op: wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/files", Tag: "app-conversations", Summary: "The regular files below a workspace directory, at most 2000",
 			Query: apitypes.ConversationFilesQuery{}, Response: []string{}, Errors: errs(appWorkspaceErrors)}, h: a.appConversationFiles},
 		{op: wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/git/changes", Tag: "app-conversations", Summary: "The files changed in the conversation's repository",
-			Query: runtime.GitChangesQuery{}, Response: []runtime.GitChange{}, Errors: errs(appWorkspaceErrors)}, h: a.appConversationGit(runtime.RouteGitChanges)},
+			Query: runtimeclient.GitChangesQuery{}, Response: []runtimeclient.GitChange{}, Errors: errs(appWorkspaceErrors)}, h: a.appConversationGit(runtimeclient.RouteGitChanges)},
 		{op: wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/git/diff", Tag: "app-conversations", Summary: "A file's text now and at the base its changes are shown against",
-			Query: runtime.GitDiffQuery{}, Response: runtime.GitDiff{}, Errors: errs(appWorkspaceErrors)}, h: a.appConversationGit(runtime.RouteGitDiff)},
+			Query: runtimeclient.GitDiffQuery{}, Response: runtimeclient.GitDiff{}, Errors: errs(appWorkspaceErrors)}, h: a.appConversationGit(runtimeclient.RouteGitDiff)},
 
 		{op: wire.Operation{Method: "GET", Path: "/api/v1/app-conversations/{conversation_id}/download", Tag: "app-conversations", Summary: "The conversation's trajectory as a zip: meta.json (the conversation) and one event_<n>_<id>.json per event, in log order",
 			Description: "Written as the events are read, whatever their number: agentd has no export lock (OpenHands' 409) and no size limit (its 413).",

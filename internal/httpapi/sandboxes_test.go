@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/config"
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // sandboxJSON is a sandbox as the API answers it, decoded with the wire names.
@@ -70,13 +70,13 @@ func (e *env) sandboxDir(id string) string {
 }
 
 // runtimeClient is a client of a RUNNING sandbox's runtime, with the key the API hands out.
-func (e *env) runtimeClient(key, id string) *runtime.Client {
+func (e *env) runtimeClient(key, id string) *runtimeclient.Client {
 	e.t.Helper()
 	sb := e.getSandbox(key, id)
 	if sb == nil || sb.Status != "RUNNING" || sb.SessionAPIKey == nil || *sb.SessionAPIKey == "" {
 		e.t.Fatalf("sandbox %s is not RUNNING with a session key: %+v", id, sb)
 	}
-	c, err := runtime.NewClient("unix:"+filepath.Join(e.sandboxDir(id), "runtime.sock"), *sb.SessionAPIKey)
+	c, err := runtimeclient.NewClient("unix:"+filepath.Join(e.sandboxDir(id), "runtime.sock"), *sb.SessionAPIKey)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func (e *env) run(key, id, command string) string {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	res, err := e.runtimeClient(key, id).Run(ctx, runtime.CommandRequest{Command: command, TimeoutSeconds: 15})
+	res, err := e.runtimeClient(key, id).Run(ctx, runtimeclient.CommandRequest{Command: command, TimeoutSeconds: 15})
 	if err != nil {
 		e.t.Fatalf("run %q in sandbox %s: %v", command, id, err)
 	}
@@ -222,7 +222,7 @@ func TestSandboxLifecycle(t *testing.T) {
 	t.Run("runtime runs commands", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		res, err := e.runtimeClient(key, id).Run(ctx, runtime.CommandRequest{Command: "echo hello from $(basename $(dirname $PWD)); exit 3"})
+		res, err := e.runtimeClient(key, id).Run(ctx, runtimeclient.CommandRequest{Command: "echo hello from $(basename $(dirname $PWD)); exit 3"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,15 +232,15 @@ func TestSandboxLifecycle(t *testing.T) {
 	})
 
 	t.Run("runtime rejects another key", func(t *testing.T) {
-		c, err := runtime.NewClient("unix:"+filepath.Join(e.sandboxDir(id), "runtime.sock"), "not-the-key")
+		c, err := runtimeclient.NewClient("unix:"+filepath.Join(e.sandboxDir(id), "runtime.sock"), "not-the-key")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.CloseIdleConnections()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, err = c.Run(ctx, runtime.CommandRequest{Command: "true"})
-		var se *runtime.StatusError
+		_, err = c.Run(ctx, runtimeclient.CommandRequest{Command: "true"})
+		var se *runtimeclient.StatusError
 		if !errors.As(err, &se) || se.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("command with a wrong key: %v, want a 401", err)
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentd/agentd/internal/apitypes"
 	"github.com/agentd/agentd/internal/conversation"
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // A conversation's workspace, read and written without its agent. The work is the sandbox
@@ -38,7 +38,7 @@ func (a *API) workspaceAnswer(r *http.Request, sandboxID, route string, q url.Va
 	if err != nil {
 		return nil, err
 	}
-	wr := runtime.WorkspaceRequest{Method: r.Method, Route: route, Query: q, Header: r.Header}
+	wr := runtimeclient.WorkspaceRequest{Method: r.Method, Route: route, Query: q, Header: r.Header}
 	var body *watchedBody
 	if r.Method == http.MethodPost {
 		body = &watchedBody{ReadCloser: r.Body}
@@ -139,7 +139,7 @@ func (a *API) serveWorkspaceFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return a.relayWorkspace(w, r, v.SandboxID, runtime.RouteFileServe, url.Values{"path": {r.PathValue("file_path")}})
+	return a.relayWorkspace(w, r, v.SandboxID, runtimeclient.RouteFileServe, url.Values{"path": {r.PathValue("file_path")}})
 }
 
 // appConversationSandbox returns the sandbox of the caller's conversation in the path.
@@ -169,7 +169,7 @@ func (a *API) appConversationFile(w http.ResponseWriter, r *http.Request) error 
 	if err := decodeQuery(r, &q); err != nil {
 		return err
 	}
-	resp, err := a.workspaceAnswer(r, sandboxID, runtime.RouteFileDownload, url.Values{"path": {q.FilePath}})
+	resp, err := a.workspaceAnswer(r, sandboxID, runtimeclient.RouteFileDownload, url.Values{"path": {q.FilePath}})
 	if err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func (a *API) appConversationFiles(w http.ResponseWriter, r *http.Request) error
 	if err := decodeQuery(r, &q); err != nil {
 		return err
 	}
-	resp, err := a.workspaceAnswer(r, sandboxID, runtime.RouteFileTree, url.Values{"path": {q.Path}})
+	resp, err := a.workspaceAnswer(r, sandboxID, runtimeclient.RouteFileTree, url.Values{"path": {q.Path}})
 	if err != nil {
 		return err
 	}

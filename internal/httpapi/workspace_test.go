@@ -17,7 +17,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/internal/config"
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // wsConv is a conversation whose workspace a test reads and writes.
@@ -41,7 +41,7 @@ func (e *env) startWorkspaceConv(key string) *wsConv {
 	}
 	c.ws = id.Workspace
 	const git = "git -c user.name=T -c user.email=t@example.com -c init.defaultBranch=main -c commit.gpgsign=false"
-	res, err := rt.Run(context.Background(), runtime.CommandRequest{Command: strings.Join([]string{
+	res, err := rt.Run(context.Background(), runtimeclient.CommandRequest{Command: strings.Join([]string{
 		git + " init -q",
 		"printf 'one\\n' > mod.txt", "printf 'bye\\n' > del.txt", "printf 'moved\\n' > old.txt",
 		git + " add -A", git + " commit -q -m first",
@@ -87,7 +87,7 @@ func (e *env) upload(p, key string, content []byte) (int, []byte) {
 
 func changeList(t *testing.T, body []byte) []string {
 	t.Helper()
-	var changes []runtime.GitChange
+	var changes []runtimeclient.GitChange
 	if err := json.Unmarshal(body, &changes); err != nil {
 		t.Fatalf("decode changes %s: %v", body, err)
 	}
@@ -120,7 +120,7 @@ func TestWorkspaceAgentServer(t *testing.T) {
 				t.Errorf("download gave %q, want %q", got, content)
 			}
 
-			var page runtime.FilePage
+			var page runtimeclient.FilePage
 			e.must("GET", c.sandboxPath("/file/list", nil), k, nil, http.StatusOK, &page)
 			var names []string
 			for _, it := range page.Items {
@@ -154,7 +154,7 @@ func TestWorkspaceAgentServer(t *testing.T) {
 		if !slices.Contains(got, "UPDATED mod.txt") {
 			t.Errorf("changes by path %v", got)
 		}
-		var diff runtime.GitDiff
+		var diff runtimeclient.GitDiff
 		e.must("GET", c.sandboxPath("/git/diff/"+url.PathEscape(path.Join(c.ws, "del.txt")), nil), alice, nil, http.StatusOK, &diff)
 		if diff.Modified == nil || *diff.Modified != "" || diff.Original == nil || *diff.Original != "bye\n" {
 			t.Errorf("diff of a deleted file %+v", diff)
@@ -298,7 +298,7 @@ func TestWorkspaceAppConversation(t *testing.T) {
 	if !slices.Equal(got, wantChanges) {
 		t.Errorf("changes %v, want %v", got, wantChanges)
 	}
-	var diff runtime.GitDiff
+	var diff runtimeclient.GitDiff
 	e.must("GET", base+"/git/diff?path=new.txt", alice, nil, http.StatusOK, &diff)
 	if diff.Modified == nil || *diff.Modified != "moved\n" || diff.Original == nil || *diff.Original != "" {
 		t.Errorf("diff of a renamed file's new name %+v", diff)

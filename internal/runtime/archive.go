@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // archiveFormat is the one format the archive route serves. OpenHands also makes a git patch
@@ -43,7 +45,7 @@ type archiveManifest struct {
 }
 
 func (s *Server) handleArchive(w http.ResponseWriter, r *http.Request) {
-	var q ArchiveQuery
+	var q runtimeclient.ArchiveQuery
 	if !decodeQuery(w, r, &q) {
 		return
 	}
@@ -74,7 +76,7 @@ type archive struct {
 }
 
 // prepareArchive checks the request; errors here can still be answered with a status.
-func (s *Server) prepareArchive(q ArchiveQuery) (*archive, error) {
+func (s *Server) prepareArchive(q runtimeclient.ArchiveQuery) (*archive, error) {
 	if q.Format != "" && q.Format != archiveFormat {
 		return nil, badPath("Unsupported archive format %q: only %s is served", q.Format, archiveFormat)
 	}

@@ -5,12 +5,14 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
+
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // authorized reports whether r carries the session key. Both sides are hashed first so the
 // constant-time comparison does not leak the key's length either.
 func (s *Server) authorized(r *http.Request) bool {
-	key := r.Header.Get(HeaderSessionKey)
+	key := r.Header.Get(runtimeclient.HeaderSessionKey)
 	if key == "" {
 		key = bearer(r.Header.Get("Authorization"))
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/google/uuid"
 )
 
@@ -39,8 +40,8 @@ type bashEvents struct {
 	s *Server
 
 	mu     sync.Mutex
-	events []BashEvent              // oldest first
-	done   map[string]chan struct{} // closed when a command's output is recorded
+	events []runtimeclient.BashEvent // oldest first
+	done   map[string]chan struct{}  // closed when a command's output is recorded
 	closed bool
 
 	ctx    context.Context
@@ -55,16 +56,16 @@ func newBashEvents(s *Server) *bashEvents {
 
 // start records req (its cwd already checked, dir the directory it resolves to) and runs it
 // in the background. The returned channel is closed once its output is recorded.
-func (b *bashEvents) start(req BashRequest, dir string) (BashEvent, <-chan struct{}, error) {
-	cmd := BashEvent{
-		Kind: KindBashCommand, ID: uuid.NewString(), Timestamp: b.s.cfg.Now().UTC(),
+func (b *bashEvents) start(req runtimeclient.BashRequest, dir string) (runtimeclient.BashEvent, <-chan struct{}, error) {
+	cmd := runtimeclient.BashEvent{
+		Kind: runtimeclient.KindBashCommand, ID: uuid.NewString(), Timestamp: b.s.cfg.Now().UTC(),
 		Command: req.Command, Cwd: req.Cwd, Timeout: req.Timeout,
 	}
 	done := make(chan struct{})
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return BashEvent{}, nil, errClosed
+		return runtimeclient.BashEvent{}, nil, errClosed
 	}
 	b.appendLocked(cmd)
 	b.done[cmd.ID] = done
@@ -84,7 +85,7 @@ func (b *bashEvents) start(req BashRequest, dir string) (BashEvent, <-chan struc
 }
 
 // run runs a started command to its end and returns its output event.
-func (b *bashEvents) run(cmd BashEvent, dir string) BashEvent {
+func (b *bashEvents) run(cmd runtimeclient.BashEvent, dir string) runtimeclient.BashEvent {
 	timeout := time.Duration(cmd.Timeout) * time.Second
 	ctx, cancel := context.WithTimeout(b.ctx, timeout)
 	defer cancel()
@@ -117,13 +118,13 @@ func (b *bashEvents) run(cmd BashEvent, dir string) BashEvent {
 	}
 	outText := stdout.String()
 	b.s.log.Debug("bash command finished", "command_id", cmd.ID, "exit_code", code)
-	return BashEvent{
-		Kind: KindBashOutput, ID: uuid.NewString(), Timestamp: b.s.cfg.Now().UTC(),
+	return runtimeclient.BashEvent{
+		Kind: runtimeclient.KindBashOutput, ID: uuid.NewString(), Timestamp: b.s.cfg.Now().UTC(),
 		CommandID: cmd.ID, ExitCode: &code, Stdout: &outText, Stderr: &errText,
 	}
 }
 
-func (b *bashEvents) appendLocked(e BashEvent) {
+func (b *bashEvents) appendLocked(e runtimeclient.BashEvent) {
 	if len(b.events) >= maxBashEvents {
 		b.events = slices.Delete(b.events, 0, len(b.events)-maxBashEvents+1)
 	}
@@ -131,35 +132,35 @@ func (b *bashEvents) appendLocked(e BashEvent) {
 }
 
 // get returns the event with id.
-func (b *bashEvents) get(id string) (BashEvent, bool) {
+func (b *bashEvents) get(id string) (runtimeclient.BashEvent, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	i := slices.IndexFunc(b.events, func(e BashEvent) bool { return e.ID == id })
+	i := slices.IndexFunc(b.events, func(e runtimeclient.BashEvent) bool { return e.ID == id })
 	if i < 0 {
-		return BashEvent{}, false
+		return runtimeclient.BashEvent{}, false
 	}
 	return b.events[i], true
 }
 
 // output returns the last output event of a command.
-func (b *bashEvents) output(commandID string) (BashEvent, bool) {
+func (b *bashEvents) output(commandID string) (runtimeclient.BashEvent, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, e := range slices.Backward(b.events) {
-		if e.Kind == KindBashOutput && e.CommandID == commandID {
+		if e.Kind == runtimeclient.KindBashOutput && e.CommandID == commandID {
 			return e, true
 		}
 	}
-	return BashEvent{}, false
+	return runtimeclient.BashEvent{}, false
 }
 
 // search returns one page of the events that q selects. A page id that is no longer kept
 // (its event was dropped) gives an empty page.
-func (b *bashEvents) search(q BashSearchQuery) BashEventPage {
+func (b *bashEvents) search(q runtimeclient.BashSearchQuery) runtimeclient.BashEventPage {
 	b.mu.Lock()
-	var match []BashEvent
+	var match []runtimeclient.BashEvent
 	for _, e := range b.events {
-		if q.matches(e) {
+		if searchMatches(q, e) {
 			match = append(match, e)
 		}
 	}
@@ -168,25 +169,25 @@ func (b *bashEvents) search(q BashSearchQuery) BashEventPage {
 		slices.Reverse(match)
 	}
 	if q.PageID != "" {
-		i := slices.IndexFunc(match, func(e BashEvent) bool { return e.ID == q.PageID })
+		i := slices.IndexFunc(match, func(e runtimeclient.BashEvent) bool { return e.ID == q.PageID })
 		if i < 0 {
 			match = nil
 		} else {
 			match = match[i:]
 		}
 	}
-	page := BashEventPage{Items: match}
+	page := runtimeclient.BashEventPage{Items: match}
 	if len(match) > q.Limit {
 		next := match[q.Limit].ID
 		page.Items, page.NextPageID = match[:q.Limit], &next
 	}
 	if page.Items == nil {
-		page.Items = []BashEvent{}
+		page.Items = []runtimeclient.BashEvent{}
 	}
 	return page
 }
 
-func (q BashSearchQuery) matches(e BashEvent) bool {
+func searchMatches(q runtimeclient.BashSearchQuery, e runtimeclient.BashEvent) bool {
 	switch {
 	case q.KindEq != nil && string(*q.KindEq) != e.Kind:
 		return false
@@ -196,7 +197,7 @@ func (q BashSearchQuery) matches(e BashEvent) bool {
 		return false
 	case q.TimestampLT != nil && !e.Timestamp.Before(*q.TimestampLT):
 		return false
-	case q.OrderGT != nil && (e.Kind != KindBashOutput || e.Order <= *q.OrderGT):
+	case q.OrderGT != nil && (e.Kind != runtimeclient.KindBashOutput || e.Order <= *q.OrderGT):
 		return false
 	}
 	return true

@@ -6,14 +6,15 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/wire"
 )
 
 func (s *Server) bashRoutes() {
-	s.mux.Handle(RouteBashStart, only(http.MethodPost, s.handleBashStart))
-	s.mux.Handle(RouteBashExecute, only(http.MethodPost, s.handleBashExecute))
-	s.mux.Handle(RouteBashSearch, only(http.MethodGet, s.handleBashSearch))
-	s.mux.Handle(RouteBashEvents+"{event_id}", only(http.MethodGet, s.handleBashEvent))
+	s.mux.Handle(runtimeclient.RouteBashStart, only(http.MethodPost, s.handleBashStart))
+	s.mux.Handle(runtimeclient.RouteBashExecute, only(http.MethodPost, s.handleBashExecute))
+	s.mux.Handle(runtimeclient.RouteBashSearch, only(http.MethodGet, s.handleBashSearch))
+	s.mux.Handle(runtimeclient.RouteBashEvents+"{event_id}", only(http.MethodGet, s.handleBashEvent))
 }
 
 func (s *Server) handleBashStart(w http.ResponseWriter, r *http.Request) {
@@ -44,7 +45,7 @@ func (s *Server) handleBashExecute(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleBashSearch(w http.ResponseWriter, r *http.Request) {
-	var q BashSearchQuery
+	var q runtimeclient.BashSearchQuery
 	if !decodeQuery(w, r, &q) {
 		return
 	}
@@ -62,7 +63,7 @@ func (s *Server) handleBashEvent(w http.ResponseWriter, r *http.Request) {
 
 // startBash reads, checks and starts the command of a request, or answers the problem and
 // reports false.
-func (s *Server) startBash(w http.ResponseWriter, r *http.Request) (BashEvent, <-chan struct{}, bool) {
+func (s *Server) startBash(w http.ResponseWriter, r *http.Request) (runtimeclient.BashEvent, <-chan struct{}, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -71,9 +72,9 @@ func (s *Server) startBash(w http.ResponseWriter, r *http.Request) (BashEvent, <
 		} else {
 			writeDetail(w, http.StatusBadRequest, "Could not read the request body")
 		}
-		return BashEvent{}, nil, false
+		return runtimeclient.BashEvent{}, nil, false
 	}
-	var req BashRequest
+	var req runtimeclient.BashRequest
 	err = wire.DecodeJSON(body, &req)
 	var dir string
 	if err == nil {
@@ -82,29 +83,29 @@ func (s *Server) startBash(w http.ResponseWriter, r *http.Request) (BashEvent, <
 	var invalid *wire.Error
 	if errors.As(err, &invalid) {
 		writeJSON(w, http.StatusUnprocessableEntity, map[string][]wire.Problem{"detail": invalid.Problems})
-		return BashEvent{}, nil, false
+		return runtimeclient.BashEvent{}, nil, false
 	}
 	if err != nil {
 		s.log.Error("decode bash command", "err", err)
 		writeDetail(w, http.StatusInternalServerError, "Internal Server Error")
-		return BashEvent{}, nil, false
+		return runtimeclient.BashEvent{}, nil, false
 	}
 	cmd, done, err := s.bash.start(req, dir)
 	if err != nil {
 		writeDetail(w, http.StatusServiceUnavailable, "The runtime is shutting down")
-		return BashEvent{}, nil, false
+		return runtimeclient.BashEvent{}, nil, false
 	}
 	return cmd, done, true
 }
 
 // bashDir checks a command's cwd as a terminal command's is checked: no NUL, a directory,
 // relative ones taken from the workspace.
-func (s *Server) bashDir(req BashRequest) (string, error) {
+func (s *Server) bashDir(req runtimeclient.BashRequest) (string, error) {
 	c := wire.NewChecker("body")
 	if strings.ContainsRune(req.Command, 0) {
 		c.ValueError("command must not contain NUL bytes", "command")
 	}
-	cr := CommandRequest{}
+	cr := runtimeclient.CommandRequest{}
 	if req.Cwd != nil {
 		if strings.ContainsRune(*req.Cwd, 0) {
 			c.ValueError("cwd must not contain NUL bytes", "cwd")

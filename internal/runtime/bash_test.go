@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 func (w *wsServer) postJSON(path, body string) answer {
@@ -18,13 +20,13 @@ func (w *wsServer) postJSON(path, body string) answer {
 }
 
 // startBash starts a command and returns its BashCommand.
-func (w *wsServer) startBash(body string) BashEvent {
+func (w *wsServer) startBash(body string) runtimeclient.BashEvent {
 	w.t.Helper()
-	a := w.postJSON(RouteBashStart, body)
+	a := w.postJSON(runtimeclient.RouteBashStart, body)
 	if a.status != http.StatusOK {
 		w.t.Fatalf("start %s: %d %s", body, a.status, a.body)
 	}
-	var cmd BashEvent
+	var cmd runtimeclient.BashEvent
 	if err := json.Unmarshal(a.body, &cmd); err != nil {
 		w.t.Fatal(err)
 	}
@@ -32,13 +34,13 @@ func (w *wsServer) startBash(body string) BashEvent {
 }
 
 // bashOutput polls the search route until the command's output has an exit code.
-func (w *wsServer) bashOutput(commandID string) BashEvent {
+func (w *wsServer) bashOutput(commandID string) runtimeclient.BashEvent {
 	w.t.Helper()
-	q := url.Values{"command_id__eq": {commandID}, "kind__eq": {KindBashOutput}}
+	q := url.Values{"command_id__eq": {commandID}, "kind__eq": {runtimeclient.KindBashOutput}}
 	deadline := time.Now().Add(60 * time.Second)
-	var page BashEventPage
+	var page runtimeclient.BashEventPage
 	for {
-		w.getJSON(RouteBashSearch, q, &page)
+		w.getJSON(runtimeclient.RouteBashSearch, q, &page)
 		for _, e := range page.Items {
 			if e.ExitCode != nil {
 				return e
@@ -57,7 +59,7 @@ func TestBashStartAndSearch(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := w.startBash(`{"command": "pwd; echo oops >&2; exit 3", "cwd": "sub", "timeout": 30}`)
-	if cmd.Kind != KindBashCommand || cmd.Command == "" || cmd.Timeout != 30 || cmd.Cwd == nil || *cmd.Cwd != "sub" {
+	if cmd.Kind != runtimeclient.KindBashCommand || cmd.Command == "" || cmd.Timeout != 30 || cmd.Cwd == nil || *cmd.Cwd != "sub" {
 		t.Fatalf("command event: %+v", cmd)
 	}
 	out := w.bashOutput(cmd.ID)
@@ -65,23 +67,23 @@ func TestBashStartAndSearch(t *testing.T) {
 		t.Fatalf("output: %+v", out)
 	}
 
-	var got BashEvent
-	w.getJSON(RouteBashEvents+out.ID, nil, &got)
-	if got.ID != out.ID || got.Kind != KindBashOutput {
+	var got runtimeclient.BashEvent
+	w.getJSON(runtimeclient.RouteBashEvents+out.ID, nil, &got)
+	if got.ID != out.ID || got.Kind != runtimeclient.KindBashOutput {
 		t.Fatalf("get %s: %+v", out.ID, got)
 	}
-	if a := w.get(RouteBashEvents+"nope", nil); a.status != http.StatusNotFound {
+	if a := w.get(runtimeclient.RouteBashEvents+"nope", nil); a.status != http.StatusNotFound {
 		t.Fatalf("unknown event: %d %s", a.status, a.body)
 	}
 
 	// Both events, in either order; the wire shape of each kind has its own fields, nulls
 	// included.
-	var page BashEventPage
-	w.getJSON(RouteBashSearch, url.Values{"sort_order": {"TIMESTAMP_DESC"}}, &page)
+	var page runtimeclient.BashEventPage
+	w.getJSON(runtimeclient.RouteBashSearch, url.Values{"sort_order": {"TIMESTAMP_DESC"}}, &page)
 	if len(page.Items) != 2 || page.Items[0].ID != out.ID || page.Items[1].ID != cmd.ID {
 		t.Fatalf("search: %+v", page)
 	}
-	a := w.get(RouteBashSearch, url.Values{"limit": {"1"}})
+	a := w.get(runtimeclient.RouteBashSearch, url.Values{"limit": {"1"}})
 	var raw struct {
 		Items      []map[string]any `json:"items"`
 		NextPageID *string          `json:"next_page_id"`
@@ -96,13 +98,13 @@ func TestBashStartAndSearch(t *testing.T) {
 
 func TestBashExecute(t *testing.T) {
 	w := newWorkspaceServer(t, 0)
-	a := w.postJSON(RouteBashExecute, `{"command": "echo hi"}`)
-	var out BashEvent
+	a := w.postJSON(runtimeclient.RouteBashExecute, `{"command": "echo hi"}`)
+	var out runtimeclient.BashEvent
 	if a.status != http.StatusOK || json.Unmarshal(a.body, &out) != nil || out.ExitCode == nil || *out.ExitCode != 0 || *out.Stdout != "hi\n" {
 		t.Fatalf("execute: %d %s", a.status, a.body)
 	}
-	var page BashEventPage
-	w.getJSON(RouteBashSearch, url.Values{"command_id__eq": {out.CommandID}, "kind__eq": {KindBashCommand}}, &page)
+	var page runtimeclient.BashEventPage
+	w.getJSON(runtimeclient.RouteBashSearch, url.Values{"command_id__eq": {out.CommandID}, "kind__eq": {runtimeclient.KindBashCommand}}, &page)
 	if len(page.Items) != 1 || page.Items[0].Timeout != 300 || page.Items[0].Cwd != nil {
 		t.Fatalf("the command, with its defaults: %+v", page)
 	}
@@ -144,12 +146,12 @@ func TestBashValidation(t *testing.T) {
 		`{"command": 5}`,
 		`not json`,
 	} {
-		a := w.postJSON(RouteBashStart, body)
+		a := w.postJSON(runtimeclient.RouteBashStart, body)
 		if a.status != http.StatusUnprocessableEntity || a.detail() == "" {
 			t.Errorf("%s: %d %s", body, a.status, a.body)
 		}
 	}
-	if a := w.get(RouteBashSearch, url.Values{"sort_order": {"SIDEWAYS"}}); a.status != http.StatusUnprocessableEntity {
+	if a := w.get(runtimeclient.RouteBashSearch, url.Values{"sort_order": {"SIDEWAYS"}}); a.status != http.StatusUnprocessableEntity {
 		t.Errorf("bad sort order: %d %s", a.status, a.body)
 	}
 }
@@ -173,10 +175,10 @@ func TestBashEventsBounded(t *testing.T) {
 	b := s.bash
 	for i := range maxBashEvents + 10 {
 		b.mu.Lock()
-		b.appendLocked(BashEvent{Kind: KindBashCommand, ID: fmt.Sprint(i)})
+		b.appendLocked(runtimeclient.BashEvent{Kind: runtimeclient.KindBashCommand, ID: fmt.Sprint(i)})
 		b.mu.Unlock()
 	}
-	page := b.search(BashSearchQuery{Limit: 100})
+	page := b.search(runtimeclient.BashSearchQuery{Limit: 100})
 	if len(b.events) != maxBashEvents || page.Items[0].ID != "10" {
 		t.Fatalf("kept %d events, first %s", len(b.events), page.Items[0].ID)
 	}
@@ -193,13 +195,13 @@ func TestBashCloseKills(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	_, done, err := s.bash.start(BashRequest{Command: "sleep 300", Timeout: 3600}, ws)
+	_, done, err := s.bash.start(runtimeclient.BashRequest{Command: "sleep 300", Timeout: 3600}, ws)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
 	<-done // Close waited for it; this only checks the output was recorded
-	if _, _, err := s.bash.start(BashRequest{Command: "true", Timeout: 1}, ws); err == nil {
+	if _, _, err := s.bash.start(runtimeclient.BashRequest{Command: "true", Timeout: 1}, ws); err == nil {
 		t.Fatal("a command started after Close")
 	}
 }

@@ -7,31 +7,9 @@ import (
 	"net/http"
 	"path/filepath"
 	"testing"
-)
 
-func TestNewClientEndpoints(t *testing.T) {
-	tests := []struct {
-		endpoint string
-		base     string
-		ok       bool
-	}{
-		{"unix:/run/x.sock", unixBaseURL, true},
-		{"http://127.0.0.1:8000", "http://127.0.0.1:8000", true},
-		{"http://127.0.0.1:8000/", "http://127.0.0.1:8000", true},
-		{"unix:rel.sock", "", false},
-		{"tcp:127.0.0.1:80", "", false},
-		{"http://", "", false},
-	}
-	for _, tt := range tests {
-		c, err := NewClient(tt.endpoint, "k")
-		if (err == nil) != tt.ok {
-			t.Fatalf("NewClient(%q) error %v, want ok=%v", tt.endpoint, err, tt.ok)
-		}
-		if tt.ok && (c.BaseURL() != tt.base || c.Endpoint() != tt.endpoint) {
-			t.Fatalf("NewClient(%q): base %q, endpoint %q", tt.endpoint, c.BaseURL(), c.Endpoint())
-		}
-	}
-}
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
+)
 
 // TestClientUnixSocket runs a server on a unix socket and uses every client method.
 func TestClientUnixSocket(t *testing.T) {
@@ -50,7 +28,7 @@ func TestClientUnixSocket(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 
 	ctx := context.Background()
-	c, err := NewClient("unix:"+sock, testKey)
+	c, err := runtimeclient.NewClient("unix:"+sock, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +39,7 @@ func TestClientUnixSocket(t *testing.T) {
 	if err != nil || id.SandboxID != "sb" || id.Workspace != ws {
 		t.Fatalf("identity %+v, %v", id, err)
 	}
-	res, err := c.Run(ctx, CommandRequest{Command: "echo hi"})
+	res, err := c.Run(ctx, runtimeclient.CommandRequest{Command: "echo hi"})
 	if err != nil || res.Output != "hi\n" {
 		t.Fatalf("run %+v, %v", res, err)
 	}
@@ -81,12 +59,12 @@ func TestClientUnixSocket(t *testing.T) {
 		t.Fatalf("raw request: %d", resp.StatusCode)
 	}
 
-	bad, err := NewClient("unix:"+sock, "wrong")
+	bad, err := runtimeclient.NewClient("unix:"+sock, "wrong")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = bad.Identity(ctx)
-	var se *StatusError
+	var se *runtimeclient.StatusError
 	if !errors.As(err, &se) || se.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("identity with a wrong key: %v", err)
 	}

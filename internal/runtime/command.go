@@ -9,6 +9,8 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // pipeGrace is how long a finished command's output pipe may stay open. A command that
@@ -21,24 +23,24 @@ const pipeGrace = 100 * time.Millisecond
 // The command gets its own process group so a timeout or a client that goes away kills it
 // with everything it started. It stays in the runtime's session: backends freeze a sandbox by
 // session, so a command must not leave it.
-func (s *Server) runCommand(ctx context.Context, req CommandRequest, onOutput func([]byte)) (CommandResult, error) {
+func (s *Server) runCommand(ctx context.Context, req runtimeclient.CommandRequest, onOutput func([]byte)) (runtimeclient.CommandResult, error) {
 	timeout := time.Duration(req.TimeoutSeconds) * time.Second
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	out := &cappedBuffer{limit: MaxOutputBytes, onKeep: onOutput}
+	out := &cappedBuffer{limit: runtimeclient.MaxOutputBytes, onKeep: onOutput}
 	cmd := s.shellCommand(runCtx, req.Command, req.Cwd, req.Env)
 	cmd.Stdout = out
 	cmd.Stderr = out
 
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return CommandResult{}, fmt.Errorf("start command: %w", err)
+		return runtimeclient.CommandResult{}, fmt.Errorf("start command: %w", err)
 	}
 	err := cmd.Wait()
 	timedOut := errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 
-	res := CommandResult{TimedOut: timedOut}
+	res := runtimeclient.CommandResult{TimedOut: timedOut}
 	res.Output, res.Truncated = out.result()
 	switch {
 	case timedOut:
@@ -46,7 +48,7 @@ func (s *Server) runCommand(ctx context.Context, req CommandRequest, onOutput fu
 	case cmd.ProcessState != nil:
 		res.ExitCode = exitCode(cmd.ProcessState.Sys())
 	case err != nil:
-		return CommandResult{}, fmt.Errorf("wait for command: %w", err)
+		return runtimeclient.CommandResult{}, fmt.Errorf("wait for command: %w", err)
 	}
 	s.log.Debug("command finished", "exit_code", res.ExitCode, "timed_out", res.TimedOut,
 		"output_bytes", len(res.Output), "duration", time.Since(start))

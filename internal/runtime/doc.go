@@ -1,5 +1,6 @@
-// Package runtime is the tool router that runs inside every sandbox (`agentd runtime`) and the
-// client agentd serve uses to reach it.
+// Package runtime is the tool router that runs inside every sandbox (`agentd runtime`). The
+// client agentd serve uses to reach it, and the wire types both share, are in runtimeclient,
+// so that the control plane does not link this server, its terminal and its pty.
 //
 // The server speaks HTTP on a unix socket or a loopback port. Every route except the liveness
 // probes (/alive, /health) needs the sandbox's session key, sent as X-Session-API-Key or as

@@ -11,19 +11,20 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/wire"
 )
 
 // workspaceRoutes adds the routes that read and write the workspace without the agent.
 func (s *Server) workspaceRoutes() {
-	s.mux.Handle(RouteFileList, only(http.MethodGet, s.handleFileList))
-	s.mux.Handle(RouteFileTree, only(http.MethodGet, s.handleFileTree))
-	s.mux.Handle(RouteFileDownload, only(http.MethodGet, s.handleDownload))
-	s.mux.Handle(RouteFileServe, only(http.MethodGet, s.handleServe))
-	s.mux.Handle(RouteFileUpload, only(http.MethodPost, s.handleUpload))
-	s.mux.Handle(RouteFileArchive, only(http.MethodGet, s.handleArchive))
-	s.mux.Handle(RouteGitChanges, only(http.MethodGet, s.handleGitChanges))
-	s.mux.Handle(RouteGitDiff, only(http.MethodGet, s.handleGitDiff))
+	s.mux.Handle(runtimeclient.RouteFileList, only(http.MethodGet, s.handleFileList))
+	s.mux.Handle(runtimeclient.RouteFileTree, only(http.MethodGet, s.handleFileTree))
+	s.mux.Handle(runtimeclient.RouteFileDownload, only(http.MethodGet, s.handleDownload))
+	s.mux.Handle(runtimeclient.RouteFileServe, only(http.MethodGet, s.handleServe))
+	s.mux.Handle(runtimeclient.RouteFileUpload, only(http.MethodPost, s.handleUpload))
+	s.mux.Handle(runtimeclient.RouteFileArchive, only(http.MethodGet, s.handleArchive))
+	s.mux.Handle(runtimeclient.RouteGitChanges, only(http.MethodGet, s.handleGitChanges))
+	s.mux.Handle(runtimeclient.RouteGitDiff, only(http.MethodGet, s.handleGitDiff))
 }
 
 // decodeQuery decodes r's query into dst, answering 422 itself when it does not fit.
@@ -42,7 +43,7 @@ func decodeQuery(w http.ResponseWriter, r *http.Request, dst any) bool {
 }
 
 func (s *Server) handleFileList(w http.ResponseWriter, r *http.Request) {
-	var q FileListQuery
+	var q runtimeclient.FileListQuery
 	if !decodeQuery(w, r, &q) {
 		return
 	}
@@ -56,40 +57,40 @@ func (s *Server) handleFileList(w http.ResponseWriter, r *http.Request) {
 
 // listDir lists one page of a directory. The names are read whole to be sorted; only the
 // page's entries are looked at.
-func (s *Server) listDir(q FileListQuery) (FilePage, error) {
+func (s *Server) listDir(q runtimeclient.FileListQuery) (runtimeclient.FilePage, error) {
 	p, err := s.resolve(q.Path)
 	if err != nil {
-		return FilePage{}, err
+		return runtimeclient.FilePage{}, err
 	}
 	root, err := s.openRoot()
 	if err != nil {
-		return FilePage{}, err
+		return runtimeclient.FilePage{}, err
 	}
 	defer root.Close()
 	dir, err := root.Open(p.rel)
 	if err != nil {
-		return FilePage{}, fsError(err, p, false)
+		return runtimeclient.FilePage{}, fsError(err, p, false)
 	}
 	defer dir.Close()
 	if fi, err := dir.Stat(); err != nil {
-		return FilePage{}, fsError(err, p, false)
+		return runtimeclient.FilePage{}, fsError(err, p, false)
 	} else if !fi.IsDir() {
-		return FilePage{}, badPath("Not a directory: %s", p.abs)
+		return runtimeclient.FilePage{}, badPath("Not a directory: %s", p.abs)
 	}
 	names, err := dir.Readdirnames(-1)
 	if err != nil {
-		return FilePage{}, fsError(err, p, false)
+		return runtimeclient.FilePage{}, fsError(err, p, false)
 	}
 	sort.Strings(names)
 	start, _ := slices.BinarySearch(names, q.PageID)
 	end := min(start+q.Limit, len(names))
-	page := FilePage{Items: make([]FileEntry, 0, end-start)}
+	page := runtimeclient.FilePage{Items: make([]runtimeclient.FileEntry, 0, end-start)}
 	for _, name := range names[start:end] {
 		fi, err := root.Lstat(filepath.Join(p.rel, name))
 		if err != nil {
 			continue // removed since it was listed
 		}
-		page.Items = append(page.Items, FileEntry{
+		page.Items = append(page.Items, runtimeclient.FileEntry{
 			Name: name, Path: filepath.Join(p.abs, name), Type: fileType(fi.Mode()),
 			Size: fi.Size(), ModifiedAt: fi.ModTime().UTC(),
 		})
@@ -124,7 +125,7 @@ var treeSkipped = map[string]bool{
 var errTreeFull = errors.New("tree full")
 
 func (s *Server) handleFileTree(w http.ResponseWriter, r *http.Request) {
-	var q FileTreeQuery
+	var q runtimeclient.FileTreeQuery
 	if !decodeQuery(w, r, &q) {
 		return
 	}
@@ -169,7 +170,7 @@ func (s *Server) tree(dir string) ([]string, error) {
 			rel = strings.TrimPrefix(name, filepath.ToSlash(p.rel)+"/")
 		}
 		files = append(files, rel)
-		if len(files) >= MaxTreeFiles {
+		if len(files) >= runtimeclient.MaxTreeFiles {
 			return errTreeFull
 		}
 		return nil
@@ -182,7 +183,7 @@ func (s *Server) tree(dir string) ([]string, error) {
 }
 
 func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
-	var q FileQuery
+	var q runtimeclient.FileQuery
 	if !decodeQuery(w, r, &q) {
 		return
 	}
@@ -190,7 +191,7 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleServe(w http.ResponseWriter, r *http.Request) {
-	var q FileQuery
+	var q runtimeclient.FileQuery
 	if !decodeQuery(w, r, &q) {
 		return
 	}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 func TestFileList(t *testing.T) {
@@ -17,7 +19,7 @@ func TestFileList(t *testing.T) {
 	if err := os.Symlink("b.txt", filepath.Join(w.ws, "link")); err != nil {
 		t.Fatal(err)
 	}
-	var page FilePage
+	var page runtimeclient.FilePage
 	w.getJSON("/api/file/list", nil, &page)
 	var got []string
 	for _, e := range page.Items {
@@ -38,7 +40,7 @@ func TestFileList(t *testing.T) {
 		var names []string
 		q := url.Values{"limit": {"3"}}
 		for pages := 0; ; pages++ {
-			var p FilePage
+			var p runtimeclient.FilePage
 			w.getJSON("/api/file/list", q, &p)
 			for _, e := range p.Items {
 				names = append(names, e.Name)
@@ -58,7 +60,7 @@ func TestFileList(t *testing.T) {
 
 	t.Run("a subdirectory, by relative and absolute path", func(t *testing.T) {
 		for _, p := range []string{"a", filepath.Join(w.ws, "a"), "a/../a/"} {
-			var page FilePage
+			var page runtimeclient.FilePage
 			w.getJSON("/api/file/list", url.Values{"path": {p}}, &page)
 			if len(page.Items) != 1 || page.Items[0].Path != filepath.Join(w.ws, "a", "inner.txt") {
 				t.Errorf("list %s: %+v", p, page.Items)

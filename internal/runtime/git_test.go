@@ -10,11 +10,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 func (w *wsServer) changes(q url.Values) []string {
 	w.t.Helper()
-	var changes []GitChange
+	var changes []runtimeclient.GitChange
 	w.getJSON("/api/git/changes", q, &changes)
 	out := []string{}
 	for _, c := range changes {
@@ -23,13 +25,13 @@ func (w *wsServer) changes(q url.Values) []string {
 	return out
 }
 
-func (w *wsServer) diff(path string, q url.Values) (GitDiff, answer) {
+func (w *wsServer) diff(path string, q url.Values) (runtimeclient.GitDiff, answer) {
 	w.t.Helper()
 	if q == nil {
 		q = url.Values{}
 	}
 	q.Set("path", path)
-	var d GitDiff
+	var d runtimeclient.GitDiff
 	a := w.get("/api/git/diff", q)
 	if a.status == http.StatusOK {
 		w.getJSON("/api/git/diff", q, &d)
@@ -179,7 +181,7 @@ func TestGitDiff(t *testing.T) {
 	writeFiles(t, repo, map[string]string{"mod.txt": "line 1\nline 2\n", "del.txt": "deleted text\n", "bin.dat": "\xff\xfe\x00"})
 	gitIn(t, repo, "init", "-q")
 	commitAll(t, repo, "first")
-	writeFiles(t, repo, map[string]string{"mod.txt": "line 1\nline two\n", "new.txt": "brand new\n", "big.txt": strings.Repeat("x", MaxDiffFileBytes+1)})
+	writeFiles(t, repo, map[string]string{"mod.txt": "line 1\nline two\n", "new.txt": "brand new\n", "big.txt": strings.Repeat("x", runtimeclient.MaxDiffFileBytes+1)})
 	os.Remove(filepath.Join(repo, "del.txt"))
 
 	for _, tc := range []struct{ path, modified, original string }{

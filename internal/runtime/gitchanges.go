@@ -11,10 +11,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 func (s *Server) handleGitChanges(w http.ResponseWriter, r *http.Request) {
-	var q GitChangesQuery
+	var q runtimeclient.GitChangesQuery
 	if !decodeQuery(w, r, &q) {
 		return
 	}
@@ -30,7 +32,7 @@ func (s *Server) handleGitChanges(w http.ResponseWriter, r *http.Request) {
 // gitCmd.base), untracked files included, and those of the repositories one level below it
 // (a workspace often holds its clone in a subdirectory), their paths prefixed with the
 // subdirectory. A directory in no repository has no changes.
-func (s *Server) gitChanges(ctx context.Context, dir, ref string) ([]GitChange, error) {
+func (s *Server) gitChanges(ctx context.Context, dir, ref string) ([]runtimeclient.GitChange, error) {
 	p, err := s.resolve(dir)
 	if err != nil {
 		return nil, err
@@ -43,7 +45,7 @@ func (s *Server) gitChanges(ctx context.Context, dir, ref string) ([]GitChange, 
 		return nil, badPath("Not a directory: %s", p.abs)
 	}
 	nested := nestedRepos(host)
-	changes := []GitChange{}
+	changes := []runtimeclient.GitChange{}
 	// Without a .git here or above (in the workspace), there is no repository to ask git
 	// about, and a sandbox without git can say so too.
 	if repoAt(real, p.rel) != "" {
@@ -51,7 +53,7 @@ func (s *Server) gitChanges(ctx context.Context, dir, ref string) ([]GitChange, 
 			return nil, err
 		}
 	}
-	changes = slices.DeleteFunc(changes, func(c GitChange) bool {
+	changes = slices.DeleteFunc(changes, func(c runtimeclient.GitChange) bool {
 		for _, n := range nested {
 			if c.Path == n || strings.HasPrefix(c.Path, n+"/") {
 				return true // reported by the nested repository itself
@@ -69,7 +71,7 @@ func (s *Server) gitChanges(ctx context.Context, dir, ref string) ([]GitChange, 
 			return nil, err
 		}
 		for _, c := range sub {
-			changes = append(changes, GitChange{Status: c.Status, Path: n + "/" + c.Path})
+			changes = append(changes, runtimeclient.GitChange{Status: c.Status, Path: n + "/" + c.Path})
 		}
 	}
 	sort.SliceStable(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
@@ -97,10 +99,10 @@ func nestedRepos(dir string) []string {
 
 // repoChanges lists the changes under dir in its repository; none when dir is in no
 // repository's working tree.
-func (s *Server) repoChanges(ctx context.Context, dir, ref string) ([]GitChange, error) {
+func (s *Server) repoChanges(ctx context.Context, dir, ref string) ([]runtimeclient.GitChange, error) {
 	g := s.git(dir)
 	if ok, err := g.inWorkTree(ctx); err != nil || !ok {
-		return []GitChange{}, err
+		return []runtimeclient.GitChange{}, err
 	}
 	base, err := g.base(ctx, ref)
 	if err != nil {
@@ -117,11 +119,11 @@ func (s *Server) repoChanges(ctx context.Context, dir, ref string) ([]GitChange,
 	if err != nil {
 		return nil, err
 	}
-	changes := []GitChange{}
+	changes := []runtimeclient.GitChange{}
 	fields := splitNUL(out)
 	for i := 0; i+1 < len(fields); i += 2 {
 		if st := changeStatus(fields[i]); st != "" {
-			changes = append(changes, GitChange{Status: st, Path: fields[i+1]})
+			changes = append(changes, runtimeclient.GitChange{Status: st, Path: fields[i+1]})
 		}
 	}
 	untracked, err := g.run(ctx, "ls-files", "--others", "--exclude-standard", "-z")
@@ -129,7 +131,7 @@ func (s *Server) repoChanges(ctx context.Context, dir, ref string) ([]GitChange,
 		return nil, err
 	}
 	for _, f := range splitNUL(untracked) {
-		changes = append(changes, GitChange{Status: GitAdded, Path: f})
+		changes = append(changes, runtimeclient.GitChange{Status: runtimeclient.GitAdded, Path: f})
 	}
 	return changes, nil
 }
@@ -139,11 +141,11 @@ func (s *Server) repoChanges(ctx context.Context, dir, ref string) ([]GitChange,
 func changeStatus(letter string) string {
 	switch letter {
 	case "A":
-		return GitAdded
+		return runtimeclient.GitAdded
 	case "D":
-		return GitDeleted
+		return runtimeclient.GitDeleted
 	case "M", "T", "U":
-		return GitUpdated
+		return runtimeclient.GitUpdated
 	}
 	return ""
 }

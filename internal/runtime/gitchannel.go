@@ -3,22 +3,23 @@ package runtime
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // handleGitChannel upgrades agentd's request to the raw stream on which agentd serves git's
 // requests over HTTP/2 (see gitRelay). The answer names the relay's address in the sandbox.
 func (s *Server) handleGitChannel(w http.ResponseWriter, r *http.Request) {
-	if !headerHas(r.Header, "Connection", "upgrade") || !strings.EqualFold(r.Header.Get("Upgrade"), GitChannelProtocol) {
+	if !headerHas(r.Header, "Connection", "upgrade") || !strings.EqualFold(r.Header.Get("Upgrade"), runtimeclient.GitChannelProtocol) {
 		w.Header().Set("Connection", "Upgrade")
-		w.Header().Set("Upgrade", GitChannelProtocol)
-		writeDetail(w, http.StatusUpgradeRequired, "Upgrade to "+GitChannelProtocol+" required")
+		w.Header().Set("Upgrade", runtimeclient.GitChannelProtocol)
+		writeDetail(w, http.StatusUpgradeRequired, "Upgrade to "+runtimeclient.GitChannelProtocol+" required")
 		return
 	}
 	addr, err := s.relay.listen()
@@ -36,7 +37,7 @@ func (s *Server) handleGitChannel(w http.ResponseWriter, r *http.Request) {
 	// The server's header deadline must not end the channel.
 	_ = conn.SetDeadline(time.Time{})
 	fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n%s: %s\r\n\r\n",
-		GitChannelProtocol, HeaderGitProxyAddr, addr)
+		runtimeclient.GitChannelProtocol, runtimeclient.HeaderGitProxyAddr, addr)
 	if err := brw.Flush(); err != nil {
 		conn.Close()
 		s.log.Warn("git channel: answer", "err", err)
@@ -75,64 +76,4 @@ func withBuffered(conn net.Conn, br *bufio.Reader) net.Conn {
 	}
 	peek, _ := br.Peek(n)
 	return &bufferedConn{Conn: conn, r: io.MultiReader(bytes.NewReader(bytes.Clone(peek)), conn)}
-}
-
-// OpenGitChannel opens the connection on which agentd serves the sandbox's git requests
-// (see the package's git relay): once it returns, the caller serves HTTP/2 on conn (as the
-// server: the runtime sends the requests) until it closes. addr is where git inside the
-// sandbox reaches the relay, e.g. 127.0.0.1:40123. ctx bounds the opening only; a frozen
-// sandbox answers once it is thawed.
-func (c *Client) OpenGitChannel(ctx context.Context) (_ net.Conn, addr string, err error) {
-	conn, err := c.dial(ctx)
-	if err != nil {
-		return nil, "", fmt.Errorf("open git channel: %w", err)
-	}
-	// Waiting for the answer is bounded by ctx, not by a deadline on conn, which would
-	// outlive the opening.
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer func() {
-		if !stop() && err == nil {
-			err = fmt.Errorf("open git channel: %w", ctx.Err())
-		}
-		if err != nil {
-			conn.Close()
-		}
-	}()
-	req, err := c.NewRequest(ctx, http.MethodGet, "/api/git/channel", nil)
-	if err != nil {
-		return nil, "", err
-	}
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", GitChannelProtocol)
-	if err := req.Write(conn); err != nil {
-		return nil, "", fmt.Errorf("open git channel: %w", err)
-	}
-	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, req)
-	if err != nil {
-		return nil, "", fmt.Errorf("open git channel: %w", err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		resp.Body.Close()
-		return nil, "", fmt.Errorf("open git channel: %w", &StatusError{StatusCode: resp.StatusCode, Body: strings.TrimSpace(string(snippet))})
-	}
-	addr = resp.Header.Get(HeaderGitProxyAddr)
-	if host, _, err := net.SplitHostPort(addr); err != nil || host != "127.0.0.1" {
-		return nil, "", fmt.Errorf("open git channel: the runtime named no loopback address but %q", addr)
-	}
-	return withBuffered(conn, br), addr, nil
-}
-
-// dial connects to the runtime's endpoint.
-func (c *Client) dial(ctx context.Context) (net.Conn, error) {
-	d := &net.Dialer{Timeout: dialTimeout}
-	if path, ok := strings.CutPrefix(c.endpoint, "unix:"); ok {
-		return d.DialContext(ctx, "unix", path)
-	}
-	host := strings.TrimPrefix(strings.TrimPrefix(c.baseURL, "http://"), "https://")
-	if strings.HasPrefix(c.baseURL, "https://") {
-		return nil, fmt.Errorf("a git channel over https is not supported (endpoint %s)", c.endpoint)
-	}
-	return d.DialContext(ctx, "tcp", host)
 }

@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 func (s *Server) handleGitDiff(w http.ResponseWriter, r *http.Request) {
-	var q GitDiffQuery
+	var q runtimeclient.GitDiffQuery
 	if !decodeQuery(w, r, &q) {
 		return
 	}
@@ -29,17 +31,17 @@ func (s *Server) handleGitDiff(w http.ResponseWriter, r *http.Request) {
 // against (see gitCmd.base). A file that was deleted has only an original, a new one only a
 // modified text; one that exists neither here nor at the base is a 404. A file in no
 // repository has neither side (null), as in OpenHands.
-func (s *Server) gitDiff(ctx context.Context, name, ref string) (GitDiff, error) {
+func (s *Server) gitDiff(ctx context.Context, name, ref string) (runtimeclient.GitDiff, error) {
 	p, err := s.resolve(name)
 	if err != nil {
-		return GitDiff{}, err
+		return runtimeclient.GitDiff{}, err
 	}
 	if p.rel == "." {
-		return GitDiff{}, badPath("Is a directory: %s", p.abs)
+		return runtimeclient.GitDiff{}, badPath("Is a directory: %s", p.abs)
 	}
 	root, err := s.openRoot()
 	if err != nil {
-		return GitDiff{}, err
+		return runtimeclient.GitDiff{}, err
 	}
 	defer root.Close()
 	notFound := &fileError{status: http.StatusNotFound, detail: "No such file, here or at the base: " + p.abs}
@@ -47,13 +49,13 @@ func (s *Server) gitDiff(ctx context.Context, name, ref string) (GitDiff, error)
 	exists := err == nil
 	switch {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return GitDiff{}, fsError(err, p, false)
+		return runtimeclient.GitDiff{}, fsError(err, p, false)
 	case exists && fi.IsDir():
-		return GitDiff{}, badPath("Is a directory: %s", p.abs)
+		return runtimeclient.GitDiff{}, badPath("Is a directory: %s", p.abs)
 	case exists && !fi.Mode().IsRegular():
-		return GitDiff{}, badPath("Not a file: %s", p.abs)
-	case exists && fi.Size() > MaxDiffFileBytes:
-		return GitDiff{}, tooLargeForDiff(p)
+		return runtimeclient.GitDiff{}, badPath("Not a file: %s", p.abs)
+	case exists && fi.Size() > runtimeclient.MaxDiffFileBytes:
+		return runtimeclient.GitDiff{}, tooLargeForDiff(p)
 	}
 
 	_, real := s.workspaceRoots()
@@ -62,50 +64,50 @@ func (s *Server) gitDiff(ctx context.Context, name, ref string) (GitDiff, error)
 	inRepo := false
 	if repo != "" {
 		if inRepo, err = g.inWorkTree(ctx); err != nil {
-			return GitDiff{}, err
+			return runtimeclient.GitDiff{}, err
 		}
 	}
 	if !inRepo {
 		if !exists {
-			return GitDiff{}, notFound
+			return runtimeclient.GitDiff{}, notFound
 		}
-		return GitDiff{}, nil
+		return runtimeclient.GitDiff{}, nil
 	}
 	base, err := g.base(ctx, ref)
 	if err != nil {
-		return GitDiff{}, err
+		return runtimeclient.GitDiff{}, err
 	}
 	inRepoPath, _ := filepath.Rel(repo, p.rel)
 	original, found, err := g.blob(ctx, base, filepath.ToSlash(inRepoPath))
 	if errors.Is(err, errBlobTooLarge) {
-		return GitDiff{}, tooLargeForDiff(p)
+		return runtimeclient.GitDiff{}, tooLargeForDiff(p)
 	}
 	if err != nil {
-		return GitDiff{}, err
+		return runtimeclient.GitDiff{}, err
 	}
 	if !exists && !found {
-		return GitDiff{}, notFound
+		return runtimeclient.GitDiff{}, notFound
 	}
 	var modified []byte
 	if exists {
 		f, err := root.Open(p.rel)
 		if err != nil {
-			return GitDiff{}, fsError(err, p, false)
+			return runtimeclient.GitDiff{}, fsError(err, p, false)
 		}
-		modified, err = io.ReadAll(io.LimitReader(f, MaxDiffFileBytes+1))
+		modified, err = io.ReadAll(io.LimitReader(f, runtimeclient.MaxDiffFileBytes+1))
 		f.Close()
 		if err != nil {
-			return GitDiff{}, fsError(err, p, false)
+			return runtimeclient.GitDiff{}, fsError(err, p, false)
 		}
-		if len(modified) > MaxDiffFileBytes {
-			return GitDiff{}, tooLargeForDiff(p)
+		if len(modified) > runtimeclient.MaxDiffFileBytes {
+			return runtimeclient.GitDiff{}, tooLargeForDiff(p)
 		}
 	}
-	return GitDiff{Modified: text(modified), Original: text(original)}, nil
+	return runtimeclient.GitDiff{Modified: text(modified), Original: text(original)}, nil
 }
 
 func tooLargeForDiff(p wsPath) error {
-	return badPath("The file is too large for a diff (over %d bytes): %s", MaxDiffFileBytes, p.abs)
+	return badPath("The file is too large for a diff (over %d bytes): %s", runtimeclient.MaxDiffFileBytes, p.abs)
 }
 
 // text is b as a string when it is UTF-8 text; other content (an image, a binary) has no
@@ -135,7 +137,7 @@ func (g gitCmd) blob(ctx context.Context, commit, file string) ([]byte, bool, er
 	}
 	if n, err := strconv.ParseInt(size, 10, 64); err != nil {
 		return nil, false, fmt.Errorf("git cat-file -s %s: %q", obj, size)
-	} else if n > MaxDiffFileBytes {
+	} else if n > runtimeclient.MaxDiffFileBytes {
 		return nil, true, errBlobTooLarge
 	}
 	out, err := g.run(ctx, "cat-file", "blob", obj)

@@ -26,15 +26,6 @@ import (
 // a paused sandbox keeps its connection frozen): a request that finds none waits for the
 // next, up to gitChannelWait, then fails with 503.
 
-// Git channel constants shared by the runtime and its client.
-const (
-	// GitChannelProtocol is the Upgrade token of GET /api/git/channel.
-	GitChannelProtocol = "agentd-git/h2"
-	// HeaderGitProxyAddr, in the 101 answer, is the loopback address (host:port) inside the
-	// sandbox where git reaches the relay.
-	HeaderGitProxyAddr = "Agentd-Git-Proxy"
-)
-
 // gitChannelWait bounds how long a git request waits for agentd to open a channel.
 const gitChannelWait = time.Minute
 

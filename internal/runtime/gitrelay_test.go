@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // serveH2 serves HTTP/2 without TLS on conn, as agentd does on a git channel, until conn
@@ -64,7 +66,7 @@ func (l *oneConnListener) Close() error {
 func (l *oneConnListener) Addr() net.Addr { return &net.UnixAddr{Name: "git-channel", Net: "unix"} }
 
 // unixRuntime serves a runtime on a unix socket and returns a client of it.
-func unixRuntime(t *testing.T) (*Server, *Client) {
+func unixRuntime(t *testing.T) (*Server, *runtimeclient.Client) {
 	t.Helper()
 	s, err := NewServer(ServerConfig{SandboxID: "sb", Workspace: t.TempDir(), SessionKey: testKey, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -81,7 +83,7 @@ func unixRuntime(t *testing.T) (*Server, *Client) {
 		_ = srv.Close()
 		s.Close()
 	})
-	c, err := NewClient("unix:"+sock, testKey)
+	c, err := runtimeclient.NewClient("unix:"+sock, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,11 +193,11 @@ func TestGitRelayWithoutChannel(t *testing.T) {
 // TestGitChannelRefusals: the channel needs the session key and the upgrade.
 func TestGitChannelRefusals(t *testing.T) {
 	_, c := unixRuntime(t)
-	bad, err := NewClient(c.Endpoint(), "wrong")
+	bad, err := runtimeclient.NewClient(c.Endpoint(), "wrong")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var se *StatusError
+	var se *runtimeclient.StatusError
 	if _, _, err := bad.OpenGitChannel(context.Background()); !errors.As(err, &se) || se.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a wrong key: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/wire"
 )
 
@@ -21,7 +22,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) handleIdentity(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, Identity{
+	writeJSON(w, http.StatusOK, runtimeclient.Identity{
 		SandboxID: s.cfg.SandboxID,
 		Workspace: s.cfg.Workspace,
 		PID:       os.Getpid(),
@@ -46,16 +47,16 @@ func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
 
 // commandRequest reads and checks the body of a command request, or answers the problem
 // and reports false.
-func (s *Server) commandRequest(w http.ResponseWriter, r *http.Request) (CommandRequest, bool) {
+func (s *Server) commandRequest(w http.ResponseWriter, r *http.Request) (runtimeclient.CommandRequest, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeDetail(w, http.StatusRequestEntityTooLarge, "Request body too large")
-			return CommandRequest{}, false
+			return runtimeclient.CommandRequest{}, false
 		}
 		writeDetail(w, http.StatusBadRequest, "Could not read the request body")
-		return CommandRequest{}, false
+		return runtimeclient.CommandRequest{}, false
 	}
 	req, err := decodeCommandRequest(body)
 	if err == nil {
@@ -64,12 +65,12 @@ func (s *Server) commandRequest(w http.ResponseWriter, r *http.Request) (Command
 	var invalid *wire.Error
 	if errors.As(err, &invalid) {
 		writeJSON(w, http.StatusUnprocessableEntity, map[string][]wire.Problem{"detail": invalid.Problems})
-		return CommandRequest{}, false
+		return runtimeclient.CommandRequest{}, false
 	}
 	if err != nil {
 		s.log.Error("decode command", "err", err)
 		writeDetail(w, http.StatusInternalServerError, "Internal Server Error")
-		return CommandRequest{}, false
+		return runtimeclient.CommandRequest{}, false
 	}
 	return req, true
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,9 +15,11 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/agentd/agentd/internal/exetrim"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // shutdownGrace is how long running requests get to finish once the runtime is asked to stop.
@@ -51,7 +54,9 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 	workspace := fs.String("workspace", "", "workspace directory (created if missing)")
 	sandboxID := fs.String("sandbox-id", "", "id of the sandbox this runtime serves")
 	keyFD := fs.Int("key-fd", -1, "read the session key from this file descriptor (until EOF)")
-	keyFile := fs.String("key-file", "", "read the session key from this file, then delete it")
+	keyFile := fs.String("key-file", "", "read the session key from this file, then delete it (see readKeyFile)")
+	tlsCert := fs.String("tls-cert", "", "serve TLS with the certificate in this PEM file (with --tls-key)")
+	tlsKey := fs.String("tls-key", "", "the private key of --tls-cert, in a PEM file closed to the commands")
 	sandboxUID := fs.Int("sandbox-uid", 0, "run commands, and work on files, as this uid and gid; the runtime must start as root (0: as the runtime's own)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -65,7 +70,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 	if u := *sandboxUID; u < 0 || u >= 1<<32-1 {
 		return fmt.Errorf("runtime: --sandbox-uid %d is not a uid", u)
 	}
-	key := getenv(KeyEnv)
+	key := getenv(runtimeclient.KeyEnv)
 	if *keyFD >= 0 {
 		f := os.NewFile(uintptr(*keyFD), "session-key")
 		if f == nil {
@@ -79,17 +84,17 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 		key = strings.TrimSpace(string(b))
 	}
 	if *keyFile != "" {
-		k, err := readKeyFile(*keyFile)
+		k, err := readKeyFile(*keyFile, *sandboxUID)
 		if err != nil {
 			return fmt.Errorf("runtime: %w", err)
 		}
 		key = k
 	}
 	if key == "" {
-		return fmt.Errorf("runtime: no session key: pass --key-fd or --key-file, or set %s", KeyEnv)
+		return fmt.Errorf("runtime: no session key: pass --key-fd or --key-file, or set %s", runtimeclient.KeyEnv)
 	}
-	if err := os.Unsetenv(KeyEnv); err != nil {
-		return fmt.Errorf("runtime: unset %s: %w", KeyEnv, err)
+	if err := os.Unsetenv(runtimeclient.KeyEnv); err != nil {
+		return fmt.Errorf("runtime: unset %s: %w", runtimeclient.KeyEnv, err)
 	}
 
 	log := slog.New(slog.NewTextHandler(stderr, nil)).With("sandbox_id", *sandboxID)
@@ -97,10 +102,16 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 	if err != nil {
 		return fmt.Errorf("runtime: workspace: %w", err)
 	}
-	// The socket is made before the runtime takes the sandbox uid, so that it is root's.
+	// The socket is made, and the TLS key read, before the runtime takes the sandbox uid, so
+	// that they are root's.
 	ln, err := listen(*listenAddr)
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
+	}
+	if *tlsCert != "" || *tlsKey != "" {
+		if ln, err = listenTLS(ln, *tlsCert, *tlsKey, *sandboxUID); err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
 	}
 	handler, err := newMainServer(ws, *sandboxUID, ServerConfig{
 		SandboxID:  *sandboxID,
@@ -151,16 +162,60 @@ func newMainServer(ws string, sandboxUID int, cfg ServerConfig) (*Server, error)
 }
 
 // readKeyFile reads the session key from path and deletes the file, so that no command the
-// runtime runs later can read it.
-func readKeyFile(path string) (string, error) {
+// runtime runs later can read it. A file on a read-only file system (a Kubernetes Secret's
+// volume) cannot be deleted: it may stay only when it is closed to the commands, which run as
+// sandboxUID (see closedFile).
+func readKeyFile(path string, sandboxUID int) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("read session key: %w", err)
 	}
-	if err := os.Remove(path); err != nil {
+	if err := os.Remove(path); errors.Is(err, syscall.EROFS) {
+		if cerr := closedFile(path, sandboxUID); cerr != nil {
+			return "", fmt.Errorf("session key file on a read-only file system: %w", cerr)
+		}
+	} else if err != nil {
 		return "", fmt.Errorf("delete session key file: %w", err)
 	}
 	return strings.TrimSpace(string(b)), nil
+}
+
+// closedFile returns nil if the commands of a runtime started with --sandbox-uid sandboxUID
+// cannot read the file at path: it is root's and neither its group nor others may read it,
+// and the commands run as another uid, without root's capabilities.
+func closedFile(path string, sandboxUID int) error {
+	if sandboxUID == 0 {
+		return fmt.Errorf("%s stays readable by the commands, which run as the runtime's own uid (no --sandbox-uid)", path)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || st.Uid != 0 || fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%s is not root's alone (mode %v)", path, fi.Mode().Perm())
+	}
+	return nil
+}
+
+// listenTLS serves TLS on ln with the certificate and key in certFile and keyFile. The key
+// must be closed to the commands (closedFile): the control plane pins the certificate, and a
+// command holding the key could stand in for the runtime.
+func listenTLS(ln net.Listener, certFile, keyFile string, sandboxUID int) (net.Listener, error) {
+	if certFile == "" || keyFile == "" {
+		ln.Close()
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if err := closedFile(keyFile, sandboxUID); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("TLS key: %w", err)
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("TLS certificate: %w", err)
+	}
+	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}), nil
 }
 
 // serve runs an HTTP server on ln until ctx is done, then shuts it down and waits for it.

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // syncBuffer is a bytes.Buffer safe to write from Main's goroutines while the test reads it.
@@ -34,7 +36,7 @@ func TestMainRefusesWithoutKey(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"--listen", "unix:" + filepath.Join(dir, "s.sock"), "--workspace", filepath.Join(dir, "ws")}
 	err := Main(context.Background(), args, func(string) string { return "" }, &syncBuffer{})
-	if err == nil || !strings.Contains(err.Error(), KeyEnv) {
+	if err == nil || !strings.Contains(err.Error(), runtimeclient.KeyEnv) {
 		t.Fatalf("Main without key: %v", err)
 	}
 }
@@ -59,7 +61,7 @@ func TestMainBadFlags(t *testing.T) {
 // TestMainServesOnUnixSocket starts Main over a stale socket file, talks to it, checks the
 // socket mode and that the key left the environment, then stops it.
 func TestMainServesOnUnixSocket(t *testing.T) {
-	t.Setenv(KeyEnv, "from-env")
+	t.Setenv(runtimeclient.KeyEnv, "from-env")
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "rt.sock")
 	ws := filepath.Join(dir, "ws")
@@ -75,7 +77,7 @@ func TestMainServesOnUnixSocket(t *testing.T) {
 		done <- Main(ctx, []string{"--listen", "unix:" + sock, "--workspace", ws, "--sandbox-id", "sb9"}, os.Getenv, stderr)
 	}()
 
-	c, err := NewClient("unix:"+sock, "from-env")
+	c, err := runtimeclient.NewClient("unix:"+sock, "from-env")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,14 +88,14 @@ func TestMainServesOnUnixSocket(t *testing.T) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	if _, ok := os.LookupEnv(KeyEnv); ok {
+	if _, ok := os.LookupEnv(runtimeclient.KeyEnv); ok {
 		t.Fatal("Main left the key in the environment")
 	}
 	id, err := c.Identity(ctx)
 	if err != nil || id.SandboxID != "sb9" || id.Workspace != ws {
 		t.Fatalf("identity %+v, %v", id, err)
 	}
-	res, err := c.Run(ctx, CommandRequest{Command: "echo ${" + KeyEnv + ":-none}"})
+	res, err := c.Run(ctx, runtimeclient.CommandRequest{Command: "echo ${" + runtimeclient.KeyEnv + ":-none}"})
 	if err != nil || res.Output != "none\n" {
 		t.Fatalf("command saw the key: %+v, %v", res, err)
 	}
@@ -157,7 +159,7 @@ func TestMainKeyFile(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- Main(ctx, args, noEnv, &syncBuffer{}) }()
-	c, err := NewClient("unix:"+sock, "from-file")
+	c, err := runtimeclient.NewClient("unix:"+sock, "from-file")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -9,29 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/tool/mcp"
 	"github.com/agentd/agentd/internal/wire"
 )
-
-// MCPConfigureRequest is the body of PUT /api/mcp/{conversation_id}.
-type MCPConfigureRequest struct {
-	// Servers are the conversation's MCP servers; those of an earlier request that are left
-	// out are stopped, and those that are the same are kept as they are.
-	Servers []mcp.Server `json:"servers"`
-	// ConnectTimeoutSeconds bounds starting a server and listing its tools, and
-	// CallTimeoutSeconds a tool call of a server without a timeout of its own; 0 means
-	// mcp.DefaultConnectTimeout and mcp.DefaultCallTimeout.
-	ConnectTimeoutSeconds float64 `json:"connect_timeout_seconds,omitempty" wire:"min=0,max=3600"`
-	CallTimeoutSeconds    float64 `json:"call_timeout_seconds,omitempty" wire:"min=0,max=3600"`
-}
-
-// MCPCallRequest is the body of POST /api/mcp/{conversation_id}/call.
-type MCPCallRequest struct {
-	Server string `json:"server" wire:"required,minlen=1"`
-	Tool   string `json:"tool" wire:"required,minlen=1"`
-	// Arguments are the model's, passed on unchanged.
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-}
 
 // mcpHubs holds the MCP servers of each conversation, for the life of the runtime or until the
 // conversation's tool session is closed.
@@ -51,7 +31,7 @@ func newMCPHubs(s *Server) *mcpHubs { return &mcpHubs{s: s, byConv: map[string]*
 
 // configure gives the conversation the servers of req, making its hub if needed, or making it
 // again if the time bounds changed.
-func (hs *mcpHubs) configure(conv string, req MCPConfigureRequest) (*mcp.Hub, error) {
+func (hs *mcpHubs) configure(conv string, req runtimeclient.MCPConfigureRequest) (*mcp.Hub, error) {
 	opts := mcp.Options{
 		Dir:            hs.s.cfg.Workspace,
 		BaseEnv:        hs.s.env,
@@ -143,7 +123,7 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, limit int64,
 // handleMCPConfigure gives a conversation its MCP servers and answers with their tools and,
 // for each server that could not be started or reached, why.
 func (s *Server) handleMCPConfigure(w http.ResponseWriter, r *http.Request) {
-	var req MCPConfigureRequest
+	var req runtimeclient.MCPConfigureRequest
 	if !s.decodeBody(w, r, maxBodyBytes, &req) {
 		return
 	}
@@ -192,7 +172,7 @@ func (s *Server) handleMCPState(w http.ResponseWriter, r *http.Request) {
 func generationTag(gen uint64) string { return `"` + strconv.FormatUint(gen, 10) + `"` }
 
 func (s *Server) handleMCPCall(w http.ResponseWriter, r *http.Request) {
-	var req MCPCallRequest
+	var req runtimeclient.MCPCallRequest
 	if !s.decodeBody(w, r, maxToolBodyBytes, &req) {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/tool/mcp"
 	"github.com/agentd/agentd/internal/tool/mcp/mcptest"
 )
@@ -21,10 +22,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func mcpClient(t *testing.T) *Client {
+func mcpClient(t *testing.T) *runtimeclient.Client {
 	t.Helper()
 	hs, _ := newTestServer(t, append(os.Environ(), "AGENTD_MCPTEST_LEAK=1"))
-	c, err := NewClient(hs.URL, testKey)
+	c, err := runtimeclient.NewClient(hs.URL, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestMCPRoutes(t *testing.T) {
 	c := mcpClient(t)
 	ctx := context.Background()
 	_, shttp := mcptest.HTTP(t, "k3y")
-	st, err := c.ConfigureMCP(ctx, "conv1", MCPConfigureRequest{Servers: []mcp.Server{
+	st, err := c.ConfigureMCP(ctx, "conv1", runtimeclient.MCPConfigureRequest{Servers: []mcp.Server{
 		selfServer(t, "local", "stdio"),
 		selfServer(t, "broken", "crash"),
 		{Name: "remote", Transport: mcp.SHTTP, URL: shttp, APIKey: "k3y", TimeoutSeconds: 1},
@@ -91,14 +92,14 @@ func TestMCPRoutes(t *testing.T) {
 		t.Errorf("malformed arguments: %+v, %v", res, err)
 	}
 
-	var se *StatusError
+	var se *runtimeclient.StatusError
 	if _, err := c.CallMCP(ctx, "conv1", "nobody", "echo", nil); !errors.As(err, &se) || se.StatusCode != http.StatusNotFound {
 		t.Errorf("call to an unknown server: %v", err)
 	}
 	if _, err := c.MCPState(ctx, "other"); !errors.As(err, &se) || se.StatusCode != http.StatusNotFound {
 		t.Errorf("state of a conversation without servers: %v", err)
 	}
-	if _, err := c.ConfigureMCP(ctx, "conv1", MCPConfigureRequest{Servers: []mcp.Server{{Name: "bad name", Transport: mcp.Stdio, Command: "x"}}}); !errors.As(err, &se) || se.StatusCode != http.StatusUnprocessableEntity {
+	if _, err := c.ConfigureMCP(ctx, "conv1", runtimeclient.MCPConfigureRequest{Servers: []mcp.Server{{Name: "bad name", Transport: mcp.Stdio, Command: "x"}}}); !errors.As(err, &se) || se.StatusCode != http.StatusUnprocessableEntity {
 		t.Errorf("a bad server: %v", err)
 	}
 
@@ -126,7 +127,7 @@ func TestMCPRoutes(t *testing.T) {
 // next look list its tools again, the added one among them.
 func TestMCPChanges(t *testing.T) {
 	hs, ws := newTestServer(t, os.Environ())
-	c, err := NewClient(hs.URL, testKey)
+	c, err := runtimeclient.NewClient(hs.URL, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestMCPChanges(t *testing.T) {
 		b, _ := os.ReadFile(ws + "/starts")
 		return strings.Count(string(b), "start")
 	}
-	st, err := c.ConfigureMCP(ctx, "conv", MCPConfigureRequest{Servers: []mcp.Server{selfServer(t, "local", "stdio"), failing}})
+	st, err := c.ConfigureMCP(ctx, "conv", runtimeclient.MCPConfigureRequest{Servers: []mcp.Server{selfServer(t, "local", "stdio"), failing}})
 	if err != nil {
 		t.Fatal(err)
 	}

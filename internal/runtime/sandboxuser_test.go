@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/agentd/agentd/internal/tool/mcp"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +11,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
+	"github.com/agentd/agentd/internal/tool/mcp"
 )
 
 // TestCredential: with a Credential, every process the runtime starts (a command, the
@@ -50,13 +52,13 @@ func TestCredential(t *testing.T) {
 		hs.Close()
 		s.Close()
 	})
-	c, err := NewClient(hs.URL, testKey)
+	c, err := runtimeclient.NewClient(hs.URL, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf("%d\n%[1]d\n%[1]d\n", uid)
 
-	res, err := c.Run(context.Background(), CommandRequest{Command: "id -u; id -g; id -G"})
+	res, err := c.Run(context.Background(), runtimeclient.CommandRequest{Command: "id -u; id -g; id -G"})
 	if err != nil || res.Output != want {
 		t.Errorf("a command's user, group and groups: %+v, %v; want %q", res, err, want)
 	}
@@ -64,17 +66,17 @@ func TestCredential(t *testing.T) {
 	if !strings.Contains(tr.Text, want) {
 		t.Errorf("the terminal's user, group and groups: %q, want %q in it", tr.Text, want)
 	}
-	req, err := http.NewRequest(http.MethodPost, hs.URL+RouteBashExecute, strings.NewReader(`{"command": "id -u; id -g; id -G"}`))
+	req, err := http.NewRequest(http.MethodPost, hs.URL+runtimeclient.RouteBashExecute, strings.NewReader(`{"command": "id -u; id -g; id -G"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set(HeaderSessionKey, testKey)
+	req.Header.Set(runtimeclient.HeaderSessionKey, testKey)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bash BashEvent
+	var bash runtimeclient.BashEvent
 	err = json.NewDecoder(resp.Body).Decode(&bash)
 	resp.Body.Close()
 	if err != nil || bash.Stdout == nil || *bash.Stdout != want {
@@ -82,7 +84,7 @@ func TestCredential(t *testing.T) {
 	}
 	// An MCP stdio server that is no server at all still shows whom it started as: it fails
 	// its handshake after writing its uid.
-	_, err = c.ConfigureMCP(context.Background(), "conv", MCPConfigureRequest{
+	_, err = c.ConfigureMCP(context.Background(), "conv", runtimeclient.MCPConfigureRequest{
 		Servers:               []mcp.Server{{Name: "whoami", Transport: mcp.Stdio, Command: "sh", Args: []string{"-c", "id -u > mcp-uid"}}},
 		ConnectTimeoutSeconds: 60,
 	})

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // ServerConfig configures a Server.
@@ -94,7 +96,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		log:       cfg.Logger,
 		keySum:    sha256.Sum256([]byte(cfg.SessionKey)),
 		shell:     findShell(),
-		env:       withoutVar(env, KeyEnv),
+		env:       withoutVar(env, runtimeclient.KeyEnv),
 		startedAt: cfg.Now().UTC(),
 		mux:       http.NewServeMux(),
 	}

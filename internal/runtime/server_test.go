@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 const testKey = "test-session-key"
@@ -65,7 +67,7 @@ func TestNewServerNeedsKey(t *testing.T) {
 
 func TestAuth(t *testing.T) {
 	hs, _ := newTestServer(t, nil)
-	key := http.Header{HeaderSessionKey: {testKey}}
+	key := http.Header{runtimeclient.HeaderSessionKey: {testKey}}
 	tests := []struct {
 		name   string
 		method string
@@ -77,8 +79,8 @@ func TestAuth(t *testing.T) {
 		{"alive without key", "GET", "/alive", nil, 200, `{"status":"ok"}`},
 		{"health without key", "GET", "/health", nil, 200, `"OK"`},
 		{"identity without key", "GET", "/api/identity", nil, 401, `{"detail":"Unauthorized"}`},
-		{"wrong key", "GET", "/api/identity", http.Header{HeaderSessionKey: {"nope"}}, 401, `{"detail":"Unauthorized"}`},
-		{"key prefix", "GET", "/api/identity", http.Header{HeaderSessionKey: {testKey[:4]}}, 401, `{"detail":"Unauthorized"}`},
+		{"wrong key", "GET", "/api/identity", http.Header{runtimeclient.HeaderSessionKey: {"nope"}}, 401, `{"detail":"Unauthorized"}`},
+		{"key prefix", "GET", "/api/identity", http.Header{runtimeclient.HeaderSessionKey: {testKey[:4]}}, 401, `{"detail":"Unauthorized"}`},
 		{"wrong bearer", "GET", "/api/identity", http.Header{"Authorization": {"Bearer nope"}}, 401, `{"detail":"Unauthorized"}`},
 		{"basic scheme", "GET", "/api/identity", http.Header{"Authorization": {"Basic " + testKey}}, 401, `{"detail":"Unauthorized"}`},
 		{"unknown path without key", "GET", "/nope", nil, 401, `{"detail":"Unauthorized"}`},
@@ -99,7 +101,7 @@ func TestAuth(t *testing.T) {
 func TestIdentity(t *testing.T) {
 	hs, ws := newTestServer(t, nil)
 	for _, h := range []http.Header{
-		{HeaderSessionKey: {testKey}},
+		{runtimeclient.HeaderSessionKey: {testKey}},
 		{"Authorization": {"Bearer " + testKey}},
 		{"Authorization": {"bearer " + testKey}},
 	} {
@@ -107,11 +109,11 @@ func TestIdentity(t *testing.T) {
 		if status != 200 {
 			t.Fatalf("status %d: %s", status, body)
 		}
-		var id Identity
+		var id runtimeclient.Identity
 		if err := json.Unmarshal([]byte(body), &id); err != nil {
 			t.Fatal(err)
 		}
-		want := Identity{SandboxID: "sb1", Workspace: ws, PID: os.Getpid(), Version: "test",
+		want := runtimeclient.Identity{SandboxID: "sb1", Workspace: ws, PID: os.Getpid(), Version: "test",
 			StartedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
 		if id != want {
 			t.Fatalf("identity %+v, want %+v", id, want)
@@ -119,9 +121,9 @@ func TestIdentity(t *testing.T) {
 	}
 }
 
-func runCmd(t *testing.T, url string, req CommandRequest) CommandResult {
+func runCmd(t *testing.T, url string, req runtimeclient.CommandRequest) runtimeclient.CommandResult {
 	t.Helper()
-	c, err := NewClient(url, testKey)
+	c, err := runtimeclient.NewClient(url, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +131,7 @@ func runCmd(t *testing.T, url string, req CommandRequest) CommandResult {
 	// Past the command's own timeout (the default one when unset), the server is stuck.
 	timeout := req.TimeoutSeconds
 	if timeout == 0 {
-		timeout = DefaultCommandTimeoutSeconds
+		timeout = runtimeclient.DefaultCommandTimeoutSeconds
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(timeout)*time.Second+time.Minute)
 	defer cancel()
@@ -141,24 +143,24 @@ func runCmd(t *testing.T, url string, req CommandRequest) CommandResult {
 }
 
 func TestCommand(t *testing.T) {
-	hs, ws := newTestServer(t, []string{"PATH=/usr/bin:/bin", KeyEnv + "=secret", "KEEP=me"})
+	hs, ws := newTestServer(t, []string{"PATH=/usr/bin:/bin", runtimeclient.KeyEnv + "=secret", "KEEP=me"})
 	if err := os.Mkdir(filepath.Join(ws, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
 		name string
-		req  CommandRequest
-		want CommandResult
+		req  runtimeclient.CommandRequest
+		want runtimeclient.CommandResult
 	}{
-		{"echo", CommandRequest{Command: "echo hello"}, CommandResult{Output: "hello\n"}},
-		{"exit code", CommandRequest{Command: "echo out; exit 3"}, CommandResult{ExitCode: 3, Output: "out\n"}},
-		{"interleaved", CommandRequest{Command: "echo a; echo b >&2; echo c"}, CommandResult{Output: "a\nb\nc\n"}},
-		{"cwd default", CommandRequest{Command: "pwd"}, CommandResult{Output: ws + "\n"}},
-		{"cwd relative", CommandRequest{Command: "pwd", Cwd: "sub"}, CommandResult{Output: ws + "/sub\n"}},
-		{"cwd absolute", CommandRequest{Command: "pwd", Cwd: "/"}, CommandResult{Output: "/\n"}},
-		{"env", CommandRequest{Command: `echo "$A $KEEP"`, Env: map[string]string{"A": "b"}}, CommandResult{Output: "b me\n"}},
-		{"no key in env", CommandRequest{Command: "env | grep -c " + KeyEnv + " || true"}, CommandResult{Output: "0\n"}},
-		{"signal", CommandRequest{Command: "kill -TERM $$"}, CommandResult{ExitCode: 128 + 15}},
+		{"echo", runtimeclient.CommandRequest{Command: "echo hello"}, runtimeclient.CommandResult{Output: "hello\n"}},
+		{"exit code", runtimeclient.CommandRequest{Command: "echo out; exit 3"}, runtimeclient.CommandResult{ExitCode: 3, Output: "out\n"}},
+		{"interleaved", runtimeclient.CommandRequest{Command: "echo a; echo b >&2; echo c"}, runtimeclient.CommandResult{Output: "a\nb\nc\n"}},
+		{"cwd default", runtimeclient.CommandRequest{Command: "pwd"}, runtimeclient.CommandResult{Output: ws + "\n"}},
+		{"cwd relative", runtimeclient.CommandRequest{Command: "pwd", Cwd: "sub"}, runtimeclient.CommandResult{Output: ws + "/sub\n"}},
+		{"cwd absolute", runtimeclient.CommandRequest{Command: "pwd", Cwd: "/"}, runtimeclient.CommandResult{Output: "/\n"}},
+		{"env", runtimeclient.CommandRequest{Command: `echo "$A $KEEP"`, Env: map[string]string{"A": "b"}}, runtimeclient.CommandResult{Output: "b me\n"}},
+		{"no key in env", runtimeclient.CommandRequest{Command: "env | grep -c " + runtimeclient.KeyEnv + " || true"}, runtimeclient.CommandResult{Output: "0\n"}},
+		{"signal", runtimeclient.CommandRequest{Command: "kill -TERM $$"}, runtimeclient.CommandResult{ExitCode: 128 + 15}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,8 +174,8 @@ func TestCommand(t *testing.T) {
 
 func TestCommandTruncated(t *testing.T) {
 	hs, _ := newTestServer(t, nil)
-	got := runCmd(t, hs.URL, CommandRequest{Command: "head -c 3000000 /dev/zero | tr '\\0' a; echo done >&2"})
-	if !got.Truncated || len(got.Output) != MaxOutputBytes || got.ExitCode != 0 {
+	got := runCmd(t, hs.URL, runtimeclient.CommandRequest{Command: "head -c 3000000 /dev/zero | tr '\\0' a; echo done >&2"})
+	if !got.Truncated || len(got.Output) != runtimeclient.MaxOutputBytes || got.ExitCode != 0 {
 		t.Fatalf("truncated=%v len=%d exit=%d", got.Truncated, len(got.Output), got.ExitCode)
 	}
 	if strings.Trim(got.Output, "a") != "" {
@@ -187,7 +189,7 @@ func TestCommandTimeoutKillsGroup(t *testing.T) {
 	// The timeout must fire after the shell has started the background process: a machine
 	// too busy to get there within the timeout is given a longer one.
 	for timeout := 1; ; timeout *= 2 {
-		got := runCmd(t, hs.URL, CommandRequest{
+		got := runCmd(t, hs.URL, runtimeclient.CommandRequest{
 			Command:        "sleep 300 > /dev/null 2>&1 & echo $! > bg.pid; echo started; sleep 300",
 			TimeoutSeconds: timeout,
 		})
@@ -209,14 +211,14 @@ func TestCommandTimeoutKillsGroup(t *testing.T) {
 // TestCommandClientCancel checks that a client that goes away kills the command's group.
 func TestCommandClientCancel(t *testing.T) {
 	hs, ws := newTestServer(t, nil)
-	c, err := NewClient(hs.URL, testKey)
+	c, err := runtimeclient.NewClient(hs.URL, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.Run(ctx, CommandRequest{Command: "echo $$ > sh.pid; sleep 300"})
+		_, err := c.Run(ctx, runtimeclient.CommandRequest{Command: "echo $$ > sh.pid; sleep 300"})
 		done <- err
 	}()
 	pidFile := filepath.Join(ws, "sh.pid")
@@ -259,7 +261,7 @@ func waitGone(t *testing.T, pid string) {
 
 func TestCommandValidation(t *testing.T) {
 	hs, _ := newTestServer(t, nil)
-	key := http.Header{HeaderSessionKey: {testKey}}
+	key := http.Header{runtimeclient.HeaderSessionKey: {testKey}}
 	tests := []struct {
 		name string
 		body string
@@ -301,7 +303,7 @@ func TestCommandDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if req.TimeoutSeconds != DefaultCommandTimeoutSeconds || req.Cwd != "" || req.Env != nil {
+	if req.TimeoutSeconds != runtimeclient.DefaultCommandTimeoutSeconds || req.Cwd != "" || req.Env != nil {
 		t.Fatalf("defaults not applied: %+v", req)
 	}
 }
@@ -311,8 +313,8 @@ func TestCommandDefaults(t *testing.T) {
 func TestCommandBackground(t *testing.T) {
 	hs, ws := newTestServer(t, nil)
 	// A command blocked by its background process would time out long before the sleep ends.
-	got := runCmd(t, hs.URL, CommandRequest{Command: "sleep 300 & echo $! > bg.pid; echo started", TimeoutSeconds: 60})
-	if got != (CommandResult{Output: "started\n"}) {
+	got := runCmd(t, hs.URL, runtimeclient.CommandRequest{Command: "sleep 300 & echo $! > bg.pid; echo started", TimeoutSeconds: 60})
+	if got != (runtimeclient.CommandResult{Output: "started\n"}) {
 		t.Fatalf("got %+v, want the output at once, not a timeout", got)
 	}
 	b, err := os.ReadFile(filepath.Join(ws, "bg.pid"))

@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
-func skillFilesRequest() SkillFilesRequest {
-	return SkillFilesRequest{
+func skillFilesRequest() runtimeclient.SkillFilesRequest {
+	return runtimeclient.SkillFilesRequest{
 		Dirs:      []string{"repo", ""},
 		RootFiles: []string{"AGENTS.md", "agent.md", ".cursorrules"},
 		SkillDirs: []string{".agents/skills", ".openhands/microagents"},
@@ -19,11 +21,11 @@ func skillFilesRequest() SkillFilesRequest {
 	}
 }
 
-func postSkillFiles(t *testing.T, hs string, req any) (int, SkillFilesResult, string) {
+func postSkillFiles(t *testing.T, hs string, req any) (int, runtimeclient.SkillFilesResult, string) {
 	t.Helper()
 	b, _ := json.Marshal(req)
-	code, body := do(t, "POST", hs+"/api/skill-files", http.Header{HeaderSessionKey: {testKey}}, string(b))
-	var res SkillFilesResult
+	code, body := do(t, "POST", hs+"/api/skill-files", http.Header{runtimeclient.HeaderSessionKey: {testKey}}, string(b))
+	var res runtimeclient.SkillFilesResult
 	if code == http.StatusOK {
 		if err := json.Unmarshal([]byte(body), &res); err != nil {
 			t.Fatalf("answer %s: %v", body, err)
@@ -32,7 +34,7 @@ func postSkillFiles(t *testing.T, hs string, req any) (int, SkillFilesResult, st
 	return code, res, body
 }
 
-func describe(res SkillFilesResult) []string {
+func describe(res runtimeclient.SkillFilesResult) []string {
 	var out []string
 	for _, f := range res.Files {
 		s := f.Dir + "|" + f.SkillDir + "|" + f.Path + "|" + string(f.Content)
@@ -118,13 +120,13 @@ func TestSkillFilesBounds(t *testing.T) {
 
 func TestSkillFilesRefusesPathsOutside(t *testing.T) {
 	hs, _ := newTestServer(t, nil)
-	for _, bad := range []func(*SkillFilesRequest){
-		func(r *SkillFilesRequest) { r.Dirs = []string{"../x"} },
-		func(r *SkillFilesRequest) { r.Dirs = []string{"/etc"} },
-		func(r *SkillFilesRequest) { r.Dirs = []string{"a/../b"} },
-		func(r *SkillFilesRequest) { r.SkillDirs = []string{"../.."} },
-		func(r *SkillFilesRequest) { r.RootFiles = []string{"../AGENTS.md"} },
-		func(r *SkillFilesRequest) { r.MaxFiles = 0 },
+	for _, bad := range []func(*runtimeclient.SkillFilesRequest){
+		func(r *runtimeclient.SkillFilesRequest) { r.Dirs = []string{"../x"} },
+		func(r *runtimeclient.SkillFilesRequest) { r.Dirs = []string{"/etc"} },
+		func(r *runtimeclient.SkillFilesRequest) { r.Dirs = []string{"a/../b"} },
+		func(r *runtimeclient.SkillFilesRequest) { r.SkillDirs = []string{"../.."} },
+		func(r *runtimeclient.SkillFilesRequest) { r.RootFiles = []string{"../AGENTS.md"} },
+		func(r *runtimeclient.SkillFilesRequest) { r.MaxFiles = 0 },
 	} {
 		req := skillFilesRequest()
 		bad(&req)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // TestRunStream: the output reaches the caller while the command runs (the command waits for
@@ -16,7 +18,7 @@ import (
 // across two writes arrives whole, and the result carries the exit code and the whole output.
 func TestRunStream(t *testing.T) {
 	hs, ws := newTestServer(t, nil)
-	c, err := NewClient(hs.URL, testKey)
+	c, err := runtimeclient.NewClient(hs.URL, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +26,7 @@ func TestRunStream(t *testing.T) {
 	var mu sync.Mutex
 	var pieces []string
 	cmd := `echo one; until [ -e go-on ]; do sleep 0.01; done; printf 'caf\303'; sleep 0.05; printf '\251\n' >&2; exit 3`
-	res, err := c.RunStream(context.Background(), CommandRequest{Command: cmd, TimeoutSeconds: 60}, func(s string) {
+	res, err := c.RunStream(context.Background(), runtimeclient.CommandRequest{Command: cmd, TimeoutSeconds: 60}, func(s string) {
 		mu.Lock()
 		pieces = append(pieces, s)
 		mu.Unlock()
@@ -56,17 +58,17 @@ func TestRunStream(t *testing.T) {
 // answers it.
 func TestRunStreamRefusals(t *testing.T) {
 	hs, _ := newTestServer(t, nil)
-	c, err := NewClient(hs.URL, testKey)
+	c, err := runtimeclient.NewClient(hs.URL, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.RunStream(context.Background(), CommandRequest{Command: "true", Cwd: "/nonexistent"}, nil)
-	var se *StatusError
+	_, err = c.RunStream(context.Background(), runtimeclient.CommandRequest{Command: "true", Cwd: "/nonexistent"}, nil)
+	var se *runtimeclient.StatusError
 	if !errors.As(err, &se) || se.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(se.Body, "not a directory") {
 		t.Fatalf("a missing cwd: %v", err)
 	}
-	bad, _ := NewClient(hs.URL, "wrong")
-	if _, err := bad.RunStream(context.Background(), CommandRequest{Command: "true"}, nil); !errors.As(err, &se) || se.StatusCode != http.StatusUnauthorized {
+	bad, _ := runtimeclient.NewClient(hs.URL, "wrong")
+	if _, err := bad.RunStream(context.Background(), runtimeclient.CommandRequest{Command: "true"}, nil); !errors.As(err, &se) || se.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a wrong key: %v", err)
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/tool"
 	"github.com/agentd/agentd/internal/tool/fileeditor"
 	"github.com/agentd/agentd/internal/tool/search"
@@ -167,7 +169,7 @@ func (ts *toolSessions) terminal(sess *toolSession) (*terminal.Session, error) {
 }
 
 // run runs one tool call for a conversation.
-func (ts *toolSessions) run(ctx context.Context, name string, req ToolRequest) (tool.Result, error) {
+func (ts *toolSessions) run(ctx context.Context, name string, req runtimeclient.ToolRequest) (tool.Result, error) {
 	conv, args := req.ConversationID, req.Arguments
 	sess, err := ts.get(conv)
 	if err != nil {
@@ -195,7 +197,7 @@ func (ts *toolSessions) run(ctx context.Context, name string, req ToolRequest) (
 			return tool.ErrorResult(name, "The terminal is not available in this sandbox: "+err.Error()), nil
 		}
 		t.SetEnv(req.Env)
-		return t.Run(ctx, a, req.Terminal.terminal()), nil
+		return t.Run(ctx, a, terminalWaits(req.Terminal)), nil
 	case tool.FileEditor:
 		var a tool.FileEditorArgs
 		if res, ok := decodeArgs(name, args, &a); !ok {
@@ -248,7 +250,7 @@ func (s *Server) handleTool(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req ToolRequest
+	var req runtimeclient.ToolRequest
 	err := wire.DecodeJSON(body, &req)
 	var invalid *wire.Error
 	if errors.As(err, &invalid) {
@@ -281,7 +283,7 @@ func (s *Server) handleCloseToolSession(w http.ResponseWriter, r *http.Request) 
 	if s.mcp.close(conv) {
 		closed = true
 	}
-	writeJSON(w, http.StatusOK, CloseToolSessionResult{Closed: closed})
+	writeJSON(w, http.StatusOK, runtimeclient.CloseToolSessionResult{Closed: closed})
 }
 
 // maxToolBodyBytes bounds a tool request: room for a file_text at the editor's 10 MB bound
@@ -302,4 +304,16 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 		return nil, false
 	}
 	return body, true
+}
+
+// terminalWaits converts the waits a request carries; nil or zero fields mean the
+// terminal's own.
+func terminalWaits(w *runtimeclient.TerminalWaits) terminal.Waits {
+	if w == nil {
+		return terminal.Waits{}
+	}
+	return terminal.Waits{
+		NoChange: time.Duration(w.NoChangeTimeoutSeconds * float64(time.Second)),
+		Max:      time.Duration(w.MaxWaitSeconds * float64(time.Second)),
+	}
 }

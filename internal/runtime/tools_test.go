@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/tool"
 )
 
@@ -30,7 +31,7 @@ func needBash(t *testing.T) {
 
 // newToolServer serves a runtime whose terminals give up after noChange without output. The
 // cleanup closes the server, which must end every terminal.
-func newToolServer(t *testing.T, noChange time.Duration) (*Server, *Client, string) {
+func newToolServer(t *testing.T, noChange time.Duration) (*Server, *runtimeclient.Client, string) {
 	t.Helper()
 	needBash(t)
 	ws := t.TempDir()
@@ -38,7 +39,7 @@ func newToolServer(t *testing.T, noChange time.Duration) (*Server, *Client, stri
 		SandboxID:               "sb1",
 		Workspace:               ws,
 		SessionKey:              testKey,
-		Env:                     []string{"PATH=" + os.Getenv("PATH"), "HOME=" + ws, KeyEnv + "=secret"},
+		Env:                     []string{"PATH=" + os.Getenv("PATH"), "HOME=" + ws, runtimeclient.KeyEnv + "=secret"},
 		TerminalNoChangeTimeout: noChange,
 	})
 	if err != nil {
@@ -49,14 +50,14 @@ func newToolServer(t *testing.T, noChange time.Duration) (*Server, *Client, stri
 		hs.Close()
 		s.Close()
 	})
-	c, err := NewClient(hs.URL, testKey)
+	c, err := runtimeclient.NewClient(hs.URL, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s, c, ws
 }
 
-func callTool(t *testing.T, c *Client, name, conv string, args any) tool.Result {
+func callTool(t *testing.T, c *runtimeclient.Client, name, conv string, args any) tool.Result {
 	t.Helper()
 	res, err := tryTool(c, name, conv, args)
 	if err != nil {
@@ -67,7 +68,7 @@ func callTool(t *testing.T, c *Client, name, conv string, args any) tool.Result 
 
 // tryTool makes a call, bounded so that a hang fails instead of stalling; it is safe in any
 // goroutine.
-func tryTool(c *Client, name, conv string, args any) (tool.Result, error) {
+func tryTool(c *runtimeclient.Client, name, conv string, args any) (tool.Result, error) {
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return tool.Result{}, err
@@ -88,7 +89,7 @@ func terminalObs(t *testing.T, res tool.Result) tool.TerminalObservation {
 
 func TestToolRoutes(t *testing.T) {
 	_, c, _ := newToolServer(t, time.Minute)
-	key := http.Header{HeaderSessionKey: {testKey}}
+	key := http.Header{runtimeclient.HeaderSessionKey: {testKey}}
 	url := c.BaseURL()
 	tests := []struct {
 		name   string
@@ -170,7 +171,7 @@ func TestToolArgumentErrors(t *testing.T) {
 		})
 	}
 	_, err := c.Tool(context.Background(), "task_tracker", "conv", json.RawMessage(`{}`))
-	var se *StatusError
+	var se *runtimeclient.StatusError
 	if !errors.As(err, &se) || se.StatusCode != http.StatusNotFound {
 		t.Fatalf("control-plane tool through the runtime: %v", err)
 	}
@@ -180,7 +181,7 @@ func TestToolArgumentErrors(t *testing.T) {
 func TestToolsOverHTTP(t *testing.T) {
 	_, c, ws := newToolServer(t, time.Minute)
 
-	res := callTool(t, c, "terminal", "a", map[string]any{"command": "mkdir -p src && cd src && export V=1 && echo ${" + KeyEnv + ":-no key}"})
+	res := callTool(t, c, "terminal", "a", map[string]any{"command": "mkdir -p src && cd src && export V=1 && echo ${" + runtimeclient.KeyEnv + ":-no key}"})
 	obs := terminalObs(t, res)
 	if res.IsError || obs.ExitCode != 0 || obs.Content[0].Text != "no key" || obs.Metadata.WorkingDir != ws+"/src" {
 		t.Fatalf("terminal: %s", res.Text)
@@ -371,7 +372,7 @@ func TestServerCloseEndsTerminals(t *testing.T) {
 		waitGone(t, strconv.Itoa(pid))
 	}
 	_, err := c.Tool(context.Background(), "terminal", "p", json.RawMessage(`{"command":"true"}`))
-	var se *StatusError
+	var se *runtimeclient.StatusError
 	if !errors.As(err, &se) || se.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("call after Close: %v", err)
 	}
@@ -383,12 +384,12 @@ func TestServerCloseEndsTerminals(t *testing.T) {
 // stops each.
 func TestTerminalWaits(t *testing.T) {
 	_, c, _ := newToolServer(t, time.Hour)
-	call := func(args map[string]any, waits *TerminalWaits) (tool.Result, tool.TerminalObservation) {
+	call := func(args map[string]any, waits *runtimeclient.TerminalWaits) (tool.Result, tool.TerminalObservation) {
 		t.Helper()
 		raw, _ := json.Marshal(args)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		res, err := c.RunTool(ctx, "terminal", ToolRequest{ConversationID: "w", Arguments: raw, Terminal: waits})
+		res, err := c.RunTool(ctx, "terminal", runtimeclient.ToolRequest{ConversationID: "w", Arguments: raw, Terminal: waits})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -397,24 +398,24 @@ func TestTerminalWaits(t *testing.T) {
 	// stop interrupts the running command and waits for it to end.
 	stop := func() {
 		t.Helper()
-		res, obs := call(map[string]any{"command": "C-c", "is_input": true}, NewTerminalWaits(100*time.Millisecond, 0))
+		res, obs := call(map[string]any{"command": "C-c", "is_input": true}, runtimeclient.NewTerminalWaits(100*time.Millisecond, 0))
 		for deadline := time.Now().Add(30 * time.Second); obs.ExitCode == -1; {
 			if time.Now().After(deadline) {
 				t.Fatalf("the command did not stop: %s", res.Text)
 			}
-			res, obs = call(map[string]any{"command": ""}, NewTerminalWaits(100*time.Millisecond, 0))
+			res, obs = call(map[string]any{"command": ""}, runtimeclient.NewTerminalWaits(100*time.Millisecond, 0))
 		}
 		if obs.ExitCode != 130 {
 			t.Fatalf("C-c: %s", res.Text)
 		}
 	}
 
-	res, obs := call(map[string]any{"command": "yes"}, NewTerminalWaits(time.Hour, 200*time.Millisecond))
+	res, obs := call(map[string]any{"command": "yes"}, runtimeclient.NewTerminalWaits(time.Hour, 200*time.Millisecond))
 	if obs.ExitCode != -1 || !strings.Contains(res.Text, "still running after 0.2 seconds: one call waits at most that long") {
 		t.Fatalf("yes: %.1000s", res.Text)
 	}
 	stop()
-	res, obs = call(map[string]any{"command": "sleep infinity"}, NewTerminalWaits(200*time.Millisecond, time.Hour))
+	res, obs = call(map[string]any{"command": "sleep infinity"}, runtimeclient.NewTerminalWaits(200*time.Millisecond, time.Hour))
 	if obs.ExitCode != -1 || !strings.Contains(res.Text, "printed nothing new for 0.2 seconds") {
 		t.Fatalf("sleep: %s", res.Text)
 	}
@@ -431,7 +432,7 @@ func TestTerminalEnv(t *testing.T) {
 		raw, _ := json.Marshal(map[string]any{"command": command})
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		res, err := c.RunTool(ctx, "terminal", ToolRequest{ConversationID: conv, Arguments: raw, Env: env})
+		res, err := c.RunTool(ctx, "terminal", runtimeclient.ToolRequest{ConversationID: conv, Arguments: raw, Env: env})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/wire"
 )
 
@@ -29,9 +30,9 @@ const multipartSlack = 1 << 20
 func (s *Server) maxUploadBytes(r *http.Request) int64 {
 	limit := s.cfg.MaxUploadBytes
 	if limit <= 0 {
-		limit = DefaultMaxUploadBytes
+		limit = runtimeclient.DefaultMaxUploadBytes
 	}
-	if n, err := strconv.ParseInt(r.Header.Get(HeaderMaxUpload), 10, 64); err == nil && n > 0 {
+	if n, err := strconv.ParseInt(r.Header.Get(runtimeclient.HeaderMaxUpload), 10, 64); err == nil && n > 0 {
 		limit = min(limit, n)
 	}
 	return limit
@@ -42,7 +43,7 @@ func (s *Server) maxUploadBytes(r *http.Request) int64 {
 // over it at the end, so that the target is never seen half written and a failed upload
 // leaves nothing behind.
 func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
-	var q FileQuery
+	var q runtimeclient.FileQuery
 	if !decodeQuery(w, r, &q) {
 		return
 	}
@@ -57,7 +58,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		s.writeFileError(w, "upload", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, UploadResult{Success: true})
+	writeJSON(w, http.StatusOK, runtimeclient.UploadResult{Success: true})
 }
 
 func (s *Server) upload(r *http.Request, name string, limit int64) error {

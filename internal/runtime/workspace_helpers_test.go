@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // wsServer is a runtime serving a fresh workspace, for the workspace routes.
@@ -66,7 +68,7 @@ func (w *wsServer) do(method, path string, q url.Values, header http.Header, bod
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	req.Header.Set(HeaderSessionKey, testKey)
+	req.Header.Set(runtimeclient.HeaderSessionKey, testKey)
 	for k, v := range header {
 		req.Header[k] = v
 	}

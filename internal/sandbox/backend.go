@@ -3,6 +3,8 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // Backend runs sandboxes with one technology.
@@ -82,7 +84,8 @@ const (
 // Instance locates a started sandbox. The service stores it with the sandbox record.
 type Instance struct {
 	ID string `json:"id"`
-	// Endpoint reaches the runtime: "unix:/abs/path.sock" or "http://127.0.0.1:port".
+	// Endpoint reaches the runtime: "unix:/abs/path.sock", "http://127.0.0.1:port", or an
+	// https URL that a Transporter's transport reaches.
 	Endpoint string `json:"endpoint"`
 	// Workspace is the workspace directory as seen by processes inside the sandbox.
 	Workspace string `json:"workspace"`
@@ -90,6 +93,18 @@ type Instance struct {
 	HostWorkspace string `json:"host_workspace,omitempty"`
 	// State is backend-specific (pids, start times, container ids).
 	State json.RawMessage `json:"state,omitempty"`
+}
+
+// Transporter is implemented by backends whose runtimes this process does not reach at their
+// endpoint's address alone: a pod's runtime is found by its IP over TLS with the sandbox's
+// own certificate, or through the cluster's API server. The service's runtime clients (its
+// health checks too) go through the transport it returns for an instance; without it, they
+// dial the endpoint. Local backends' runtimes listen on unix sockets and need none.
+type Transporter interface {
+	// Transport returns how to reach the runtime of inst. It may be called for every client
+	// the service makes, so it must not block for long; the connections it makes may find
+	// the sandbox where it is at the moment (a resumed sandbox's new pod).
+	Transport(inst Instance) (runtimeclient.Transport, error)
 }
 
 // SpecChecker is implemented by backends that can tell, without starting anything, whether

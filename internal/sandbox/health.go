@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // waitHealthy polls the runtime of sb until it answers /alive and then /api/identity (which
 // proves it knows the key and is the right sandbox), or ctx ends.
 func (s *Service) waitHealthy(ctx context.Context, sb Sandbox, key string) error {
-	c, err := runtime.NewClient(sb.Instance.Endpoint, key)
+	c, err := s.newClient(sb.Instance, key)
 	if err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func (s *Service) waitHealthy(ctx context.Context, sb Sandbox, key string) error
 	}
 }
 
-func probe(ctx context.Context, c *runtime.Client, id string) error {
+func probe(ctx context.Context, c *runtimeclient.Client, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	if err := c.Alive(ctx); err != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/sandbox"
 )
 
@@ -88,7 +88,7 @@ func TestIdleAutoPause(t *testing.T) {
 	pass("just short of the timeout", timeout-time.Minute, all(running, running, running))
 	c, err := s.Client(ctx, "alice", used.ID)
 	must(t, err)
-	if _, err := c.Run(ctx, runtime.CommandRequest{Command: "true"}); err != nil {
+	if _, err := c.Run(ctx, runtimeclient.CommandRequest{Command: "true"}); err != nil {
 		t.Fatalf("run in the used sandbox: %v", err)
 	}
 	pass("at the timeout", time.Minute, all(paused, running, running))

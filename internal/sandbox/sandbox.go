@@ -1,6 +1,7 @@
 // Package sandbox defines what a sandbox is, the specs sandboxes start from, the backends that run
 // them and the service that owns their lifecycle. Backends live in child packages named after
-// their technology (process, bwrap, docker); sandboxtest holds the suite every backend passes.
+// their technology (process, bwrap, docker, kubernetes); sandboxtest holds the suite every
+// backend passes.
 package sandbox
 
 import (

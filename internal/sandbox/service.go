@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // Defaults of ServiceOptions.
@@ -130,8 +130,8 @@ type Service struct {
 
 	mu       sync.Mutex
 	closed   bool
-	starting map[string]*startWait      // readiness waits in flight, by sandbox id
-	clients  map[string]*runtime.Client // clients of RUNNING sandboxes, by sandbox id
+	starting map[string]*startWait            // readiness waits in flight, by sandbox id
+	clients  map[string]*runtimeclient.Client // clients of RUNNING sandboxes, by sandbox id
 	// lastActive and holds feed the idle auto-pause (idle.go).
 	lastActive map[string]time.Time
 	holds      map[string]int
@@ -165,7 +165,7 @@ func NewService(opts ServiceOptions) *Service {
 		metrics:       opts.Metrics,
 		onStatus:      opts.OnStatus,
 		starting:      map[string]*startWait{},
-		clients:       map[string]*runtime.Client{},
+		clients:       map[string]*runtimeclient.Client{},
 		lastActive:    map[string]time.Time{},
 		holds:         map[string]int{},
 	}
@@ -207,7 +207,7 @@ func (s *Service) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	clients := s.clients
-	s.clients = map[string]*runtime.Client{}
+	s.clients = map[string]*runtimeclient.Client{}
 	s.mu.Unlock()
 	s.stop()
 	s.wg.Wait()

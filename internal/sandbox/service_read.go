@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/paging"
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // waitRecheck is how often WaitRunning reads the store even without a notification, for
@@ -85,7 +85,7 @@ func (s *Service) SessionKey(ctx context.Context, ownerID, id string) (string, e
 
 // Client returns a client of the sandbox's runtime. Only a RUNNING sandbox has one that
 // answers; any other status is ErrState.
-func (s *Service) Client(ctx context.Context, ownerID, id string) (*runtime.Client, error) {
+func (s *Service) Client(ctx context.Context, ownerID, id string) (*runtimeclient.Client, error) {
 	unlock := s.locks.lock(id) // see Hold
 	defer unlock()
 	sb, err := s.store.GetSandbox(ctx, ownerID, id)
@@ -105,7 +105,7 @@ func (s *Service) Client(ctx context.Context, ownerID, id string) (*runtime.Clie
 	if err != nil {
 		return nil, err
 	}
-	c, err := runtime.NewClient(sb.Instance.Endpoint, key)
+	c, err := s.newClient(sb.Instance, key)
 	if err != nil {
 		return nil, fmt.Errorf("runtime client of sandbox %s: %w", id, err)
 	}
@@ -113,6 +113,20 @@ func (s *Service) Client(ctx context.Context, ownerID, id string) (*runtime.Clie
 		s.clients[id] = c
 	}
 	return c, nil
+}
+
+// newClient returns a client of the runtime of inst, through the backend's transport if it
+// supplies one (Transporter).
+func (s *Service) newClient(inst Instance, key string) (*runtimeclient.Client, error) {
+	t, ok := s.backend.(Transporter)
+	if !ok {
+		return runtimeclient.NewClient(inst.Endpoint, key)
+	}
+	tr, err := t.Transport(inst)
+	if err != nil {
+		return nil, fmt.Errorf("transport to the runtime of sandbox %s: %w", inst.ID, err)
+	}
+	return runtimeclient.NewClientWith(inst.Endpoint, key, tr)
 }
 
 // dropClient forgets the cached client of sandbox id.

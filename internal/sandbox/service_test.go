@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/paging"
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/process"
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
@@ -207,7 +207,7 @@ func TestServiceStartToRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.Run(ctx, runtime.CommandRequest{Command: "pwd"})
+	res, err := c.Run(ctx, runtimeclient.CommandRequest{Command: "pwd"})
 	if err != nil || res.Output != sb.Instance.Workspace+"\n" {
 		t.Fatalf("run: %+v, %v", res, err)
 	}
@@ -501,7 +501,7 @@ func TestServiceReconcile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := c.Run(ctx, runtime.CommandRequest{Command: "echo adopted"}); err != nil || res.Output != "adopted\n" {
+	if res, err := c.Run(ctx, runtimeclient.CommandRequest{Command: "echo adopted"}); err != nil || res.Output != "adopted\n" {
 		t.Fatalf("run in adopted sandbox: %+v, %v", res, err)
 	}
 	if err := s.Resume(ctx, "alice", paused.ID); err != nil {

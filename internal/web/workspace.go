@@ -10,7 +10,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/sandbox"
 )
 
@@ -40,7 +40,7 @@ func (a *App) workspaceJSON(ctx context.Context, ownerID, convID, route string, 
 		}
 		return v.SandboxID, err
 	}
-	resp, err := c.Workspace(ctx, runtime.WorkspaceRequest{Method: http.MethodGet, Route: route, Query: q})
+	resp, err := c.Workspace(ctx, runtimeclient.WorkspaceRequest{Method: http.MethodGet, Route: route, Query: q})
 	if err != nil {
 		return v.SandboxID, fmt.Errorf("workspace %s of sandbox %s: %w", route, v.SandboxID, err)
 	}
@@ -80,13 +80,13 @@ func problemText(err error) string {
 
 type changesData struct {
 	ID      string
-	Changes []runtime.GitChange
+	Changes []runtimeclient.GitChange
 	Problem string
 }
 
 func (a *App) changesFragment(w http.ResponseWriter, r *http.Request, s *signedIn) error {
 	d := changesData{ID: r.PathValue("id")}
-	if _, err := a.workspaceJSON(r.Context(), s.User.ID, d.ID, runtime.RouteGitChanges, nil, &d.Changes); err != nil {
+	if _, err := a.workspaceJSON(r.Context(), s.User.ID, d.ID, runtimeclient.RouteGitChanges, nil, &d.Changes); err != nil {
 		if d.Problem = problemText(err); d.Problem == "" {
 			return err
 		}
@@ -99,8 +99,8 @@ func (a *App) diffFragment(w http.ResponseWriter, r *http.Request, s *signedIn) 
 	if path == "" {
 		return &webError{http.StatusBadRequest, "Which file? The path is missing."}
 	}
-	var gd runtime.GitDiff
-	if _, err := a.workspaceJSON(r.Context(), s.User.ID, r.PathValue("id"), runtime.RouteGitDiff, url.Values{"path": {path}}, &gd); err != nil {
+	var gd runtimeclient.GitDiff
+	if _, err := a.workspaceJSON(r.Context(), s.User.ID, r.PathValue("id"), runtimeclient.RouteGitDiff, url.Values{"path": {path}}, &gd); err != nil {
 		msg := problemText(err)
 		if msg == "" {
 			return err
@@ -134,7 +134,7 @@ const maxListedFiles = 2000
 func (a *App) filesFragment(w http.ResponseWriter, r *http.Request, s *signedIn) error {
 	var d filesData
 	var err error
-	if d.SandboxID, err = a.workspaceJSON(r.Context(), s.User.ID, r.PathValue("id"), runtime.RouteFileTree, nil, &d.Files); err != nil {
+	if d.SandboxID, err = a.workspaceJSON(r.Context(), s.User.ID, r.PathValue("id"), runtimeclient.RouteFileTree, nil, &d.Files); err != nil {
 		if d.Problem = problemText(err); d.Problem == "" {
 			return err
 		}

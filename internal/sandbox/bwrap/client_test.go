@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/sandbox"
 )
 
 // client returns a client of the sandbox's runtime once it answers.
-func client(t *testing.T, inst sandbox.Instance, key string) *runtime.Client {
+func client(t *testing.T, inst sandbox.Instance, key string) *runtimeclient.Client {
 	t.Helper()
-	c, err := runtime.NewClient(inst.Endpoint, key)
+	c, err := runtimeclient.NewClient(inst.Endpoint, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,11 +35,11 @@ func client(t *testing.T, inst sandbox.Instance, key string) *runtime.Client {
 	}
 }
 
-func runIn(t *testing.T, c *runtime.Client, command string) runtime.CommandResult {
+func runIn(t *testing.T, c *runtimeclient.Client, command string) runtimeclient.CommandResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := c.Run(ctx, runtime.CommandRequest{Command: command})
+	res, err := c.Run(ctx, runtimeclient.CommandRequest{Command: command})
 	if err != nil {
 		t.Fatalf("run %q: %v", command, err)
 	}

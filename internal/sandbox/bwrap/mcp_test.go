@@ -22,7 +22,7 @@ import (
 	"github.com/agentd/agentd/internal/app/apptest"
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/llm/llmtest"
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
 	"github.com/agentd/agentd/internal/tool/mcp/mcptest"
@@ -366,7 +366,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := rt.Run(context.Background(), runtime.CommandRequest{Command: "tr '\\0' ' ' < /proc/" + nsPID + "/cmdline", TimeoutSeconds: 60})
+	res, err := rt.Run(context.Background(), runtimeclient.CommandRequest{Command: "tr '\\0' ' ' < /proc/" + nsPID + "/cmdline", TimeoutSeconds: 60})
 	if err != nil || !strings.Contains(res.Output, marker) {
 		t.Errorf("inside the sandbox, pid %s is %+v, %v; want the server", nsPID, res, err)
 	}

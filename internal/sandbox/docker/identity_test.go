@@ -11,7 +11,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
 )
@@ -32,7 +32,7 @@ func TestIdentities(t *testing.T) {
 	c := waitRuntime(t, inst, key)
 
 	// The command's shell is a child of the runtime.
-	res, err := c.Run(ctx, runtime.CommandRequest{Command: `status() { grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/$1/status | tr '\t' ' ' | sed "s/^/$2 /"; }; ` +
+	res, err := c.Run(ctx, runtimeclient.CommandRequest{Command: `status() { grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/$1/status | tr '\t' ' ' | sed "s/^/$2 /"; }; ` +
 		`status self command; status $PPID runtime; status 1 init; ` +
 		`kill -0 $PPID 2>/dev/null && echo "signalled runtime"; kill -0 1 2>/dev/null && echo "signalled init"; true`})
 	if err != nil {
@@ -74,7 +74,7 @@ func TestIdentities(t *testing.T) {
 	if err != nil || tr.IsError {
 		t.Fatalf("file editor create: %q (error result %v), %v", tr.Text, tr.IsError, err)
 	}
-	if res, err := c.Run(ctx, runtime.CommandRequest{Command: "mkdir by-command && echo x > by-command/file"}); err != nil || res.ExitCode != 0 {
+	if res, err := c.Run(ctx, runtimeclient.CommandRequest{Command: "mkdir by-command && echo x > by-command/file"}); err != nil || res.ExitCode != 0 {
 		t.Fatalf("write the workspace from a command: %+v, %v", res, err)
 	}
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
 )
@@ -106,7 +106,7 @@ func TestServiceReconcile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := c.Run(ctx, runtime.CommandRequest{Command: "echo adopted"}); err != nil || res.Output != "adopted\n" {
+	if res, err := c.Run(ctx, runtimeclient.CommandRequest{Command: "echo adopted"}); err != nil || res.Output != "adopted\n" {
 		t.Fatalf("run in the adopted sandbox: %+v, %v", res, err)
 	}
 	for _, sb := range []sandbox.Sandbox{live, died} {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
 )
@@ -99,7 +99,7 @@ func TestContainerSettings(t *testing.T) {
 		t.Errorf("workspace %q, host workspace %q", inst.Workspace, inst.HostWorkspace)
 	}
 	c := waitRuntime(t, inst, key)
-	if res, err := c.Run(ctx, runtime.CommandRequest{Command: "pwd; id -u; id -g; echo $GREETING; ls -A /.agentd/run 2>/dev/null || echo closed"}); err != nil ||
+	if res, err := c.Run(ctx, runtimeclient.CommandRequest{Command: "pwd; id -u; id -g; echo $GREETING; ls -A /.agentd/run 2>/dev/null || echo closed"}); err != nil ||
 		res.Output != fmt.Sprintf("/home/agent/work\n%d\n%[1]d\nhello\nclosed\n", DefaultUID) {
 		t.Errorf("pwd, user, environment and run directory in the sandbox: %+v, %v", res, err)
 	}
@@ -158,9 +158,9 @@ func TestContainerSettings(t *testing.T) {
 }
 
 // waitRuntime waits until the runtime of inst answers with key.
-func waitRuntime(t *testing.T, inst sandbox.Instance, key string) *runtime.Client {
+func waitRuntime(t *testing.T, inst sandbox.Instance, key string) *runtimeclient.Client {
 	t.Helper()
-	c, err := runtime.NewClient(inst.Endpoint, key)
+	c, err := runtimeclient.NewClient(inst.Endpoint, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestTools(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("file editor create: %q (error result %v), %v", res.Text, res.IsError, err)
 	}
-	if out, err := c.Run(ctx, runtime.CommandRequest{Command: "cat /workspace/notes.txt"}); err != nil || out.Output != "hello\n" {
+	if out, err := c.Run(ctx, runtimeclient.CommandRequest{Command: "cat /workspace/notes.txt"}); err != nil || out.Output != "hello\n" {
 		t.Fatalf("file written by the editor: %+v, %v", out, err)
 	}
 }

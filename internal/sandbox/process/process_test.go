@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/hostproc"
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
@@ -182,7 +182,7 @@ func TestPauseWhileForking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := runtime.NewClient(inst.Endpoint, "k")
+	c, err := runtimeclient.NewClient(inst.Endpoint, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestPauseWhileForking(t *testing.T) {
 		err := c.Alive(ctx)
 		return err == nil, fmt.Sprint(err)
 	})
-	if _, err := c.Run(ctx, runtime.CommandRequest{Command: `nohup sh -c 'while :; do /bin/true; /bin/true & done' >/dev/null 2>&1 &`}); err != nil {
+	if _, err := c.Run(ctx, runtimeclient.CommandRequest{Command: `nohup sh -c 'while :; do /bin/true; /bin/true & done' >/dev/null 2>&1 &`}); err != nil {
 		t.Fatal(err)
 	}
 	// forked reports whether the session has a process that is not in seen: the loop forks.

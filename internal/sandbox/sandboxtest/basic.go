@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // testStartAndAuth: the runtime answers with the session key and refuses without it.
@@ -25,16 +25,16 @@ func (s *suite) testStartAndAuth(t *testing.T) {
 		t.Fatalf("identity %+v; want sandbox %s, workspace %s", id, bx.inst.ID, bx.inst.Workspace)
 	}
 
-	wrong, err := runtime.NewClient(bx.inst.Endpoint, "not-the-key")
+	wrong, err := NewClient(b, bx.inst, "not-the-key")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer wrong.CloseIdleConnections()
-	var se *runtime.StatusError
+	var se *runtimeclient.StatusError
 	if _, err := wrong.Identity(ctx); !errors.As(err, &se) || se.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("identity with a wrong key: %v, want 401", err)
 	}
-	if _, err := wrong.Run(ctx, runtime.CommandRequest{Command: "true"}); !errors.As(err, &se) || se.StatusCode != http.StatusUnauthorized {
+	if _, err := wrong.Run(ctx, runtimeclient.CommandRequest{Command: "true"}); !errors.As(err, &se) || se.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("command with a wrong key: %v, want 401", err)
 	}
 
@@ -42,7 +42,7 @@ func (s *suite) testStartAndAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Del(runtime.HeaderSessionKey)
+	req.Header.Del(runtimeclient.HeaderSessionKey)
 	resp, err := bx.client.HTTPClient().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -62,13 +62,13 @@ func (s *suite) testCommands(t *testing.T) {
 	bx := s.start(t, s.newBackend(t), s.spec())
 	tests := []struct {
 		command string
-		want    runtime.CommandResult
+		want    runtimeclient.CommandResult
 	}{
-		{"echo hello", runtime.CommandResult{Output: "hello\n"}},
-		{"pwd", runtime.CommandResult{Output: bx.inst.Workspace + "\n"}},
-		{"echo out; echo err >&2; exit 7", runtime.CommandResult{ExitCode: 7, Output: "out\nerr\n"}},
-		{"false", runtime.CommandResult{ExitCode: 1}},
-		{"echo ${" + runtime.KeyEnv + ":-no key}", runtime.CommandResult{Output: "no key\n"}},
+		{"echo hello", runtimeclient.CommandResult{Output: "hello\n"}},
+		{"pwd", runtimeclient.CommandResult{Output: bx.inst.Workspace + "\n"}},
+		{"echo out; echo err >&2; exit 7", runtimeclient.CommandResult{ExitCode: 7, Output: "out\nerr\n"}},
+		{"false", runtimeclient.CommandResult{ExitCode: 1}},
+		{"echo ${" + runtimeclient.KeyEnv + ":-no key}", runtimeclient.CommandResult{Output: "no key\n"}},
 	}
 	for _, tt := range tests {
 		if got := run(t, bx.client, tt.command); got != tt.want {

@@ -1,6 +1,7 @@
 package sandboxtest
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -12,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // testEscape runs the escape suite: what a hostile agent would try from inside a sandbox of
@@ -55,10 +56,11 @@ type hostServer struct {
 	port   string
 }
 
-// serveHost starts a hostServer listening on addr ("127.0.0.1:0", "0.0.0.0:0").
-func serveHost(t *testing.T, addr string) hostServer {
+// serveHost starts a hostServer listening on addr ("127.0.0.1:0", "0.0.0.0:0") of the
+// sandboxes' host network.
+func (s *suite) serveHost(t *testing.T, addr string) hostServer {
 	t.Helper()
-	ln, err := net.Listen("tcp4", addr)
+	ln, err := s.host().listen("tcp4", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,10 +73,10 @@ func serveHost(t *testing.T, addr string) hostServer {
 	return hs
 }
 
-// hostAddrs are the host's IPv4 addresses other than loopback.
-func hostAddrs(t *testing.T) []string {
+// hostAddrs are the IPv4 addresses of the sandboxes' host network other than loopback.
+func (s *suite) hostAddrs(t *testing.T) []string {
 	t.Helper()
-	addrs, err := net.InterfaceAddrs()
+	addrs, err := s.host().interfaceAddrs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,11 +131,11 @@ const gatewayScript = `while read -r iface dest gw rest; do if [ "$dest" = 00000
 // its loopback (an agentd-like server listens there), not its other addresses, not the
 // sandbox's gateway, not the host-loopback alias of slirp4netns (10.0.2.2).
 func (s *suite) escapeHostNetwork(t *testing.T) {
-	lo := serveHost(t, "127.0.0.1:0")
-	all := serveHost(t, "0.0.0.0:0")
+	lo := s.serveHost(t, "127.0.0.1:0")
+	all := s.serveHost(t, "0.0.0.0:0")
 	bx := s.start(t, s.newBackend(t), s.spec())
 	targets := []string{"127.0.0.1:" + lo.port, "127.0.0.1:" + all.port, "10.0.2.2:" + lo.port, "10.0.2.2:" + all.port}
-	for _, a := range hostAddrs(t) {
+	for _, a := range s.hostAddrs(t) {
 		targets = append(targets, a+":"+all.port)
 	}
 	for gw := range strings.FieldsSeq(run(t, bx.client, bashProbe+gatewayScript).Output) {
@@ -151,8 +153,8 @@ func (s *suite) escapeBindPort(t *testing.T) {
 	if s.opts.AgentdPath == "" {
 		t.Skip("Options.AgentdPath is not set")
 	}
-	host := serveHost(t, "127.0.0.1:0")
-	free, err := net.Listen("tcp4", "127.0.0.1:0")
+	host := s.serveHost(t, "127.0.0.1:0")
+	free, err := s.host().listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,12 +166,13 @@ func (s *suite) escapeBindPort(t *testing.T) {
 		res := run(t, bx.client, bashProbe+fmt.Sprintf(
 			"(%s=probe %s runtime --listen tcp:0.0.0.0:%s --workspace /tmp/probe-%s > /dev/null 2>&1 &); "+
 				"for i in $(seq 600); do (exec 3<>/dev/tcp/127.0.0.1/%s) 2>/dev/null && { echo listening; exit 0; }; sleep 0.1; done; echo never",
-			runtime.KeyEnv, s.opts.AgentdPath, port, port, port))
+			runtimeclient.KeyEnv, s.opts.AgentdPath, port, port, port))
 		if !strings.Contains(res.Output, "listening") {
 			t.Fatalf("the sandbox's own server on port %s did not come up: %+v", port, res)
 		}
 	}
-	c := &http.Client{Timeout: 30 * time.Second}
+	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: s.host().dial}}
+	defer c.CloseIdleConnections()
 	resp, err := c.Get("http://127.0.0.1:" + host.port + "/")
 	if err != nil {
 		t.Fatalf("the host's server on port %s after the sandbox bound it: %v", host.port, err)
@@ -179,8 +182,10 @@ func (s *suite) escapeBindPort(t *testing.T) {
 	if string(body) != host.marker {
 		t.Fatalf("a client of the host's port %s got %q from someone else: the sandbox took the port", host.port, body)
 	}
-	for _, a := range append([]string{"127.0.0.1"}, hostAddrs(t)...) {
-		conn, err := net.DialTimeout("tcp4", net.JoinHostPort(a, freePort), 10*time.Second)
+	for _, a := range append([]string{"127.0.0.1"}, s.hostAddrs(t)...) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		conn, err := s.host().dial(ctx, "tcp4", net.JoinHostPort(a, freePort))
+		cancel()
 		if err == nil {
 			conn.Close()
 			t.Errorf("the host reached a server of the sandbox at %s:%s", a, freePort)

@@ -33,9 +33,9 @@ type internet struct {
 
 // newInternet makes the namespace and its server, removed at cleanup. It needs root and
 // iproute2's ip: without them it skips, or fails under CI.
-func newInternet(t *testing.T) internet {
+func newInternet(t *testing.T, host hostNet) internet {
 	t.Helper()
-	ns, peerAddr, linkLocal := makeInternet(t)
+	ns, peerAddr, linkLocal := makeInternet(t, host)
 	ln := listenIn(t, ns)
 	in := internet{addr: peerAddr, linkLocal: linkLocal, port: strconv.Itoa(ln.Addr().(*net.TCPAddr).Port),
 		marker: "agentd-internet-" + NewKey()[:16]}
@@ -52,7 +52,7 @@ func newInternet(t *testing.T) internet {
 // skips, or fails under CI.
 func ServeOnInternet(t *testing.T, h http.Handler) string {
 	t.Helper()
-	ns, addr, _ := makeInternet(t)
+	ns, addr, _ := makeInternet(t, hostNet{})
 	ln := listenIn(t, ns)
 	serveOn(t, ln, h)
 	return "http://" + net.JoinHostPort(addr, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
@@ -67,9 +67,9 @@ func serveOn(t *testing.T, ln net.Listener, h http.Handler) {
 	t.Cleanup(func() { srv.Close() })
 }
 
-// makeInternet makes the namespace, removed at cleanup, and returns its path, the address of
-// its end of the veth pair and its link-local address.
-func makeInternet(t *testing.T) (nsPath, addr, linkLocal string) {
+// makeInternet makes the namespace, joined to host's, removed at cleanup, and returns its
+// path, the address of its end of the veth pair and its link-local address.
+func makeInternet(t *testing.T, host hostNet) (nsPath, addr, linkLocal string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		Unavailable(t, "the stand-in for the internet is a network namespace, which needs root")
@@ -98,18 +98,19 @@ func makeInternet(t *testing.T) (nsPath, addr, linkLocal string) {
 			t.Errorf("cleanup: ip netns del %s: %v: %s", ns, err, out)
 		}
 	})
-	ip("link", "add", hostIf, "type", "veth", "peer", "name", nsIf, "netns", ns)
-	ip("addr", "add", hostAddr+"/30", "dev", hostIf)
-	ip("link", "set", hostIf, "up")
+	onHost := func(args ...string) { t.Helper(); ip(append(host.ipArgs(), args...)...) }
+	onHost("link", "add", hostIf, "type", "veth", "peer", "name", nsIf, "netns", ns)
+	onHost("addr", "add", hostAddr+"/30", "dev", hostIf)
+	onHost("link", "set", hostIf, "up")
 	ip("-n", ns, "link", "set", "lo", "up")
 	ip("-n", ns, "addr", "add", peerAddr+"/30", "dev", nsIf)
 	ip("-n", ns, "addr", "add", linkLocal+"/32", "dev", nsIf)
 	ip("-n", ns, "link", "set", nsIf, "up")
 	// Back to the host for everything: sandboxes on a bridge without NAT come from its range.
 	ip("-n", ns, "route", "add", "default", "via", hostAddr)
-	ip("route", "add", linkLocal+"/32", "via", peerAddr, "dev", hostIf)
+	onHost("route", "add", linkLocal+"/32", "via", peerAddr, "dev", hostIf)
 	for _, a := range []string{peerAddr, linkLocal} {
-		out, err := exec.Command("ip", "route", "get", a).CombinedOutput()
+		out, err := exec.Command("ip", append(host.ipArgs(), "route", "get", a)...).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "dev "+hostIf+" ") {
 			t.Fatalf("the host's route to %s is not the test's veth %s: %s %v", a, hostIf, out, err)
 		}
@@ -162,8 +163,8 @@ func getScript(addr, port string) string {
 // escapeEgress: a sandbox of the default network reaches a server past the host (the
 // internet), and neither the link-local address beside it nor the host's loopback.
 func (s *suite) escapeEgress(t *testing.T) {
-	in := newInternet(t)
-	lo := serveHost(t, "127.0.0.1:0")
+	in := newInternet(t, s.host())
+	lo := s.serveHost(t, "127.0.0.1:0")
 	bx := s.start(t, s.newBackend(t), s.spec())
 	res := run(t, bx.client, getScript(in.addr, in.port))
 	if !strings.Contains(res.Output, in.marker) {

@@ -127,22 +127,13 @@ func (s *suite) checkOtherSandboxes(t *testing.T) {
 // through loopback nor through any other of the host's addresses. It needs bash, whose
 // /dev/tcp is the client.
 func (s *suite) checkNetwork(t *testing.T) {
-	ln, err := net.Listen("tcp4", "0.0.0.0:0")
+	ln, err := s.host().listen("tcp4", "0.0.0.0:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	hosts := []string{"127.0.0.1"}
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range addrs {
-		if ip, ok := a.(*net.IPNet); ok && ip.IP.To4() != nil && !ip.IP.IsLoopback() {
-			hosts = append(hosts, ip.IP.String())
-		}
-	}
+	hosts := append([]string{"127.0.0.1"}, s.hostAddrs(t)...)
 	spec := s.spec()
 	spec.Network = sandbox.NetworkNone
 	bx := s.start(t, s.newBackend(t), spec)

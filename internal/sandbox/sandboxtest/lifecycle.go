@@ -17,10 +17,15 @@ import (
 const counterScript = `(i=0; while true; do i=$((i+1)); echo $i > counter; sleep 0.05; done) > /dev/null 2>&1 &`
 
 // testPauseResume: pausing freezes every process (a background counter stops, the runtime
-// stops answering); resuming thaws them.
+// stops answering); resuming thaws them. A backend that cannot freeze (Capabilities.Freeze
+// unset) stops them instead and keeps the workspace (pauseResumeStops).
 func (s *suite) testPauseResume(t *testing.T) {
 	b := s.newBackend(t)
 	bx := s.start(t, b, s.spec())
+	if !b.Capabilities().Freeze {
+		s.pauseResumeStops(t, b, bx)
+		return
+	}
 	if bx.inst.HostWorkspace == "" {
 		s.pauseResumeWithoutHost(t, b, bx)
 		return
@@ -46,6 +51,44 @@ func (s *suite) testPauseResume(t *testing.T) {
 	inspect(t, b, bx.inst, sandbox.StateRunning)
 	waitAdvance(t, counter)
 	waitAnswers(t, bx.client)
+	if err := b.Resume(ctx, bx.inst); err != nil {
+		t.Fatalf("resume twice: %v", err)
+	}
+}
+
+// pauseResumeStops is testPauseResume for a backend whose pause stops the sandbox's
+// processes: once paused, none is left and the runtime does not answer; once resumed, the
+// runtime answers again, in a sandbox whose workspace holds what it held, and whose
+// processes are new.
+func (s *suite) pauseResumeStops(t *testing.T, b sandbox.Backend, bx *box) {
+	ctx := context.Background()
+	marker := "sleep " + markerSeconds()
+	run(t, bx.client, "printf kept > kept && ("+marker+"; true) > /dev/null 2>&1 &")
+	waitProcess(t, marker)
+
+	if err := b.Pause(ctx, bx.inst); err != nil {
+		t.Fatalf("pause: %v", err)
+	}
+	inspect(t, b, bx.inst, sandbox.StatePaused)
+	answersNot(t, bx.client)
+	if left := processesWith(marker, bx.inst.ID); len(left) > 0 {
+		t.Fatalf("processes of a paused sandbox that cannot freeze are left: %q", left)
+	}
+	if err := b.Pause(ctx, bx.inst); err != nil {
+		t.Fatalf("pause twice: %v", err)
+	}
+
+	if err := b.Resume(ctx, bx.inst); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	inspect(t, b, bx.inst, sandbox.StateRunning)
+	waitAnswers(t, bx.client)
+	if res := run(t, bx.client, "cat kept"); res.Output != "kept" {
+		t.Fatalf("the workspace after a pause and a resume: %+v, want the file written before", res)
+	}
+	if left := processesWith(marker); len(left) > 0 {
+		t.Fatalf("a process from before the pause runs after the resume: %q", left)
+	}
 	if err := b.Resume(ctx, bx.inst); err != nil {
 		t.Fatalf("resume twice: %v", err)
 	}

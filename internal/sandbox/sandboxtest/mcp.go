@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
+	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/tool/mcp"
 	"github.com/agentd/agentd/internal/tool/mcp/mcptest"
 )
@@ -34,7 +35,7 @@ func (s *suite) testMCP(t *testing.T) {
 	marker := "mcp-marker-" + NewID()
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
-	st, err := bx.client.ConfigureMCP(ctx, "conv", runtime.MCPConfigureRequest{Servers: []mcp.Server{{
+	st, err := bx.client.ConfigureMCP(ctx, "conv", runtimeclient.MCPConfigureRequest{Servers: []mcp.Server{{
 		Name: "local", Transport: mcp.Stdio, Command: command, Args: []string{marker},
 		Env: map[string]string{mcptest.ModeEnv: "stdio", "MCP_GIVEN": "given-value"},
 	}}})
@@ -90,6 +91,11 @@ func (s *suite) testMCP(t *testing.T) {
 		}
 	}
 
+	if !b.Capabilities().Freeze {
+		s.mcpAcrossStop(t, b, bx, command, marker)
+		return
+	}
+
 	// The freeze: the server writes down the time every 50 ms; it writes none between the
 	// moment Pause returned and the moment Resume was called, and carries on after (the
 	// sandbox shares the host's clock, which makes the times comparable).
@@ -138,4 +144,34 @@ func cgroupOf(t *testing.T, needle string) string {
 		}
 	}
 	return group
+}
+
+// mcpAcrossStop is the end of testMCP for a backend whose pause stops the sandbox's
+// processes: the server ends with the pause, and once the sandbox is resumed, the runtime
+// starts it again when it is configured again (as a conversation does).
+func (s *suite) mcpAcrossStop(t *testing.T, b sandbox.Backend, bx *box, command, marker string) {
+	if err := b.Pause(context.Background(), bx.inst); err != nil {
+		t.Fatalf("pause: %v", err)
+	}
+	if left := processesWith(marker); len(left) > 0 {
+		t.Fatalf("the stdio server runs on in a paused sandbox that cannot freeze: %q", left)
+	}
+	if err := b.Resume(context.Background(), bx.inst); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	waitAnswers(t, bx.client)
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	st, err := bx.client.ConfigureMCP(ctx, "conv", runtimeclient.MCPConfigureRequest{Servers: []mcp.Server{{
+		Name: "local", Transport: mcp.Stdio, Command: command, Args: []string{marker},
+		Env: map[string]string{mcptest.ModeEnv: "stdio"},
+	}}})
+	if err != nil || len(st.Servers) != 1 || st.Servers[0].Error != "" {
+		t.Fatalf("configure after the resume: %+v, %v", st, err)
+	}
+	res, err := bx.client.CallMCP(ctx, "conv", "local", "echo", json.RawMessage(`{"text":"after the resume"}`))
+	if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].Text != "after the resume" {
+		t.Fatalf("echo after the resume = %+v, %v", res, err)
+	}
+	s.destroyAndCheck(t, bx, marker)
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/sandbox"
 )
 
@@ -56,7 +56,7 @@ func (s *suite) pauseResumeWithoutHost(t *testing.T, b sandbox.Backend, bx *box)
 
 // waitTickAfter waits until the file (in the workspace, as tickScript writes it) holds a time
 // after since, and returns them all.
-func waitTickAfter(t *testing.T, c *runtime.Client, file string, since time.Time) []time.Time {
+func waitTickAfter(t *testing.T, c *runtimeclient.Client, file string, since time.Time) []time.Time {
 	t.Helper()
 	deadline := time.Now().Add(changeTimeout)
 	for {
@@ -76,7 +76,7 @@ func waitTickAfter(t *testing.T, c *runtime.Client, file string, since time.Time
 	}
 }
 
-func readTicks(t *testing.T, c *runtime.Client, file string) []time.Time {
+func readTicks(t *testing.T, c *runtimeclient.Client, file string) []time.Time {
 	t.Helper()
 	res := run(t, c, "cat '"+file+"' 2>/dev/null; true")
 	var ticks []time.Time

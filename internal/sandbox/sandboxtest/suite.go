@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/sandbox"
 )
 
@@ -83,6 +83,11 @@ type Options struct {
 	// DefaultLimits are the limits of the server's default spec, which the escape suite's
 	// memory hog and fork bomb run under.
 	DefaultLimits sandbox.Limits
+	// Netns is the path of the network namespace of the machine that runs the sandboxes
+	// (/run/netns/NAME), when it is not this process's: a test cluster's node. The escape
+	// suite's stand-ins for agentd listen there, and its stand-in for the internet is
+	// joined to it.
+	Netns string
 	// KnownEscapes names escape probes the backend fails, each with the reason; they are
 	// skipped with it rather than hidden.
 	KnownEscapes map[string]string
@@ -161,7 +166,7 @@ type box struct {
 	backend   sandbox.Backend // the backend that manages it now
 	inst      sandbox.Instance
 	key       string
-	client    *runtime.Client
+	client    *runtimeclient.Client
 	destroyed bool
 }
 
@@ -235,7 +240,7 @@ func (s *suite) start(t *testing.T, b sandbox.Backend, spec sandbox.Spec) *box {
 	bx.mu.Lock()
 	bx.inst = inst
 	bx.mu.Unlock()
-	bx.client, err = runtime.NewClient(inst.Endpoint, bx.key)
+	bx.client, err = NewClient(b, inst, bx.key)
 	if err != nil {
 		t.Fatalf("client for %q: %v", inst.Endpoint, err)
 	}
@@ -244,8 +249,22 @@ func (s *suite) start(t *testing.T, b sandbox.Backend, spec sandbox.Spec) *box {
 	return bx
 }
 
+// NewClient returns a client of the runtime of inst, through b's transport if it supplies
+// one (sandbox.Transporter), as the sandbox service makes them.
+func NewClient(b sandbox.Backend, inst sandbox.Instance, key string) (*runtimeclient.Client, error) {
+	t, ok := b.(sandbox.Transporter)
+	if !ok {
+		return runtimeclient.NewClient(inst.Endpoint, key)
+	}
+	tr, err := t.Transport(inst)
+	if err != nil {
+		return nil, err
+	}
+	return runtimeclient.NewClientWith(inst.Endpoint, key, tr)
+}
+
 // waitAnswers waits until the runtime answers an authenticated request.
-func waitAnswers(t *testing.T, c *runtime.Client) {
+func waitAnswers(t *testing.T, c *runtimeclient.Client) {
 	t.Helper()
 	deadline := time.Now().Add(readyTimeout)
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
@@ -265,7 +284,7 @@ func waitAnswers(t *testing.T, c *runtime.Client) {
 }
 
 // answersNot checks that the runtime does not answer a liveness probe in time.
-func answersNot(t *testing.T, c *runtime.Client) {
+func answersNot(t *testing.T, c *runtimeclient.Client) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), frozenDeadline)
 	defer cancel()
@@ -276,7 +295,7 @@ func answersNot(t *testing.T, c *runtime.Client) {
 	}
 }
 
-func run(t *testing.T, c *runtime.Client, command string) runtime.CommandResult {
+func run(t *testing.T, c *runtimeclient.Client, command string) runtimeclient.CommandResult {
 	t.Helper()
 	return runWithin(t, c, command, runTimeout)
 }
@@ -286,11 +305,11 @@ func run(t *testing.T, c *runtime.Client, command string) runtime.CommandResult 
 const hogTimeout = 10 * time.Minute
 
 // runWithin is run with its own bound, for the runtime and for the wait.
-func runWithin(t *testing.T, c *runtime.Client, command string, within time.Duration) runtime.CommandResult {
+func runWithin(t *testing.T, c *runtimeclient.Client, command string, within time.Duration) runtimeclient.CommandResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	res, err := c.Run(ctx, runtime.CommandRequest{Command: command, TimeoutSeconds: int(within / time.Second)})
+	res, err := c.Run(ctx, runtimeclient.CommandRequest{Command: command, TimeoutSeconds: int(within / time.Second)})
 	if err != nil {
 		t.Fatalf("run %q: %v", command, err)
 	}

@@ -11,11 +11,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/internal/runtime"
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // workspaceCall sends a request to a workspace route and reads the answer whole.
-func workspaceCall(t *testing.T, c *runtime.Client, wr runtime.WorkspaceRequest) (int, []byte) {
+func workspaceCall(t *testing.T, c *runtimeclient.Client, wr runtimeclient.WorkspaceRequest) (int, []byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
@@ -41,7 +41,7 @@ func (s *suite) testWorkspace(t *testing.T) {
 	fw, _ := mw.CreateFormFile("file", "note.txt")
 	fw.Write([]byte("uploaded"))
 	mw.Close()
-	st, b := workspaceCall(t, bx.client, runtime.WorkspaceRequest{Method: http.MethodPost, Route: runtime.RouteFileUpload,
+	st, b := workspaceCall(t, bx.client, runtimeclient.WorkspaceRequest{Method: http.MethodPost, Route: runtimeclient.RouteFileUpload,
 		Query:  url.Values{"path": {"dir/note.txt"}},
 		Header: http.Header{"Content-Type": {mw.FormDataContentType()}}, Body: &body, Size: int64(body.Len())})
 	if st != http.StatusOK {
@@ -50,7 +50,7 @@ func (s *suite) testWorkspace(t *testing.T) {
 	if res := run(t, bx.client, "cat dir/note.txt"); res.Output != "uploaded" {
 		t.Fatalf("the uploaded file reads %+v in the sandbox", res)
 	}
-	st, b = workspaceCall(t, bx.client, runtime.WorkspaceRequest{Method: http.MethodGet, Route: runtime.RouteFileDownload,
+	st, b = workspaceCall(t, bx.client, runtimeclient.WorkspaceRequest{Method: http.MethodGet, Route: runtimeclient.RouteFileDownload,
 		Query: url.Values{"path": {bx.inst.Workspace + "/dir/note.txt"}}})
 	if st != http.StatusOK || string(b) != "uploaded" {
 		t.Fatalf("download: %d %q", st, b)
@@ -59,18 +59,18 @@ func (s *suite) testWorkspace(t *testing.T) {
 	if res := run(t, bx.client, "ln -s /etc out"); res.ExitCode != 0 {
 		t.Fatalf("make a link: %+v", res)
 	}
-	st, b = workspaceCall(t, bx.client, runtime.WorkspaceRequest{Method: http.MethodGet, Route: runtime.RouteFileDownload,
+	st, b = workspaceCall(t, bx.client, runtimeclient.WorkspaceRequest{Method: http.MethodGet, Route: runtimeclient.RouteFileDownload,
 		Query: url.Values{"path": {"out/passwd"}}})
 	if st != http.StatusBadRequest || !strings.Contains(string(b), "leads out of the workspace") {
 		t.Fatalf("download through a link out of the workspace: %d %s", st, b)
 	}
 
-	if st, b := workspaceCall(t, bx.client, runtime.WorkspaceRequest{Method: http.MethodGet, Route: runtime.RouteGitChanges}); st != http.StatusOK || string(b) != "[]\n" {
+	if st, b := workspaceCall(t, bx.client, runtimeclient.WorkspaceRequest{Method: http.MethodGet, Route: runtimeclient.RouteGitChanges}); st != http.StatusOK || string(b) != "[]\n" {
 		t.Fatalf("git changes of a workspace without a repository: %d %s, want []", st, b)
 	}
 	if res := run(t, bx.client, "command -v git"); res.ExitCode != 0 {
 		run(t, bx.client, "mkdir -p fake/.git")
-		st, b := workspaceCall(t, bx.client, runtime.WorkspaceRequest{Method: http.MethodGet, Route: runtime.RouteGitChanges,
+		st, b := workspaceCall(t, bx.client, runtimeclient.WorkspaceRequest{Method: http.MethodGet, Route: runtimeclient.RouteGitChanges,
 			Query: url.Values{"path": {"fake"}}})
 		if st != http.StatusNotImplemented || !strings.Contains(string(b), "git is not installed") {
 			t.Fatalf("git changes of a repository in a sandbox without git: %d %s, want 501", st, b)
@@ -83,11 +83,11 @@ func (s *suite) testWorkspace(t *testing.T) {
 		git+" commit -q -m first && printf 'b\\n' > a.txt && printf 'n\\n' > new.txt"); res.ExitCode != 0 {
 		t.Fatalf("make a repository: %+v", res)
 	}
-	st, b = workspaceCall(t, bx.client, runtime.WorkspaceRequest{Method: http.MethodGet, Route: runtime.RouteGitChanges,
+	st, b = workspaceCall(t, bx.client, runtimeclient.WorkspaceRequest{Method: http.MethodGet, Route: runtimeclient.RouteGitChanges,
 		Query: url.Values{"path": {"repo"}}})
-	var changes []runtime.GitChange
+	var changes []runtimeclient.GitChange
 	if st != http.StatusOK || json.Unmarshal(b, &changes) != nil || len(changes) != 2 ||
-		changes[0] != (runtime.GitChange{Status: runtime.GitUpdated, Path: "a.txt"}) || changes[1] != (runtime.GitChange{Status: runtime.GitAdded, Path: "new.txt"}) {
+		changes[0] != (runtimeclient.GitChange{Status: runtimeclient.GitUpdated, Path: "a.txt"}) || changes[1] != (runtimeclient.GitChange{Status: runtimeclient.GitAdded, Path: "new.txt"}) {
 		t.Fatalf("git changes: %d %s", st, b)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -218,8 +220,23 @@ func (c *Cluster) up(ctx context.Context, binDir string) error {
 	}); err != nil {
 		return err
 	}
-	return c.poll(ctx, "the default service account", func(ctx context.Context) error {
+	if err := c.poll(ctx, "the default service account", func(ctx context.Context) error {
 		_, err := c.Client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		return err
+	}); err != nil {
+		return err
+	}
+	return c.poll(ctx, "the storage class", func(ctx context.Context) error {
+		_, err := c.Client.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        StorageClass,
+				Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"},
+			},
+			Provisioner: "kubernetes.io/host-path",
+		}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
 		return err
 	})
 }

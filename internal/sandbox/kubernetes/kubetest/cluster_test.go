@@ -225,7 +225,7 @@ const flexVolumeDir = "/usr/libexec/kubernetes"
 
 func existingHostDirs() map[string]bool {
 	dirs := map[string]bool{}
-	for _, d := range append(hostDirs, flexVolumeDir) {
+	for _, d := range append(hostDirs, flexVolumeDir, hostPathPVDir) {
 		_, err := os.Stat(d)
 		dirs[d] = err == nil
 	}
@@ -281,7 +281,7 @@ func checkNothingLeft(t *testing.T, c *Cluster, before hostState, shimSocks []st
 			left = append(left, "the socket "+sock)
 		}
 	}
-	for _, d := range append(hostDirs, flexVolumeDir) {
+	for _, d := range append(hostDirs, flexVolumeDir, hostPathPVDir) {
 		if _, err := os.Stat(d); err == nil && !before.dirs[d] {
 			left = append(left, "the directory "+d)
 		}

@@ -22,7 +22,15 @@ const (
 	APIServerPort = 6443
 	// NodeName is the name of the one node.
 	NodeName = "kubetest"
+	// StorageClass is the cluster's default storage class: the controller manager's
+	// hostPath provisioner, which makes a directory of hostPathPVDir for each claim and
+	// removes it with the claim's volume.
+	StorageClass = "kubetest-hostpath"
 )
+
+// hostPathPVDir is where the controller manager's hostPath provisioner makes volumes: a
+// fixed path of the machine, which Close removes (one cluster runs at a time).
+const hostPathPVDir = "/tmp/hostpath_pv"
 
 // kubernetesServiceIP is the first address of ServiceCIDR, which the API server gives to the
 // kubernetes service and so must be in its certificate.
@@ -274,6 +282,9 @@ func componentArgs(l layout, binDir string) map[string][]string {
 			"--root-ca-file=" + l.pki("ca.crt"),
 			// It would make the machine's /usr/libexec/kubernetes/… otherwise.
 			"--flex-volume-plugin-dir=" + l.path("volume-plugins"),
+			// Volume claims of StorageClass get hostPath volumes in hostPathPVDir, which a
+			// single node can mount: upstream's provisioner for tests.
+			"--enable-hostpath-provisioner=true",
 			"--profiling=false",
 		},
 		"kube-scheduler": {bin("kube-scheduler"),

@@ -18,12 +18,30 @@ import (
 //
 // Config dials with it. Client-go's streams (exec, attach, port forwarding over SPDY or
 // WebSocket) dial by themselves and ignore rest.Config.Dial; see StreamTransport.
-func (c *Cluster) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	type result struct {
-		conn net.Conn
-		err  error
-	}
-	done := make(chan result, 1)
+func (c *Cluster) DialContext(ctx context.Context, network, address string) (conn net.Conn, err error) {
+	err = c.in(func() error {
+		var d net.Dialer
+		conn, err = d.DialContext(ctx, network, address)
+		return err
+	})
+	return conn, err
+}
+
+// Listen opens a listener inside the cluster's network namespace, as DialContext dials: a
+// server that pods reach at an address of the node (NodeIP, or one a test adds to the
+// namespace).
+func (c *Cluster) Listen(network, address string) (ln net.Listener, err error) {
+	err = c.in(func() error {
+		ln, err = net.Listen(network, address)
+		return err
+	})
+	return ln, err
+}
+
+// in runs fn on an OS thread that joins the cluster's network namespace and is then thrown
+// away, never handed back to the Go scheduler.
+func (c *Cluster) in(fn func() error) error {
+	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
 		c.mu.Lock()
@@ -37,13 +55,10 @@ func (c *Cluster) DialContext(ctx context.Context, network, address string) (net
 		}
 		c.mu.Unlock()
 		if err != nil {
-			done <- result{err: fmt.Errorf("join the cluster's network namespace %s: %w", c.Netns, err)}
+			done <- fmt.Errorf("join the cluster's network namespace %s: %w", c.Netns, err)
 			return
 		}
-		var d net.Dialer
-		conn, err := d.DialContext(ctx, network, address)
-		done <- result{conn, err}
+		done <- fn()
 	}()
-	r := <-done
-	return r.conn, r.err
+	return <-done
 }

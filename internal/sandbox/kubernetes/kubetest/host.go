@@ -284,6 +284,9 @@ func removeHostFiles(dir string, shimSocks []string) error {
 	} else if errors.Is(err, unix.ECONNREFUSED) {
 		errs = append(errs, removeIfExists(devicePluginSocket), removeIfExists(devicePluginCheckpoint))
 	}
+	// The hostPath volumes the controller manager provisioned: the claims of a cluster
+	// that was killed, or closed with claims left, leave theirs.
+	errs = append(errs, os.RemoveAll(hostPathPVDir))
 	// The directories themselves go too once empty; other users of them make them again
 	// when they need them.
 	for _, d := range hostDirs {

@@ -1,4 +1,4 @@
-package runtime
+package runtimeclient
 
 import "time"
 
@@ -10,8 +10,9 @@ import "time"
 
 // Workspace limits.
 const (
-	// DefaultMaxUploadBytes bounds one uploaded file when ServerConfig.MaxUploadBytes is zero.
-	// The control plane applies its own, configured, bound before the runtime's.
+	// DefaultMaxUploadBytes bounds one uploaded file when the runtime is given no bound of
+	// its own (ServerConfig.MaxUploadBytes). The control plane applies its own, configured,
+	// bound before the runtime's.
 	DefaultMaxUploadBytes = 4 << 30
 	// MaxDiffFileBytes bounds each side of a file's diff, as in OpenHands.
 	MaxDiffFileBytes = 1 << 20

@@ -1,8 +1,9 @@
-package runtime
+package runtimeclient
 
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,8 +17,8 @@ import (
 	"github.com/agentd/agentd/internal/tool"
 )
 
-// dialTimeout is short: the runtime is on the same machine, and a sandbox that does not accept
-// a connection quickly is not ready (or is frozen).
+// dialTimeout bounds a connection to a runtime on this machine: one that does not accept it
+// quickly is not ready (or is frozen). A Transport's dialer sets its own bounds.
 const dialTimeout = 2 * time.Second
 
 // unixBaseURL is the URL base used for a unix socket endpoint; the host part is ignored.
@@ -29,6 +30,9 @@ type Client struct {
 	baseURL  string
 	key      string
 	hc       *http.Client
+	// dial opens a connection to the runtime, TLS included for an https endpoint, for the
+	// git channel (which takes the connection over from HTTP).
+	dial func(ctx context.Context) (net.Conn, error)
 }
 
 // StatusError is returned when the runtime answers with a status other than the expected one.
@@ -42,16 +46,35 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("runtime answered %d: %s", e.StatusCode, e.Body)
 }
 
-// NewClient returns a client for endpoint, "unix:/abs/path.sock" or "http://host:port", that
-// sends key with every request.
+// Transport says how to reach a runtime that is not simply at its endpoint's address from
+// this process: a backend whose sandboxes run elsewhere supplies one (a pod's address found
+// when a connection is made, or a stream through the cluster's API server, and the pinned
+// certificate of the runtime's TLS).
+type Transport struct {
+	// DialContext opens a connection to the runtime; it is given the endpoint's host and
+	// port, which it may ignore. nil dials that address.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// TLS configures the TLS of an https endpoint (its verification: pinning the runtime's
+	// certificate, say); nil means Go's defaults, the system's roots.
+	TLS *tls.Config
+}
+
+// NewClient returns a client for endpoint, "unix:/abs/path.sock" or "http(s)://host:port",
+// that sends key with every request.
 func NewClient(endpoint, key string) (*Client, error) {
-	dialer := &net.Dialer{Timeout: dialTimeout}
+	return NewClientWith(endpoint, key, Transport{})
+}
+
+// NewClientWith is NewClient for a runtime reached through t. A unix endpoint takes no
+// Transport.
+func NewClientWith(endpoint, key string, t Transport) (*Client, error) {
 	tr := &http.Transport{
 		Proxy:                 nil,
 		MaxIdleConnsPerHost:   16,
 		IdleConnTimeout:       30 * time.Second,
 		TLSHandshakeTimeout:   5 * time.Second,
 		ExpectContinueTimeout: time.Second,
+		TLSClientConfig:       t.TLS,
 	}
 	c := &Client{endpoint: endpoint, key: key, hc: &http.Client{Transport: tr}}
 	switch {
@@ -60,21 +83,60 @@ func NewClient(endpoint, key string) (*Client, error) {
 		if !filepath.IsAbs(path) {
 			return nil, fmt.Errorf("new runtime client: socket path %q is not absolute", path)
 		}
+		if t.DialContext != nil || t.TLS != nil {
+			return nil, fmt.Errorf("new runtime client: a unix endpoint (%s) takes no transport", endpoint)
+		}
+		dialer := &net.Dialer{Timeout: dialTimeout}
 		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return dialer.DialContext(ctx, "unix", path)
 		}
 		c.baseURL = unixBaseURL
+		c.dial = func(ctx context.Context) (net.Conn, error) { return tr.DialContext(ctx, "unix", path) }
 	case strings.HasPrefix(endpoint, "http://"), strings.HasPrefix(endpoint, "https://"):
 		u, err := url.Parse(endpoint)
 		if err != nil || u.Host == "" {
 			return nil, fmt.Errorf("new runtime client: bad endpoint %q", endpoint)
 		}
-		tr.DialContext = dialer.DialContext
+		tr.DialContext = t.DialContext
+		if tr.DialContext == nil {
+			tr.DialContext = (&net.Dialer{Timeout: dialTimeout}).DialContext
+		}
 		c.baseURL = strings.TrimRight(endpoint, "/")
+		c.dial = hostDialer(u, tr.DialContext, t.TLS)
 	default:
 		return nil, fmt.Errorf("new runtime client: endpoint %q is neither unix: nor http(s)://", endpoint)
 	}
 	return c, nil
+}
+
+// hostDialer connects to the host of u with dial, and for https makes the TLS handshake that
+// an http.Transport would.
+func hostDialer(u *url.URL, dial func(ctx context.Context, network, addr string) (net.Conn, error), cfg *tls.Config) func(ctx context.Context) (net.Conn, error) {
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
+	}
+	return func(ctx context.Context) (net.Conn, error) {
+		conn, err := dial(ctx, "tcp", addr)
+		if err != nil || u.Scheme != "https" {
+			return conn, err
+		}
+		if cfg == nil {
+			cfg = &tls.Config{}
+		}
+		cfg = cfg.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName = u.Hostname()
+		}
+		// The connection is taken over from HTTP/1.1 (an Upgrade): no ALPN for HTTP/2.
+		cfg.NextProtos = []string{"http/1.1"}
+		tc := tls.Client(conn, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return tc, nil
+	}
 }
 
 // Endpoint returns the endpoint the client was made for.

@@ -1,14 +1,12 @@
-package runtime
+package runtimeclient
 
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/agentd/agentd/internal/tool/terminal"
 )
 
-// KeyEnv names the environment variable that hands the session key to `agentd runtime`.
-// Main removes it from the process environment before serving, so commands never see it.
+// KeyEnv names the environment variable that hands the session key to `agentd runtime`. The
+// runtime removes it from its environment before serving, so commands never see it.
 const KeyEnv = "AGENTD_RUNTIME_KEY"
 
 // HeaderSessionKey carries the session key on every request to the runtime.
@@ -90,16 +88,6 @@ type TerminalWaits struct {
 // NewTerminalWaits converts durations; zero stays zero.
 func NewTerminalWaits(noChange, maxWait time.Duration) *TerminalWaits {
 	return &TerminalWaits{NoChangeTimeoutSeconds: noChange.Seconds(), MaxWaitSeconds: maxWait.Seconds()}
-}
-
-func (w *TerminalWaits) terminal() terminal.Waits {
-	if w == nil {
-		return terminal.Waits{}
-	}
-	return terminal.Waits{
-		NoChange: time.Duration(w.NoChangeTimeoutSeconds * float64(time.Second)),
-		Max:      time.Duration(w.MaxWaitSeconds * float64(time.Second)),
-	}
 }
 
 // CloseToolSessionResult is the answer to DELETE /api/tools/sessions/{conversation_id}.
