@@ -235,6 +235,13 @@ func New(ctx context.Context, o Options) (*App, error) {
 				if err := c.SandboxStatusChanged(ctx, sb.OwnerID, sb.ID, sb.Status); err != nil {
 					log.Error("record sandbox status", "sandbox_id", sb.ID, "err", err)
 				}
+				// A backend that cannot freeze resumes by starting the sandbox again: its
+				// agents are told that their processes are gone.
+				if from == sandbox.StatusPaused && sb.Status == sandbox.StatusRunning && !o.Backend.Capabilities().Freeze {
+					if err := c.SandboxRestarted(ctx, sb.OwnerID, sb.ID); err != nil {
+						log.Error("tell the conversations their sandbox started again", "sandbox_id", sb.ID, "err", err)
+					}
+				}
 			}
 		},
 	})

@@ -160,7 +160,7 @@ threads as well as processes. A ` + "`rootfs`" + ` must be readable by the sandb
 | ` + "`process`" + ` | stops every process of the sandbox (SIGSTOP) | everything: processes, terminal sessions, MCP servers, files |
 | ` + "`bwrap`" + ` | freezes the sandbox's cgroup | everything: processes, terminal sessions, MCP servers, files |
 | ` + "`docker`" + ` | freezes the container (Docker's pause) | everything: processes, terminal sessions, MCP servers, files |
-| ` + "`kubernetes`" + ` | removes the pod, keeping its Secret and its workspace's volume claim | the workspace's files only: a new pod on the same volume, new processes, new terminal sessions; a conversation's MCP servers start again when it next configures them |
+| ` + "`kubernetes`" + ` | removes the pod, keeping its Secret and its workspace's volume claim | the workspace's files only: a new pod on the same volume, new processes, new terminal sessions; a conversation's MCP servers start again when it next configures them, and its agent is told so (an environment message in its log, which the model reads at its next step) |
 
 ### The kubernetes backend
 

@@ -101,6 +101,25 @@ func (s *Service) SandboxStatusChanged(ctx context.Context, ownerID, sandboxID s
 	})
 }
 
+// restartNotice is what the agent of a conversation whose sandbox was resumed by starting its
+// processes again (a backend that cannot freeze, such as Kubernetes) reads in its log.
+const restartNotice = "The sandbox was paused and has been resumed by starting it again: its workspace is as it was, " +
+	"but every process that ran in it ended, terminal sessions and background commands included, and files " +
+	"outside the workspace are gone. Start again what you need."
+
+// SandboxRestarted tells the agents of the owner's conversations that use the sandbox that
+// its processes were started again on a resume: an environment message in each log, which
+// the model reads at the next step.
+func (s *Service) SandboxRestarted(ctx context.Context, ownerID, sandboxID string) error {
+	return s.eachOfSandbox(ctx, ownerID, sandboxID, func(v View) error {
+		ev, err := event.NewEnvironmentMessage(s.o.NewEventID(), s.o.Now(), restartNotice)
+		if err != nil {
+			return err
+		}
+		return s.record(ctx, v.Conversation, []event.Event{ev})
+	})
+}
+
 // eachOfSandbox calls fn with each of the owner's conversations that use the sandbox, read
 // whole (a listing leaves out the sealed request, whose secrets events are masked for).
 func (s *Service) eachOfSandbox(ctx context.Context, ownerID, sandboxID string, fn func(View) error) error {
