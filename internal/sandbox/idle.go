@@ -48,10 +48,39 @@ func (s *Service) idleSince(sb Sandbox) (since time.Time, held bool) {
 		return time.Time{}, true
 	}
 	since = sb.UpdatedAt
+	if sb.ActiveAt.After(since) {
+		since = sb.ActiveAt // another replica's use
+	}
 	if t, ok := s.lastActive[sb.ID]; ok && t.After(since) {
 		since = t
 	}
 	return since, false
+}
+
+// tellUse tells the store of the use this replica made of a remote backend's sandboxes since
+// it last did (those it holds are in use now), so that the replica that pauses idle
+// sandboxes, which may be another, knows of it.
+func (s *Service) tellUse(ctx context.Context) {
+	if !s.caps.Remote {
+		return
+	}
+	now := s.now()
+	s.mu.Lock()
+	var ids []string
+	for id, t := range s.lastActive {
+		if s.holds[id] > 0 || t.After(s.toldUse) {
+			ids = append(ids, id)
+		}
+	}
+	since := s.toldUse
+	s.toldUse = now
+	s.mu.Unlock()
+	if err := s.store.TouchSandboxes(ctx, ids, now); err != nil {
+		s.log.Warn("tell the store of the sandboxes' use", "err", err)
+		s.mu.Lock()
+		s.toldUse = since // told again at the next pass
+		s.mu.Unlock()
+	}
 }
 
 // pauseIdle pauses RUNNING sandboxes unused for IdleTimeout and reports each to OnIdlePause.

@@ -201,6 +201,7 @@ func (s *Service) Run(ctx context.Context) error {
 // Of a remote backend, one replica at a time watches (Store.ClaimReconciler); the others'
 // passes do nothing.
 func (s *Service) Watch(ctx context.Context) error {
+	s.tellUse(ctx)
 	if !s.reconciles(ctx) {
 		s.leading.Store(false)
 		return nil

@@ -81,6 +81,10 @@ type Sandbox struct {
 	Instance  Instance
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// ActiveAt is when a replica last told the store that it used the sandbox (a tool call,
+	// an agent working in it); zero when none did. The replica that pauses idle sandboxes
+	// reads it beside the use it saw itself.
+	ActiveAt time.Time
 }
 
 // Limits bound the resources of a sandbox. Zero means unlimited; the server's configuration

@@ -135,6 +135,8 @@ type Service struct {
 	// lastActive and holds feed the idle auto-pause (idle.go).
 	lastActive map[string]time.Time
 	holds      map[string]int
+	// toldUse is when tellUse last told the store of the use made here.
+	toldUse time.Time
 }
 
 // startWait lets Delete stop the wait for a sandbox's runtime.

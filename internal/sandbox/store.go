@@ -52,6 +52,9 @@ type Store interface {
 	AdoptSandboxes(ctx context.Context, backend, node string) (int, error)
 	// DeleteSandbox removes the record. Deleting a missing record returns ErrNotFound.
 	DeleteSandbox(ctx context.Context, id string) error
+	// TouchSandboxes records that the sandboxes ids were in use at at (a later time than the
+	// one stored wins).
+	TouchSandboxes(ctx context.Context, ids []string, at time.Time) error
 	// ClaimReconciler makes holder the replica that reconciles and watches backend's sandboxes
 	// for ttl (the store's clock), if no other holds that role now, and reports whether it
 	// does: for a backend every replica reaches, one replica at a time acts on its sandboxes.

@@ -112,6 +112,19 @@ func (s *MemStore) CreateSandbox(_ context.Context, sb sandbox.Sandbox, maxLive 
 	return nil
 }
 
+// TouchSandboxes moves the records' ActiveAt on to at.
+func (s *MemStore) TouchSandboxes(_ context.Context, ids []string, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		if sb, ok := s.sandboxes[id]; ok && sb.ActiveAt.Before(at) {
+			sb.ActiveAt = at
+			s.sandboxes[id] = sb
+		}
+	}
+	return nil
+}
+
 // AdoptSandboxes sets node on backend's records that have none.
 func (s *MemStore) AdoptSandboxes(_ context.Context, backend, node string) (int, error) {
 	s.mu.Lock()

@@ -98,7 +98,7 @@ var dumpTables = []dumpTable{
 	{name: "sandboxes", key: []string{"id"}, foreign: noRev, cols: []dumpCol{
 		colText("id"), colText("owner_id"), colText("spec_id"), colText("backend"), colText("node"), colText("status"),
 		colText("detail"), colBlob("session_key_sealed"), colBlob("session_key_hash"), colText("instance"),
-		colTime("created_at"), colTime("updated_at")}},
+		colTime("created_at"), colTime("updated_at"), colTime("active_at")}},
 	{name: "start_tasks", key: []string{"id"}, foreign: noRev, cols: []dumpCol{
 		colText("id"), colText("owner_id"), colText("conversation_id"), colText("status"), colText("detail"),
 		colText("sandbox_id"), colText("agent_server_url"), colText("request"),

@@ -66,20 +66,24 @@ func (s *Store) AdoptSandboxes(ctx context.Context, backend, node string) (int, 
 	return int(tag.RowsAffected()), nil
 }
 
-const sandboxColumns = `id, owner_id, spec_id, backend, node, status, detail, session_key_sealed, session_key_hash, instance, created_at, updated_at`
+const sandboxColumns = `id, owner_id, spec_id, backend, node, status, detail, session_key_sealed, session_key_hash, instance, created_at, updated_at, active_at`
 
 // listedSandboxColumns are sandboxColumns less the instance, which a listing does not carry
 // (see sandbox.Store).
-const listedSandboxColumns = `id, owner_id, spec_id, backend, node, status, detail, session_key_sealed, session_key_hash, '', created_at, updated_at`
+const listedSandboxColumns = `id, owner_id, spec_id, backend, node, status, detail, session_key_sealed, session_key_hash, '', created_at, updated_at, active_at`
 
 // scanSandbox scans sandboxColumns or listedSandboxColumns.
 func scanSandbox(row pgx.Row) (sandbox.Sandbox, error) {
 	var sb sandbox.Sandbox
 	var status, inst string
+	var active *time.Time
 	err := row.Scan(&sb.ID, &sb.OwnerID, &sb.SpecID, &sb.Backend, &sb.Node, &status, &sb.Detail, &sb.SessionKeySealed,
-		&sb.SessionKeyHash, &inst, &sb.CreatedAt, &sb.UpdatedAt)
+		&sb.SessionKeyHash, &inst, &sb.CreatedAt, &sb.UpdatedAt, &active)
 	if err != nil {
 		return sandbox.Sandbox{}, err
+	}
+	if active != nil {
+		sb.ActiveAt = *active
 	}
 	sb.Status = sandbox.Status(status)
 	if inst != "" { // empty in a listing
@@ -242,4 +246,14 @@ func (s *Store) ClaimReconciler(ctx context.Context, backend, holder string, ttl
 		return false, fmt.Errorf("claim the reconciler of %s: %w", backend, err)
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+func (s *Store) TouchSandboxes(ctx context.Context, ids []string, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := s.exec(ctx, `UPDATE sandboxes SET active_at = $1 WHERE id = ANY($2) AND (active_at IS NULL OR active_at < $1)`, at, ids); err != nil {
+		return fmt.Errorf("touch sandboxes: %w", err)
+	}
+	return nil
 }

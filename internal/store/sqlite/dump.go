@@ -99,7 +99,7 @@ var dumpTables = []dumpTable{
 	{name: "sandboxes", key: []string{"id"}, cols: []dumpCol{
 		text("id"), text("owner_id"), text("spec_id"), text("backend"), text("node"), text("status"), text("detail"),
 		blob("session_key_sealed"), blob("session_key_hash"), text("instance"),
-		timeCol("created_at"), timeCol("updated_at"), rev}},
+		timeCol("created_at"), timeCol("updated_at"), rev, timeCol("active_at")}},
 	{name: "start_tasks", key: []string{"id"}, cols: []dumpCol{
 		text("id"), text("owner_id"), text("conversation_id"), text("status"), text("detail"),
 		text("sandbox_id"), text("agent_server_url"), text("request"),

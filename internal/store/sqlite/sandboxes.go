@@ -67,11 +67,11 @@ func (s *Store) AdoptSandboxes(ctx context.Context, backend, node string) (int, 
 	return int(n), nil
 }
 
-const sandboxColumns = `id, owner_id, spec_id, backend, node, status, detail, session_key_sealed, session_key_hash, instance, created_at, updated_at`
+const sandboxColumns = `id, owner_id, spec_id, backend, node, status, detail, session_key_sealed, session_key_hash, instance, created_at, updated_at, active_at`
 
 // listedSandboxColumns are sandboxColumns less the instance, which a listing does not carry
 // (see sandbox.Store): decoding it was the larger part of a listing's cost.
-const listedSandboxColumns = `id, owner_id, spec_id, backend, node, status, detail, session_key_sealed, session_key_hash, '', created_at, updated_at`
+const listedSandboxColumns = `id, owner_id, spec_id, backend, node, status, detail, session_key_sealed, session_key_hash, '', created_at, updated_at, active_at`
 
 func scanSandbox(sc scanner) (sandbox.Sandbox, error) { return scanSandboxWith(sc) }
 
@@ -81,8 +81,9 @@ func scanSandboxWith(sc scanner, extra ...any) (sandbox.Sandbox, error) {
 	var sb sandbox.Sandbox
 	var inst string
 	var created, updated int64
+	var active sql.NullInt64
 	err := sc.Scan(append([]any{&sb.ID, &sb.OwnerID, &sb.SpecID, &sb.Backend, &sb.Node, &sb.Status, &sb.Detail, &sb.SessionKeySealed,
-		&sb.SessionKeyHash, &inst, &created, &updated}, extra...)...)
+		&sb.SessionKeyHash, &inst, &created, &updated, &active}, extra...)...)
 	if err != nil {
 		return sandbox.Sandbox{}, err
 	}
@@ -93,7 +94,24 @@ func scanSandboxWith(sc scanner, extra ...any) (sandbox.Sandbox, error) {
 	}
 	sb.CreatedAt = fromNanos(created)
 	sb.UpdatedAt = fromNanos(updated)
+	if active.Valid {
+		sb.ActiveAt = fromNanos(active.Int64)
+	}
 	return sb, nil
+}
+
+func (s *Store) TouchSandboxes(ctx context.Context, ids []string, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	args := []any{nanos(at), nanos(at)}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	if _, err := s.one.ExecContext(ctx, `UPDATE sandboxes SET active_at = ? WHERE (active_at IS NULL OR active_at < ?) AND id IN (`+placeholders(len(ids))+`)`, args...); err != nil {
+		return fmt.Errorf("touch sandboxes: %w", err)
+	}
+	return nil
 }
 
 // ownedBy adds the owner condition unless ownerID is empty (any owner).

@@ -128,3 +128,30 @@ func testReconciler(t *testing.T, s store.Store) {
 		t.Fatal("the role went back while its new holder has it")
 	}
 }
+
+// testSandboxActivity: a sandbox's use told to the store is read back; a later one wins, an
+// earlier one changes nothing, and a sandbox never touched has none.
+func testSandboxActivity(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	a := newSandbox(ownerA, "sb-a", 1, sandbox.StatusRunning)
+	b := newSandbox(ownerA, "sb-b", 2, sandbox.StatusRunning)
+	for _, sb := range []sandbox.Sandbox{a, b} {
+		ok(t, "create sandbox", s.CreateSandbox(ctx, sb, 0))
+	}
+	got, err := s.GetSandbox(ctx, ownerA, a.ID)
+	ok(t, "get sandbox", err)
+	equal(t, "activity of a sandbox never touched", got.ActiveAt.IsZero(), true)
+	ok(t, "touch", s.TouchSandboxes(ctx, []string{a.ID}, at(10)))
+	ok(t, "touch earlier", s.TouchSandboxes(ctx, []string{a.ID, b.ID}, at(5)))
+	ok(t, "touch nothing", s.TouchSandboxes(ctx, nil, at(20)))
+	got, err = s.GetSandbox(ctx, ownerA, a.ID)
+	ok(t, "get sandbox", err)
+	equal(t, "activity after a later and an earlier touch", got.ActiveAt, at(10))
+	live, err := s.LiveSandboxes(ctx)
+	ok(t, "live sandboxes", err)
+	for _, sb := range live {
+		if sb.ID == b.ID && !sb.ActiveAt.Equal(at(5)) {
+			t.Fatalf("activity of %s in the live sandboxes: %v", b.ID, sb.ActiveAt)
+		}
+	}
+}

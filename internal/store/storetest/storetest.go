@@ -72,6 +72,7 @@ func Run(t *testing.T, f Factory) {
 		{"SandboxNodes", testSandboxNodes},
 		{"SandboxLimit", testSandboxLimit},
 		{"Reconciler", testReconciler},
+		{"SandboxActivity", testSandboxActivity},
 		{"SandboxDeleteKeepsConversations", testSandboxDeleteKeepsConversations},
 		{"Conversations", testConversations},
 		{"ConversationOwnership", testConversationOwnership},
