@@ -111,6 +111,8 @@ func TestCLI(t *testing.T) {
 			return llmtest.Calls(llm.ToolCall{Name: "file_editor", Arguments: string(args)})
 		}},
 		llmtest.Text("All done: notes.txt is written."),
+		// The answer to a message sent to the finished conversation.
+		llmtest.Text("It holds one line."),
 		// The second conversation: the model refuses the key.
 		llmtest.Fail(http.StatusUnauthorized, "Incorrect API key provided"),
 	)
@@ -130,6 +132,13 @@ func TestCLI(t *testing.T) {
 	}
 	if strings.Contains(out, "\x1b[") {
 		t.Errorf("colours on a pipe:\n%s", out)
+	}
+
+	// A message to the finished agent, followed: the answer is streamed (not only the idle
+	// the message is first recorded with), and nothing from before it is shown again.
+	out, errOut, code = u.run("", nil, "conversations", "send", firstConversation(t, u), "What is in notes.txt?", "--follow")
+	if code != 0 || !strings.Contains(out, "agent: It holds one line.") || strings.Contains(out, "All done") {
+		t.Fatalf("send --follow: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 
 	// The same conversation's events as JSON lines, each an event of the log.

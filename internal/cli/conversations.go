@@ -280,6 +280,7 @@ func (a *app) convSendCommand() *cobra.Command {
 			if follow {
 				// What is in the log now is not shown: the answer to this message is.
 				f = a.newFollower(cmd, c, conv.ID)
+				f.answer = true
 				if from, err = f.skipUpTo(ctx); err != nil {
 					return err
 				}

@@ -39,9 +39,12 @@ type follower struct {
 	conv string
 	// status is the last execution status the log recorded ("" before any).
 	status string
-	r      *renderer
-	json   bool
-	seen   map[string]bool
+	// answer makes a follow wait for the agent to run before its idle or finished ends it: a
+	// message to an agent at rest is recorded as idle before the agent starts answering it.
+	answer, ran bool
+	r           *renderer
+	json        bool
+	seen        map[string]bool
 }
 
 func (a *app) newFollower(cmd *cobra.Command, c *apiclient.Client, conv string) *follower {
@@ -68,6 +71,9 @@ func (f *follower) show(raw json.RawMessage, h apiclient.EventHeader) error {
 				return nil // the socket's opening state, not an event of the log
 			case "execution_status":
 				_ = json.Unmarshal(su.Value, &f.status)
+				if f.status == "running" {
+					f.ran = true
+				}
 			}
 		}
 	}
@@ -138,6 +144,9 @@ func (f *follower) live(ctx context.Context, sandboxID string, from apiclient.Ev
 		}
 		if !untilDone || h.Kind != "ConversationStateUpdateEvent" {
 			return false, nil
+		}
+		if f.answer && !f.ran && (f.status == "idle" || f.status == "finished") {
+			return false, nil // the message's own idle, before the agent answers it
 		}
 		res, ends := outcomeOf(f.status)
 		outcome = res
