@@ -489,10 +489,8 @@ func (a *Agent) pause(ctx context.Context) (Status, error) {
 		return a.status, err
 	}
 	var evs []event.Event
-	for _, act := range a.orphans() {
-		ev, err := event.New(a.o.NewID(), a.o.Now(), event.SourceAgent, &event.AgentErrorEvent{
-			ToolName: act.ToolName, ToolCallID: act.ToolCallID, Error: pauseInterrupted,
-		})
+	for i, act := range a.orphans() {
+		ev, err := a.pausedObservation(ctx, act, i == 0)
 		if err != nil {
 			return a.status, err
 		}
@@ -510,6 +508,70 @@ func (a *Agent) pause(ctx context.Context) (Status, error) {
 		return a.status, err
 	}
 	return a.status, nil
+}
+
+// pausedObservation answers a tool call the pause left without a result, as what happened to
+// it. The calls of a response run one after the other, so the first without a result (first)
+// was in flight or about to start, and the others never started. A terminal command in flight
+// is stopped and reported with the output it printed.
+func (a *Agent) pausedObservation(ctx context.Context, act *event.ActionEvent, first bool) (event.Event, error) {
+	note := pauseNotStarted
+	var res tool.Result
+	switch {
+	case first && act.ToolName == tool.Terminal:
+		note = pauseCommandUnknown
+		if in, ok := a.o.Tools.(Interrupter); ok {
+			r, found, err := in.Interrupt(ctx)
+			switch {
+			case err != nil:
+				a.log.Warn("pause: stop the command in flight", "err", err)
+			case found:
+				res, note = r, pauseStoppedCommand
+			default:
+				note = pauseNoCommand
+			}
+		}
+	case first:
+		note = pauseLeftCall
+	}
+	toolKind, _ := kinds(act.ToolName)
+	obsKind := strings.TrimSuffix(toolKind, "Tool") + "Observation"
+	if t, ok := a.tools.lookup(act.ToolName); ok {
+		obsKind = t.ObservationKind
+	}
+	obs := withLeadingNote(res.Observation, obsKind, note)
+	ev, err := event.New(a.o.NewID(), a.o.Now(), event.SourceEnvironment, &event.ObservationEvent{
+		Observation: obs, ActionID: act.ID, ToolName: act.ToolName, ToolCallID: act.ToolCallID,
+	})
+	if err != nil {
+		return event.Event{}, err
+	}
+	ev.LLMText = note
+	if res.Text != "" {
+		ev.LLMText += "\n\n" + res.Text
+	}
+	return ev, nil
+}
+
+// withLeadingNote is the observation obs (a JSON object; empty: a new one of kind) with note
+// before its content, so that people read what happened to the call above its output.
+func withLeadingNote(obs json.RawMessage, kind, note string) json.RawMessage {
+	var m map[string]any
+	if len(obs) == 0 || json.Unmarshal(obs, &m) != nil || m == nil {
+		m = map[string]any{"kind": kind, "is_error": false}
+	}
+	content := []any{map[string]any{"type": "text", "text": note + "\n\n"}}
+	if old, ok := m["content"].([]any); ok && len(old) > 0 {
+		content = append(content, old...)
+	} else {
+		content[0] = map[string]any{"type": "text", "text": note}
+	}
+	m["content"] = content
+	b, err := json.Marshal(m)
+	if err != nil {
+		return obs
+	}
+	return b
 }
 
 // stop ends the run in status with an event that says why.

@@ -101,6 +101,13 @@ type Executor interface {
 	Run(ctx context.Context, name string, args json.RawMessage) (tool.Result, error)
 }
 
+// Interrupter is an Executor that can stop the terminal command of a call the agent gave up
+// on when it was paused. Interrupt reports the command as a terminal call would, or false when
+// none was running or waiting to be reported.
+type Interrupter interface {
+	Interrupt(ctx context.Context) (tool.Result, bool, error)
+}
+
 // ErrUnavailable: the sandbox is gone or broken; no tool can run any more.
 var ErrUnavailable = errors.New("the sandbox is not available")
 

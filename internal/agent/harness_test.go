@@ -124,6 +124,21 @@ type fakeTools struct {
 	terminal func(cmd string) (string, int)
 	calls    []string
 	block    chan struct{} // if set, every call waits for it
+	// running is the terminal command a blocked call left running when its caller gave up.
+	running string
+}
+
+// Interrupt stops the command a blocked terminal call left running, as the runtime's C-c.
+func (f *fakeTools) Interrupt(context.Context) (tool.Result, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.running == "" {
+		return tool.Result{}, false, nil
+	}
+	cmd := f.running
+	f.running = ""
+	return tool.NewResult("^C\n[Command finished with exit code 130]", false,
+		tool.TerminalObservation{Kind: tool.KindTerminal, Command: cmd, ExitCode: 130, Content: tool.Content("^C")}), true, nil
 }
 
 func newFakeTools() *fakeTools {
@@ -135,6 +150,12 @@ func (f *fakeTools) Run(ctx context.Context, name string, args json.RawMessage) 
 		select {
 		case <-f.block:
 		case <-ctx.Done():
+			var a tool.TerminalArgs
+			if name == tool.Terminal && tool.DecodeArgs(name, args, &a) == nil {
+				f.mu.Lock()
+				f.running = a.Command
+				f.mu.Unlock()
+			}
 			return tool.Result{}, ctx.Err()
 		}
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"testing"
@@ -40,9 +41,10 @@ func (r *rig) runPausable(ready func() bool) Status {
 	}
 }
 
-// TestPauseInterruptsToolCall: a pause does not wait for the tool call in flight. It and the
-// call of the same response not yet started are answered with an error saying so, and the
-// next run's prompt carries those answers.
+// TestPauseInterruptsToolCall: a pause does not wait for the tool call in flight: its command
+// is stopped and reported as interrupted by the pause, the call of the same response not yet
+// started is answered as not run, both as observations (no error), and the next run's prompt
+// carries those answers.
 func TestPauseInterruptsToolCall(t *testing.T) {
 	r := newRig(t, 0,
 		llmtest.Calls(llmtest.Call("terminal", `{"command":"sleep 100"}`), llmtest.Call("terminal", `{"command":"echo next"}`)),
@@ -55,14 +57,29 @@ func TestPauseInterruptsToolCall(t *testing.T) {
 		t.Fatalf("status %s", st)
 	}
 	r.wantKinds("MessageEvent:user", "SystemPromptEvent", "execution_status=running",
-		"ActionEvent:terminal", "ActionEvent:terminal", "AgentErrorEvent", "AgentErrorEvent",
+		"ActionEvent:terminal", "ActionEvent:terminal", "ObservationEvent:terminal", "ObservationEvent:terminal",
 		"PauseEvent", "execution_status=paused")
+	obs := r.log.bodies(event.KindObservation)
+	var first struct {
+		Command string `json:"command"`
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		ExitCode int `json:"exit_code"`
+	}
+	if err := json.Unmarshal(obs[0].(*event.ObservationEvent).Observation, &first); err != nil {
+		t.Fatal(err)
+	}
+	if first.Command != "sleep 100" || first.ExitCode != 130 || len(first.Content) != 2 || first.Content[0].Text != pauseStoppedCommand+"\n\n" || first.Content[1].Text != "^C" {
+		t.Fatalf("the interrupted command's observation: %+v", first)
+	}
 
 	r.tools.block = nil
 	if st := r.run(); st != StatusFinished {
 		t.Fatalf("status after resume %s", st)
 	}
-	if got := toolTexts(r.srv.Requests()[1]); !slices.Equal(got, []string{pauseInterrupted, pauseInterrupted}) {
+	want := []string{pauseStoppedCommand + "\n\n^C\n[Command finished with exit code 130]", pauseNotStarted}
+	if got := toolTexts(r.srv.Requests()[1]); !slices.Equal(got, want) {
 		t.Fatalf("tool results after the pause %q", got)
 	}
 }

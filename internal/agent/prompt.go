@@ -51,9 +51,13 @@ func buildSystemPrompt(workspace, instructions string) string {
 
 // Messages the loop sends the model in the user's turn.
 const (
-	nudgeEmptyReply    = "Your last reply had neither text nor a tool call. Either call a tool to continue the work, or answer the user (calling finish when you are done)."
-	nudgeRepeatedError = "You have made the same failing tool call three times in a row and received the same error each time. Do not repeat it: read the error, reconsider your approach, and try something different."
-	restartInterrupted = "A restart of the agentd server interrupted this tool call. It may or may not have taken effect: check its effects before you repeat it."
-	pauseInterrupted   = "The user paused the agent while this tool call was in flight (or before it started), so its result was not waited for. It may or may not have taken effect. A terminal command may still be running: send an empty command to see its output, or C-c with is_input=true to stop it. Check its effects before you repeat it."
-	noResultRecorded   = "This tool call was interrupted and no result was recorded."
+	nudgeEmptyReply     = "Your last reply had neither text nor a tool call. Either call a tool to continue the work, or answer the user (calling finish when you are done)."
+	nudgeRepeatedError  = "You have made the same failing tool call three times in a row and received the same error each time. Do not repeat it: read the error, reconsider your approach, and try something different."
+	restartInterrupted  = "A restart of the agentd server interrupted this tool call. It may or may not have taken effect: check its effects before you repeat it."
+	pauseLeftCall       = "Paused by the user: this call's result was not waited for. It may or may not have taken effect: check its effects before you repeat it."
+	pauseStoppedCommand = "Paused by the user: the command was interrupted (C-c). Its output until then follows."
+	pauseNoCommand      = "Paused by the user: this command is not running (it did not start, or it ended before the pause and its output was not waited for). Check its effects before you repeat it."
+	pauseNotStarted     = "Paused by the user before this call started: it was not run."
+	pauseCommandUnknown = "Paused by the user: this command's result was not waited for, and whether it still runs is not known. Send an empty command to see its output."
+	noResultRecorded    = "This tool call was interrupted and no result was recorded."
 )

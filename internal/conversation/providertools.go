@@ -93,3 +93,8 @@ func (t conversationTools) Run(ctx context.Context, name string, args json.RawMe
 	}
 	return t.sandbox.Run(ctx, name, args)
 }
+
+// Interrupt stops the terminal command of a call the paused agent gave up on.
+func (t conversationTools) Interrupt(ctx context.Context) (tool.Result, bool, error) {
+	return t.sandbox.Interrupt(ctx)
+}

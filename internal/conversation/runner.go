@@ -18,6 +18,7 @@ import (
 	"github.com/agentd/agentd/internal/llm"
 	"github.com/agentd/agentd/internal/logctx"
 	"github.com/agentd/agentd/internal/runtime/runtimeclient"
+	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/tool"
 	"github.com/agentd/agentd/internal/tool/mcp"
 )
@@ -38,6 +39,7 @@ var ErrNotReady = errors.New("the conversation is not ready")
 // its own (a conversation's start prepares its repository with them).
 type Runtime interface {
 	RunTool(ctx context.Context, name string, req runtimeclient.ToolRequest) (tool.Result, error)
+	InterruptTool(ctx context.Context, conversationID string) (tool.Result, bool, error)
 	Run(ctx context.Context, req runtimeclient.CommandRequest) (runtimeclient.CommandResult, error)
 	RunStream(ctx context.Context, req runtimeclient.CommandRequest, onOutput func(string)) (runtimeclient.CommandResult, error)
 	ConfigureMCP(ctx context.Context, conversationID string, req runtimeclient.MCPConfigureRequest) (mcp.State, error)
@@ -428,6 +430,29 @@ func (t *sandboxTools) Run(ctx context.Context, name string, args json.RawMessag
 	}
 	return rt.RunTool(ctx, name, req)
 }
+
+// Interrupt stops the command the conversation's terminal runs for a call its agent gave up on
+// when it was paused. A sandbox that is not running has no such command.
+func (t *sandboxTools) Interrupt(ctx context.Context) (tool.Result, bool, error) {
+	ownerID, sandboxID := t.conv.OwnerID, t.conv.SandboxID
+	if sandboxID == "" || t.s.o.Runtimes == nil {
+		return tool.Result{}, false, nil
+	}
+	if sb, err := t.s.o.Sandboxes.Get(ctx, ownerID, sandboxID); err != nil || sb.Status != sandbox.StatusRunning {
+		return tool.Result{}, false, err
+	}
+	rt, err := t.s.o.Runtimes(ctx, ownerID, sandboxID)
+	if err != nil {
+		return tool.Result{}, false, fmt.Errorf("reach the sandbox: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, interruptTimeout)
+	defer cancel()
+	return rt.InterruptTool(ctx, t.conv.ID)
+}
+
+// interruptTimeout bounds a pause's wait for the command it stops: the runtime gives the
+// command ten seconds to end at C-c, then ends its terminal session.
+const interruptTimeout = 30 * time.Second
 
 // sandboxProblem words a sandbox failure for the user.
 func sandboxProblem(err error) string {

@@ -12,7 +12,9 @@
 // sent as it comes), POST /api/tools/{name} (a sandbox tool call for a
 // conversation: terminal, file_editor, glob, grep; see package tool), and
 // DELETE /api/tools/sessions/{conversation_id} (end a conversation's terminal and edit
-// history, and stop its MCP servers, when the conversation is deleted), PUT and GET
+// history, and stop its MCP servers, when the conversation is deleted), POST
+// /api/tools/sessions/{conversation_id}/interrupt (stop the command of a terminal call the
+// agent gave up on when it was paused, and report it), PUT and GET
 // /api/mcp/{conversation_id} (give a conversation its MCP servers, and list their tools) and
 // POST /api/mcp/{conversation_id}/call (call one; see mcp.go and package tool/mcp), and POST /api/skill-files (find and read, within
 // bounds and confined to the workspace, the instruction files and skill files a repository

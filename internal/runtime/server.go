@@ -119,6 +119,7 @@ func (s *Server) routes() {
 	s.mux.Handle("/api/git/channel", only(http.MethodGet, s.handleGitChannel))
 	s.mux.Handle("/api/tools/{name}", only(http.MethodPost, s.handleTool))
 	s.mux.Handle("/api/tools/sessions/{conversation_id}", only(http.MethodDelete, s.handleCloseToolSession))
+	s.mux.Handle("/api/tools/sessions/{conversation_id}/interrupt", only(http.MethodPost, s.handleInterruptToolSession))
 	s.mux.Handle("/api/mcp/{conversation_id}", methods(map[string]http.HandlerFunc{
 		http.MethodPut: s.handleMCPConfigure,
 		http.MethodGet: s.handleMCPState,

@@ -74,6 +74,17 @@ func (ts *toolSessions) get(conv string) (*toolSession, error) {
 	return sess, nil
 }
 
+// currentTerminal returns the conversation's terminal, nil when it has none.
+func (ts *toolSessions) currentTerminal(conv string) *terminal.Session {
+	ts.mu.Lock()
+	sess := ts.byConv[conv]
+	ts.mu.Unlock()
+	if sess == nil {
+		return nil
+	}
+	return sess.currentTerminal()
+}
+
 // close ends a conversation's session without waiting for its call in progress: closing the
 // terminal makes that call return.
 func (ts *toolSessions) close(conv string) bool {
@@ -284,6 +295,23 @@ func (s *Server) handleCloseToolSession(w http.ResponseWriter, r *http.Request) 
 		closed = true
 	}
 	writeJSON(w, http.StatusOK, runtimeclient.CloseToolSessionResult{Closed: closed})
+}
+
+// interruptGrace is how long a command stopped for a pause gets to end at C-c before its
+// terminal session is ended with it.
+const interruptGrace = 10 * time.Second
+
+// handleInterruptToolSession stops the command the conversation's terminal runs for a call
+// nobody waits for any more (its agent was paused), and reports it.
+func (s *Server) handleInterruptToolSession(w http.ResponseWriter, r *http.Request) {
+	var out runtimeclient.InterruptResult
+	if t := s.tools.currentTerminal(r.PathValue("conversation_id")); t != nil {
+		res, ok := t.Interrupt(r.Context(), interruptGrace)
+		if ok {
+			out = runtimeclient.InterruptResult{Interrupted: true, Result: &res}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // maxToolBodyBytes bounds a tool request: room for a file_text at the editor's 10 MB bound

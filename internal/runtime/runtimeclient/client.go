@@ -210,6 +210,20 @@ func (c *Client) RunTool(ctx context.Context, name string, req ToolRequest) (too
 	return res, nil
 }
 
+// InterruptTool stops the command a conversation's terminal runs for a call the caller gave
+// up on (its agent was paused): C-c, then the end of the terminal's session when the command
+// runs on. It reports the command, or false when there was none.
+func (c *Client) InterruptTool(ctx context.Context, conversationID string) (tool.Result, bool, error) {
+	var res InterruptResult
+	if err := c.call(ctx, http.MethodPost, "/api/tools/sessions/"+url.PathEscape(conversationID)+"/interrupt", nil, &res); err != nil {
+		return tool.Result{}, false, fmt.Errorf("runtime interrupt: %w", err)
+	}
+	if !res.Interrupted || res.Result == nil {
+		return tool.Result{}, false, nil
+	}
+	return *res.Result, true, nil
+}
+
 // CloseToolSession ends a conversation's tool session: it kills its terminal and everything
 // running there and forgets its edit history. It reports whether there was a session.
 func (c *Client) CloseToolSession(ctx context.Context, conversationID string) (bool, error) {

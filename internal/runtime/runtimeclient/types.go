@@ -3,6 +3,8 @@ package runtimeclient
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/agentd/agentd/internal/tool"
 )
 
 // KeyEnv names the environment variable that hands the session key to `agentd runtime`. The
@@ -88,6 +90,15 @@ type TerminalWaits struct {
 // NewTerminalWaits converts durations; zero stays zero.
 func NewTerminalWaits(noChange, maxWait time.Duration) *TerminalWaits {
 	return &TerminalWaits{NoChangeTimeoutSeconds: noChange.Seconds(), MaxWaitSeconds: maxWait.Seconds()}
+}
+
+// InterruptResult is the answer to POST /api/tools/sessions/{conversation_id}/interrupt.
+type InterruptResult struct {
+	// Interrupted says the conversation's terminal had a command whose call nobody waited
+	// for: it was stopped (or had ended by itself), and Result reports it as a terminal call
+	// would.
+	Interrupted bool         `json:"interrupted"`
+	Result      *tool.Result `json:"result,omitempty"`
 }
 
 // CloseToolSessionResult is the answer to DELETE /api/tools/sessions/{conversation_id}.

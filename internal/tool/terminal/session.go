@@ -157,8 +157,8 @@ func (s *Session) Close() error {
 }
 
 // Run runs one terminal call, waiting for its command as w says (zero fields: the session's
-// options). ctx bounds the wait: when it ends, Run returns what the command printed so far,
-// and the command keeps running. Failures are reported in the Result, for the model; Run has
+// options). ctx bounds the wait: when it ends, Run returns at once, the command keeps running,
+// and what it printed is left to the next call. Failures are reported in the Result, for the model; Run has
 // no other error.
 func (s *Session) Run(ctx context.Context, a tool.TerminalArgs, w Waits) tool.Result {
 	w = w.or(s.opts)

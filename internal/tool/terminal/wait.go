@@ -60,9 +60,10 @@ func (s *Session) wait(ctx context.Context, sh *shell, a tool.TerminalArgs, w Wa
 	}
 	for {
 		if ctx.Err() != nil {
-			// Before anything else: a call nobody waits for must not take the command's end,
-			// which the next call reports. (A change and the end of ctx may come at once.)
-			return running("\n[The call was cancelled; the command is still running.]", true)
+			// Before anything else: a call nobody waits for must take neither the command's
+			// output nor its end, which the next call reports. (A change and the end of ctx
+			// may come at once.)
+			return s.errorResult(a.Command, "The call was cancelled; the command is still running.")
 		}
 		busy, fin, changed, lastOut := sh.snapshot()
 		if !busy && fin != nil {
