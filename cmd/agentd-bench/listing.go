@@ -284,7 +284,9 @@ func (s *server) seedListing(ctx context.Context, dataDir string, n int) (listin
 		}
 		rec := sbRec
 		rec.ID, rec.Status, rec.Detail, rec.CreatedAt, rec.UpdatedAt = id.New(), sandbox.StatusMissing, "the sandbox's processes are gone", at, at
-		rec.SessionKeyHash = nil
+		// No session key: one shared by every record would break the uniqueness of their
+		// digests, which a server starting on the store computes for records that lack one.
+		rec.SessionKeySealed, rec.SessionKeyHash = nil, nil
 		if err := st.CreateSandbox(ctx, rec, 0); err != nil {
 			return listingSeed{}, err
 		}
