@@ -7,8 +7,10 @@
 // served by a real net/http server, and the clients that load it; where bubblewrap works, a
 // second one with the bwrap backend for the bwrap figures. The memory curve runs the agentd
 // binary itself (`agentd serve`) in a process of its own, so that the RSS it reports is the
-// control plane's alone, without the bench's clients and model. Whatever the run started is stopped
-// and removed before it exits, also when it fails or is interrupted.
+// control plane's alone, without the bench's clients and model. The replicas figures run on a
+// throwaway PostgreSQL server that the bench starts on loopback as the tests start theirs
+// (pgtest), with servers on it in this process. Whatever the run started is stopped and removed
+// before it exits, also when it fails or is interrupted.
 package main
 
 import (
@@ -58,7 +60,7 @@ type options struct {
 }
 
 // groups are the figures -only can pick, in the order they run.
-var groups = []string{"starts", "repository", "pause", "docker", "bwrap", "idle", "search", "agent", "mcp", "streams", "memory", "web", "curve", "listing"}
+var groups = []string{"starts", "repository", "pause", "docker", "bwrap", "idle", "search", "agent", "mcp", "streams", "memory", "web", "curve", "listing", "replicas"}
 
 // runs reports whether the group of figures g is to be measured.
 func (o options) runs(g string) bool { return len(o.only) == 0 || o.only[g] }
@@ -173,6 +175,7 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 	}
 
 	rep := report{machine: m, options: o, binary: bin}
+	seeded := listingSeeds{}
 	add := func(rows []row, notes []string, err error) error {
 		rep.rows = append(rep.rows, rows...)
 		rep.notes = append(rep.notes, notes...)
@@ -224,7 +227,10 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 		{"curve", func() ([]row, []string, error) {
 			return benchMemoryCurve(ctx, o, filepath.Join(tmp, "curve-data"), logw, progress)
 		}},
-		{"listing", func() ([]row, []string, error) { return benchListing(ctx, o, bin, tmp, logw, progress) }},
+		{"listing", func() ([]row, []string, error) { return benchListing(ctx, o, bin, tmp, seeded, logw, progress) }},
+		{"replicas", func() ([]row, []string, error) {
+			return benchReplicas(ctx, o, bin, filepath.Join(tmp, "pg"), seeded, logw, progress)
+		}},
 	}
 	for _, st := range steps {
 		if !o.runs(st.group) {
