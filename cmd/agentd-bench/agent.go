@@ -40,6 +40,11 @@ type fakeModel struct {
 
 	mu      sync.Mutex
 	timings []modelTiming
+	// hung are the takeover conversations whose first call hung (takeoverStep), and
+	// takeovers tells of each takeover conversation that reached the point of its
+	// replica's death: its call hung, or it was answered with its command.
+	hung      map[string]bool
+	takeovers chan string
 }
 
 type modelTiming struct {
@@ -50,7 +55,7 @@ type modelTiming struct {
 
 // benchModel is the one model of the run: every server the bench starts uses it.
 var benchModel = sync.OnceValue(func() *fakeModel {
-	m := &fakeModel{steps: 300}
+	m := &fakeModel{steps: 300, hung: map[string]bool{}, takeovers: make(chan string, 16)}
 	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
 	return m
 })
@@ -83,12 +88,23 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := map[string]any{"role": "assistant", "content": "OK."}
 	bench, terminal, slow := false, false, false
+	var takeover []string
 	for _, mm := range req.Messages {
 		if mm.Role == "user" {
 			bench = strings.Contains(string(mm.Content), benchMarker)
 			terminal = strings.Contains(string(mm.Content), "terminal")
 			slow = strings.Contains(string(mm.Content), slowMarker)
+			takeover = takeoverRE.FindStringSubmatch(string(mm.Content))
 			break
+		}
+	}
+	if takeover != nil && len(req.Tools) > 0 {
+		called := false
+		for _, mm := range req.Messages {
+			called = called || len(mm.ToolCalls) > 0
+		}
+		if msg = m.takeoverStep(r.Context(), takeover[0], takeover[1], called); msg == nil {
+			return // the call hung until its client went away
 		}
 	}
 	if slow {

@@ -9,8 +9,9 @@
 // binary itself (`agentd serve`) in a process of its own, so that the RSS it reports is the
 // control plane's alone, without the bench's clients and model. The replicas figures run on a
 // throwaway PostgreSQL server that the bench starts on loopback as the tests start theirs
-// (pgtest), with servers on it in this process. Whatever the run started is stopped and removed
-// before it exits, also when it fails or is interrupted.
+// (pgtest), with servers on it in this process and `agentd serve` processes that it kills with
+// SIGKILL. Whatever the run started is stopped and removed before it exits, also when it fails
+// or is interrupted.
 package main
 
 import (
@@ -57,6 +58,8 @@ type options struct {
 	streamRounds int
 	idleRounds   int
 	idleWait     time.Duration
+	// takeoverRounds are the replica deaths to time at each point of a conversation.
+	takeoverRounds int
 }
 
 // groups are the figures -only can pick, in the order they run.
@@ -88,6 +91,7 @@ func main() {
 	flag.IntVar(&o.mcpCalls, "mcp-calls", 500, "MCP tool calls to time per transport, through the tool router and directly")
 	flag.IntVar(&o.streamRounds, "stream-rounds", 200, "events to time on each kind and number of stream subscribers")
 	flag.IntVar(&o.idleRounds, "idle-rounds", 5, "idle bwrap sandboxes to measure, one after the other")
+	flag.IntVar(&o.takeoverRounds, "takeover-rounds", 5, "replicas to kill in the middle of a model call, and as many in the middle of a command, for the takeover figure")
 	flag.DurationVar(&o.idleWait, "idle-wait", runtime.IdleTrimAfter+5*time.Second, "how long an idle sandbox gets no request before it is measured (its runtime trims its memory after "+runtime.IdleTrimAfter.String()+")")
 	flag.Parse()
 	var err error
@@ -114,8 +118,8 @@ func main() {
 		os.Exit(2)
 	}
 	if o.starts < 1 || o.cycles < 1 || o.many < 1 || o.conversations < 1 || o.clients < 1 || o.duration <= 0 ||
-		o.steps < 2 || o.logs < 1 || o.events < 1 || o.repoFiles < 1 || o.repoRounds < 1 || o.mcpCalls < 1 || o.streamRounds < 1 || o.idleRounds < 1 || o.idleWait < 0 {
-		fmt.Fprintln(os.Stderr, "agentd-bench: -starts, -cycles, -many, -conversations, -clients, -duration, -steps, -logs, -events, -repo-files, -repo-rounds, -mcp-calls, -stream-rounds and -idle-rounds must be positive, -idle-wait not negative")
+		o.steps < 2 || o.logs < 1 || o.events < 1 || o.repoFiles < 1 || o.repoRounds < 1 || o.mcpCalls < 1 || o.streamRounds < 1 || o.idleRounds < 1 || o.idleWait < 0 || o.takeoverRounds < 1 {
+		fmt.Fprintln(os.Stderr, "agentd-bench: -starts, -cycles, -many, -conversations, -clients, -duration, -steps, -logs, -events, -repo-files, -repo-rounds, -mcp-calls, -stream-rounds, -idle-rounds and -takeover-rounds must be positive, -idle-wait not negative")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

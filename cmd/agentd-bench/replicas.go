@@ -25,7 +25,8 @@ import (
 //   - an event appended through one replica, to its arrival at an SSE subscriber on another
 //     (and on the same one), beside a bare NOTIFY → LISTEN round trip of the same bytes;
 //   - the conversation listing on PostgreSQL, beside the same bytes from a plain handler;
-//   - agent steps on PostgreSQL, beside the same steps on SQLite.
+//   - agent steps on PostgreSQL, beside the same steps on SQLite;
+//   - the takeover of a killed replica's conversation by its successor (takeover.go).
 func benchReplicas(ctx context.Context, o options, bin, dir string, seeded listingSeeds, logw io.Writer, progress func(string, ...any)) (_ []row, _ []string, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, err
@@ -50,6 +51,7 @@ func benchReplicas(ctx context.Context, o options, bin, dir string, seeded listi
 			return benchListingPostgres(ctx, o, pg, bin, dir, seeded, logw, progress)
 		},
 		func() ([]row, []string, error) { return benchAgentPostgres(ctx, o, pg, bin, dir, logw, progress) },
+		func() ([]row, []string, error) { return benchTakeover(ctx, o, pg, bin, dir, logw, progress) },
 	} {
 		r, n, err := f()
 		if err != nil {
