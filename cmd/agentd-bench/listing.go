@@ -258,9 +258,13 @@ func (s *server) getBytes(ctx context.Context, path string) ([]byte, error) {
 // seedListing stores n conversations like one made through the API (with its start task and
 // first events) in one running sandbox, and unless conversationsOnly, n sandbox records and
 // one conversation of n events, through a second store on the server's database file.
+//
+// The sandbox is deleted before the copies are stored: its deletion records its status on
+// each of its conversations, which took minutes for 100,000, and the copies carry those
+// events as the conversation they copy has them.
 func (s *server) seedListing(ctx context.Context, dataDir string, n int, conversationsOnly bool) (listingSeed, error) {
 	sb, done, err := s.runningSandbox(ctx)
-	defer done()
+	defer func() { done() }()
 	if err != nil {
 		return listingSeed{}, err
 	}
@@ -268,12 +272,25 @@ func (s *server) seedListing(ctx context.Context, dataDir string, n int, convers
 	if err != nil {
 		return listingSeed{}, err
 	}
+	// One conversation to hold n events, like an agent's.
+	var long []string
+	if !conversationsOnly {
+		if long, err = s.seedConversationIDs(ctx, sb.ID, 1); err != nil {
+			return listingSeed{}, err
+		}
+	}
 	s.waitIdle()
 	st, err := sqlite.Open(ctx, filepath.Join(dataDir, app.DBFile))
 	if err != nil {
 		return listingSeed{}, err
 	}
 	defer st.Close()
+	sbRec, err := st.GetSandbox(ctx, s.ownerID, sb.ID)
+	if err != nil {
+		return listingSeed{}, err
+	}
+	done()
+	done = func() {}
 	start := time.Now()
 	tmpl, err := st.GetConversation(ctx, s.ownerID, ids[0])
 	if err != nil {
@@ -284,10 +301,6 @@ func (s *server) seedListing(ctx context.Context, dataDir string, n int, convers
 		return listingSeed{}, fmt.Errorf("template start task: %v", err)
 	}
 	tmplEvents, err := st.ConversationEvents(ctx, ids[0], 0)
-	if err != nil {
-		return listingSeed{}, err
-	}
-	sbRec, err := st.GetSandbox(ctx, s.ownerID, sb.ID)
 	if err != nil {
 		return listingSeed{}, err
 	}
@@ -322,12 +335,6 @@ func (s *server) seedListing(ctx context.Context, dataDir string, n int, convers
 	if conversationsOnly {
 		return listingSeed{dataDir: dataDir, took: time.Since(start)}, nil
 	}
-	// One conversation with n events, like an agent's.
-	long, err := s.seedConversationIDs(ctx, sb.ID, 1)
-	if err != nil {
-		return listingSeed{}, err
-	}
-	s.waitIdle()
 	for i := 0; i < n; i += 1000 {
 		evs, err := fakeLog(long[0], min(1000, n-i))
 		if err != nil {
