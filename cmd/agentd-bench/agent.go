@@ -40,6 +40,11 @@ type fakeModel struct {
 
 	mu      sync.Mutex
 	timings []modelTiming
+	// hung are the takeover conversations whose first call hung (takeoverStep), and
+	// takeovers tells of each takeover conversation that reached the point of its
+	// replica's death: its call hung, or it was answered with its command.
+	hung      map[string]bool
+	takeovers chan string
 }
 
 type modelTiming struct {
@@ -50,7 +55,7 @@ type modelTiming struct {
 
 // benchModel is the one model of the run: every server the bench starts uses it.
 var benchModel = sync.OnceValue(func() *fakeModel {
-	m := &fakeModel{steps: 300}
+	m := &fakeModel{steps: 300, hung: map[string]bool{}, takeovers: make(chan string, 16)}
 	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
 	return m
 })
@@ -83,12 +88,23 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := map[string]any{"role": "assistant", "content": "OK."}
 	bench, terminal, slow := false, false, false
+	var takeover []string
 	for _, mm := range req.Messages {
 		if mm.Role == "user" {
 			bench = strings.Contains(string(mm.Content), benchMarker)
 			terminal = strings.Contains(string(mm.Content), "terminal")
 			slow = strings.Contains(string(mm.Content), slowMarker)
+			takeover = takeoverRE.FindStringSubmatch(string(mm.Content))
 			break
+		}
+	}
+	if takeover != nil && len(req.Tools) > 0 {
+		called := false
+		for _, mm := range req.Messages {
+			called = called || len(mm.ToolCalls) > 0
+		}
+		if msg = m.takeoverStep(r.Context(), takeover[0], takeover[1], called); msg == nil {
+			return // the call hung until its client went away
 		}
 	}
 	if slow {
@@ -154,6 +170,41 @@ func llmFlags() []string {
 // tool runs in the control plane and costs nothing measurable; with terminal it runs in the
 // sandbox, and its time, measured by calling the runtime directly, is subtracted at the median.
 func benchAgent(ctx context.Context, s *server, o options, progress func(string, ...any)) ([]row, []string, error) {
+	st, err := timeAgentSteps(ctx, s, o, "agent", progress)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rows []row
+	base := "one call of the same model through the OpenAI SDK"
+	for _, tool := range agentTools {
+		for _, p := range []float64{50, 99} {
+			figure := fmt.Sprintf("agent step, control-plane overhead with %s (%d steps), p%.0f", tool, len(st.overheads[tool]), p)
+			rows = append(rows, timeRow(figure, p, st.overheads[tool], st.sdk, base))
+		}
+	}
+	notes := []string{fmt.Sprintf("terminal steps: the tool's own time, %s at the median (a direct POST /api/tools/terminal to the runtime, echo N), is taken off each step.",
+		unitTime.format(seconds(st.toolTime))),
+		"agent step overhead: from one model request to the next, less the model's own time (and the tool's): parsing the answer, building and durably storing the events (SQLite in WAL mode, synchronous=NORMAL; with think the action and its result in one transaction, as the loop answers think itself; with terminal the action, then the result), running the tool call round trip, building the next prompt from the log (condensing every 40 steps at the default limit of 80 events), and sending it."}
+	return rows, notes, nil
+}
+
+// agentTools are the tools whose steps the agent figures time.
+var agentTools = []string{"think", "terminal"}
+
+// agentSteps is what timeAgentSteps measured on one server.
+type agentSteps struct {
+	// overheads are each tool's steps' control-plane overheads, the tool's own time taken off.
+	overheads map[string][]time.Duration
+	// sdk are the primitive's times: one call of the model through the client the agent uses.
+	sdk []time.Duration
+	// toolTime is the terminal tool's own time at the median, taken off its steps.
+	toolTime time.Duration
+}
+
+// timeAgentSteps runs a conversation of o.steps steps of each of agentTools on s, in a
+// sandbox of its own, and returns their overheads (see benchAgent) beside the primitive's
+// times. name names its profiles (-profile).
+func timeAgentSteps(ctx context.Context, s *server, o options, name string, progress func(string, ...any)) (agentSteps, error) {
 	steps := o.steps
 	m := benchModel()
 	m.steps = steps
@@ -161,70 +212,61 @@ func benchAgent(ctx context.Context, s *server, o options, progress func(string,
 	sb, done, err := s.runningSandbox(ctx)
 	defer done()
 	if err != nil {
-		return nil, nil, err
+		return agentSteps{}, err
 	}
 	// The primitive: one model call through the same client the agent uses.
 	client, err := app.NewLLM(llm.Config{Model: "gpt-4o", BaseURL: m.srv.URL + "/v1", APIKey: "sk-bench"})
 	if err != nil {
-		return nil, nil, err
+		return agentSteps{}, err
 	}
-	var sdk []time.Duration
+	out := agentSteps{overheads: map[string][]time.Duration{}}
 	for range 200 {
 		start := time.Now()
 		if _, err := client.Complete(ctx, llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{llm.TextPart("hi")}}},
 			Tools: []llm.ToolSpec{{Name: "think", Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}}}); err != nil {
-			return nil, nil, err
+			return agentSteps{}, err
 		}
-		sdk = append(sdk, time.Since(start))
+		out.sdk = append(out.sdk, time.Since(start))
 	}
 	m.takeTimings()
 	// A run stops at the user's max_iterations (500 by default): this one takes every step.
 	if err := s.call(ctx, "POST", "/api/settings", map[string]any{"max_iterations": steps + 10}, nil); err != nil {
-		return nil, nil, fmt.Errorf("set max_iterations: %w", err)
+		return agentSteps{}, fmt.Errorf("set max_iterations: %w", err)
 	}
-
-	var rows []row
-	var notes []string
-	for _, tool := range []string{"think", "terminal"} {
+	for _, tool := range agentTools {
 		progress("timing %d agent steps with %s", steps, tool)
-		stopProfile, err := s.profile(o, "agent-"+tool)
+		stopProfile, err := s.profile(o, name+"-"+tool)
 		if err != nil {
-			return nil, nil, err
+			return agentSteps{}, err
 		}
 		overheads, err := s.timeSteps(ctx, sb.ID, tool)
 		stopProfile()
 		if err != nil {
-			return nil, nil, err
+			return agentSteps{}, err
 		}
 		toolTime := time.Duration(0)
 		if tool == "terminal" {
 			rt, err := svc.Client(ctx, s.ownerID, sb.ID)
 			if err != nil {
-				return nil, nil, err
+				return agentSteps{}, err
 			}
 			var direct []time.Duration
 			for i := range 100 {
 				start := time.Now()
 				if _, err := rt.Tool(ctx, "terminal", "bench-direct", json.RawMessage(fmt.Sprintf(`{"command":"echo %d"}`, i))); err != nil {
-					return nil, nil, err
+					return agentSteps{}, err
 				}
 				direct = append(direct, time.Since(start))
 			}
 			toolTime = percentile(direct, 50)
-			notes = append(notes, fmt.Sprintf("terminal steps: the tool's own time, %s at the median (a direct POST /api/tools/terminal to the runtime, echo N), is taken off each step.",
-				unitTime.format(seconds(toolTime))))
+			out.toolTime = toolTime
 		}
 		for i := range overheads {
 			overheads[i] -= toolTime
 		}
-		base := "one call of the same model through the OpenAI SDK"
-		for _, p := range []float64{50, 99} {
-			figure := fmt.Sprintf("agent step, control-plane overhead with %s (%d steps), p%.0f", tool, len(overheads), p)
-			rows = append(rows, timeRow(figure, p, overheads, sdk, base))
-		}
+		out.overheads[tool] = overheads
 	}
-	notes = append(notes, "agent step overhead: from one model request to the next, less the model's own time (and the tool's): parsing the answer, building and durably storing the events (SQLite in WAL mode, synchronous=NORMAL; with think the action and its result in one transaction, as the loop answers think itself; with terminal the action, then the result), running the tool call round trip, building the next prompt from the log (condensing every 40 steps at the default limit of 80 events), and sending it.")
-	return rows, notes, nil
+	return out, nil
 }
 
 // timeSteps runs one conversation of benchModel's steps with tool and returns each step's
@@ -245,29 +287,8 @@ func (s *server) timeSteps(ctx context.Context, sandboxID, tool string) ([]time.
 	if err != nil {
 		return nil, err
 	}
-	convID := convIDs[0]
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		var convs []*struct {
-			ExecutionStatus *string `json:"execution_status"`
-		}
-		if err := s.call(ctx, "GET", "/api/v1/app-conversations?ids="+convID, nil, &convs); err != nil {
-			return nil, err
-		}
-		if st := convs[0].ExecutionStatus; st != nil && *st != "running" && *st != "idle" {
-			if *st != "finished" {
-				return nil, fmt.Errorf("bench conversation ended %s", *st)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("bench conversation still running after 5 minutes")
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := s.waitFinished(ctx, convIDs[0], 5*time.Minute); err != nil {
+		return nil, err
 	}
 	// A step spans from the answer to one agent request to the next agent request; the
 	// condenser's requests in between are the model's time too.
@@ -285,6 +306,37 @@ func (s *server) timeSteps(ctx context.Context, sandboxID, tool string) ([]time.
 		last, modelTime = &t, 0
 	}
 	return out, nil
+}
+
+// waitFinished polls the conversation until its agent stopped, within limit; an agent that
+// stopped other than finished is an error.
+func (s *server) waitFinished(ctx context.Context, convID string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		var convs []*struct {
+			ExecutionStatus *string `json:"execution_status"`
+		}
+		if err := s.call(ctx, "GET", "/api/v1/app-conversations?ids="+convID, nil, &convs); err != nil {
+			return err
+		}
+		if len(convs) != 1 || convs[0] == nil {
+			return fmt.Errorf("bench conversation %s not found", convID)
+		}
+		if st := convs[0].ExecutionStatus; st != nil && *st != "running" && *st != "idle" {
+			if *st != "finished" {
+				return fmt.Errorf("bench conversation ended %s", *st)
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench conversation still running after %v", limit)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // benchEventMemory stores conversations × events realistic events (as an agent writes them)

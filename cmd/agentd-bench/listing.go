@@ -17,6 +17,7 @@ import (
 	"github.com/agentd/agentd/internal/id"
 	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/store"
 	"github.com/agentd/agentd/internal/store/sqlite"
 )
 
@@ -29,47 +30,55 @@ import (
 type listingEndpoint struct {
 	name string
 	path func(seed listingSeed) string
-	read func(ctx context.Context, st *sqlite.Store, owner string, seed listingSeed) error
+	read func(ctx context.Context, st store.Store, owner string, seed listingSeed) error
 }
 
 var page100 = paging.Query{Limit: 100}
 
 var listingEndpoints = []listingEndpoint{
 	{"conversations (GET /api/v1/app-conversations/search)", func(listingSeed) string { return "/api/v1/app-conversations/search?limit=100" },
-		func(ctx context.Context, st *sqlite.Store, owner string, _ listingSeed) error {
+		func(ctx context.Context, st store.Store, owner string, _ listingSeed) error {
 			_, _, err := st.ListConversations(ctx, owner, conversation.Filter{}, page100)
 			return err
 		}},
 	{"start tasks (GET /api/v1/app-conversations/start-tasks/search)", func(listingSeed) string {
 		return "/api/v1/app-conversations/start-tasks/search?limit=100"
-	}, func(ctx context.Context, st *sqlite.Store, owner string, _ listingSeed) error {
+	}, func(ctx context.Context, st store.Store, owner string, _ listingSeed) error {
 		_, _, err := st.ListStartTasks(ctx, owner, conversation.TaskFilter{}, conversation.SortCreatedAtDesc, page100)
 		return err
 	}},
 	{"sandboxes (GET /api/v1/sandboxes/search)", func(listingSeed) string { return "/api/v1/sandboxes/search?limit=100" },
-		func(ctx context.Context, st *sqlite.Store, owner string, _ listingSeed) error {
+		func(ctx context.Context, st store.Store, owner string, _ listingSeed) error {
 			_, _, err := st.ListSandboxes(ctx, owner, page100)
 			return err
 		}},
 	{"events of a conversation (GET /api/v1/conversation/{id}/events/search)", func(s listingSeed) string {
 		return "/api/v1/conversation/" + s.longConversation + "/events/search?limit=100"
-	}, func(ctx context.Context, st *sqlite.Store, owner string, s listingSeed) error {
+	}, func(ctx context.Context, st store.Store, owner string, s listingSeed) error {
 		_, _, err := st.SearchEvents(ctx, owner, event.Filter{ConversationID: s.longConversation}, false, page100)
 		return err
 	}},
 }
 
-// listingSeed is what seedListing stored.
+// listingSeed is what seedListing stored, and where.
 type listingSeed struct {
+	// dataDir holds the SQLite store and the keyring that sealed its secrets.
+	dataDir string
+	// longConversation has the n events; "" when only the conversations were stored.
 	longConversation string
 	took             time.Duration
 }
 
+// listingSeeds are the listing stores seeded in a run, by their numbers of rows, whose
+// servers have stopped: the PostgreSQL listing figures copy them rather than seed anew.
+type listingSeeds map[int]listingSeed
+
 // benchListing measures the listing figures at each number of rows, each on a server of its
 // own whose store holds rows conversations (with their start tasks and first events) in one
 // running sandbox, rows sandbox records (MISSING: their processes are long gone, so that the
-// watcher has nothing to do with them) and one conversation with rows events.
-func benchListing(ctx context.Context, o options, bin, dir string, logw io.Writer, progress func(string, ...any)) ([]row, []string, error) {
+// watcher has nothing to do with them) and one conversation with rows events. Each store is
+// kept in seeded once its server has stopped.
+func benchListing(ctx context.Context, o options, bin, dir string, seeded listingSeeds, logw io.Writer, progress func(string, ...any)) ([]row, []string, error) {
 	var rows []row
 	var notes []string
 	for _, n := range o.listingRows {
@@ -77,10 +86,11 @@ func benchListing(ctx context.Context, o options, bin, dir string, logw io.Write
 		if err != nil {
 			return nil, nil, err
 		}
+		var seed listingSeed
 		r, nt, err := func() ([]row, []string, error) {
 			defer s.close()
 			progress("storing %d conversations, start tasks, sandboxes and events for the listing figures", n)
-			seed, err := s.seedListing(ctx, filepath.Join(dir, fmt.Sprintf("listing-%d", n)), n)
+			seed, err = s.seedListing(ctx, filepath.Join(dir, fmt.Sprintf("listing-%d", n)), n, false)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -94,7 +104,7 @@ func benchListing(ctx context.Context, o options, bin, dir string, logw io.Write
 			var rows []row
 			for _, ep := range listingEndpoints {
 				read := func() error { return ep.read(ctx, st, s.ownerID, seed) }
-				r, note, err := s.benchEndpoint(ctx, o, ep.name, ep.path(seed), n, read, progress)
+				r, note, err := s.benchEndpoint(ctx, o, sqliteListing, ep.name, ep.path(seed), n, read, progress)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -106,15 +116,30 @@ func benchListing(ctx context.Context, o options, bin, dir string, logw io.Write
 		if err != nil {
 			return nil, nil, err
 		}
+		seeded[n] = seed
 		rows, notes = append(rows, r...), append(notes, nt...)
 	}
 	notes = append(notes, "listing figures: the primitive serves the very bytes of agentd's answer (read once before the load) from a plain net/http handler on its own loopback listener, to the same clients for the same time. The store's read alone is the read the handler makes, by a second store on the server's database file in this process: what of agentd's CPU time per request is SQLite's.")
 	return rows, notes, nil
 }
 
-// benchEndpoint loads path on agentd and its bytes on a plain handler and returns the
-// throughput and p99 rows.
-func (s *server) benchEndpoint(ctx context.Context, o options, name, path string, n int, read func() error, progress func(string, ...any)) ([]row, string, error) {
+// listingStore is the kind of store a listing figure runs on.
+type listingStore struct {
+	// name says, in the figures, what the store's read goes through.
+	name string
+	// cpu is the CPU time used so far by this process and, with cpuAlso, by the store's own
+	// processes.
+	cpu     func() (time.Duration, error)
+	cpuAlso string
+	// profile begins the names of the figure's profiles (-profile).
+	profile string
+}
+
+var sqliteListing = listingStore{name: "SQLite through database/sql", cpu: processCPU, profile: "listing"}
+
+// benchEndpoint loads path on agentd, whose store is of kind ls, and its bytes on a plain
+// handler and returns the throughput, p99 and CPU rows.
+func (s *server) benchEndpoint(ctx context.Context, o options, ls listingStore, name, path string, n int, read func() error, progress func(string, ...any)) ([]row, string, error) {
 	body, err := s.getBytes(ctx, path)
 	if err != nil {
 		return nil, "", err
@@ -133,13 +158,13 @@ func (s *server) benchEndpoint(ctx context.Context, o options, name, path string
 	if _, err := s.load(ctx, path, o.clients, warm); err != nil {
 		return nil, "", err
 	}
-	stopProfile, err := s.profile(o, fmt.Sprintf("listing-%s-%d", shortName(name), n))
+	stopProfile, err := s.profile(o, fmt.Sprintf("%s-%s-%d", ls.profile, shortName(name), n))
 	if err != nil {
 		return nil, "", err
 	}
 	got, err := s.load(ctx, path, o.clients, o.duration)
 	if err == nil {
-		cpu, err = cpuPerRequest(s.app.Handler(), path, s.key, 200)
+		cpu, err = cpuPerRequest(ls.cpu, s.app.Handler(), path, s.key, 200)
 	}
 	stopProfile()
 	if err != nil {
@@ -149,11 +174,11 @@ func (s *server) benchEndpoint(ctx context.Context, o options, name, path string
 	if err != nil {
 		return nil, "", err
 	}
-	bareCPU, err := cpuPerRequest(plain.srv.Handler, path, s.key, 2000)
+	bareCPU, err := cpuPerRequest(processCPU, plain.srv.Handler, path, s.key, 2000)
 	if err != nil {
 		return nil, "", err
 	}
-	storeCPU, err := cpuPer(200, read)
+	storeCPU, err := cpuPer(ls.cpu, 200, read)
 	if err != nil {
 		return nil, "", err
 	}
@@ -162,8 +187,8 @@ func (s *server) benchEndpoint(ctx context.Context, o options, name, path string
 	rows := []row{
 		{figure: what + ", throughput", agentd: got.rate(), primitive: bare.rate(), unit: unitRate, baseline: base},
 		timeRow(what+", p99 latency", 99, got.latencies, bare.latencies, base),
-		{figure: what + ", CPU time per request (in process, no network)", agentd: cpu.Seconds(), primitive: bareCPU.Seconds(), unit: unitTime, baseline: base},
-		{figure: what + ", CPU time of the store's read alone (SQLite through database/sql)", agentd: storeCPU.Seconds(), primitive: bareCPU.Seconds(), unit: unitTime, baseline: base},
+		{figure: what + ", CPU time per request (in process, no network" + ls.cpuAlso + ")", agentd: cpu.Seconds(), primitive: bareCPU.Seconds(), unit: unitTime, baseline: base},
+		{figure: what + ", CPU time of the store's read alone (" + ls.name + ")", agentd: storeCPU.Seconds(), primitive: bareCPU.Seconds(), unit: unitTime, baseline: base},
 	}
 	note := fmt.Sprintf("%s over %d rows: %d bytes; p50 %s against %s.", name, n, len(body),
 		unitTime.format(seconds(percentile(got.latencies, 50))), unitTime.format(seconds(percentile(bare.latencies, 50))))
@@ -231,11 +256,15 @@ func (s *server) getBytes(ctx context.Context, path string) ([]byte, error) {
 }
 
 // seedListing stores n conversations like one made through the API (with its start task and
-// first events) in one running sandbox, n sandbox records and one conversation of n events,
-// through a second store on the server's database file.
-func (s *server) seedListing(ctx context.Context, dataDir string, n int) (listingSeed, error) {
+// first events) in one running sandbox, and unless conversationsOnly, n sandbox records and
+// one conversation of n events, through a second store on the server's database file.
+//
+// The sandbox is deleted before the copies are stored: its deletion records its status on
+// each of its conversations, which took minutes for 100,000, and the copies carry those
+// events as the conversation they copy has them.
+func (s *server) seedListing(ctx context.Context, dataDir string, n int, conversationsOnly bool) (listingSeed, error) {
 	sb, done, err := s.runningSandbox(ctx)
-	defer done()
+	defer func() { done() }()
 	if err != nil {
 		return listingSeed{}, err
 	}
@@ -243,12 +272,25 @@ func (s *server) seedListing(ctx context.Context, dataDir string, n int) (listin
 	if err != nil {
 		return listingSeed{}, err
 	}
+	// One conversation to hold n events, like an agent's.
+	var long []string
+	if !conversationsOnly {
+		if long, err = s.seedConversationIDs(ctx, sb.ID, 1); err != nil {
+			return listingSeed{}, err
+		}
+	}
 	s.waitIdle()
 	st, err := sqlite.Open(ctx, filepath.Join(dataDir, app.DBFile))
 	if err != nil {
 		return listingSeed{}, err
 	}
 	defer st.Close()
+	sbRec, err := st.GetSandbox(ctx, s.ownerID, sb.ID)
+	if err != nil {
+		return listingSeed{}, err
+	}
+	done()
+	done = func() {}
 	start := time.Now()
 	tmpl, err := st.GetConversation(ctx, s.ownerID, ids[0])
 	if err != nil {
@@ -259,10 +301,6 @@ func (s *server) seedListing(ctx context.Context, dataDir string, n int) (listin
 		return listingSeed{}, fmt.Errorf("template start task: %v", err)
 	}
 	tmplEvents, err := st.ConversationEvents(ctx, ids[0], 0)
-	if err != nil {
-		return listingSeed{}, err
-	}
-	sbRec, err := st.GetSandbox(ctx, s.ownerID, sb.ID)
 	if err != nil {
 		return listingSeed{}, err
 	}
@@ -282,19 +320,21 @@ func (s *server) seedListing(ctx context.Context, dataDir string, n int) (listin
 		if err := st.CreateConversation(ctx, c, t, evs); err != nil {
 			return listingSeed{}, err
 		}
+		if conversationsOnly {
+			continue
+		}
 		rec := sbRec
 		rec.ID, rec.Status, rec.Detail, rec.CreatedAt, rec.UpdatedAt = id.New(), sandbox.StatusMissing, "the sandbox's processes are gone", at, at
-		rec.SessionKeyHash = nil
+		// No session key: one shared by every record would break the uniqueness of their
+		// digests, which a server starting on the store computes for records that lack one.
+		rec.SessionKeySealed, rec.SessionKeyHash = nil, nil
 		if err := st.CreateSandbox(ctx, rec, 0); err != nil {
 			return listingSeed{}, err
 		}
 	}
-	// One conversation with n events, like an agent's.
-	long, err := s.seedConversationIDs(ctx, sb.ID, 1)
-	if err != nil {
-		return listingSeed{}, err
+	if conversationsOnly {
+		return listingSeed{dataDir: dataDir, took: time.Since(start)}, nil
 	}
-	s.waitIdle()
 	for i := 0; i < n; i += 1000 {
 		evs, err := fakeLog(long[0], min(1000, n-i))
 		if err != nil {
@@ -304,14 +344,15 @@ func (s *server) seedListing(ctx context.Context, dataDir string, n int) (listin
 			return listingSeed{}, err
 		}
 	}
-	return listingSeed{longConversation: long[0], took: time.Since(start)}, nil
+	return listingSeed{dataDir: dataDir, longConversation: long[0], took: time.Since(start)}, nil
 }
 
 // cpuPerRequest serves GET path n times in this goroutine, straight into a recorder (no
-// network), and returns the process's CPU time per request (user and system, garbage
-// collection included): what one request costs, whatever else the machine runs.
-func cpuPerRequest(h http.Handler, path, key string, n int) (time.Duration, error) {
-	return cpuPer(n, func() error {
+// network), and returns the CPU time per request that cpu counts (this process's, user and
+// system, garbage collection included, with processCPU): what one request costs, whatever
+// else the machine runs.
+func cpuPerRequest(cpu func() (time.Duration, error), h http.Handler, path, key string, n int) (time.Duration, error) {
+	return cpuPer(cpu, n, func() error {
 		req := httptest.NewRequest("GET", path, nil)
 		req.Header.Set("X-Session-API-Key", key)
 		rec := httptest.NewRecorder()
@@ -323,9 +364,9 @@ func cpuPerRequest(h http.Handler, path, key string, n int) (time.Duration, erro
 	})
 }
 
-// cpuPer runs f n times in this goroutine and returns the process's CPU time per run.
-func cpuPer(n int, f func() error) (time.Duration, error) {
-	before, err := processCPU()
+// cpuPer runs f n times in this goroutine and returns the CPU time per run that cpu counts.
+func cpuPer(cpu func() (time.Duration, error), n int, f func() error) (time.Duration, error) {
+	before, err := cpu()
 	if err != nil {
 		return 0, err
 	}
@@ -334,7 +375,7 @@ func cpuPer(n int, f func() error) (time.Duration, error) {
 			return 0, err
 		}
 	}
-	after, err := processCPU()
+	after, err := cpu()
 	if err != nil {
 		return 0, err
 	}

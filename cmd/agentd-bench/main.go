@@ -7,8 +7,11 @@
 // served by a real net/http server, and the clients that load it; where bubblewrap works, a
 // second one with the bwrap backend for the bwrap figures. The memory curve runs the agentd
 // binary itself (`agentd serve`) in a process of its own, so that the RSS it reports is the
-// control plane's alone, without the bench's clients and model. Whatever the run started is stopped
-// and removed before it exits, also when it fails or is interrupted.
+// control plane's alone, without the bench's clients and model. The replicas figures run on a
+// throwaway PostgreSQL server that the bench starts on loopback as the tests start theirs
+// (pgtest), with servers on it in this process and `agentd serve` processes that it kills with
+// SIGKILL. Whatever the run started is stopped and removed before it exits, also when it fails
+// or is interrupted.
 package main
 
 import (
@@ -55,10 +58,12 @@ type options struct {
 	streamRounds int
 	idleRounds   int
 	idleWait     time.Duration
+	// takeoverRounds are the replica deaths to time at each point of a conversation.
+	takeoverRounds int
 }
 
 // groups are the figures -only can pick, in the order they run.
-var groups = []string{"starts", "repository", "pause", "docker", "bwrap", "idle", "search", "agent", "mcp", "streams", "memory", "web", "curve", "listing"}
+var groups = []string{"starts", "repository", "pause", "docker", "bwrap", "idle", "search", "agent", "mcp", "streams", "memory", "web", "curve", "listing", "replicas"}
 
 // runs reports whether the group of figures g is to be measured.
 func (o options) runs(g string) bool { return len(o.only) == 0 || o.only[g] }
@@ -86,6 +91,7 @@ func main() {
 	flag.IntVar(&o.mcpCalls, "mcp-calls", 500, "MCP tool calls to time per transport, through the tool router and directly")
 	flag.IntVar(&o.streamRounds, "stream-rounds", 200, "events to time on each kind and number of stream subscribers")
 	flag.IntVar(&o.idleRounds, "idle-rounds", 5, "idle bwrap sandboxes to measure, one after the other")
+	flag.IntVar(&o.takeoverRounds, "takeover-rounds", 5, "replicas to kill in the middle of a model call, and as many in the middle of a command, for the takeover figure")
 	flag.DurationVar(&o.idleWait, "idle-wait", runtime.IdleTrimAfter+5*time.Second, "how long an idle sandbox gets no request before it is measured (its runtime trims its memory after "+runtime.IdleTrimAfter.String()+")")
 	flag.Parse()
 	var err error
@@ -112,8 +118,8 @@ func main() {
 		os.Exit(2)
 	}
 	if o.starts < 1 || o.cycles < 1 || o.many < 1 || o.conversations < 1 || o.clients < 1 || o.duration <= 0 ||
-		o.steps < 2 || o.logs < 1 || o.events < 1 || o.repoFiles < 1 || o.repoRounds < 1 || o.mcpCalls < 1 || o.streamRounds < 1 || o.idleRounds < 1 || o.idleWait < 0 {
-		fmt.Fprintln(os.Stderr, "agentd-bench: -starts, -cycles, -many, -conversations, -clients, -duration, -steps, -logs, -events, -repo-files, -repo-rounds, -mcp-calls, -stream-rounds and -idle-rounds must be positive, -idle-wait not negative")
+		o.steps < 2 || o.logs < 1 || o.events < 1 || o.repoFiles < 1 || o.repoRounds < 1 || o.mcpCalls < 1 || o.streamRounds < 1 || o.idleRounds < 1 || o.idleWait < 0 || o.takeoverRounds < 1 {
+		fmt.Fprintln(os.Stderr, "agentd-bench: -starts, -cycles, -many, -conversations, -clients, -duration, -steps, -logs, -events, -repo-files, -repo-rounds, -mcp-calls, -stream-rounds, -idle-rounds and -takeover-rounds must be positive, -idle-wait not negative")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -173,6 +179,7 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 	}
 
 	rep := report{machine: m, options: o, binary: bin}
+	seeded := listingSeeds{}
 	add := func(rows []row, notes []string, err error) error {
 		rep.rows = append(rep.rows, rows...)
 		rep.notes = append(rep.notes, notes...)
@@ -224,7 +231,10 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 		{"curve", func() ([]row, []string, error) {
 			return benchMemoryCurve(ctx, o, filepath.Join(tmp, "curve-data"), logw, progress)
 		}},
-		{"listing", func() ([]row, []string, error) { return benchListing(ctx, o, bin, tmp, logw, progress) }},
+		{"listing", func() ([]row, []string, error) { return benchListing(ctx, o, bin, tmp, seeded, logw, progress) }},
+		{"replicas", func() ([]row, []string, error) {
+			return benchReplicas(ctx, o, bin, filepath.Join(tmp, "pg"), seeded, logw, progress)
+		}},
 	}
 	for _, st := range steps {
 		if !o.runs(st.group) {

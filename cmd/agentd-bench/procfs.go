@@ -53,30 +53,14 @@ func processState(pid int) (byte, error) {
 }
 
 // cpuOf returns the CPU time (user and system) process pid has used, from /proc/<pid>/stat,
-// whose fields 14 and 15 count it in clock ticks (100 a second on Linux).
+// which counts it in clock ticks (100 a second on Linux).
 func cpuOf(pid string) (time.Duration, error) {
-	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	f, err := procStat(pid)
 	if err != nil {
 		return 0, err
 	}
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("parse /proc/%s/stat", pid)
-	}
-	// After the command: state (field 3) onwards.
-	f := strings.Fields(string(data[i+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("parse /proc/%s/stat: %d fields", pid, len(f))
-	}
-	var ticks int64
-	for _, s := range f[11:13] {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("parse /proc/%s/stat: %w", pid, err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * 10 * time.Millisecond, nil
+	n, err := ticks(f, statUTime, statSTime)
+	return time.Duration(n) * 10 * time.Millisecond, err
 }
 
 // countProcesses returns how many processes the machine runs.

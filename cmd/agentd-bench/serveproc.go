@@ -204,6 +204,23 @@ func (p *serveProcess) saveAdmin(ctx context.Context, route, path string) error 
 	return f.Close()
 }
 
+// kill ends the server with SIGKILL, as a machine's failure would, and waits until it has
+// exited. Its sandboxes live on.
+func (p *serveProcess) kill() {
+	if p.client != nil {
+		p.client.CloseIdleConnections()
+	}
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		p.log.Error("kill agentd serve", "err", err)
+	}
+	<-p.exited
+}
+
 // stop ends the server as an operator does, with SIGTERM, and kills it if it has not exited
 // within a minute.
 func (p *serveProcess) stop() {

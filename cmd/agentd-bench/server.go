@@ -53,9 +53,26 @@ const specNoNetwork = "no-network"
 
 // startServerWith builds the server on dataDir with backend b, which it closes with itself
 // (also when it fails), and the GitHub API at githubAPI ("": the public one).
-func startServerWith(ctx context.Context, b sandbox.Backend, dataDir string, clients int, log *slog.Logger, githubAPI string) (_ *server, err error) {
+func startServerWith(ctx context.Context, b sandbox.Backend, dataDir string, clients int, log *slog.Logger, githubAPI string) (*server, error) {
+	return startServerOn(ctx, b, dataDir, config.DatabaseSQLite, clients, log, githubAPI)
+}
+
+// startPostgresServer builds the server on dataDir with the process backend and the
+// PostgreSQL database at dbURL: a replica, with the keyring of dataDir, which several servers
+// on one database must share (the caller copies it).
+func startPostgresServer(ctx context.Context, binary, dataDir, dbURL string, clients int, logw io.Writer) (*server, error) {
+	log := benchLogger(logw)
+	b, err := process.New(process.Options{Root: filepath.Join(dataDir, "sandboxes", "process"), Binary: binary, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return startServerOn(ctx, b, dataDir, dbURL, clients, log, "")
+}
+
+// startServerOn is startServerWith on database (config.DatabaseSQLite or a PostgreSQL URL).
+func startServerOn(ctx context.Context, b sandbox.Backend, dataDir, database string, clients int, log *slog.Logger, githubAPI string) (_ *server, err error) {
 	key := "bench-" + rand.Text()
-	cfg, err := config.Load(append([]string{"--data-dir", dataDir, "--admin-key", key,
+	cfg, err := config.Load(append([]string{"--data-dir", dataDir, "--admin-key", key, "--database", database,
 		"--sandbox-backend", b.Name(), "--addr", "127.0.0.1:0"}, llmFlags()...), func(string) string { return "" })
 	if err != nil {
 		b.Close()

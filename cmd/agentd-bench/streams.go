@@ -59,7 +59,7 @@ func benchStreams(ctx context.Context, s *server, rounds int, progress func(stri
 		}
 		for _, kind := range []string{"WebSocket", "SSE"} {
 			progress("timing %d events to %d %s subscribers", rounds, n, kind)
-			got, err := s.timeStream(ctx, kind, sb.ID, convID, n, rounds)
+			got, err := s.timeStream(ctx, s, kind, sb.ID, convID, n, rounds)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -90,10 +90,11 @@ func (s *server) quietConversation(ctx context.Context, sandboxID string) (strin
 	return ids[0], nil
 }
 
-// timeStream opens n subscribers of kind ("WebSocket" or "SSE") on the conversation, appends
-// rounds events and returns each subscriber's time to each event. The subscribers are closed
-// before it returns, and the server has let them go.
-func (s *server) timeStream(ctx context.Context, kind, sandboxID, convID string, n, rounds int) ([]time.Duration, error) {
+// timeStream opens n subscribers of kind ("WebSocket" or "SSE") on the conversation on s,
+// appends rounds events through writer (s itself, or another replica of its database) and
+// returns each subscriber's time to each event. The subscribers are closed before it returns,
+// and s has let them go.
+func (s *server) timeStream(ctx context.Context, writer *server, kind, sandboxID, convID string, n, rounds int) ([]time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel()
@@ -121,7 +122,7 @@ func (s *server) timeStream(ctx context.Context, kind, sandboxID, convID string,
 	var out []time.Duration
 	for r := range rounds {
 		start := time.Now()
-		err := s.app.Conversations.SendMessage(ctx, s.ownerID, convID, conversation.Message{Text: streamMarker + strconv.Itoa(r)}, false)
+		err := writer.app.Conversations.SendMessage(ctx, writer.ownerID, convID, conversation.Message{Text: streamMarker + strconv.Itoa(r)}, false)
 		if err != nil {
 			return nil, err
 		}

@@ -27,6 +27,9 @@
 // tests use that server instead; its user must be allowed to create databases. The
 // databases made there are dropped when their tests end.
 //
+// A program that is not a test binary (the benchmark) starts a server of the same kind with
+// StartServer, makes its databases with CreateDatabase, and stops it itself.
+//
 // When PostgreSQL is not installed or its server does not start, Database skips the test and
 // says why; with the environment variable CI set, it fails the test instead, because a CI
 // machine must have PostgreSQL and a skip there would hide a store that no longer works.
@@ -110,6 +113,19 @@ func startServer() {
 	})
 }
 
+// StartServer starts a throwaway server like the tests' (see the package comment) for a
+// program that is not a test binary, such as a benchmark: serverURL reaches it as a user that
+// may create databases (CreateDatabase), and stop stops it and removes its directory. The
+// caller must call stop, also when what it does with the server fails. It ignores EnvURL. On
+// error nothing is left running.
+func StartServer(ctx context.Context) (serverURL string, stop func() error, err error) {
+	s, err := start(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	return s.url, s.stop, nil
+}
+
 // Database creates an empty database on the tests' server and returns its URL. The test is
 // skipped (failed under CI) when there is no server.
 func Database(t testing.TB) string {
@@ -122,24 +138,42 @@ func Database(t testing.TB) string {
 		Unavailable(t, "PostgreSQL is not available: %v", unavailable)
 	}
 	name := fmt.Sprintf("agentd_test_%d_%d_%s", os.Getpid(), databases.Add(1), sanitize(t.Name()))
-	name = name[:min(len(name), 63)] // PostgreSQL's limit on identifiers
 	ctx := context.WithoutCancel(t.Context())
-	if err := admin(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatalf("pgtest: create database %s: %v", name, err)
+	u, err := createDatabase(ctx, adminURL, name)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
 	}
 	if dropAfter {
 		t.Cleanup(func() {
-			if err := admin(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-				t.Errorf("pgtest: drop database %s: %v", name, err)
+			if err := admin(ctx, adminURL, "DROP DATABASE IF EXISTS "+pgx.Identifier{u.name}.Sanitize()+" WITH (FORCE)"); err != nil {
+				t.Errorf("pgtest: drop database %s: %v", u.name, err)
 			}
 		})
 	}
-	u, err := url.Parse(adminURL)
+	return u.url
+}
+
+// CreateDatabase creates an empty database named name (cut to PostgreSQL's 63 bytes) on the
+// server that serverURL reaches, as a user that may create databases, and returns its URL.
+func CreateDatabase(ctx context.Context, serverURL, name string) (string, error) {
+	d, err := createDatabase(ctx, serverURL, name)
+	return d.url, err
+}
+
+// database is a database made by createDatabase.
+type database struct{ name, url string }
+
+func createDatabase(ctx context.Context, serverURL, name string) (database, error) {
+	name = name[:min(len(name), 63)] // PostgreSQL's limit on identifiers
+	u, err := url.Parse(serverURL)
 	if err != nil {
-		t.Fatalf("pgtest: server URL: %v", err)
+		return database{}, fmt.Errorf("server URL: %w", err)
+	}
+	if err := admin(ctx, serverURL, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return database{}, fmt.Errorf("create database %s: %w", name, err)
 	}
 	u.Path = "/" + name
-	return u.String()
+	return database{name: name, url: u.String()}, nil
 }
 
 // Unavailable skips t because the machine lacks PostgreSQL, or fails it when CI is set.
@@ -152,12 +186,12 @@ func Unavailable(t testing.TB, format string, args ...any) {
 	t.Skip(msg)
 }
 
-// admin runs one statement on the server's maintenance database, on a connection of its own
-// (CREATE and DROP DATABASE cannot run inside a transaction block).
-func admin(ctx context.Context, stmt string) error {
+// admin runs one statement on the maintenance database that serverURL reaches, on a
+// connection of its own (CREATE and DROP DATABASE cannot run inside a transaction block).
+func admin(ctx context.Context, serverURL, stmt string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, adminURL)
+	conn, err := pgx.Connect(ctx, serverURL)
 	if err != nil {
 		return err
 	}
