@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"path"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/agentd/agentd/internal/llm"
 	"github.com/agentd/agentd/internal/llm/llmtest"
+	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
 )
 
 // TestWebClientFlow follows OpenHands' web app through a whole conversation against agentd
@@ -563,5 +565,90 @@ func (s *webSocket) closeCode() websocket.StatusCode {
 			}
 			return websocket.CloseStatus(err)
 		}
+	}
+}
+
+// TestWebClientChangesPanel: on a backend whose sandboxes have a workspace of their own
+// (bwrap), a V1 conversation works in /workspace/project, a git repository from the start, so
+// that OpenHands' web app, which asks for the changes of /workspace/project at the agent
+// server's root, lists the file the agent wrote and shows its diff.
+func TestWebClientChangesPanel(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		sandboxtest.Unavailable(t, "bubblewrap is not installed: %v", err)
+	}
+	dir := newDataDir(t)
+	model := llmtest.NewOpenAI(t,
+		llmtest.Calls(llmtest.Call("terminal", `{"command":"pwd && echo hi > hello.txt"}`)),
+		llmtest.Text("hello.txt says hi."))
+	s := startServer(t, dir, []string{"AGENTD_ADMIN_KEY=" + agentAdminKey, "AGENTD_ALLOW_INTERNAL=127.0.0.0/8"},
+		"--sandbox-backend", "bwrap")
+	key := s.client(agentAdminKey).newUser("cora")
+	app := &webApp{t: t, base: s.url, key: key, hc: &http.Client{Timeout: 15 * time.Second}}
+	app.api("POST", "/api/settings", map[string]any{"llm_model": "openai/gpt-4o", "llm_base_url": model.URL(), "llm_api_key": llmtest.APIKey}, http.StatusOK, nil)
+
+	var task struct {
+		ID string `json:"id"`
+	}
+	app.api("POST", "/api/v1/app-conversations", map[string]any{
+		"initial_message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "Write hello.txt"}}},
+	}, http.StatusOK, &task)
+	var convID string
+	waitFor(t, time.Minute, "the start task to be READY", func() (bool, string) {
+		var tasks []*struct {
+			Status            string  `json:"status"`
+			Detail            *string `json:"detail"`
+			AppConversationID *string `json:"app_conversation_id"`
+		}
+		app.api("GET", "/api/v1/app-conversations/start-tasks?ids="+task.ID, nil, http.StatusOK, &tasks)
+		if len(tasks) != 1 || tasks[0] == nil || tasks[0].Status == "ERROR" {
+			t.Fatalf("start task %s: %+v", task.ID, tasks)
+		}
+		if tasks[0].Status == "READY" {
+			convID = *tasks[0].AppConversationID
+		}
+		return convID != "", tasks[0].Status
+	})
+	conv := app.conversation(convID)
+	t.Cleanup(func() { // the sandbox goes, with its cgroup, then the server
+		req, _ := http.NewRequest("DELETE", s.url+"/api/v1/sandboxes/"+conv.SandboxID, nil)
+		req.Header.Set("X-Session-API-Key", key)
+		resp, err := app.hc.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Errorf("delete the sandbox: %v %v", err, resp)
+		}
+		if resp != nil {
+			resp.Body.Close()
+		}
+		s.stop() // a server that stops removes its sandboxes' cgroup parent
+	})
+	agentHost := hostOf(t, *conv.ConversationURL)
+	app.session = *conv.SessionAPIKey
+	sock := app.dial(wsURL(agentHost, convID, "resend_all=true&session_api_key="+url.QueryEscape(app.session)))
+	evs := sock.until(isFinished)
+	if obs := find(evs, "ObservationEvent:terminal"); !strings.Contains(string(obs.Observation), `"text":"/workspace/project"`) {
+		t.Errorf("the agent's terminal did not start in /workspace/project: %s", obs.Observation)
+	}
+
+	var info struct {
+		Workspace struct {
+			WorkingDir string `json:"working_dir"`
+		} `json:"workspace"`
+	}
+	app.call("GET", agentHost+"/api/conversations/"+convID, http.Header{"X-Session-API-Key": {app.session}}, nil, http.StatusOK, &info)
+	if info.Workspace.WorkingDir != "/workspace/project" {
+		t.Errorf("the conversation's working_dir is %q", info.Workspace.WorkingDir)
+	}
+	var changes []struct{ Status, Path string }
+	app.call("GET", agentHost+"/api/git/changes/"+url.PathEscape("/workspace/project"), http.Header{"X-Session-API-Key": {app.session}}, nil, http.StatusOK, &changes)
+	if len(changes) != 1 || changes[0].Status != "ADDED" || changes[0].Path != "hello.txt" {
+		t.Errorf("the Changes panel: %+v, want hello.txt ADDED", changes)
+	}
+	var diff struct {
+		Modified, Original *string
+	}
+	app.call("GET", agentHost+"/api/git/diff/"+url.PathEscape("/workspace/project/hello.txt"), http.Header{"X-Session-API-Key": {app.session}}, nil, http.StatusOK, &diff)
+	if diff.Modified == nil || *diff.Modified != "hi\n" || diff.Original == nil || *diff.Original != "" {
+		t.Errorf("the diff of hello.txt: %+v", diff)
 	}
 }

@@ -343,7 +343,7 @@ func (s *Service) Agent(ctx context.Context, ownerID string, v View) AgentInfo {
 	}
 	if v.SandboxID != "" {
 		if sb, err := s.o.Sandboxes.Get(ctx, ownerID, v.SandboxID); err == nil {
-			info.Workspace = sb.Instance.Workspace
+			info.Workspace = workspaceOf(v.Conversation, sb.Instance.Workspace)
 		}
 	}
 	return info

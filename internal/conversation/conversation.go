@@ -63,8 +63,12 @@ type Conversation struct {
 	// TitleByUser is set once the user named the conversation: a generated title never
 	// replaces theirs.
 	TitleByUser bool
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// WorkDir is where the conversation's agent works, relative to its sandbox's workspace:
+	// ProjectDir for conversations created since agentd follows OpenHands there, "" for older
+	// ones, which work in the workspace itself. See Service.workspaceOf.
+	WorkDir   string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Patch changes a conversation's metadata; nil fields stay as they are. A Title given here is

@@ -103,6 +103,64 @@ type workspaceRepo struct {
 	rt  Runtime
 }
 
+// ProjectDir is where a conversation's agent works, below its sandbox's workspace, as
+// OpenHands' agents do (/workspace/project), and where OpenHands' clients look for its changes:
+// a git repository from the start when the conversation names no repository, the directory
+// its repository is cloned into when it does.
+const ProjectDir = "project"
+
+// workspaceOf is the conversation's working directory in its sandbox, whose workspace is ws.
+func workspaceOf(c Conversation, ws string) string {
+	if ws == "" {
+		return ""
+	}
+	return path.Join(ws, c.WorkDir)
+}
+
+// prepareWorkDir creates the conversation's working directory, and makes it a git repository
+// when the conversation names no repository of its own, so that the changes its agent makes
+// show as such. The directory must come about; a sandbox without git only has no repository.
+func (s *Service) prepareWorkDir(ctx context.Context, t *StartTask) error {
+	v, err := s.o.Store.GetConversation(ctx, t.OwnerID, t.ConversationID)
+	if err != nil || v.WorkDir == "" {
+		return err
+	}
+	sb, err := s.o.Sandboxes.Get(ctx, t.OwnerID, t.SandboxID)
+	if err != nil {
+		return fmt.Errorf("get sandbox: %w", err)
+	}
+	dir := workspaceOf(v.Conversation, sb.Instance.Workspace)
+	if dir == "" {
+		return nil // a backend that does not say where its workspace is
+	}
+	rt, err := s.o.Runtimes(ctx, t.OwnerID, t.SandboxID)
+	if err != nil {
+		return fmt.Errorf("reach the sandbox: %w", err)
+	}
+	res, err := rt.Run(ctx, runtimeclient.CommandRequest{Command: "mkdir -p -- " + shellQuote(dir), TimeoutSeconds: 60})
+	if err != nil {
+		return fmt.Errorf("create the working directory: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return &RepositoryError{Msg: "the conversation's directory " + dir + " could not be created in the sandbox: " + lastLines(res.Output, 3)}
+	}
+	if deref(v.SelectedRepository) != "" {
+		return nil
+	}
+	name, email := s.author(ctx, t.OwnerID, gitprovider.Remote{})
+	cmd := "cd -- " + shellQuote(dir) + " && command -v git >/dev/null && { [ -e .git ] || { git init -q && git config user.name " +
+		shellQuote(name) + " && git config user.email " + shellQuote(email) + "; }; }"
+	res, err = rt.Run(ctx, runtimeclient.CommandRequest{Command: cmd, TimeoutSeconds: 60, Env: gitEnv})
+	switch {
+	case err != nil:
+		return fmt.Errorf("make the working directory a git repository: %w", err)
+	case res.ExitCode != 0:
+		s.log.Warn("the conversation's directory is no git repository: git is missing from the sandbox or failed",
+			"conversation_id", v.ID, "sandbox_id", t.SandboxID, "output", lastLines(res.Output, 3))
+	}
+	return nil
+}
+
 // prepareRepository runs the repository steps of a start task, if the conversation names a
 // repository.
 func (s *Service) prepareRepository(ctx context.Context, t *StartTask) error {
@@ -124,7 +182,7 @@ func (s *Service) prepareRepository(ctx context.Context, t *StartTask) error {
 	if err := s.saveTask(ctx, t); err != nil {
 		return err
 	}
-	w, err := s.resolveRepository(ctx, t, repo, deref(v.GitProvider), deref(v.SelectedBranch))
+	w, err := s.resolveRepository(ctx, t, v.Conversation, repo, deref(v.GitProvider), deref(v.SelectedBranch))
 	if err != nil {
 		return err
 	}
@@ -161,7 +219,7 @@ func (s *Service) prepareRepository(ctx context.Context, t *StartTask) error {
 
 // resolveRepository finds the repository upstream, opens the sandbox's git channel and
 // decides where the clone goes.
-func (s *Service) resolveRepository(ctx context.Context, t *StartTask, repo, provider, branch string) (*workspaceRepo, error) {
+func (s *Service) resolveRepository(ctx context.Context, t *StartTask, v Conversation, repo, provider, branch string) (*workspaceRepo, error) {
 	name := path.Base(repo)
 	if !validRepoName(repo) {
 		return nil, &RepositoryError{Msg: fmt.Sprintf("%q is not a repository name (owner/name)", repo)}
@@ -199,7 +257,7 @@ func (s *Service) resolveRepository(ctx context.Context, t *StartTask, repo, pro
 	}
 	return &workspaceRepo{
 		remote: remote, branch: branch, name: name, rt: rt, provider: provider, repo: repo,
-		dir: path.Join(sb.Instance.Workspace, name),
+		dir: path.Join(workspaceOf(v, sb.Instance.Workspace), name),
 		url: strings.TrimRight(base, "/") + "/" + provider + "/" + repo + ".git",
 	}, nil
 }

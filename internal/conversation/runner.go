@@ -189,7 +189,7 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 		release := s.o.Sandboxes.Hold(v.SandboxID)
 		defer release()
 		if sb, err := s.o.Sandboxes.Get(ctx, ownerID, v.SandboxID); err == nil && sb.Instance.Workspace != "" {
-			cfg.Workspace = sb.Instance.Workspace
+			cfg.Workspace = workspaceOf(v.Conversation, sb.Instance.Workspace)
 		}
 	}
 
@@ -269,7 +269,7 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 		Config: cfg, LLM: client, Metrics: metrics, Logger: log,
 		Tools: conversationTools{provider: provider,
 			mcp:     mcpTools,
-			sandbox: &sandboxTools{s: s, conv: v.Conversation}},
+			sandbox: &sandboxTools{s: s, conv: v.Conversation, dir: cfg.Workspace}},
 		// The MCP servers' tools as they are before each model call.
 		UpdateTools: func(ctx context.Context) ([]tool.Tool, bool) {
 			if !mcpTools.refresh(ctx) {
@@ -392,6 +392,8 @@ func (s *Service) recordWith(ctx context.Context, c Conversation, evs []event.Ev
 type sandboxTools struct {
 	s    *Service
 	conv Conversation
+	// dir is the conversation's working directory in the sandbox ("": the workspace).
+	dir string
 }
 
 func (t *sandboxTools) Run(ctx context.Context, name string, args json.RawMessage) (tool.Result, error) {
@@ -414,7 +416,7 @@ func (t *sandboxTools) Run(ctx context.Context, name string, args json.RawMessag
 	if deref(t.conv.SelectedRepository) != "" && t.s.o.Git != nil {
 		t.s.o.Git.Keep(ownerID, sandboxID)
 	}
-	req := runtimeclient.ToolRequest{ConversationID: t.conv.ID, Arguments: args}
+	req := runtimeclient.ToolRequest{ConversationID: t.conv.ID, Arguments: args, WorkingDir: t.dir}
 	if name == tool.Terminal {
 		req.Terminal = t.s.o.Terminal
 		secrets, err := t.s.Secrets(ctx, t.conv)

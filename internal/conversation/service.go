@@ -377,6 +377,10 @@ func (s *Service) create(ctx context.Context, ownerID string, r CreateRequest, w
 		SecretNames: secretNames, SecretsSealed: secretsSealed, ConfirmationPolicy: policy,
 		Public: r.Public, Tags: r.Tags, TitleByUser: r.Title != "",
 	}
+	if c.Version == V1 {
+		// OpenHands' current agents work in /workspace/project; its V0 ones in the workspace.
+		c.WorkDir = ProjectDir
+	}
 	if c.Tags == nil {
 		c.Tags = map[string]string{}
 	}

@@ -42,7 +42,7 @@ func (s *Service) setUpSkills(ctx context.Context, t *StartTask) error {
 	if err != nil {
 		return fmt.Errorf("set up skills: %w", err)
 	}
-	found, truncated, err := s.workspaceSkillFiles(ctx, t.OwnerID, t.SandboxID, v.SelectedRepository)
+	found, truncated, err := s.workspaceSkillFiles(ctx, t.OwnerID, t.SandboxID, v.WorkDir, v.SelectedRepository)
 	var early []skill.Warning
 	var old *runtimeclient.StatusError
 	if errors.As(err, &old) && old.StatusCode == http.StatusNotFound {
@@ -72,7 +72,7 @@ func (s *Service) setUpSkills(ctx context.Context, t *StartTask) error {
 }
 
 // workspaceSkillFiles asks the sandbox's runtime for the skill files of the workspace.
-func (s *Service) workspaceSkillFiles(ctx context.Context, ownerID, sandboxID string, repo *string) ([]skill.Found, bool, error) {
+func (s *Service) workspaceSkillFiles(ctx context.Context, ownerID, sandboxID, workDir string, repo *string) ([]skill.Found, bool, error) {
 	if s.o.Runtimes == nil || sandboxID == "" {
 		return nil, false, nil
 	}
@@ -86,7 +86,7 @@ func (s *Service) workspaceSkillFiles(ctx context.Context, ownerID, sandboxID st
 		return nil, false, nil
 	}
 	req := runtimeclient.SkillFilesRequest{
-		Dirs: skillDirsOf(repo), SkillDirs: skill.Dirs, Exclude: skill.Excluded,
+		Dirs: skillDirsOf(workDir, repo), SkillDirs: skill.Dirs, Exclude: skill.Excluded,
 		MaxFiles: skill.MaxFiles, MaxFileBytes: skill.MaxFileBytes, MaxTotalBytes: skill.MaxTotalBytes,
 	}
 	for _, rf := range skill.RootFiles {
@@ -98,24 +98,26 @@ func (s *Service) workspaceSkillFiles(ctx context.Context, ownerID, sandboxID st
 	}
 	found := make([]skill.Found, 0, len(res.Files))
 	for _, f := range res.Files {
-		found = append(found, skill.Found{Dir: f.Dir, SkillDir: f.SkillDir, Path: f.Path, Data: f.Content,
+		// Named from the conversation's working directory, as its agent sees them.
+		dir := strings.TrimPrefix(strings.TrimPrefix(f.Dir, workDir), "/")
+		found = append(found, skill.Found{Dir: dir, SkillDir: f.SkillDir, Path: f.Path, Data: f.Content,
 			TooLarge: f.TooLarge, Size: f.Size, Problem: f.Problem})
 	}
 	return found, res.Truncated, nil
 }
 
-// skillDirsOf returns where a workspace's skills are looked for: the directory a repository
-// named owner/name is cloned into (<workspace>/name), first, as the repository's own root,
-// then the workspace itself.
-func skillDirsOf(repo *string) []string {
+// skillDirsOf returns where a workspace's skills are looked for, relative to the workspace: the
+// directory a repository named owner/name is cloned into (<workDir>/name), first, as the
+// repository's own root, then the conversation's working directory itself.
+func skillDirsOf(workDir string, repo *string) []string {
 	if repo == nil {
-		return []string{""}
+		return []string{workDir}
 	}
 	name := strings.TrimSuffix(path.Base(strings.Trim(*repo, "/")), ".git")
 	if name == "" || name == "." || name == ".." || name == "/" || strings.ContainsRune(name, 0) {
-		return []string{""}
+		return []string{workDir}
 	}
-	return []string{name, ""}
+	return []string{path.Join(workDir, name), workDir}
 }
 
 // recordSkillWarnings records one SkillWarningEvent per skipped file, unless an earlier start

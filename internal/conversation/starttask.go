@@ -139,6 +139,9 @@ func (s *Service) walk(ctx context.Context, t *StartTask, specID string) error {
 	if _, err := s.o.Sandboxes.WaitRunning(waitCtx, t.OwnerID, sb.ID); err != nil {
 		return fmt.Errorf("wait for sandbox: %w", err)
 	}
+	if err := s.prepareWorkDir(ctx, t); err != nil {
+		return err
+	}
 	if err := s.prepareRepository(ctx, t); err != nil {
 		return err
 	}

@@ -87,7 +87,7 @@ func TestSandboxPausedMidCommand(t *testing.T) {
 	e.eventually("the command to run", func() bool { return len(processesMatching(t, marker)) > 0 })
 	e.must("POST", "/api/v1/sandboxes/"+c.sandboxID+"/pause", alice, nil, http.StatusOK, nil)
 	wantStopped(t, marker)
-	if err := os.WriteFile(filepath.Join(e.sandboxDir(c.sandboxID), "workspace", "go"), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(e.projectDir(c.sandboxID), "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if c.hasEvent("ObservationEvent:terminal") {
@@ -273,7 +273,7 @@ func TestReplay(t *testing.T) {
 		"ActionEvent:file_editor", "ObservationEvent:file_editor",
 		"ActionEvent:terminal", "ObservationEvent:terminal",
 		"ActionEvent:finish", "ObservationEvent:finish", "execution_status=finished")
-	ws := filepath.Join(e.cfg.DataDir, "sandboxes", "process", c.sandboxID, "workspace")
+	ws := filepath.Join(e.sandboxDir(c.sandboxID), "workspace") // a V0 conversation works there
 	if b, err := os.ReadFile(filepath.Join(ws, "notes", "a.txt")); err != nil || string(b) != "alpha\n" {
 		t.Fatalf("notes/a.txt: %q, %v", b, err)
 	}

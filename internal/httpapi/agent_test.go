@@ -73,7 +73,7 @@ func TestAgentFixesAProgram(t *testing.T) {
 	if len(outputs) != 2 || !strings.Contains(outputs[0], "Hello, wrold!") || !strings.Contains(outputs[1], "Hello, world!") {
 		t.Fatalf("terminal outputs %q", outputs)
 	}
-	ws := filepath.Join(e.cfg.DataDir, "sandboxes", "process", c.sandboxID, "workspace")
+	ws := e.projectDir(c.sandboxID)
 	if b, err := os.ReadFile(filepath.Join(ws, "greet.sh")); err != nil || !strings.Contains(string(b), "greet world") {
 		t.Fatalf("greet.sh: %q, %v", b, err)
 	}

@@ -101,7 +101,7 @@ func TestRepositoryConversation(t *testing.T) {
 		seen = *e.getTask(alice, task.ID)
 		return seen.Status == "RUNNING_SETUP_SCRIPT"
 	}, func() string { return fmt.Sprintf("%s %v", seen.Status, strOf(seen.Detail)) })
-	ws := filepath.Join(e.sandboxDir(*seen.SandboxID), "workspace")
+	ws := e.projectDir(*seen.SandboxID)
 	if err := os.WriteFile(filepath.Join(ws, "setup-go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func TestRepositorySetupAfterRestart(t *testing.T) {
 		return seen.Status == "RUNNING_SETUP_SCRIPT"
 	}, func() string { return fmt.Sprintf("%s %v", seen.Status, strOf(seen.Detail)) })
 	e.restart()
-	ws := filepath.Join(e.sandboxDir(*seen.SandboxID), "workspace")
+	ws := e.projectDir(*seen.SandboxID)
 	if err := os.WriteFile(filepath.Join(ws, "setup-go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
@@ -67,6 +68,11 @@ func (e *env) getSandbox(key, id string) *sandboxJSON {
 // sandboxDir is the process backend's directory of a sandbox.
 func (e *env) sandboxDir(id string) string {
 	return filepath.Join(e.cfg.DataDir, "sandboxes", "process", id)
+}
+
+// projectDir is where the conversations of a sandbox of the process backend work, on the host.
+func (e *env) projectDir(id string) string {
+	return filepath.Join(e.sandboxDir(id), "workspace", conversation.ProjectDir)
 }
 
 // runtimeClient is a client of a RUNNING sandbox's runtime, with the key the API hands out.

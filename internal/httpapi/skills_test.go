@@ -3,19 +3,22 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/llm/llmtest"
 )
 
-// writeWorkspace writes files into a running sandbox's workspace through its runtime, as a
-// clone would have left them.
+// writeWorkspace writes files into a running sandbox's workspace through its runtime, where
+// its conversations work (the project directory), as a clone would have left them.
 func (e *env) writeWorkspace(key, sandboxID string, files map[string]string) {
 	e.t.Helper()
 	var script strings.Builder
 	for name, content := range files {
+		name = path.Join(conversation.ProjectDir, name)
 		script.WriteString("mkdir -p \"$(dirname '" + name + "')\" && cat > '" + name + "' <<'AGENTD_EOF'\n" + content + "\nAGENTD_EOF\n")
 	}
 	e.run(key, sandboxID, script.String())

@@ -99,7 +99,7 @@ func TestStreamStart(t *testing.T) {
 			if task.SandboxID == nil {
 				t.Fatal("RUNNING_SETUP_SCRIPT without a sandbox")
 			}
-			if err := os.WriteFile(filepath.Join(e.sandboxDir(*task.SandboxID), "workspace", "go-on"), nil, 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(e.projectDir(*task.SandboxID), "go-on"), nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}

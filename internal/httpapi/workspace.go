@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path"
 	"sync"
 	"unicode/utf8"
 
@@ -132,36 +133,51 @@ func (a *API) agentServerByPath(route string) handler {
 	}
 }
 
-// serveWorkspaceFile serves a file of the conversation's workspace as a static site does:
+// serveWorkspaceFile serves a file of the conversation's working directory as a static site does:
 // inline, a directory standing for its index.html.
 func (a *API) serveWorkspaceFile(w http.ResponseWriter, r *http.Request) error {
 	v, err := a.agentConversation(r)
 	if err != nil {
 		return err
 	}
-	return a.relayWorkspace(w, r, v.SandboxID, runtimeclient.RouteFileServe, url.Values{"path": {r.PathValue("file_path")}})
+	// A relative path is below the conversation's working directory ("" stands for it), which
+	// the runtime takes from the workspace; the runtime refuses a path out of the workspace.
+	p := r.PathValue("file_path")
+	if !path.IsAbs(p) {
+		p = path.Join(v.WorkDir, p)
+	}
+	return a.relayWorkspace(w, r, v.SandboxID, runtimeclient.RouteFileServe, url.Values{"path": {p}})
 }
 
-// appConversationSandbox returns the sandbox of the caller's conversation in the path.
-func (a *API) appConversationSandbox(r *http.Request) (string, error) {
+// appConversationSandbox returns the sandbox of the caller's conversation in the path, and a
+// function that takes a path of the client's from the conversation's working directory: a
+// relative one (and "") is below it, as the conversation's agent sees it, an absolute one is as
+// it is.
+func (a *API) appConversationSandbox(r *http.Request) (string, func(string) string, error) {
 	id, err := conversationIDFromPath(r)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	v, err := a.d.Conversations.Get(r.Context(), caller(r).ID, id)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if v.SandboxID == "" {
-		return "", conversation.ErrNotReady
+		return "", nil, conversation.ErrNotReady
 	}
-	return v.SandboxID, nil
+	at := func(p string) string {
+		if path.IsAbs(p) {
+			return p
+		}
+		return path.Join(v.WorkDir, p) // the runtime takes it from the workspace
+	}
+	return v.SandboxID, at, nil
 }
 
 // appConversationFile answers a workspace file's text as a JSON string, and "" when there is
 // no such file, as OpenHands does for clients that look for a plan file that may not exist.
 func (a *API) appConversationFile(w http.ResponseWriter, r *http.Request) error {
-	sandboxID, err := a.appConversationSandbox(r)
+	sandboxID, at, err := a.appConversationSandbox(r)
 	if err != nil {
 		return err
 	}
@@ -169,7 +185,7 @@ func (a *API) appConversationFile(w http.ResponseWriter, r *http.Request) error 
 	if err := decodeQuery(r, &q); err != nil {
 		return err
 	}
-	resp, err := a.workspaceAnswer(r, sandboxID, runtimeclient.RouteFileDownload, url.Values{"path": {q.FilePath}})
+	resp, err := a.workspaceAnswer(r, sandboxID, runtimeclient.RouteFileDownload, url.Values{"path": {at(q.FilePath)}})
 	if err != nil {
 		return err
 	}
@@ -197,7 +213,7 @@ func (a *API) appConversationFile(w http.ResponseWriter, r *http.Request) error 
 // appConversationFiles lists the regular files below a workspace directory; a directory that
 // does not exist has none, as in OpenHands.
 func (a *API) appConversationFiles(w http.ResponseWriter, r *http.Request) error {
-	sandboxID, err := a.appConversationSandbox(r)
+	sandboxID, at, err := a.appConversationSandbox(r)
 	if err != nil {
 		return err
 	}
@@ -205,7 +221,7 @@ func (a *API) appConversationFiles(w http.ResponseWriter, r *http.Request) error
 	if err := decodeQuery(r, &q); err != nil {
 		return err
 	}
-	resp, err := a.workspaceAnswer(r, sandboxID, runtimeclient.RouteFileTree, url.Values{"path": {q.Path}})
+	resp, err := a.workspaceAnswer(r, sandboxID, runtimeclient.RouteFileTree, url.Values{"path": {at(q.Path)}})
 	if err != nil {
 		return err
 	}
@@ -229,11 +245,15 @@ func (a *API) appConversationFiles(w http.ResponseWriter, r *http.Request) error
 // appConversationGit relays a git route for a conversation; the query is the runtime's.
 func (a *API) appConversationGit(route string) handler {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		sandboxID, err := a.appConversationSandbox(r)
+		sandboxID, at, err := a.appConversationSandbox(r)
 		if err != nil {
 			return err
 		}
-		return a.relayWorkspace(w, r, sandboxID, route, r.URL.Query())
+		q := r.URL.Query()
+		if q.Get("path") != "" || route == runtimeclient.RouteGitChanges { // changes default to the conversation's
+			q.Set("path", at(q.Get("path")))
+		}
+		return a.relayWorkspace(w, r, sandboxID, route, q)
 	}
 }
 

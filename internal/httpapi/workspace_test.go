@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
@@ -39,14 +40,15 @@ func (e *env) startWorkspaceConv(key string) *wsConv {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	c.ws = id.Workspace
+	// The repository is the conversation's working directory, where OpenHands' clients look.
+	c.ws = path.Join(id.Workspace, conversation.ProjectDir)
 	const git = "git -c user.name=T -c user.email=t@example.com -c init.defaultBranch=main -c commit.gpgsign=false"
 	res, err := rt.Run(context.Background(), runtimeclient.CommandRequest{Command: strings.Join([]string{
 		git + " init -q",
 		"printf 'one\\n' > mod.txt", "printf 'bye\\n' > del.txt", "printf 'moved\\n' > old.txt",
 		git + " add -A", git + " commit -q -m first",
 		"printf 'two\\n' > mod.txt", "rm del.txt", git + " mv old.txt new.txt", "printf 'new\\n' > untracked.txt",
-	}, " && ")})
+	}, " && "), Cwd: c.ws})
 	if err != nil || res.ExitCode != 0 {
 		e.t.Fatalf("prepare the repository: %v %+v", err, res)
 	}
@@ -112,7 +114,7 @@ func TestWorkspaceAgentServer(t *testing.T) {
 			k := key.key
 			content := []byte("uploaded with the " + key.name)
 			target := "up/" + strings.ReplaceAll(key.name, " ", "-") + "/file.txt"
-			if st, b := e.upload(c.sandboxPath("/file/upload", url.Values{"path": {target}}), k, content); st != http.StatusOK || string(b) != "{\"success\":true}\n" {
+			if st, b := e.upload(c.sandboxPath("/file/upload", url.Values{"path": {path.Join(c.ws, target)}}), k, content); st != http.StatusOK || string(b) != "{\"success\":true}\n" {
 				t.Fatalf("upload: %d %s", st, b)
 			}
 			got := e.must("GET", c.sandboxPath("/file/download", url.Values{"path": {path.Join(c.ws, target)}}), k, nil, http.StatusOK, nil)
@@ -121,7 +123,7 @@ func TestWorkspaceAgentServer(t *testing.T) {
 			}
 
 			var page runtimeclient.FilePage
-			e.must("GET", c.sandboxPath("/file/list", nil), k, nil, http.StatusOK, &page)
+			e.must("GET", c.sandboxPath("/file/list", url.Values{"path": {c.ws}}), k, nil, http.StatusOK, &page)
 			var names []string
 			for _, it := range page.Items {
 				names = append(names, it.Name+":"+it.Type)
@@ -142,7 +144,7 @@ func TestWorkspaceAgentServer(t *testing.T) {
 				Modified *string `json:"modified"`
 				Original *string `json:"original"`
 			}
-			e.must("GET", c.sandboxPath("/git/diff", url.Values{"path": {"mod.txt"}}), k, nil, http.StatusOK, &diff)
+			e.must("GET", c.sandboxPath("/git/diff", url.Values{"path": {path.Join(c.ws, "mod.txt")}}), k, nil, http.StatusOK, &diff)
 			if diff.Modified == nil || *diff.Modified != "two\n" || diff.Original == nil || *diff.Original != "one\n" {
 				t.Errorf("diff %+v", diff)
 			}
@@ -183,14 +185,14 @@ func TestWorkspaceAgentServer(t *testing.T) {
 			b, _ := io.ReadAll(tr)
 			members[h.Name] = string(b)
 		}
-		top := path.Base(c.ws)
+		top := path.Base(path.Dir(c.ws)) + "/" + path.Base(c.ws) // the workspace's, then the project's
 		if members[top+"/mod.txt"] != "two\n" || members[top+"/up/session-key/file.txt"] == "" {
 			t.Errorf("archive members %v", members)
 		}
 	})
 
 	t.Run("a static file of the conversation", func(t *testing.T) {
-		e.upload(c.sandboxPath("/file/upload", url.Values{"path": {"site/index.html"}}), alice, []byte("<p>hi</p>"))
+		e.upload(c.sandboxPath("/file/upload", url.Values{"path": {path.Join(c.ws, "site/index.html")}}), alice, []byte("<p>hi</p>"))
 		for _, p := range []string{"/workspace/site/index.html", "/workspace/site"} {
 			req, _ := http.NewRequest("GET", e.srv.URL+c.path(p), nil)
 			req.Header.Set("X-Session-API-Key", c.sessionKey)
@@ -215,8 +217,8 @@ func TestWorkspaceAgentServer(t *testing.T) {
 		}{
 			{"a path out of the workspace", c.sandboxPath("/file/download", url.Values{"path": {"../../etc/passwd"}}), http.StatusBadRequest, "is outside the workspace"},
 			{"an absolute path elsewhere", c.sandboxPath("/file/list", url.Values{"path": {"/etc"}}), http.StatusBadRequest, "is outside the workspace"},
-			{"a missing file", c.sandboxPath("/file/download", url.Values{"path": {"nope.txt"}}), http.StatusNotFound, "No such file or directory: " + path.Join(c.ws, "nope.txt")},
-			{"a directory for a file", c.sandboxPath("/file/download", url.Values{"path": {"up"}}), http.StatusBadRequest, "Not a file: " + path.Join(c.ws, "up")},
+			{"a missing file", c.sandboxPath("/file/download", url.Values{"path": {"nope.txt"}}), http.StatusNotFound, "No such file or directory: " + path.Join(path.Dir(c.ws), "nope.txt")},
+			{"a directory for a file", c.sandboxPath("/file/download", url.Values{"path": {path.Join(c.ws, "up")}}), http.StatusBadRequest, "Not a file: " + path.Join(c.ws, "up")},
 			{"a static file out of the workspace", c.path("/workspace/%2Fetc%2Fpasswd"), http.StatusBadRequest, "is outside the workspace"},
 			{"a static file up the tree", c.path("/workspace/%2E%2E%2Fx"), http.StatusNotFound, "Not Found"},
 		} {

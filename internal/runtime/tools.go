@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -41,6 +43,9 @@ type toolSessions struct {
 type toolSession struct {
 	lock   chan struct{}
 	editor *fileeditor.Editor
+	// dir is the conversation's working directory: where its terminal starts, and what the
+	// searches look in unless told otherwise.
+	dir string
 
 	// mu guards the terminal, which close takes while a call may hold lock for long.
 	mu     sync.Mutex
@@ -56,8 +61,8 @@ func newToolSessions(s *Server) *toolSessions {
 	}
 }
 
-// get returns the conversation's session, creating it.
-func (ts *toolSessions) get(conv string) (*toolSession, error) {
+// get returns the conversation's session, creating it in dir ("": the workspace).
+func (ts *toolSessions) get(conv, dir string) (*toolSession, error) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if ts.closed {
@@ -65,9 +70,13 @@ func (ts *toolSessions) get(conv string) (*toolSession, error) {
 	}
 	sess := ts.byConv[conv]
 	if sess == nil {
+		if dir == "" {
+			dir = ts.s.cfg.Workspace
+		}
 		sess = &toolSession{
 			lock:   make(chan struct{}, 1),
-			editor: fileeditor.New(fileeditor.Options{Dir: ts.s.cfg.Workspace}),
+			editor: fileeditor.New(fileeditor.Options{Dir: dir}),
+			dir:    dir,
 		}
 		ts.byConv[conv] = sess
 	}
@@ -160,7 +169,7 @@ func (ts *toolSessions) terminal(sess *toolSession) (*terminal.Session, error) {
 	}
 	ts.prepareOutputDir()
 	t, err := terminal.New(terminal.Options{
-		Dir:             ts.s.cfg.Workspace,
+		Dir:             sess.dir,
 		Env:             ts.s.env,
 		OutputDir:       ts.s.cfg.ToolOutputDir,
 		NoChangeTimeout: ts.s.cfg.TerminalNoChangeTimeout,
@@ -182,7 +191,7 @@ func (ts *toolSessions) terminal(sess *toolSession) (*terminal.Session, error) {
 // run runs one tool call for a conversation.
 func (ts *toolSessions) run(ctx context.Context, name string, req runtimeclient.ToolRequest) (tool.Result, error) {
 	conv, args := req.ConversationID, req.Arguments
-	sess, err := ts.get(conv)
+	sess, err := ts.get(conv, req.WorkingDir)
 	if err != nil {
 		return tool.Result{}, err
 	}
@@ -223,12 +232,14 @@ func (ts *toolSessions) run(ctx context.Context, name string, req runtimeclient.
 		if res, ok := decodeArgs(name, args, &a); !ok {
 			return res, nil
 		}
+		a.Path = cmp.Or(a.Path, sess.dir)
 		return ts.search.Glob(ctx, a), nil
 	case tool.Grep:
 		var a tool.GrepArgs
 		if res, ok := decodeArgs(name, args, &a); !ok {
 			return res, nil
 		}
+		a.Path = cmp.Or(a.Path, sess.dir)
 		return ts.search.Grep(ctx, a), nil
 	}
 	return tool.Result{}, errUnknownTool
@@ -273,6 +284,13 @@ func (s *Server) handleTool(w http.ResponseWriter, r *http.Request) {
 		writeDetail(w, http.StatusInternalServerError, "Internal Server Error")
 		return
 	}
+	if req.WorkingDir != "" {
+		dir, ok := s.workingDir(w, req.WorkingDir)
+		if !ok {
+			return
+		}
+		req.WorkingDir = dir
+	}
 	res, err := s.tools.run(r.Context(), name, req)
 	switch {
 	case errors.Is(err, errToolsClosed):
@@ -286,6 +304,31 @@ func (s *Server) handleTool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// workingDir checks a tool request's working directory: within the workspace (links
+// included) and a directory. One that does not exist (yet) is the workspace's root: the
+// conversation then works there.
+func (s *Server) workingDir(w http.ResponseWriter, dir string) (string, bool) {
+	if !filepath.IsAbs(dir) {
+		writeDetail(w, http.StatusBadRequest, "working_dir must be an absolute path, not "+strconv.Quote(dir))
+		return "", false
+	}
+	p, err := s.resolve(dir)
+	if err != nil {
+		s.writeFileError(w, "working directory", err)
+		return "", false
+	}
+	_, real := s.workspaceRoots()
+	fi, err := os.Stat(filepath.Join(real, p.rel))
+	switch {
+	case err != nil:
+		return "", true
+	case !fi.IsDir():
+		writeDetail(w, http.StatusBadRequest, "working_dir "+strconv.Quote(dir)+" is not a directory")
+		return "", false
+	}
+	return p.abs, true
 }
 
 func (s *Server) handleCloseToolSession(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -465,4 +466,51 @@ func TestTerminalEnv(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestToolWorkingDir: a conversation's working directory is where its terminal starts and
+// what its searches look in; one outside the workspace, relative or not a directory is
+// refused, and one that does not exist is the workspace.
+func TestToolWorkingDir(t *testing.T) {
+	_, c, ws := newToolServer(t, time.Minute)
+	dir := filepath.Join(ws, "project")
+	for _, f := range []string{"project/in.go", "outside.go"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(ws, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, f), []byte("package x // needle\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(conv, name, wd string, args any) (tool.Result, error) {
+		raw, _ := json.Marshal(args)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return c.RunTool(ctx, name, runtimeclient.ToolRequest{ConversationID: conv, Arguments: raw, WorkingDir: wd})
+	}
+	res, err := run("a", "terminal", dir, map[string]any{"command": "pwd"})
+	if err != nil || terminalObs(t, res).Content[0].Text != dir {
+		t.Fatalf("terminal: %v %s", err, res.Text)
+	}
+	res, err = run("a", "glob", dir, map[string]any{"pattern": "**/*.go"})
+	var gobs tool.GlobObservation
+	if err != nil || json.Unmarshal(res.Observation, &gobs) != nil || !slices.Equal(gobs.Files, []string{filepath.Join(dir, "in.go")}) {
+		t.Fatalf("glob: %v %s", err, res.Observation)
+	}
+	res, err = run("a", "grep", dir, map[string]any{"pattern": "needle"})
+	if err != nil || !strings.Contains(res.Text, "in.go") || strings.Contains(res.Text, "outside.go") {
+		t.Fatalf("grep: %v %s", err, res.Text)
+	}
+	// A directory that does not exist: the workspace.
+	res, err = run("b", "terminal", filepath.Join(ws, "missing"), map[string]any{"command": "pwd"})
+	if err != nil || terminalObs(t, res).Content[0].Text != ws {
+		t.Fatalf("missing directory: %v %s", err, res.Text)
+	}
+	for _, bad := range []string{"/etc", "project", filepath.Join(ws, "outside.go"), ws + "/../x"} {
+		_, err := run("c", "terminal", bad, map[string]any{"command": "pwd"})
+		var se *runtimeclient.StatusError
+		if !errors.As(err, &se) || se.StatusCode != http.StatusBadRequest {
+			t.Errorf("working_dir %q: %v, want a 400", bad, err)
+		}
+	}
 }

@@ -74,6 +74,10 @@ type ToolRequest struct {
 	// holds from the next command; a variable left out is unset. They reach the shell through
 	// its terminal, never through a file. Other tools ignore them.
 	Env map[string]string `json:"env,omitempty"`
+	// WorkingDir is where the conversation works, an absolute path within the workspace: its
+	// terminal starts there, and the editor and the searches take relative paths from there.
+	// It counts when the conversation's session starts; absent, the workspace itself.
+	WorkingDir string `json:"working_dir,omitempty" wire:"maxlen=4096"`
 }
 
 // TerminalWaits bound how long one terminal call waits for its command (see

@@ -105,12 +105,13 @@ func insertConversation(ctx context.Context, tx *sql.Tx, c conversation.Conversa
 	_, err = tx.ExecContext(ctx,
 		`INSERT INTO conversations (id, owner_id, sandbox_id, version, title, title_fold, selected_repository,
 			selected_branch, git_provider, trigger_name, pr_numbers, llm_model, metrics, parent_id, request_sealed,
-			created_at, updated_at, execution_status, secret_names, secrets_sealed, public, tags, title_by_user, confirmation_policy)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			created_at, updated_at, execution_status, secret_names, secrets_sealed, public, tags, title_by_user, confirmation_policy,
+			work_dir)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.ID, c.OwnerID, c.SandboxID, c.Version, c.Title, fold(c.Title), c.SelectedRepository,
 		c.SelectedBranch, c.GitProvider, c.Trigger, prs, c.LLMModel, rawArg(c.Metrics), c.ParentID,
 		blobArg(c.RequestSealed), nanos(c.CreatedAt), nanos(c.UpdatedAt), c.ExecutionStatus,
-		secretNames, blobArg(c.SecretsSealed), c.Public, tags, c.TitleByUser, policy)
+		secretNames, blobArg(c.SecretsSealed), c.Public, tags, c.TitleByUser, policy, c.WorkDir)
 	if isUnique(err) {
 		return conversation.ErrExists
 	}
@@ -136,7 +137,7 @@ const (
 )
 
 const (
-	viewRest = `c.secret_names, c.secrets_sealed, c.public, c.tags, c.title_by_user, c.created_at, c.updated_at, c.execution_status, c.confirmation_policy, s.status, s.session_key_sealed, t.status, t.detail`
+	viewRest = `c.secret_names, c.secrets_sealed, c.public, c.tags, c.title_by_user, c.created_at, c.updated_at, c.execution_status, c.confirmation_policy, c.work_dir, s.status, s.session_key_sealed, t.status, t.detail`
 	viewFrom = `
 FROM conversations c
 LEFT JOIN sandboxes s ON c.sandbox_id <> '' AND s.id = c.sandbox_id AND s.owner_id = c.owner_id
@@ -158,7 +159,7 @@ func scanViewWith(sc scanner, extra ...any) (conversation.View, error) {
 	err := sc.Scan(append([]any{&c.ID, &c.OwnerID, &c.SandboxID, &c.Version, &c.Title, &c.SelectedRepository,
 		&c.SelectedBranch, &c.GitProvider, &c.Trigger, &prs, &c.LLMModel, &metrics, &c.ParentID,
 		&c.RequestSealed, &secretNames, &c.SecretsSealed, &c.Public, &tags, &c.TitleByUser, &created, &updated, &c.ExecutionStatus, &policy,
-		&sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail}, extra...)...)
+		&c.WorkDir, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail}, extra...)...)
 	if err != nil {
 		return conversation.View{}, err
 	}

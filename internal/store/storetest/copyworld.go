@@ -126,7 +126,7 @@ func fillCopyWorld(t *testing.T, s store.Store) copyWorld {
 	c2 := newConversation(ownerA, "conv-2", 2)
 	c2.ParentID, c2.Trigger, c2.Metrics, c2.RequestSealed, c2.SecretsSealed = ptr(c1.ID), ptr("slack"), nil, nil, nil
 	c2.SelectedRepository, c2.SelectedBranch, c2.GitProvider, c2.LLMModel, c2.PRNumbers = nil, nil, nil, nil, nil
-	c2.SecretNames, c2.Tags, c2.ConfirmationPolicy = nil, nil, confirm.Policy{}
+	c2.SecretNames, c2.Tags, c2.ConfirmationPolicy, c2.WorkDir = nil, nil, confirm.Policy{}, "" // WorkDir: created before conversations worked in ProjectDir
 	createConversation(t, s, c2)
 	for i, id := range []string{"pm-1", "pm-2"} {
 		_, err := s.AddPendingMessage(ctx, ownerA, conversation.PendingMessage{ID: id, ConversationID: c2.ID,

@@ -99,6 +99,7 @@ func newConversation(owner, id string, i int) conversation.Conversation {
 		SecretsSealed:      []byte("sealed secrets of " + id),
 		ConfirmationPolicy: confirm.Always,
 		Tags:               map[string]string{"source": "storetest"},
+		WorkDir:            conversation.ProjectDir,
 		CreatedAt:          at(i),
 		UpdatedAt:          at(i),
 	}
