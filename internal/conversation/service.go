@@ -276,7 +276,8 @@ type CreateRequest struct {
 
 	// Raw is the request body as received; it is stored sealed.
 	Raw []byte
-	// TaskRequest is the V1 start request echoed by the start task (no secrets).
+	// TaskRequest is the V1 start request echoed by the start task, its secrets masked:
+	// it is stored as it is, unsealed, and shown to the owner.
 	TaskRequest json.RawMessage
 }
 
