@@ -451,6 +451,9 @@ func (s *eventSocket) handle(ownerID, convID string, f frame) bool {
 	case errors.Is(err, conversation.ErrNotFound):
 		s.fail(err)
 		return false
+	case errors.Is(err, sandbox.ErrState):
+		// The sandbox failed or is gone: the message is refused, saying why.
+		return s.sendError("ValueError", capitalize(stateMessage(err)))
 	}
 	s.log.Error("event socket: send message", "err", err)
 	return s.sendError("InternalServerError", "Internal Server Error")
