@@ -154,7 +154,7 @@ type MCPStdioServer struct {
 	Name    string            `json:"name" wire:"required"`
 	Command string            `json:"command" wire:"required"`
 	Args    StdioArgs         `json:"args"`
-	Env     map[string]string `json:"env"`
+	Env     map[string]string `json:"env" wire:"secret" doc:"Environment variables of the server's process; their values are secrets, shown masked."`
 }
 
 var (

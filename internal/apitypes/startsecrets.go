@@ -53,9 +53,18 @@ func (s *StartSecrets) DecodeWire(v any, d *wire.Decoder) {
 	}
 }
 
-// maskedValue stands for an inline value wherever the request is shown, as pydantic shows a
-// SecretStr.
-const maskedValue = "**********"
+// MaskSecrets returns s with every inline value masked; the names of stored secrets are no
+// secret.
+func (s StartSecrets) MaskSecrets(mask string) any {
+	out := StartSecrets{Stored: s.Stored, list: s.list}
+	if s.Inline != nil {
+		out.Inline = make(map[string]string, len(s.Inline))
+		for name := range s.Inline {
+			out.Inline[name] = mask
+		}
+	}
+	return out
+}
 
 // MarshalJSON shows the secrets without their values: the list of names, or the object with
 // each inline value masked and each stored secret null.
@@ -65,7 +74,7 @@ func (s StartSecrets) MarshalJSON() ([]byte, error) {
 	}
 	m := make(map[string]*string, len(s.Inline)+len(s.Stored))
 	for name := range s.Inline {
-		m[name] = ptrTo(maskedValue)
+		m[name] = ptrTo(wire.Mask)
 	}
 	for _, name := range s.Stored {
 		m[name] = nil

@@ -1,6 +1,7 @@
 package apitypes
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 
@@ -179,7 +180,7 @@ type AppConversationStartRequest struct {
 	AgentType            *AgentType           `json:"agent_type"`
 	// ConversationInstructions are added to the agent's system prompt, as the V0 field.
 	ConversationInstructions *string               `json:"conversation_instructions" doc:"System-level instructions for the agent (agentd addition: the V0 field, on V1)."`
-	Secrets                  *StartSecrets         `json:"secrets" doc:"The secrets the agent's commands get as environment variables: an object of name to value, or the names of the caller's stored secrets. Values are never shown."`
+	Secrets                  *StartSecrets         `json:"secrets" wire:"secret" doc:"The secrets the agent's commands get as environment variables: an object of name to value, or the names of the caller's stored secrets. Values are never shown."`
 	SuggestedTask            *SuggestedTaskRequest `json:"suggested_task" doc:"Work on an issue or pull request: agentd writes the first message (its text replaces initial_message's) and the trigger defaults to suggested_task."`
 	MCPConfig                *MCPConfig            `json:"mcp_config" doc:"MCP tool servers for this conversation (agentd addition: the V0 field, on V1), beside the user's stored ones; a server with a stored one's name (stdio) or URL replaces it."`
 	ConfirmationPolicy       *ConfirmationPolicy   `json:"confirmation_policy" doc:"Which of the agent's actions wait for the user's confirmation (agentd addition: the agent server's start field). Absent: the parent conversation's, else the one the settings choose (confirmation_mode: AlwaysConfirm, or ConfirmRisky with security_analyzer llm)."`
@@ -326,17 +327,39 @@ type AppConversationStartTask struct {
 }
 
 // StartRequestEcho is a start request as agentd stored it when the task began: an
-// AppConversationStartRequest marshalled with its secrets' values masked. It is written into
-// answers as it is, so a listing of tasks does not decode and encode each request again.
+// AppConversationStartRequest marshalled with the value of every field tagged secret masked
+// (EchoStartRequest). It is written into answers as it is, so a listing of tasks does not
+// decode and encode each request again.
 type StartRequestEcho json.RawMessage
+
+// EchoStartRequest is req as a start task keeps and shows it: every value of a field tagged
+// secret (its MCP servers' API keys and environment values, its inline secrets) is
+// wire.Mask. The values themselves are kept only in the conversation's sealed request.
+func EchoStartRequest(req AppConversationStartRequest) (json.RawMessage, error) {
+	return json.Marshal(wire.MaskSecrets(req))
+}
 
 // emptyStartRequest is the echo of a task stored without a request.
 var emptyStartRequest, _ = json.Marshal(AppConversationStartRequest{PRNumber: []int{}})
 
-// MarshalJSON writes the stored request.
+// legacyMCP marks a stored request that may hold secrets unmasked: before EchoStartRequest,
+// tasks kept the request as received but for its inline secrets, and only an MCP
+// configuration could hold others.
+var legacyMCP = []byte(`"mcp_config":{`)
+
+// MarshalJSON writes the stored request; one with an MCP configuration is decoded and
+// masked first, in case it was stored before its secrets were masked.
 func (e StartRequestEcho) MarshalJSON() ([]byte, error) {
 	if len(e) == 0 {
 		return emptyStartRequest, nil
+	}
+	if bytes.Contains(e, legacyMCP) {
+		var req AppConversationStartRequest
+		if err := json.Unmarshal(e, &req); err != nil {
+			// Nothing of a request that cannot be read is shown: it may hold a secret.
+			return emptyStartRequest, nil
+		}
+		return EchoStartRequest(req)
 	}
 	return e, nil
 }

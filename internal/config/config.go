@@ -89,7 +89,8 @@ type Config struct {
 	AdminKey string
 	// DefaultSpec is the sandbox spec used when a request names none.
 	DefaultSpec string
-	// MaxRunningSandboxes bounds the running sandboxes of one user; 0 means no bound.
+	// MaxRunningSandboxes bounds the starting and running sandboxes of one user; 0 means no
+	// bound.
 	MaxRunningSandboxes int
 	// SandboxStartTimeout bounds the wait for a new sandbox's runtime to answer.
 	SandboxStartTimeout time.Duration
@@ -293,8 +294,8 @@ func Options() []Option {
 		{Flag: "default-spec", Env: []string{"AGENTD_DEFAULT_SPEC"}, File: "default_spec", Default: "default",
 			Doc: "Sandbox spec used when a request names none.",
 			set: func(c *Config, v string) error { c.DefaultSpec = v; return nil }},
-		{Flag: "max-running-sandboxes", Env: []string{"AGENTD_MAX_RUNNING_SANDBOXES"}, File: "max_running_sandboxes", Default: "0",
-			Doc: "Most sandboxes one user may have starting or running at once; 0 means no bound.",
+		{Flag: "max-running-sandboxes", Env: []string{"AGENTD_MAX_RUNNING_SANDBOXES"}, File: "max_running_sandboxes", Default: "20",
+			Doc: "Most sandboxes one user may have starting or running at once (paused ones do not count); 0 means no bound. 20 lets a user run many agents side by side, and keeps one user from holding an unbounded share of the machine's memory and processes (each sandbox may use its spec's limits).",
 			set: func(c *Config, v string) error { return setInt(&c.MaxRunningSandboxes, v) }},
 		{Flag: "sandbox-start-timeout", Env: []string{"AGENTD_SANDBOX_START_TIMEOUT"}, File: "sandbox_start_timeout", Default: "30s",
 			Doc: "How long a new sandbox's runtime may take to answer before the sandbox is ERROR.",

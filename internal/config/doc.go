@@ -53,7 +53,9 @@ loopback (` + "`127.0.0.0/8`" + `, ` + "`::1`" + `), private (` + "`10.0.0.0/8`"
 link-local (` + "`169.254.0.0/16`" + `, ` + "`fe80::/10`" + `), cloud metadata (` + "`169.254.169.254`" + `, ` + "`fd00:ec2::254`" + ` and
 others), carrier-grade NAT (` + "`100.64.0.0/10`" + `), unspecified, multicast and reserved addresses, and the
 IPv6 forms of all of them (IPv4-mapped, NAT64, 6to4). A URL naming one is refused when the
-user stores it (422, saying which rule refused it), and every connection is checked again
+user stores it (422, saying which rule refused it), as is a host written as a numeric
+shorthand of an IPv4 address (` + "`127.1`" + `, ` + "`2130706433`" + `, ` + "`0x7f000001`" + `, ` + "`0`" + `), which some programs take for
+the address and others for a name, whatever the address; every connection is checked again
 on the address it actually goes to, so a DNS answer that changes later, or a redirect, does
 not get around it. Those connections do not use the ` + "`HTTP_PROXY`" + `/` + "`HTTPS_PROXY`" + ` of the environment,
 which would hide the address from the check. ` + "`--allow-internal`" + ` admits what an operator wants users

@@ -10,6 +10,7 @@ import (
 	"github.com/agentd/agentd/internal/agent"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/tool"
 )
 
@@ -54,6 +55,19 @@ func (s *Service) SendMessage(ctx context.Context, ownerID, convID string, m Mes
 	}
 }
 
+// answerable refuses a message to a conversation whose sandbox failed or is gone, saying why
+// (a *sandbox.NotRunningError, with the sandbox's detail): no agent could ever answer it.
+func (s *Service) answerable(ctx context.Context, v View) error {
+	if v.SandboxID == "" || v.SandboxStatus != sandbox.StatusError && v.SandboxStatus != sandbox.StatusMissing {
+		return nil
+	}
+	sb, err := s.o.Sandboxes.Get(ctx, v.OwnerID, v.SandboxID)
+	if err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+		return err
+	}
+	return &sandbox.NotRunningError{ID: v.SandboxID, Status: v.SandboxStatus, Detail: sb.Detail}
+}
+
 // maxStatusRetries bounds the records made anew after the agent's status changed under them.
 const maxStatusRetries = 5
 
@@ -61,6 +75,9 @@ func (s *Service) sendMessage(ctx context.Context, ownerID, convID string, m Mes
 	v, err := s.o.Store.GetConversation(ctx, ownerID, convID)
 	if err != nil {
 		return err
+	}
+	if err := s.answerable(ctx, v); err != nil {
+		return fmt.Errorf("send message to conversation %s: %w", convID, err)
 	}
 	ev, err := event.NewUserMessage(s.o.NewEventID(), s.o.Now(), m.Text, m.ImageURLs)
 	if err != nil {

@@ -89,9 +89,10 @@ func (t conversationTools) Run(ctx context.Context, name string, args json.RawMe
 		}
 	}
 	if res, ok, err := t.mcp.run(ctx, name, args); ok {
-		return res, err
+		return res, t.sandbox.unanswered(ctx, err)
 	}
-	return t.sandbox.Run(ctx, name, args)
+	res, err := t.sandbox.Run(ctx, name, args)
+	return res, t.sandbox.unanswered(ctx, err)
 }
 
 // Interrupt stops the terminal command of a call the paused agent gave up on.

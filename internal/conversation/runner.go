@@ -456,6 +456,29 @@ func (t *sandboxTools) Interrupt(ctx context.Context) (tool.Result, bool, error)
 // command ten seconds to end at C-c, then ends its terminal session.
 const interruptTimeout = 30 * time.Second
 
+// unanswered words a call the sandbox's runtime did not answer for the agent's error event,
+// which the user and the model read: without the transport's error, which names the
+// runtime's socket on the host (that goes to the log). The sandbox service looks at the
+// sandbox first: when its runtime is gone the sandbox is ERROR from now on, and the run ends
+// saying so. Other errors pass as they are.
+func (t *sandboxTools) unanswered(ctx context.Context, err error) error {
+	if !errors.Is(err, runtimeclient.ErrNoAnswer) || ctx.Err() != nil {
+		return err
+	}
+	t.s.log.WarnContext(ctx, "agent: the sandbox's runtime did not answer", "conversation_id", t.conv.ID,
+		"sandbox_id", t.conv.SandboxID, "err", err)
+	lost := t.s.o.Sandboxes.CheckRuntime(ctx, t.conv.OwnerID, t.conv.SandboxID)
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(lost, sandbox.ErrState):
+		return fmt.Errorf("%w: %s", agent.ErrUnavailable, sandboxProblem(lost))
+	case lost != nil:
+		t.s.log.ErrorContext(ctx, "agent: check the sandbox's runtime", "sandbox_id", t.conv.SandboxID, "err", lost)
+	}
+	return runtimeclient.ErrNoAnswer
+}
+
 // sandboxProblem words a sandbox failure for the user.
 func sandboxProblem(err error) string {
 	var cm interface{ ClientMessage() string }

@@ -40,6 +40,10 @@ type Sandboxes interface {
 	// Reaches reports whether this replica reaches the runtimes of sandboxes of backend on
 	// node: those of its own node, or of a backend every replica reaches.
 	Reaches(node, backend string) bool
+	// CheckRuntime looks at a sandbox whose runtime did not answer: one whose processes are
+	// gone becomes ERROR at once. It returns a sandbox.ErrState error when the sandbox can no
+	// longer be used, and nil when it still runs.
+	CheckRuntime(ctx context.Context, ownerID, id string) error
 }
 
 // Options configure a Service.
@@ -276,7 +280,8 @@ type CreateRequest struct {
 
 	// Raw is the request body as received; it is stored sealed.
 	Raw []byte
-	// TaskRequest is the V1 start request echoed by the start task (no secrets).
+	// TaskRequest is the V1 start request echoed by the start task, its secrets masked:
+	// it is stored as it is, unsealed, and shown to the owner.
 	TaskRequest json.RawMessage
 }
 

@@ -34,8 +34,10 @@ type StartTask struct {
 	ConversationID string
 	SandboxID      string
 	AgentServerURL string
-	// Request is the V1 start request JSON (no secrets), echoed back to clients. A stored
-	// task's Request is never changed, in place or otherwise: readers may share it.
+	// Request is the V1 start request JSON echoed back to clients, every secret in it
+	// masked (apitypes.EchoStartRequest): the values are only in the conversation's sealed
+	// request. A stored task's Request is never changed, in place or otherwise: readers may
+	// share it.
 	Request   json.RawMessage
 	CreatedAt time.Time
 	UpdatedAt time.Time

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -80,7 +79,7 @@ func (a *API) createConversationV0(w http.ResponseWriter, r *http.Request) error
 		}
 		v1.InitialMessage = msg
 	}
-	if cr.TaskRequest, err = json.Marshal(v1); err != nil {
+	if cr.TaskRequest, err = apitypes.EchoStartRequest(v1); err != nil {
 		return err
 	}
 	v, _, err := a.d.Conversations.Create(r.Context(), caller(r).ID, cr)

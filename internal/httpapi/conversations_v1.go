@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -89,7 +88,9 @@ func (a *API) appCreateRequest(r *http.Request) (conversation.CreateRequest, err
 	if req.PRNumber == nil {
 		req.PRNumber = []int{}
 	}
-	if cr.TaskRequest, err = json.Marshal(req); err != nil {
+	// The task shows the request with its secrets masked; their values are in cr.Raw, which
+	// the conversation keeps sealed.
+	if cr.TaskRequest, err = apitypes.EchoStartRequest(req); err != nil {
 		return conversation.CreateRequest{}, err
 	}
 	if err := a.checkRepository(r, cr.SelectedRepository, cr.GitProvider, true); err != nil {

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -179,6 +181,7 @@ func (s *eventSocket) read() {
 	for {
 		typ, data, err := s.c.Read(context.Background())
 		if err != nil {
+			s.readFailed(err)
 			return
 		}
 		select {
@@ -187,6 +190,18 @@ func (s *eventSocket) read() {
 			return
 		}
 	}
+}
+
+// readFailed closes the socket with 1002 when reading ended on a frame that breaks the
+// protocol and the library cut the connection without a close frame of its own (it sends
+// 1002 for most such frames, but not for an unmasked one). A close the peer sent, or a
+// connection that is gone, needs none; a close already sent is not sent again.
+func (s *eventSocket) readFailed(err error) {
+	if websocket.CloseStatus(err) != -1 || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) {
+		return
+	}
+	s.close(websocket.StatusProtocolError, "Malformed frame: it breaks the WebSocket protocol")
 }
 
 // keepAlive pings the peer; one that has not answered by the next ping is cut off, which
@@ -413,7 +428,9 @@ func (s *eventSocket) handle(ownerID, convID string, f frame) bool {
 		return s.sendError("ValueError", "Send messages as JSON in text frames.")
 	}
 	if !utf8.Valid(f.data) {
-		return s.sendError("JSONDecodeError", "The frame is not valid UTF-8.")
+		// A text frame that is not UTF-8 breaks the protocol (RFC 6455, 8.1).
+		s.close(websocket.StatusInvalidFramePayloadData, "The text frame is not valid UTF-8")
+		return false
 	}
 	var obj map[string]any
 	if json.Unmarshal(f.data, &obj) == nil && obj["type"] == "auth" {
@@ -434,6 +451,9 @@ func (s *eventSocket) handle(ownerID, convID string, f frame) bool {
 	case errors.Is(err, conversation.ErrNotFound):
 		s.fail(err)
 		return false
+	case errors.Is(err, sandbox.ErrState):
+		// The sandbox failed or is gone: the message is refused, saying why.
+		return s.sendError("ValueError", capitalize(stateMessage(err)))
 	}
 	s.log.Error("event socket: send message", "err", err)
 	return s.sendError("InternalServerError", "Internal Server Error")

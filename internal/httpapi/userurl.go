@@ -28,5 +28,9 @@ func (a *API) checkUserURL(r *http.Request, raw, field string, parents ...any) e
 	if errors.As(err, &refused) {
 		return problem("value_error", "Value error, "+refused.Explain(field), loc...)
 	}
+	var shorthand *netpolicy.ShorthandError
+	if errors.As(err, &shorthand) {
+		return problem("value_error", "Value error, "+field+": "+shorthand.Error(), loc...)
+	}
 	return err
 }

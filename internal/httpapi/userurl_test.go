@@ -28,6 +28,8 @@ func TestUserURLRefusedWhenStored(t *testing.T) {
 		{"http://[::ffff:10.1.2.3]:8000/v1", "llm_base_url resolves to 10.1.2.3, a private address; " + refusedWhy},
 		{"http://100.64.0.1/v1", "llm_base_url resolves to 100.64.0.1, a carrier-grade NAT address; " + refusedWhy},
 		{"http://0.0.0.0:11434/v1", "llm_base_url resolves to 0.0.0.0, an unspecified address; " + refusedWhy},
+		{"http://127.1:11434/v1", "llm_base_url: 127.1 is a shorthand of 127.0.0.1, a loopback address; " + refusedWhy},
+		{"http://2130706433/v1", "llm_base_url: 2130706433 is a shorthand of 127.0.0.1, a loopback address; " + refusedWhy},
 		{"ftp://llm.example/v1", "URL must start with http:// or https:// and name a host"},
 		{"localhost:11434", "URL must start with http:// or https:// and name a host"},
 	} {

@@ -36,6 +36,12 @@ func TestWebhookRoutes(t *testing.T) {
 	}{
 		{"private address for a non-admin", map[string]any{"url": "http://10.1.2.3:9/hook", "events": []string{"*"}}, `"body","url"`, "internal addresses are refused"},
 		{"metadata address", map[string]any{"url": "http://169.254.169.254/", "events": []string{"*"}}, `"body","url"`, "internal addresses are refused"},
+		// Numeric shorthands of addresses, which some programs take for the address: refused
+		// with the rule, even where the allow-list admits the address (loopback, here).
+		{"127.1", map[string]any{"url": "http://127.1:9/hook", "events": []string{"*"}}, `"body","url"`, "127.1 is a shorthand of the address 127.0.0.1"},
+		{"2130706433", map[string]any{"url": "http://2130706433/hook", "events": []string{"*"}}, `"body","url"`, "2130706433 is a shorthand of the address 127.0.0.1"},
+		{"0x7f000001", map[string]any{"url": "https://0x7f000001/hook", "events": []string{"*"}}, `"body","url"`, "0x7f000001 is a shorthand of the address 127.0.0.1"},
+		{"0", map[string]any{"url": "http://0:8000/hook", "events": []string{"*"}}, `"body","url"`, "0 is a shorthand of 0.0.0.0, an unspecified address; internal addresses are refused"},
 		{"no scheme", map[string]any{"url": "hooks.example.com/x", "events": []string{"*"}}, `"body","url"`, "http or https"},
 		{"credentials", map[string]any{"url": "https://u:p@8.8.8.8/x", "events": []string{"*"}}, `"body","url"`, "credentials"},
 		{"unknown kind", map[string]any{"url": "https://8.8.8.8/x", "events": []string{"conversation.exploded"}}, `"body","events",0`, ""},

@@ -339,3 +339,53 @@ func TestWorkspaceAppConversation(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkspaceLongPaths: a path with a name longer than a file name may be, or longer than
+// a path may be, is a 400 that says which bound it passes (never a 500, nor the path
+// repeated), on every workspace and git route; a name of the longest length works.
+func TestWorkspaceLongPaths(t *testing.T) {
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	c := e.startWorkspaceConv(alice)
+	base := "/api/v1/app-conversations/" + c.id
+	longest := strings.Repeat("n", 255)
+	if status, body := e.upload(c.sandboxPath("/file/upload/"+longest, nil), alice, []byte("x")); status != http.StatusOK {
+		t.Fatalf("upload of a 255-byte name: %d %s", status, body)
+	}
+	for _, tc := range []struct{ name, path, detail string }{
+		{"a long name", strings.Repeat("a", 256), "A name in the path is 256 bytes long; a file name has at most 255"},
+		{"a very long name", strings.Repeat("a", 70000), "a path has at most 4095"},
+		{"a long path", strings.Repeat("dir/", 1100) + "f", "a path has at most 4095"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := url.Values{"path": {tc.path}}
+			escaped := url.PathEscape(tc.path)
+			for _, p := range []string{
+				c.sandboxPath("/file/download/"+escaped, nil),
+				c.sandboxPath("/file/download", q),
+				c.sandboxPath("/file/list", q),
+				c.sandboxPath("/file/archive", q),
+				c.sandboxPath("/git/changes/"+escaped, nil),
+				c.sandboxPath("/git/diff/"+escaped, nil),
+				c.sandboxPath("/git/changes", q),
+				c.sandboxPath("/git/diff", q),
+				c.sandboxPath("/conversations/"+c.id+"/workspace/"+escaped, nil),
+				base + "/git/changes?" + q.Encode(),
+				base + "/git/diff?" + q.Encode(),
+				base + "/files?" + q.Encode(),
+				base + "/file?" + url.Values{"file_path": {tc.path}}.Encode(),
+			} {
+				status, body := e.call("GET", p, alice, nil)
+				if status != http.StatusBadRequest || !strings.Contains(string(body), tc.detail) || strings.Contains(string(body), tc.path) {
+					t.Errorf("GET %.100s: %d %.200s, want 400 saying %q", p, status, body, tc.detail)
+				}
+			}
+			for _, p := range []string{c.sandboxPath("/file/upload/"+escaped, nil), c.sandboxPath("/file/upload", q)} {
+				status, body := e.upload(p, alice, []byte("x"))
+				if status != http.StatusBadRequest || !strings.Contains(string(body), tc.detail) {
+					t.Errorf("upload %.100s: %d %.200s, want 400 saying %q", p, status, body, tc.detail)
+				}
+			}
+		})
+	}
+}

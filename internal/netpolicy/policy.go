@@ -104,8 +104,8 @@ func (p *Policy) allowed(host string, addr netip.Addr) bool {
 }
 
 // CheckURL checks the host of rawURL for a user before it is stored, so the user hears at
-// once why it will not be reached: an address is checked as it is, a name by what it
-// resolves to now. A name that does not resolve now passes; the connection is checked
+// once why it will not be reached: an address is checked as it is, a numeric shorthand of
+// one is refused (*ShorthandError), a name is checked by what it resolves to now. A name that does not resolve now passes; the connection is checked
 // when it is made, which is what holds. Admins pass.
 func (p *Policy) CheckURL(ctx context.Context, rawURL string, admin bool) error {
 	if admin {
@@ -118,6 +118,13 @@ func (p *Policy) CheckURL(ctx context.Context, rawURL string, admin bool) error 
 	host := u.Hostname()
 	if addr, err := netip.ParseAddr(host); err == nil {
 		return p.Check("", addr)
+	}
+	if addr, ok := shorthandIPv4(host); ok {
+		e := &ShorthandError{Host: host, Addr: addr}
+		if p.Check("", addr) != nil {
+			e.Class = Classify(addr)
+		}
+		return e
 	}
 	if p.hosts[canonicalHost(host)] {
 		return nil

@@ -72,6 +72,9 @@ func (s *Server) resolve(p string) (wsPath, error) {
 		full = filepath.Join(ws, full)
 	}
 	full = filepath.Clean(full)
+	if err := checkLength(full); err != nil {
+		return wsPath{}, err
+	}
 	rel, ok := within(ws, full)
 	if !ok {
 		if rel, ok = within(real, full); !ok {
@@ -83,6 +86,26 @@ func (s *Server) resolve(p string) (wsPath, error) {
 		return wsPath{}, err
 	}
 	return wsPath{rel: rel, abs: filepath.Join(ws, rel)}, nil
+}
+
+// Linux's bounds on a path (PATH_MAX, with its final NUL) and on each name in it (NAME_MAX).
+const (
+	maxPathBytes = 4095
+	maxNameBytes = 255
+)
+
+// checkLength refuses a path the kernel would refuse as too long (ENAMETOOLONG), saying which
+// bound it passes; the path itself, which may be huge, is not repeated.
+func checkLength(full string) error {
+	if len(full) > maxPathBytes {
+		return badPath("The path is %d bytes long; a path has at most %d", len(full), maxPathBytes)
+	}
+	for name := range strings.SplitSeq(full, string(filepath.Separator)) {
+		if len(name) > maxNameBytes {
+			return badPath("A name in the path is %d bytes long; a file name has at most %d", len(name), maxNameBytes)
+		}
+	}
+	return nil
 }
 
 // followLinks replaces every symbolic link among rel's existing components by its target,
@@ -169,6 +192,8 @@ func fsError(err error, p wsPath, write bool) error {
 		return badPath("Is a directory: %s", p.abs)
 	case errors.Is(err, fs.ErrPermission):
 		return &fileError{status: http.StatusForbidden, detail: "Permission denied: " + p.abs}
+	case errors.Is(err, syscall.ENAMETOOLONG):
+		return badPath("The path %s is too long", p.abs)
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return &fileError{status: http.StatusInsufficientStorage, detail: "No space left in the workspace"}
 	}

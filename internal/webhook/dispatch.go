@@ -21,6 +21,11 @@ const pruneEvery = time.Hour
 // wakes it.
 const idleWait = time.Minute
 
+// heldWait is how long the dispatcher sleeps when deliveries are due but a cap holds them
+// back: an attempt of its own that ends wakes it at once, and this is how soon it sees that
+// another replica's attempt ended.
+const heldWait = time.Second
+
 // Start starts the dispatcher, which sends every pending delivery that is due, those a
 // previous process left included. Call it once.
 func (s *Service) Start() {
@@ -69,7 +74,8 @@ func (s *Service) dispatch(ctx context.Context) {
 			// A claim lapses after twice the attempt's time bound: a process that died
 			// mid-attempt leaves the delivery due again then. This one skips a delivery
 			// it is still trying.
-			ds, err := s.o.Store.ClaimDeliveries(ctx, now, now.Add(2*s.o.Timeout), free)
+			ds, err := s.o.Store.ClaimDeliveries(ctx, Claim{Now: now, LeaseUntil: now.Add(2 * s.o.Timeout), Limit: free,
+				PerUser: s.o.PerUser, PerEndpoint: s.o.PerEndpoint})
 			if err != nil && ctx.Err() == nil {
 				s.log.Error("webhook: claim deliveries", "err", err)
 			}
@@ -104,7 +110,12 @@ func (s *Service) dispatch(ctx context.Context) {
 				s.log.Error("webhook: next delivery", "err", err)
 			}
 			if !next.IsZero() {
-				wait = min(wait, max(next.Sub(s.o.Now()), time.Millisecond))
+				due := next.Sub(s.o.Now())
+				if due <= 0 {
+					// Due and not claimed: a cap holds it back until an attempt ends.
+					due = heldWait
+				}
+				wait = min(wait, due)
 			}
 		}
 		t := time.NewTimer(wait)
@@ -131,11 +142,12 @@ func (s *Service) attempt(ctx context.Context, d Delivery) {
 		}
 		return
 	}
-	code, problem := s.post(ctx, w, d)
+	code, problem, timedOut := s.post(ctx, w, d)
 	if ctx.Err() != nil {
 		return
 	}
 	now := s.o.Now().UTC()
+	s.endpointOutcome(ctx, w, d, now, timedOut)
 	d.Attempts++
 	d.ResponseCode, d.Error, d.UpdatedAt = code, problem, now
 	switch next := now.Add(s.backoff(d.Attempts)); {
@@ -153,6 +165,37 @@ func (s *Service) attempt(ctx context.Context, d Delivery) {
 	}
 }
 
+// endpointOutcome records whether the attempt of d to its endpoint timed out: an endpoint
+// that keeps timing out is paused (endpointPause), so that it holds nobody's attempts, its
+// own user's included, most of the time; any other outcome ends its pause.
+func (s *Service) endpointOutcome(ctx context.Context, w Webhook, d Delivery, now time.Time, timedOut bool) {
+	endpoint := d.Endpoint
+	if endpoint == "" {
+		endpoint = EndpointOf(w.URL)
+	}
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	switch {
+	case timedOut:
+		err = s.o.Store.EndpointTimedOut(ctx, d.OwnerID, endpoint, now, s.endpointPause)
+	case d.EndpointTimeouts > 0:
+		err = s.o.Store.EndpointAnswered(ctx, d.OwnerID, endpoint)
+	}
+	if err != nil {
+		s.log.Error("webhook: record the endpoint's outcome", "webhook_id", w.ID, "err", err)
+	}
+}
+
+// endpointPause is how long nothing is sent to an endpoint after its n-th timeout in a row:
+// twice the attempt's bound, doubling with each timeout, up to MaxBackoff.
+func (s *Service) endpointPause(n int) time.Duration {
+	p := 2 * s.o.Timeout
+	for i := 1; i < n && p < s.o.MaxBackoff; i++ {
+		p *= 2
+	}
+	return min(p, s.o.MaxBackoff)
+}
+
 // backoff is the wait after the attempts-th failed attempt.
 func (s *Service) backoff(attempts int) time.Duration {
 	b := s.o.FirstRetry
@@ -163,17 +206,18 @@ func (s *Service) backoff(attempts int) time.Duration {
 }
 
 // post sends the delivery and returns the answer's status and, when it is not a success, why
-// (in words fit for the owner: never a secret).
-func (s *Service) post(ctx context.Context, w Webhook, d Delivery) (int, string) {
+// (in words fit for the owner: never a secret), and whether it failed for want of an answer
+// in time.
+func (s *Service) post(ctx context.Context, w Webhook, d Delivery) (int, string, bool) {
 	sec, err := s.o.Sealer.Open(w.SecretSealed)
 	if err != nil {
 		s.log.Error("webhook: open secret", "webhook_id", w.ID, "err", err)
-		return 0, "agentd could not read the webhook's secret; the server log has the cause"
+		return 0, "agentd could not read the webhook's secret; the server log has the cause", false
 	}
 	base, err := s.o.Client(ctx, d.OwnerID)
 	if err != nil {
 		s.log.Error("webhook: HTTP client", "webhook_id", w.ID, "err", err)
-		return 0, "agentd could not prepare the request; the server log has the cause"
+		return 0, "agentd could not prepare the request; the server log has the cause", false
 	}
 	hc := *base
 	hc.Timeout = 0
@@ -184,7 +228,7 @@ func (s *Service) post(ctx context.Context, w Webhook, d Delivery) (int, string)
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, w.URL, bytes.NewReader(d.Payload))
 	if err != nil {
-		return 0, "the URL cannot be requested"
+		return 0, "the URL cannot be requested", false
 	}
 	ts := s.o.Now().Unix()
 	req.Header.Set("Content-Type", "application/json")
@@ -198,18 +242,18 @@ func (s *Service) post(ctx context.Context, w Webhook, d Delivery) (int, string)
 		var refused *netpolicy.RefusedError
 		switch {
 		case errors.As(err, &refused):
-			return 0, refused.Explain("the webhook's host")
+			return 0, refused.Explain("the webhook's host"), false
 		case errors.Is(actx.Err(), context.DeadlineExceeded):
-			return 0, fmt.Sprintf("no answer within %s", s.o.Timeout)
+			return 0, fmt.Sprintf("no answer within %s", s.o.Timeout), true
 		}
-		return 0, "could not connect: " + errText(err)
+		return 0, "could not connect: " + errText(err), false
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode/100 != 2 {
-		return resp.StatusCode, fmt.Sprintf("the endpoint answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+		return resp.StatusCode, fmt.Sprintf("the endpoint answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode)), false
 	}
-	return resp.StatusCode, ""
+	return resp.StatusCode, "", false
 }
 
 // errText is a transport error without the request's method and URL, which the owner knows.

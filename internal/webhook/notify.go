@@ -63,7 +63,7 @@ func (s *Service) notify(ctx context.Context, ev Event) error {
 		if !w.Wants(ev) {
 			continue
 		}
-		d := Delivery{ID: s.o.NewID(), WebhookID: w.ID, OwnerID: ev.OwnerID, Kind: ev.Kind,
+		d := Delivery{ID: s.o.NewID(), WebhookID: w.ID, OwnerID: ev.OwnerID, Kind: ev.Kind, Endpoint: EndpointOf(w.URL),
 			Status: StatusPending, CreatedAt: now, UpdatedAt: now, NextAttemptAt: now, RetryUntil: now.Add(s.o.RetryFor)}
 		body, err := json.Marshal(payload{ID: d.ID, Event: ev.Kind, WebhookID: w.ID, CreatedAt: ev.At.UTC(), Data: data})
 		if err != nil {

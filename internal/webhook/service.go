@@ -23,7 +23,13 @@ const (
 	DefaultMaxBackoff = time.Hour
 	DefaultRetryFor   = 24 * time.Hour
 	DefaultRetention  = 7 * 24 * time.Hour
-	DefaultWorkers    = 8
+	// A dispatcher makes up to DefaultWorkers attempts at once; of all the attempts under
+	// way, on every replica together, a user has at most DefaultPerUser and one endpoint of
+	// a user's DefaultPerEndpoint, so that a user whose endpoints hang holds at most a
+	// quarter of a dispatcher and everyone else's deliveries go out meanwhile.
+	DefaultWorkers     = 16
+	DefaultPerUser     = 4
+	DefaultPerEndpoint = 2
 )
 
 // Options configure a Service. Store and Sealer are required.
@@ -55,8 +61,11 @@ type Options struct {
 	RetryFor   time.Duration
 	// Retention is how long delivered and failed deliveries stay listed.
 	Retention time.Duration
-	// Workers is how many deliveries are under way at once.
+	// Workers is how many deliveries this dispatcher has under way at once.
 	Workers int
+	// PerUser and PerEndpoint bound the attempts under way of one user, and to one endpoint
+	// of a user's (EndpointOf), across every dispatcher on the store.
+	PerUser, PerEndpoint int
 	// UserAgent is sent with every delivery.
 	UserAgent string
 }
@@ -108,6 +117,12 @@ func NewService(o Options) *Service {
 	}
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
+	}
+	if o.PerUser <= 0 {
+		o.PerUser = DefaultPerUser
+	}
+	if o.PerEndpoint <= 0 {
+		o.PerEndpoint = DefaultPerEndpoint
 	}
 	if o.UserAgent == "" {
 		o.UserAgent = "agentd-webhooks"

@@ -115,6 +115,23 @@ type Delivery struct {
 	// RetryUntil ends the retries: a failed attempt whose next one would come later marks the
 	// delivery failed.
 	RetryUntil time.Time
+	// Endpoint is the scheme, host and port of the webhook's URL (EndpointOf): what the caps
+	// of attempts under way, and the pause of an endpoint that keeps timing out, are per.
+	Endpoint string
+	// EndpointTimeouts is, in a claimed delivery, how many attempts to its endpoint timed out
+	// in a row before this one.
+	EndpointTimeouts int
+}
+
+// Claim is what a dispatcher asks the store for: up to Limit pending deliveries due at Now,
+// each leased until LeaseUntil, such that no user has more than PerUser, nor any endpoint
+// of a user's more than PerEndpoint, attempts under way (claimed and not yet recorded, their
+// lease not lapsed) counting those claimed now. Zero caps bound nothing. Deliveries to an
+// endpoint paused for its timeouts are not due before the pause ends.
+type Claim struct {
+	Now, LeaseUntil      time.Time
+	Limit                int
+	PerUser, PerEndpoint int
 }
 
 // Store persists webhooks and deliveries. Safe for concurrent use. ownerID scopes the calls
@@ -133,15 +150,27 @@ type Store interface {
 	GetDelivery(ctx context.Context, ownerID, webhookID, id string) (Delivery, error)
 	// ListDeliveries pages through a webhook's deliveries, newest first; status "" lists all.
 	ListDeliveries(ctx context.Context, ownerID, webhookID string, status Status, q paging.Query) ([]Delivery, string, error)
-	// ClaimDeliveries returns up to limit pending deliveries due at now, oldest due first,
-	// and moves their NextAttemptAt to leaseUntil in the same transaction, so that no other
-	// claim takes them while they are tried.
-	ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, limit int) ([]Delivery, error)
-	// NextDeliveryAt is the earliest NextAttemptAt of the pending deliveries; zero when none.
+	// ClaimDeliveries claims what c asks for, in one transaction that moves the deliveries'
+	// NextAttemptAt to c.LeaseUntil and marks them under way until then, so that no other
+	// claim takes them, nor counts them out, while they are tried. Users take turns: each
+	// user's first due delivery comes before any user's second, and so on, oldest due first
+	// within a turn. Claims of several processes (replicas) at once never exceed the caps
+	// together, and never take the same delivery.
+	ClaimDeliveries(ctx context.Context, c Claim) ([]Delivery, error)
+	// NextDeliveryAt is the earliest time a pending delivery not under way falls due, its
+	// endpoint's pause included; zero when none.
 	NextDeliveryAt(ctx context.Context) (time.Time, error)
 	// UpdateDelivery writes Status, Attempts, ResponseCode, Error, UpdatedAt, NextAttemptAt
-	// and RetryUntil. ErrNotFound when it is gone (its webhook was deleted).
+	// and RetryUntil, and ends the attempt under way. ErrNotFound when it is gone (its webhook
+	// was deleted).
 	UpdateDelivery(ctx context.Context, d Delivery) error
-	// PruneDeliveries removes the delivered and failed deliveries last updated before t.
+	// EndpointTimedOut counts an attempt to the owner's endpoint that got no answer in time:
+	// its timeouts in a row grow by one, to n, and no delivery to it is due before
+	// now+pause(n).
+	EndpointTimedOut(ctx context.Context, ownerID, endpoint string, now time.Time, pause func(n int) time.Duration) error
+	// EndpointAnswered forgets the timeouts of the owner's endpoint: it answered.
+	EndpointAnswered(ctx context.Context, ownerID, endpoint string) error
+	// PruneDeliveries removes the delivered and failed deliveries last updated before t, and
+	// the timeouts of endpoints whose pause ended before t.
 	PruneDeliveries(ctx context.Context, before time.Time) (int, error)
 }

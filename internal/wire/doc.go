@@ -15,7 +15,8 @@
 //   - json:"name" names a body field; query:"name" names a query parameter.
 //   - wire:"required,min=1,max=10,minlen=1,maxlen=64,secret,nullable,default=V"
 //     adds pydantic-style constraints and schema hints. default= takes the
-//     rest of the tag, so it must come last when V holds a comma.
+//     rest of the tag, so it must come last when V holds a comma. secret also
+//     marks what [MaskSecrets] masks wherever a request is shown again.
 //   - doc:"..." becomes the schema description.
 //   - [Enum], [Strict], [Unmarshaler], [Validator] and [Schemer] customise
 //     decoding, validation and the schema of a type.

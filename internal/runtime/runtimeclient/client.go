@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -45,6 +46,11 @@ type StatusError struct {
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("runtime answered %d: %s", e.StatusCode, e.Body)
 }
+
+// ErrNoAnswer wraps the error of a request the runtime did not answer: no connection, or one
+// cut off before the whole answer came. The transport's error it wraps may name a host path
+// (the runtime's socket): it is for logs, not for users.
+var ErrNoAnswer = errors.New("the sandbox's runtime did not answer")
 
 // Transport says how to reach a runtime that is not simply at its endpoint's address from
 // this process: a backend whose sandboxes run elsewhere supplies one (a pod's address found
@@ -253,7 +259,7 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) err
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return err
+		return noAnswer(ctx, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -262,10 +268,22 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) err
 	}
 	if out == nil {
 		_, err = io.Copy(io.Discard, resp.Body)
-		return err
+		return noAnswer(ctx, err)
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return noAnswer(ctx, err)
+		}
 		return fmt.Errorf("decode answer: %w", err)
 	}
 	return nil
+}
+
+// noAnswer marks a transport error as ErrNoAnswer, unless it is the caller's context that
+// ended the request.
+func noAnswer(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrNoAnswer, err)
 }

@@ -93,6 +93,11 @@ type Options struct {
 	CgroupParent string
 	// Cgroups is where the machine mounts its cgroup controllers; nil means cgroup.Detect.
 	Cgroups *cgroup.Layout
+	// CPUWeight is the CPU weight (cgroup v2's scale, the default being 100) of the group at
+	// the top of CgroupParent ("agentd"), which holds every sandbox: under contention all
+	// sandboxes together get that share of what the processes beside it (the control plane
+	// among them) get each. Zero means DefaultCPUWeight.
+	CPUWeight int
 	// Slirp4netns is the slirp4netns executable that gives sandboxes with network egress
 	// their connections out; empty means "slirp4netns" on PATH. Without it (or without the
 	// tun device or iptables), such sandboxes cannot start, and CheckSpec says why.
@@ -190,6 +195,11 @@ func New(opts Options) (*Backend, error) {
 	if _, err := cg.Group(parent); err != nil {
 		return nil, fmt.Errorf("new bwrap backend: %w", err)
 	}
+	if opts.CPUWeight <= 0 {
+		opts.CPUWeight = DefaultCPUWeight
+	}
+	top, _, _ := strings.Cut(parent, "/")
+	cg.WeighCPU(top, opts.CPUWeight)
 	if err := os.MkdirAll(root.Path, 0o700); err != nil {
 		return nil, fmt.Errorf("new bwrap backend: create root: %w", err)
 	}
@@ -213,6 +223,11 @@ func New(opts Options) (*Backend, error) {
 		features: feats, system: systemArgs(), log: log, reaper: hostproc.NewReaper(log),
 	}, nil
 }
+
+// DefaultCPUWeight is the CPU weight of all sandboxes together: a tenth of a process's beside
+// them (cgroup v1 cpu.shares 102 against 1024), so that the control plane answers at once
+// however busy the sandboxes are, while sandboxes still get every cycle nobody else wants.
+const DefaultCPUWeight = 10
 
 // defaultCgroupParent names the cgroups of the backend with root: agentd/<12 hex digits>.
 func defaultCgroupParent(root string) string {

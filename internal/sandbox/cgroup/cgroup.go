@@ -47,6 +47,10 @@ type hierarchy struct {
 // none; use Detect.
 type Layout struct {
 	byCtrl map[string]*hierarchy // absent: the machine lacks the controller
+	// weighed is a group that gets CPU weight weight whenever a group below it is created
+	// (WeighCPU); "" for none.
+	weighed string
+	weight  int
 }
 
 // Detect reads /proc/self/mountinfo. A controller mounted as cgroup v1 is used there; one

@@ -102,6 +102,9 @@ func (g *Group) Create(lim Limits) (err error) {
 			return fmt.Errorf("create cgroup %s: the kernel has no cgroup v2 freezer: %w", g.rel, err)
 		}
 	}
+	if err := g.weigh(); err != nil {
+		return fmt.Errorf("create cgroup %s: %w", g.rel, err)
+	}
 	if err := g.setLimits(lim); err != nil {
 		return fmt.Errorf("create cgroup %s: %w", g.rel, err)
 	}

@@ -222,10 +222,17 @@ func (b *Backend) hostConfig(dir, vol, workdir string, spec sandbox.Spec) *conta
 // (which keeps only CAP_SETUID, CAP_SETGID and CAP_KILL once it has cleared the bounding set).
 var runtimeCaps = []string{"CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_SETPCAP"}
 
+// cpuShares is every container's CPU weight: a tenth of the default (1024), as the bwrap
+// backend weighs its sandboxes, so that under contention a sandbox gets a tenth of what a
+// process beside it gets. Where the engine's cgroup driver is systemd, containers are
+// siblings of the services of system.slice (agentd's among them); with cgroupfs they are
+// weighed against each other, and the engine's parent group as a whole against the rest.
+const cpuShares = 102
+
 // resources maps the spec's limits. Swap is not allowed beyond the memory limit, so a memory
 // hog is killed rather than swapping the machine.
 func resources(l sandbox.Limits) container.Resources {
-	var r container.Resources
+	r := container.Resources{CPUShares: cpuShares}
 	if l.MemoryBytes > 0 {
 		r.Memory = l.MemoryBytes
 		r.MemorySwap = l.MemoryBytes

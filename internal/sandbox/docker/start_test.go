@@ -129,6 +129,9 @@ func TestContainerSettings(t *testing.T) {
 	if hc.Memory != 512<<20 || hc.MemorySwap != 512<<20 || hc.NanoCPUs != 1_500_000_000 || hc.PidsLimit == nil || *hc.PidsLimit != 200 {
 		t.Errorf("limits: memory %d, swap %d, nano CPUs %d, pids %v", hc.Memory, hc.MemorySwap, hc.NanoCPUs, hc.PidsLimit)
 	}
+	if hc.CPUShares != 102 {
+		t.Errorf("CPU shares %d, want a tenth of the default (102)", hc.CPUShares)
+	}
 	if hc.NetworkMode != "none" || len(hc.PortBindings) > 0 || hc.PublishAllPorts {
 		t.Errorf("network %q, port bindings %v, publish all %v", hc.NetworkMode, hc.PortBindings, hc.PublishAllPorts)
 	}

@@ -126,7 +126,10 @@ var dumpTables = []dumpTable{
 	{name: "webhook_deliveries", key: []string{"id"}, cols: []dumpCol{
 		colText("id"), colText("webhook_id"), colText("owner_id"), colText("kind"), colText("payload"),
 		colText("status"), colInt("attempts"), colInt("response_code"), colText("error"), colTime("created_at"),
-		colTime("updated_at"), colTime("next_attempt_at"), colTime("retry_until")}},
+		colTime("updated_at"), colTime("next_attempt_at"), colTime("retry_until"), colText("endpoint"),
+		colTime("claimed_until")}},
+	{name: "webhook_endpoints", key: []string{"owner_id", "endpoint"}, cols: []dumpCol{
+		colText("owner_id"), colText("endpoint"), colInt("timeouts"), colTime("not_before")}},
 	{name: "keyring_check", key: []string{"id"}, cols: []dumpCol{colInt("id"), colBlob("sealed")}},
 	{name: "replicas", key: []string{"id"}, cols: []dumpCol{colText("id"), colText("node"), colTime("started_at"), colTime("expires_at"),
 		colText("key_ids"), colText("active_key")}},

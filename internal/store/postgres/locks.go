@@ -12,6 +12,8 @@ const (
 	lockWebhooks       = "webhooks"
 	lockProviderTokens = "provider_tokens"
 	lockSandboxes      = "sandboxes"
+	// lockWebhookClaims is taken (tried) by claims of webhook deliveries, per owner.
+	lockWebhookClaims = "webhook_claims"
 )
 
 // lockUser takes a transaction-scoped advisory lock on one kind of a user's rows, held until

@@ -125,7 +125,10 @@ var dumpTables = []dumpTable{
 	{name: "webhook_deliveries", key: []string{"id"}, cols: []dumpCol{
 		text("id"), text("webhook_id"), text("owner_id"), text("kind"), text("payload"), text("status"),
 		integer("attempts"), integer("response_code"), text("error"), timeCol("created_at"),
-		timeCol("updated_at"), timeCol("next_attempt_at"), timeCol("retry_until")}},
+		timeCol("updated_at"), timeCol("next_attempt_at"), timeCol("retry_until"), text("endpoint"),
+		timeCol("claimed_until")}},
+	{name: "webhook_endpoints", key: []string{"owner_id", "endpoint"}, cols: []dumpCol{
+		text("owner_id"), text("endpoint"), integer("timeouts"), timeCol("not_before")}},
 	{name: "keyring_check", key: []string{"id"}, cols: []dumpCol{integer("id"), blob("sealed")}},
 	{name: "replicas", key: []string{"id"}, cols: []dumpCol{text("id"), text("node"), timeCol("started_at"), timeCol("expires_at"),
 		text("key_ids"), text("active_key")}},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/agentd/agentd/internal/paging"
@@ -98,7 +99,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, ownerID, id string) error {
 }
 
 const deliveryColumns = `id, webhook_id, owner_id, kind, payload, status, attempts, response_code, error,
-	created_at, updated_at, next_attempt_at, retry_until`
+	created_at, updated_at, next_attempt_at, retry_until, endpoint`
 
 func scanDelivery(sc scanner) (webhook.Delivery, error) {
 	var d webhook.Delivery
@@ -106,7 +107,7 @@ func scanDelivery(sc scanner) (webhook.Delivery, error) {
 	var code, next sql.NullInt64
 	var created, updated, until int64
 	if err := sc.Scan(&d.ID, &d.WebhookID, &d.OwnerID, &d.Kind, &payload, &status, &d.Attempts, &code, &d.Error,
-		&created, &updated, &next, &until); err != nil {
+		&created, &updated, &next, &until, &d.Endpoint); err != nil {
 		return webhook.Delivery{}, err
 	}
 	d.Payload, d.Status, d.ResponseCode = []byte(payload), webhook.Status(status), int(code.Int64)
@@ -137,10 +138,10 @@ func (s *Store) CreateDeliveries(ctx context.Context, ds []webhook.Delivery) err
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		for _, d := range ds {
-			args := append([]any{d.ID, d.WebhookID, d.OwnerID, d.Kind, string(d.Payload), nanos(d.CreatedAt)}, deliveryArgs(d)...)
-			if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, owner_id, kind, payload, created_at,
+			args := append([]any{d.ID, d.WebhookID, d.OwnerID, d.Kind, string(d.Payload), d.Endpoint, nanos(d.CreatedAt)}, deliveryArgs(d)...)
+			if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, owner_id, kind, payload, endpoint, created_at,
 				status, attempts, response_code, error, updated_at, next_attempt_at, retry_until)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
 				if isForeignKey(err) {
 					return fmt.Errorf("delivery %s: %w", d.ID, webhook.ErrNotFound)
 				}
@@ -190,24 +191,61 @@ func (s *Store) ListDeliveries(ctx context.Context, ownerID, webhookID string, s
 	return ds, next, nil
 }
 
-func (s *Store) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, limit int) ([]webhook.Delivery, error) {
-	if err := checkTimes(now, leaseUntil); err != nil {
+// claimQuery picks the deliveries a claim takes (see webhook.Store.ClaimDeliveries), its
+// arguments now (?1), the caps per endpoint (?2) and per user (?3), and the limit (?4). A
+// delivery's place among its endpoint's due ones, after those under way, must be within the
+// endpoint's cap; of those left, its turn among its owner's, after those under way, within the
+// user's cap; turns interleave the users.
+const claimQuery = `WITH flying AS (
+		SELECT owner_id, endpoint FROM webhook_deliveries WHERE claimed_until > ?1 AND status = 'pending'),
+	due AS (
+		SELECT d.id, d.owner_id, d.next_attempt_at,
+			ROW_NUMBER() OVER (PARTITION BY d.owner_id, d.endpoint ORDER BY d.next_attempt_at, d.id)
+				+ (SELECT COUNT(*) FROM flying f WHERE f.owner_id = d.owner_id AND f.endpoint = d.endpoint) AS place
+		FROM webhook_deliveries d
+		LEFT JOIN webhook_endpoints e ON e.owner_id = d.owner_id AND e.endpoint = d.endpoint
+		WHERE d.status = 'pending' AND d.next_attempt_at <= ?1 AND (e.not_before IS NULL OR e.not_before <= ?1)),
+	open AS (
+		SELECT id, owner_id, next_attempt_at,
+			ROW_NUMBER() OVER (PARTITION BY owner_id ORDER BY next_attempt_at, id) AS turn
+		FROM due WHERE place <= ?2)
+	SELECT id FROM open
+	WHERE turn + (SELECT COUNT(*) FROM flying f WHERE f.owner_id = open.owner_id) <= ?3
+	ORDER BY turn, next_attempt_at, id LIMIT ?4`
+
+// capOf is a cap for SQL: zero bounds nothing.
+func capOf(n int) int {
+	if n <= 0 {
+		return math.MaxInt32
+	}
+	return n
+}
+
+// ClaimDeliveries claims in one write transaction: SQLite's single writer orders the claims
+// of every process on the file, so each counts what the others claimed.
+func (s *Store) ClaimDeliveries(ctx context.Context, c webhook.Claim) ([]webhook.Delivery, error) {
+	if err := checkTimes(c.Now, c.LeaseUntil); err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
 	var ds []webhook.Delivery
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		var err error
-		ds, err = collect(ctx, tx, scanDelivery, `SELECT `+deliveryColumns+` FROM webhook_deliveries
-			WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?`, nanos(now), limit)
+		ids, err := collect(ctx, tx, func(sc scanner) (string, error) {
+			var id string
+			return id, sc.Scan(&id)
+		}, claimQuery, nanos(c.Now), capOf(c.PerEndpoint), capOf(c.PerUser), c.Limit)
 		if err != nil {
 			return err
 		}
-		for i := range ds {
-			if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ?`,
-				nanos(leaseUntil), ds[i].ID); err != nil {
+		ds = make([]webhook.Delivery, 0, len(ids))
+		for _, id := range ids {
+			d, err := scanDeliveryWith(tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET next_attempt_at = ?, claimed_until = ?
+				WHERE id = ? RETURNING `+deliveryColumns+`,
+				(SELECT timeouts FROM webhook_endpoints e WHERE e.owner_id = webhook_deliveries.owner_id AND e.endpoint = webhook_deliveries.endpoint)`,
+				nanos(c.LeaseUntil), nanos(c.LeaseUntil), id))
+			if err != nil {
 				return err
 			}
-			ds[i].NextAttemptAt = leaseUntil
+			ds = append(ds, d)
 		}
 		return nil
 	})
@@ -217,10 +255,28 @@ func (s *Store) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, 
 	return ds, nil
 }
 
+// scanDeliveryWith scans deliveryColumns and then the endpoint's timeouts (NULL: none).
+func scanDeliveryWith(sc scanner) (webhook.Delivery, error) {
+	var timeouts sql.NullInt64
+	d, err := scanDelivery(extraScanner{sc, []any{&timeouts}})
+	d.EndpointTimeouts = int(timeouts.Int64)
+	return d, err
+}
+
+// extraScanner scans into the destinations given and then into extra.
+type extraScanner struct {
+	sc    scanner
+	extra []any
+}
+
+func (e extraScanner) Scan(dest ...any) error { return e.sc.Scan(append(dest, e.extra...)...) }
+
 func (s *Store) NextDeliveryAt(ctx context.Context) (time.Time, error) {
 	var next sql.NullInt64
-	if err := s.r.QueryRowContext(ctx,
-		`SELECT MIN(next_attempt_at) FROM webhook_deliveries WHERE status = 'pending'`).Scan(&next); err != nil {
+	if err := s.r.QueryRowContext(ctx, `SELECT MIN(MAX(d.next_attempt_at, COALESCE(e.not_before, 0)))
+		FROM webhook_deliveries d
+		LEFT JOIN webhook_endpoints e ON e.owner_id = d.owner_id AND e.endpoint = d.endpoint
+		WHERE d.status = 'pending'`).Scan(&next); err != nil {
 		return time.Time{}, fmt.Errorf("next delivery: %w", err)
 	}
 	if !next.Valid {
@@ -234,7 +290,7 @@ func (s *Store) UpdateDelivery(ctx context.Context, d webhook.Delivery) error {
 	if err == nil {
 		var res sql.Result
 		res, err = s.one.ExecContext(ctx, `UPDATE webhook_deliveries SET status = ?, attempts = ?, response_code = ?,
-			error = ?, updated_at = ?, next_attempt_at = ?, retry_until = ? WHERE id = ? AND owner_id = ?`,
+			error = ?, updated_at = ?, next_attempt_at = ?, retry_until = ?, claimed_until = NULL WHERE id = ? AND owner_id = ?`,
 			append(deliveryArgs(d), d.ID, d.OwnerID)...)
 		if err == nil {
 			err = mustAffect(res, webhook.ErrNotFound)
@@ -247,10 +303,49 @@ func (s *Store) UpdateDelivery(ctx context.Context, d webhook.Delivery) error {
 }
 
 func (s *Store) PruneDeliveries(ctx context.Context, before time.Time) (int, error) {
-	res, err := s.one.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE status != 'pending' AND updated_at < ?`, nanos(before))
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE status != 'pending' AND updated_at < ?`, nanos(before))
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM webhook_endpoints WHERE not_before < ?`, nanos(before))
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("prune deliveries: %w", err)
 	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return int(n), nil
+}
+
+func (s *Store) EndpointTimedOut(ctx context.Context, ownerID, endpoint string, now time.Time, pause func(n int) time.Duration) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `INSERT INTO webhook_endpoints (owner_id, endpoint, timeouts, not_before) VALUES (?, ?, 1, ?)
+			ON CONFLICT (owner_id, endpoint) DO UPDATE SET timeouts = timeouts + 1 RETURNING timeouts`,
+			ownerID, endpoint, nanos(now)).Scan(&n); err != nil {
+			return err
+		}
+		until := now.Add(pause(n))
+		if err := checkTimes(until); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET not_before = ? WHERE owner_id = ? AND endpoint = ?`,
+			nanos(until), ownerID, endpoint)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record a timeout of an endpoint of %s: %w", ownerID, err)
+	}
+	return nil
+}
+
+func (s *Store) EndpointAnswered(ctx context.Context, ownerID, endpoint string) error {
+	if _, err := s.one.ExecContext(ctx, `DELETE FROM webhook_endpoints WHERE owner_id = ? AND endpoint = ?`, ownerID, endpoint); err != nil {
+		return fmt.Errorf("forget the timeouts of an endpoint of %s: %w", ownerID, err)
+	}
+	return nil
 }

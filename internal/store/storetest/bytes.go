@@ -93,7 +93,7 @@ func testJSONKept(t *testing.T, s store.Store) {
 	gotD, err := s.GetDelivery(ctx, ownerA, w.ID, d.ID)
 	ok(t, "get delivery", err)
 	same("delivery payload", gotD.Payload)
-	claimed, err := s.ClaimDeliveries(ctx, at(1), at(2), 1)
+	claimed, err := s.ClaimDeliveries(ctx, webhook.Claim{Now: at(1), LeaseUntil: at(2), Limit: 1})
 	ok(t, "claim delivery", err)
 	same("claimed delivery payload", claimed[0].Payload)
 }

@@ -194,7 +194,7 @@ func testWebhookClaimsConcurrent(t *testing.T, s store.Store) {
 	errs := race(claimers, func(i int) error {
 		// Until a claim finds nothing: every claim takes at least one, so this ends.
 		for range deliveries + 1 {
-			got, err := s.ClaimDeliveries(ctx, at(deliveries), at(10*deliveries), 3)
+			got, err := s.ClaimDeliveries(ctx, webhook.Claim{Now: at(deliveries), LeaseUntil: at(10 * deliveries), Limit: 3})
 			if err != nil || len(got) == 0 {
 				return err
 			}

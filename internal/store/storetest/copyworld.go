@@ -168,6 +168,12 @@ func fillCopyWorld(t *testing.T, s store.Store) copyWorld {
 	ok(t, "update delivery", s.UpdateDelivery(ctx, d2))
 	d3.Status, d3.Attempts, d3.Error, d3.NextAttemptAt = webhook.StatusFailed, 5, "connection refused", time.Time{}
 	ok(t, "update delivery", s.UpdateDelivery(ctx, d3))
+	// An attempt under way, and an endpoint paused for its timeouts.
+	claimed, err := s.ClaimDeliveries(ctx, webhook.Claim{Now: at(1), LeaseUntil: us(50, 7), Limit: 1})
+	ok(t, "claim delivery", err)
+	equal(t, "claimed", len(claimed), 1)
+	ok(t, "endpoint timed out", s.EndpointTimedOut(ctx, ownerB, webhook.EndpointOf(wh2.URL), us(9, 5),
+		func(n int) time.Duration { return time.Duration(n) * time.Minute }))
 	w.webhooks[wh1.ID], w.webhooks[wh2.ID] = ownerA, ownerB
 	_, err = s.KeyringCheck(ctx, func() ([]byte, error) { return []byte("sealed keyring check"), nil })
 	ok(t, "keyring check", err)

@@ -17,7 +17,7 @@ func newWebhook(owner, id string, i int) webhook.Webhook {
 }
 
 func newDelivery(w webhook.Webhook, id string, i int) webhook.Delivery {
-	return webhook.Delivery{ID: id, WebhookID: w.ID, OwnerID: w.OwnerID, Kind: webhook.KindConversationFinished,
+	return webhook.Delivery{ID: id, WebhookID: w.ID, OwnerID: w.OwnerID, Kind: webhook.KindConversationFinished, Endpoint: webhook.EndpointOf(w.URL),
 		Payload: []byte(`{"id":"` + id + `","event":"conversation.finished","data":{}}`), Status: webhook.StatusPending,
 		CreatedAt: at(i), UpdatedAt: at(i), NextAttemptAt: at(i), RetryUntil: at(i + 3600)}
 }
@@ -137,23 +137,23 @@ func testWebhookClaims(t *testing.T, s store.Store) {
 	equal(t, "next due", next, at(10))
 
 	// At 20 two are due; a claim of one takes the earliest and leases it until 30.
-	got, err := s.ClaimDeliveries(ctx, at(20), at(30), 1)
+	got, err := s.ClaimDeliveries(ctx, webhook.Claim{Now: at(20), LeaseUntil: at(30), Limit: 1})
 	ok(t, "claim", err)
 	if len(got) != 1 || got[0].ID != d1.ID || !got[0].NextAttemptAt.Equal(at(30)) {
 		t.Fatalf("claimed %+v, want d-1 leased until at(30)", got)
 	}
-	got, err = s.ClaimDeliveries(ctx, at(20), at(30), 5)
+	got, err = s.ClaimDeliveries(ctx, webhook.Claim{Now: at(20), LeaseUntil: at(30), Limit: 5})
 	ok(t, "claim again", err)
 	if len(got) != 1 || got[0].ID != d2.ID {
 		t.Fatalf("second claim %+v, want d-2 alone (d-1 is leased, d-3 not due)", got)
 	}
-	got, err = s.ClaimDeliveries(ctx, at(25), at(35), 5)
+	got, err = s.ClaimDeliveries(ctx, webhook.Claim{Now: at(25), LeaseUntil: at(35), Limit: 5})
 	ok(t, "claim while leased", err)
 	if len(got) != 0 {
 		t.Fatalf("claimed leased deliveries: %+v", got)
 	}
 	// A lease that lapses (its process died mid-attempt) makes the delivery due again.
-	got, err = s.ClaimDeliveries(ctx, at(30), at(40), 5)
+	got, err = s.ClaimDeliveries(ctx, webhook.Claim{Now: at(30), LeaseUntil: at(40), Limit: 5})
 	ok(t, "claim after the lease", err)
 	if len(got) != 2 {
 		t.Fatalf("after the leases lapsed, claimed %d, want 2", len(got))
@@ -162,7 +162,7 @@ func testWebhookClaims(t *testing.T, s store.Store) {
 	d := got[0]
 	d.Status, d.NextAttemptAt, d.Attempts, d.UpdatedAt = webhook.StatusDelivered, time.Time{}, 1, at(31)
 	ok(t, "deliver", s.UpdateDelivery(ctx, d))
-	got, err = s.ClaimDeliveries(ctx, at(60), at(70), 5)
+	got, err = s.ClaimDeliveries(ctx, webhook.Claim{Now: at(60), LeaseUntil: at(70), Limit: 5})
 	ok(t, "claim at 60", err)
 	if len(got) != 2 || got[0].ID == d.ID || got[1].ID == d.ID {
 		t.Fatalf("claimed at 60: %+v, want the two still pending", got)
