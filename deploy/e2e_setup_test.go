@@ -4,21 +4,27 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/remotecommand"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
@@ -240,6 +246,58 @@ func dumpState(t *testing.T, c *kubetest.Cluster) {
 	}
 }
 
+// killContainer kills every process of a running container with SIGKILL, found on this
+// machine by the cgroup the kubelet made for it (the cluster's containers are this machine's
+// processes), and returns how many it killed.
+func killContainer(t *testing.T, containerID string) int {
+	t.Helper()
+	_, id, ok := strings.Cut(containerID, "://")
+	if !ok || len(id) < 12 {
+		t.Fatalf("container id %q", containerID)
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := 0
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil || fmt.Sprint(pid) != e.Name() {
+			continue
+		}
+		cg, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
+		if err != nil || !bytes.Contains(cg, []byte(id)) {
+			continue
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+			killed++
+		}
+	}
+	if killed == 0 {
+		t.Fatalf("no process of container %s found", id)
+	}
+	return killed
+}
+
+// execIn runs argv in a container of a pod and returns its standard output.
+func execIn(ctx context.Context, c *kubetest.Cluster, ns, pod, container string, argv ...string) (string, error) {
+	req := c.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: argv, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	rt, upgrader, err := c.StreamTransport()
+	if err != nil {
+		return "", err
+	}
+	ex, err := remotecommand.NewSPDYExecutorForTransports(rt, upgrader, http.MethodPost, req.URL())
+	if err != nil {
+		return "", err
+	}
+	var stdout, stderr bytes.Buffer
+	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}); err != nil {
+		return "", fmt.Errorf("exec %s in %s/%s: %w (stderr %q)", strings.Join(argv, " "), ns, pod, err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
 // sandboxPod is the pod of a sandbox of the kubernetes backend.
 func sandboxPod(ctx context.Context, t *testing.T, c *kubetest.Cluster, sandboxID string) *corev1.Pod {
 	t.Helper()
@@ -248,6 +306,24 @@ func sandboxPod(ctx context.Context, t *testing.T, c *kubetest.Cluster, sandboxI
 		t.Fatalf("the sandbox's pod: %v", err)
 	}
 	return p
+}
+
+// cordon makes the node unschedulable, or schedulable again.
+func cordon(ctx context.Context, t *testing.T, c *kubetest.Cluster, unschedulable bool) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, unschedulable)
+	if _, err := c.Client.CoreV1().Nodes().Patch(ctx, kubetest.NodeName, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("cordon the node (%t): %v", unschedulable, err)
+	}
+}
+
+// deletePodNow deletes a pod with no grace period.
+func deletePodNow(ctx context.Context, t *testing.T, c *kubetest.Cluster, name string) {
+	t.Helper()
+	err := c.Client.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("delete pod %s: %v", name, err)
+	}
 }
 
 // waitFor polls cond until it holds, failing the test after timeout with cond's last word.
