@@ -46,9 +46,10 @@ const (
 	deployment       = "agentd"
 )
 
-// images are the tarballs the test imports, and the agentd binary in agentdImage.
+// images are the tarballs the test imports, the agentd binary in agentdImage and the
+// runtime-only build packed into it.
 type images struct {
-	agentd, sandbox, binary string
+	agentd, sandbox, binary, runtime string
 }
 
 // buildImages builds agentd as make build does (the full build with the runtime-only build
@@ -57,14 +58,15 @@ type images struct {
 func buildImages(ctx context.Context, dir string) (images, error) {
 	im := images{
 		binary:  filepath.Join(dir, "agentd"),
+		runtime: filepath.Join(dir, "agentd-runtime"),
 		agentd:  filepath.Join(dir, "agentd-image.tar"),
 		sandbox: filepath.Join(dir, "sandbox-image.tar"),
 	}
 	const ldflags = "-s -w -X main.version=deploy-e2e"
 	for _, argv := range [][]string{
-		{"go", "build", "-trimpath", "-tags", "agentd_runtime_only", "-ldflags", ldflags, "-o", im.binary + "-runtime", "../cmd/agentd"},
+		{"go", "build", "-trimpath", "-tags", "agentd_runtime_only", "-ldflags", ldflags, "-o", im.runtime, "../cmd/agentd"},
 		{"go", "build", "-trimpath", "-ldflags", ldflags, "-o", im.binary, "../cmd/agentd"},
-		{"sh", "../scripts/pack-runtime.sh", im.binary, im.binary + "-runtime"},
+		{"sh", "../scripts/pack-runtime.sh", im.binary, im.runtime},
 		{"go", "run", "../cmd/agentd-image", "-binary", im.binary, "-o", im.agentd, "-name", agentdImage},
 	} {
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -125,7 +126,11 @@ func TestDeploy(t *testing.T) {
 	checkEndpoints(ctx, t, c, pods)
 
 	a, b := newReplica(t, c, pods[0], adminKey), newReplica(t, c, pods[1], adminKey)
-	t.Run("Conversation", func(t *testing.T) { testConversation(ctx, t, c, a, b) })
+	runtime, err := os.Stat(im.runtime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("Conversation", func(t *testing.T) { testConversation(ctx, t, c, a, b, runtime.Size()) })
 	t.Run("Takeover", func(t *testing.T) { testTakeover(ctx, t, c, a, b) })
 }
 
@@ -158,9 +163,10 @@ func checkEndpoints(ctx context.Context, t *testing.T, c *kubetest.Cluster, pods
 }
 
 // testConversation: a conversation created through one replica runs its command in its
-// sandbox's pod, started with agentd's image in its init container, and finishes; a stream
-// on the other replica, opened once it started, carries every event of its log in order.
-func testConversation(ctx context.Context, t *testing.T, c *kubetest.Cluster, a, b *replica) {
+// sandbox's pod, started with agentd's image in its init container (which copied the
+// runtime-only build into the pod), and finishes; a stream on the other replica, opened once
+// it started, carries every event of its log in order.
+func testConversation(ctx context.Context, t *testing.T, c *kubetest.Cluster, a, b *replica, runtimeSize int64) {
 	ln, err := c.Listen("tcp", net.JoinHostPort(c.NodeIP, "0"))
 	if err != nil {
 		t.Fatal(err)
@@ -197,6 +203,15 @@ func testConversation(ctx context.Context, t *testing.T, c *kubetest.Cluster, a,
 	}
 	if st := pod.Status.InitContainerStatuses; len(st) != 1 || st[0].State.Terminated == nil || st[0].State.Terminated.ExitCode != 0 {
 		t.Errorf("the sandbox's init container (agentd sandbox-init): %+v", st)
+	}
+	// What it copied into the pod, and the sandbox runs, is the runtime-only build that
+	// agentd's binary carries, not the whole binary.
+	out, err := execIn(ctx, c, sandboxNamespace, pod.Name, "sandbox", "wc", "-c", "/.agentd/bin/agentd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%d /.agentd/bin/agentd\n", runtimeSize); out != want {
+		t.Errorf("the runtime in the sandbox's pod: %q, want the runtime-only build's %q", out, want)
 	}
 }
 
