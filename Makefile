@@ -4,9 +4,10 @@
 GO      ?= go
 BIN     := bin/agentd
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test deps kube check lint vet fmt-check tidy-check unit stress bench openapi clean
+.PHONY: all build image run test deps kube check lint vet fmt-check tidy-check unit stress bench openapi clean
 
 all: build
 
@@ -20,6 +21,14 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/agentd
 	scripts/pack-runtime.sh $(BIN) $(BIN)-runtime
 	rm -f $(BIN)-runtime
+
+# agentd's container image (docs/kubernetes.md): an OCI image layout tarball of the binary of
+# make build, written without a container engine, with Debian's CA certificates beside it. The
+# same commit gives the same digest, which it prints. `ctr images import` loads the tarball;
+# `skopeo copy oci-archive:bin/agentd-image.tar docker://REGISTRY/agentd:TAG` pushes it.
+IMAGE_NAME ?= localhost/agentd:$(VERSION)
+image: build
+	$(GO) run ./cmd/agentd-image -binary $(BIN) -o $(BIN)-image.tar -name $(IMAGE_NAME) -version $(VERSION) -revision $(REVISION)
 
 # Serve on the embedded defaults: SQLite in ./.agentd and the best sandbox backend here.
 run: build

@@ -25,6 +25,7 @@ declare -A need=(
 declare -A need_file=(
   [/usr/lib/cni/bridge]=containernetworking-plugins # the pods' network
   [/usr/include/stdio.h]=libc6-dev # gcc -static links the pause binary against libc.a
+  [/etc/ssl/certs/ca-certificates.crt]=ca-certificates # make image puts them in agentd's image
 )
 
 # `deps.sh stress` also installs what `make stress` loads the machine with.

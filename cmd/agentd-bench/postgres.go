@@ -26,11 +26,12 @@ type postgresServer struct {
 
 // startPostgres starts the server. The caller stops it (close), also when a figure fails.
 func startPostgres(ctx context.Context) (_ *postgresServer, err error) {
-	url, stop, err := pgtest.StartServer(ctx)
+	srv, err := pgtest.StartServer(ctx, pgtest.ServerOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("start PostgreSQL: %w", err)
 	}
-	p := &postgresServer{url: url, stop: stop}
+	url := srv.URL()
+	p := &postgresServer{url: url, stop: srv.Stop}
 	defer func() {
 		if err != nil {
 			p.close()

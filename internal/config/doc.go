@@ -249,8 +249,10 @@ idle connections for at least ` + "`--stream-heartbeat`" + `). A conversation ru
 holds its lease; when that replica dies, another takes it over after ` + "`--conversation-lease`" + ` if
 it reaches the conversation's sandbox. The process, bwrap and docker backends keep a sandbox on
 its node: a conversation whose node has no live replica waits for one (its stream says so) and
-goes on when the node's replica starts again. What survives a pause: the process, bwrap and
-docker backends freeze the sandbox's processes, which keep their memory and terminals.
+goes on when the node's replica starts again; every replica reaches the kubernetes backend's
+sandboxes. What survives a pause: the process, bwrap and docker backends freeze the sandbox's
+processes, which keep their memory and terminals. ` + "`deploy/`" + ` runs the replicas on Kubernetes
+as a Deployment (docs/kubernetes.md).
 
 ## The keyring of a server on PostgreSQL
 

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -9,23 +8,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
+
+	"github.com/agentd/agentd/internal/runtime/runtimebuild"
 )
 
-// The agentd binary carries a runtime-only build of itself (the same main package built with
-// the agentd_runtime_only tag: no server, no LLM or Docker clients, no SQLite), appended after
-// the executable by scripts/pack-runtime.sh and described by a fixed-size trailer at the very
-// end of the file:
-//
-//	\nagentd-runtime sha256=<64 hex digits> size=<20 decimal digits>\n
-//
-// Sandboxes run that build: it starts in a fraction of the time of the whole binary, whose
-// package initialisation alone takes milliseconds, and keeps a fraction of its memory.
-
-// trailerLen is the length of the trailer, which scripts/pack-runtime.sh writes.
-const trailerLen = len("\nagentd-runtime sha256=") + 64 + len(" size=") + 20 + len("\n")
+// The agentd binary carries a runtime-only build of itself, which sandboxes run
+// (runtimebuild says how it is packed and why).
 
 // BinaryPrefix starts the name of every runtime binary InstallBinary writes; the rest is
 // its hash.
@@ -35,35 +24,7 @@ const BinaryPrefix = "agentd-runtime-"
 const tempPrefix = ".agentd-runtime-"
 
 // ErrNoPackedRuntime: the executable carries no runtime build (a plain `go build`).
-var ErrNoPackedRuntime = errors.New("no runtime build is packed into this executable")
-
-// packed locates the runtime build inside the executable file f: its offset, size and hash.
-func packed(f *os.File) (offset, size int64, sum string, err error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, 0, "", err
-	}
-	if fi.Size() < int64(trailerLen) {
-		return 0, 0, "", ErrNoPackedRuntime
-	}
-	buf := make([]byte, trailerLen)
-	if _, err := f.ReadAt(buf, fi.Size()-int64(trailerLen)); err != nil {
-		return 0, 0, "", err
-	}
-	// Compiled here rather than at package initialisation, which every runtime start pays.
-	m := regexp.MustCompile(`^\nagentd-runtime sha256=([0-9a-f]{64}) size=([0-9]{20})\n$`).FindSubmatch(buf)
-	if m == nil {
-		if bytes.Contains(buf, []byte("agentd-runtime")) {
-			return 0, 0, "", fmt.Errorf("the runtime trailer at the end of %s is malformed", f.Name())
-		}
-		return 0, 0, "", ErrNoPackedRuntime
-	}
-	size, err = strconv.ParseInt(string(m[2]), 10, 64)
-	if err != nil || size <= 0 || size > fi.Size()-int64(trailerLen) {
-		return 0, 0, "", fmt.Errorf("the runtime trailer of %s gives a size of %s bytes, which the file cannot hold", f.Name(), m[2])
-	}
-	return fi.Size() - int64(trailerLen) - size, size, string(m[1]), nil
-}
+var ErrNoPackedRuntime = runtimebuild.ErrNotPacked
 
 // InstallBinary writes the runtime build packed into the executable exe to dir (created if
 // missing) as BinaryPrefix+<hash>, read-only and executable, and returns its path. A file of
@@ -75,7 +36,7 @@ func InstallBinary(exe, dir string) (string, error) {
 		return "", fmt.Errorf("install runtime: %w", err)
 	}
 	defer f.Close()
-	off, size, sum, err := packed(f)
+	off, size, sum, err := runtimebuild.Locate(f)
 	if err != nil {
 		if errors.Is(err, ErrNoPackedRuntime) {
 			return "", err

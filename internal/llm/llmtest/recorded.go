@@ -15,6 +15,8 @@ type RecordedRequest struct {
 	Header       http.Header
 	// APIKey is the credential received: the Bearer token (OpenAI) or x-api-key (Anthropic).
 	APIKey string
+	// RemoteAddr is the client's address, which tells several clients apart.
+	RemoteAddr string
 	// Body is the request body as received, and ContentLength its length as the request
 	// announced it (-1 when it did not, as with a chunked body).
 	Body          []byte

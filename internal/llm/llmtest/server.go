@@ -3,6 +3,7 @@ package llmtest
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -28,7 +29,8 @@ type protocol interface {
 	fail(w http.ResponseWriter, e ErrorReply)
 }
 
-// Server is a scripted model server on 127.0.0.1. Its methods are safe for concurrent use.
+// Server is a scripted model server on 127.0.0.1, or on a listener of the test's. Its methods are
+// safe for concurrent use.
 type Server struct {
 	t     testing.TB
 	proto protocol
@@ -47,6 +49,20 @@ type Server struct {
 // /chat/completions). It is closed when the test ends.
 func NewOpenAI(t testing.TB, script ...Step) *Server {
 	return newServer(t, openaiProtocol{}, script)
+}
+
+// NewOpenAIOn is NewOpenAI serving on ln, a listener its clients reach (one in a test
+// cluster's network namespace, say), instead of on 127.0.0.1. It closes ln when the test
+// ends.
+func NewOpenAIOn(t testing.TB, ln net.Listener, script ...Step) *Server {
+	t.Helper()
+	s := &Server{t: t, proto: openaiProtocol{}, script: slices.Clone(script)}
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.srv.Listener.Close()
+	s.srv.Listener = ln
+	s.srv.Start()
+	t.Cleanup(s.srv.Close)
+	return s
 }
 
 // NewAnthropic starts a server speaking Anthropic messages (POST /v1/messages). It is
@@ -143,6 +159,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.Method, rec.Path, rec.Header, rec.Body, rec.ContentLength = r.Method, r.URL.Path, r.Header.Clone(), body, r.ContentLength
 	rec.APIKey = s.proto.apiKey(r)
+	rec.RemoteAddr = r.RemoteAddr
 
 	step, n, refusal := s.next(rec)
 	switch refusal {

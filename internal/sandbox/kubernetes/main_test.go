@@ -1,14 +1,13 @@
 package kubernetes
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/agentd/agentd/internal/ociimage"
 	"github.com/agentd/agentd/internal/sandbox/docker/dockertest"
 	"github.com/agentd/agentd/internal/sandbox/kubernetes/kubetest"
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
@@ -117,16 +117,20 @@ func images(ctx context.Context, c *kubetest.Cluster) error {
 	if err != nil {
 		return err
 	}
-	sandboxRoot := filepath.Join(dir, "sandbox-root")
-	if err := untar(rootfs, sandboxRoot); err != nil {
+	sandbox, err := ociimage.Tar(bytes.NewReader(rootfs))
+	if err != nil {
 		return err
 	}
-	for _, img := range []kubetest.Image{
-		{Name: runtimeImage, Root: agentdRoot, Entrypoint: []string{"/agentd"}},
-		{Name: sandboxImage, Root: sandboxRoot, Env: []string{"PATH=" + dockertest.ImagePath}},
+	agentd, err := ociimage.Dir(agentdRoot)
+	if err != nil {
+		return err
+	}
+	for _, img := range []ociimage.Image{
+		{Name: runtimeImage, Layers: []ociimage.Layer{agentd}, Entrypoint: []string{"/agentd"}},
+		{Name: sandboxImage, Layers: []ociimage.Layer{sandbox}, Env: []string{"PATH=" + dockertest.ImagePath}},
 	} {
-		tarball := filepath.Join(dir, filepath.Base(img.Root)+".tar")
-		if err := kubetest.WriteImage(tarball, img); err != nil {
+		tarball := filepath.Join(dir, path.Base(img.Name)+".tar")
+		if _, err := ociimage.Write(tarball, img); err != nil {
 			return err
 		}
 		if err := c.ImportImage(ctx, tarball); err != nil {
@@ -134,57 +138,4 @@ func images(ctx context.Context, c *kubetest.Cluster) error {
 		}
 	}
 	return nil
-}
-
-// untar writes the regular files, directories and symbolic links of a tar stream under dir.
-func untar(b []byte, dir string) error {
-	tr := tar.NewReader(bytes.NewReader(b))
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		p := filepath.Join(dir, filepath.Clean("/"+hdr.Name))
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				return err
-			}
-			if err := os.Chmod(p, os.FileMode(hdr.Mode).Perm()|modeBits(hdr.Mode)); err != nil {
-				return err
-			}
-		case tar.TypeSymlink:
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return err
-			}
-			if err := os.Symlink(hdr.Linkname, p); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return err
-			}
-			data, err := io.ReadAll(tr)
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(p, data, os.FileMode(hdr.Mode).Perm()); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("%s: entry of type %c", hdr.Name, hdr.Typeflag)
-		}
-	}
-}
-
-// modeBits are the sticky, setuid and setgid bits of a tar mode, as os.FileMode's.
-func modeBits(mode int64) os.FileMode {
-	var m os.FileMode
-	if mode&0o1000 != 0 {
-		m |= os.ModeSticky
-	}
-	return m
 }

@@ -290,7 +290,7 @@ func (c *Cluster) logTails(n int) string {
 }
 
 // ImportImage imports an image tarball (docker save's or an OCI layout's, such as
-// WriteImage writes) into the node's containerd, where pods with imagePullPolicy: Never
+// internal/ociimage writes) into the node's containerd, where pods with imagePullPolicy: Never
 // find it under its name.
 func (c *Cluster) ImportImage(ctx context.Context, tarball string) error {
 	if _, err := c.ctr(ctx, "images", "import", tarball); err != nil {

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentd/agentd/internal/ociimage"
 )
 
 // The images every cluster has. Nothing is ever pulled: pods name these with
@@ -59,14 +61,22 @@ func writeBaseImages(dir, binDir string) ([]string, error) {
 		}
 	}
 
-	images := []Image{
-		{Name: PauseImage, Root: pauseRoot, Entrypoint: []string{"/pause"}},
-		{Name: BusyboxImage, Root: bbRoot, Cmd: []string{"sh"}, Env: []string{"PATH=/bin"}},
+	pause, err := ociimage.Dir(pauseRoot)
+	if err != nil {
+		return nil, err
+	}
+	bb, err := ociimage.Dir(bbRoot)
+	if err != nil {
+		return nil, err
+	}
+	images := []ociimage.Image{
+		{Name: PauseImage, Layers: []ociimage.Layer{pause}, Entrypoint: []string{"/pause"}},
+		{Name: BusyboxImage, Layers: []ociimage.Layer{bb}, Cmd: []string{"sh"}, Env: []string{"PATH=/bin"}},
 	}
 	var paths []string
 	for i, img := range images {
 		p := filepath.Join(dir, fmt.Sprintf("image-%d.tar", i))
-		if err := WriteImage(p, img); err != nil {
+		if _, err := ociimage.Write(p, img); err != nil {
 			return nil, err
 		}
 		paths = append(paths, p)

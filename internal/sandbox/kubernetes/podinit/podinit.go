@@ -1,10 +1,11 @@
 // Package podinit is what a kubernetes sandbox's init container runs (`agentd sandbox-init`,
-// a command of the runtime-only build) before the sandbox's own container starts: it copies
-// the agentd executable it runs from, out of agentd's image, into the volume the sandbox's
-// container shares with it, so that the runtime runs in any image; it gives the workspace to
-// the sandbox uid; and it writes the pod's egress rules into the pod's network namespace with
-// nftables, which every container of the pod shares, so that they hold whatever the cluster's
-// network plugin is and before any command of the sandbox runs.
+// a command of both builds) before the sandbox's own container starts: it copies the runtime
+// out of agentd's image into the volume the sandbox's container shares with it, so that the
+// runtime runs in any image (the runtime-only build that the agentd executable it runs from
+// carries, or that executable when it carries none); it gives the workspace to the sandbox
+// uid; and it writes the pod's egress rules into the pod's network namespace with nftables,
+// which every container of the pod shares, so that they hold whatever the cluster's network
+// plugin is and before any command of the sandbox runs.
 //
 // The init container runs as root with CAP_NET_ADMIN (for the rules) and CAP_CHOWN (for the
 // workspace) and nothing else; the sandbox's container never gets CAP_NET_ADMIN, so nothing in
@@ -12,6 +13,8 @@
 package podinit
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +23,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentd/agentd/internal/runtime/runtimebuild"
 )
 
 // Flags of `agentd sandbox-init`, which the backend writes into the init container's command.
@@ -40,7 +45,8 @@ const (
 
 // Options are what one run does.
 type Options struct {
-	// CopyTo is where the running executable is copied (mode 0755); empty copies nothing.
+	// CopyTo is where the runtime is copied (mode 0755): the runtime-only build the running
+	// executable carries, else the executable itself. Empty copies nothing.
 	CopyTo string
 	// Workspace, with UID, is the workspace directory to give to that uid and gid.
 	Workspace string
@@ -65,7 +71,7 @@ func Main(args []string, getenv func(string) string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var opts Options
 	var deny, denyEnv string
-	fs.StringVar(&opts.CopyTo, FlagCopyTo, "", "copy this executable to this path")
+	fs.StringVar(&opts.CopyTo, FlagCopyTo, "", "copy the runtime (the runtime-only build this executable carries, or this executable) to this path")
 	fs.StringVar(&opts.Workspace, FlagWorkspace, "", "give this directory to --uid")
 	fs.IntVar(&opts.UID, FlagUID, 0, "the sandbox uid (and gid)")
 	fs.StringVar(&opts.Network, FlagNetwork, "", "egress or none: the pod's outbound rules")
@@ -107,7 +113,7 @@ func Main(args []string, getenv func(string) string, stderr io.Writer) error {
 // Run does what opts say, in order: the copy, the workspace, the rules.
 func Run(opts Options) error {
 	if opts.CopyTo != "" {
-		if err := copySelf(opts.CopyTo); err != nil {
+		if err := copyRuntime("/proc/self/exe", opts.CopyTo); err != nil {
 			return fmt.Errorf("sandbox-init: copy agentd: %w", err)
 		}
 	}
@@ -134,22 +140,40 @@ func Run(opts Options) error {
 	return nil
 }
 
-// copySelf copies the running executable to dst, through a temporary file renamed into
-// place, so that a container never starts a half-written binary.
-func copySelf(dst string) error {
-	src, err := os.Open("/proc/self/exe")
+// copyRuntime copies the runtime-only build that the executable exe carries to dst (checked
+// against its hash), or exe itself when it carries none, through a temporary file renamed
+// into place, so that a container never starts a half-written binary.
+func copyRuntime(exe, dst string) error {
+	src, err := os.Open(exe)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
+	var (
+		r    io.Reader = src
+		want string
+	)
+	off, size, sum, err := runtimebuild.Locate(src)
+	switch {
+	case errors.Is(err, runtimebuild.ErrNotPacked):
+	case err != nil:
+		return err
+	default:
+		r, want = io.NewSectionReader(src, off, size), sum
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(dst), ".agentd-")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, src); err != nil {
+	h := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(tmp, h), r); err != nil {
 		tmp.Close()
 		return err
+	}
+	if want != "" && hex.EncodeToString(h.Sum(nil)) != want {
+		tmp.Close()
+		return errors.New("the packed runtime build does not match its hash: the executable is damaged")
 	}
 	if err := tmp.Chmod(0o755); err != nil {
 		tmp.Close()

@@ -27,8 +27,10 @@
 // tests use that server instead; its user must be allowed to create databases. The
 // databases made there are dropped when their tests end.
 //
-// A program that is not a test binary (the benchmark) starts a server of the same kind with
-// StartServer, makes its databases with CreateDatabase, and stops it itself.
+// A program that is not a test binary (the benchmark), or a test whose clients are elsewhere
+// (the pods of a test cluster, in a network namespace of its own), starts a server of the
+// same kind where it asks with StartServer, makes its databases with CreateDatabase, and
+// stops it itself.
 //
 // When PostgreSQL is not installed or its server does not start, Database skips the test and
 // says why; with the environment variable CI set, it fails the test instead, because a CI
@@ -104,26 +106,13 @@ func startServer() {
 		if adminURL != "" {
 			return
 		}
-		s, err := start(context.Background())
+		s, err := start(context.Background(), "", "")
 		if err != nil {
 			unavailable = err
 			return
 		}
 		srv, adminURL = s, s.url
 	})
-}
-
-// StartServer starts a throwaway server like the tests' (see the package comment) for a
-// program that is not a test binary, such as a benchmark: serverURL reaches it as a user that
-// may create databases (CreateDatabase), and stop stops it and removes its directory. The
-// caller must call stop, also when what it does with the server fails. It ignores EnvURL. On
-// error nothing is left running.
-func StartServer(ctx context.Context) (serverURL string, stop func() error, err error) {
-	s, err := start(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	return s.url, s.stop, nil
 }
 
 // Database creates an empty database on the tests' server and returns its URL. The test is
@@ -185,6 +174,46 @@ func Unavailable(t testing.TB, format string, args ...any) {
 	}
 	t.Skip(msg)
 }
+
+// ServerOptions configure StartServer.
+type ServerOptions struct {
+	// Netns is the network namespace (a name in /run/netns) the server runs in, such as a
+	// test cluster's, so that what runs there reaches it at Listen; empty: this process's.
+	Netns string
+	// Listen is the address it listens on in that namespace; empty means 127.0.0.1. On any
+	// other address it trusts every client, as on loopback: it is a throwaway server for
+	// tests, and its clients are theirs.
+	Listen string
+}
+
+// Server is a throwaway server that its caller started for itself with StartServer.
+type Server struct{ s *server }
+
+// StartServer starts a throwaway server like the tests' (see the package comment), but one
+// of the caller's, where opts say: a benchmark's, or a test's whose clients are elsewhere.
+// It ignores EnvURL. The caller must call Stop, also when what it does with the server
+// fails; on error nothing is left running. It fails when PostgreSQL is not installed or does
+// not start (a test calls Unavailable then).
+func StartServer(ctx context.Context, opts ServerOptions) (*Server, error) {
+	s, err := start(ctx, opts.Netns, opts.Listen)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{s}, nil
+}
+
+// URL reaches the server at its listen address as the postgres user, who may create
+// databases (CreateDatabase), on the database postgres.
+func (s *Server) URL() string { return s.s.url }
+
+// SocketURL reaches it through its unix socket, which any network namespace of the machine
+// reaches.
+func (s *Server) SocketURL() string {
+	return fmt.Sprintf("postgres://postgres@/postgres?host=%s&port=%d&sslmode=disable", url.QueryEscape(s.s.dir), s.s.port)
+}
+
+// Stop stops the server and removes its directory.
+func (s *Server) Stop() error { return s.s.stop() }
 
 // admin runs one statement on the maintenance database that serverURL reaches, on a
 // connection of its own (CREATE and DROP DATABASE cannot run inside a transaction block).

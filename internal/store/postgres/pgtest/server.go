@@ -25,7 +25,11 @@ type server struct {
 	data string
 	// asPostgres runs the server's programs as the postgres user (the tests run as root).
 	asPostgres bool
-	url        string
+	// netns is the network namespace (a name in /run/netns) the programs run in; empty:
+	// this process's.
+	netns string
+	url   string
+	port  int
 }
 
 // dirPrefix names the servers' directories in the temporary directory; ownerFile in each
@@ -40,15 +44,19 @@ const (
 const startAttempts = 3
 
 // start initialises a cluster in a new temporary directory and starts its server on a free
-// loopback port. It removes what it made when it fails.
-func start(ctx context.Context) (_ *server, err error) {
+// port of listen (loopback when empty), in the network namespace netns (this process's when
+// empty). It removes what it made when it fails.
+func start(ctx context.Context, netns, listen string) (_ *server, err error) {
 	bin, err := findBin()
 	if err != nil {
 		return nil, err
 	}
+	if listen == "" {
+		listen = "127.0.0.1"
+	}
 	asPostgres := os.Geteuid() == 0
 	reapOrphans(ctx, bin, asPostgres)
-	s := &server{bin: bin, asPostgres: asPostgres}
+	s := &server{bin: bin, asPostgres: asPostgres, netns: netns}
 	if s.dir, err = os.MkdirTemp("", dirPrefix); err != nil {
 		return nil, err
 	}
@@ -69,15 +77,23 @@ func start(ctx context.Context) (_ *server, err error) {
 	if err := s.initdb(ctx); err != nil {
 		return nil, err
 	}
+	if ip := net.ParseIP(listen); ip == nil || !ip.IsLoopback() {
+		// Trusted from any address, as initdb's configuration trusts loopback: the clients
+		// there are the tests' own (pods of a test cluster, in a namespace of its own).
+		if err := appendFile(filepath.Join(s.data, "pg_hba.conf"), "host all all 0.0.0.0/0 trust\nhost all all ::/0 trust\n"); err != nil {
+			return nil, err
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		port, err := freePort()
 		if err != nil {
 			return nil, err
 		}
-		opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off", port, s.dir)
+		opts := fmt.Sprintf("-c listen_addresses=%s -p %d -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off", listen, port, s.dir)
 		out, err := s.run(ctx, "pg_ctl", "-D", s.data, "-l", filepath.Join(s.dir, "log"), "-w", "-t", "120", "-o", opts, "start")
 		if err == nil {
-			s.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+			s.url = fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", net.JoinHostPort(listen, strconv.Itoa(port)))
+			s.port = port
 			return s, nil
 		}
 		if attempt == startAttempts {
@@ -137,16 +153,17 @@ func reapOrphans(ctx context.Context, bin string, asPostgres bool) {
 	}
 }
 
-// run runs one of PostgreSQL's programs, as the postgres user when the tests run as root,
-// and returns what it printed.
+// run runs one of PostgreSQL's programs, as the postgres user when the tests run as root, in
+// the server's network namespace, and returns what it printed.
 func (s *server) run(ctx context.Context, program string, args ...string) ([]byte, error) {
-	path := filepath.Join(s.bin, program)
-	var cmd *exec.Cmd
+	argv := append([]string{filepath.Join(s.bin, program)}, args...)
 	if s.asPostgres {
-		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", path}, args...)...)
-	} else {
-		cmd = exec.CommandContext(ctx, path, args...)
+		argv = append([]string{"runuser", "-u", "postgres", "--"}, argv...)
 	}
+	if s.netns != "" {
+		argv = append([]string{"nsenter", "--net=" + filepath.Join("/run/netns", s.netns)}, argv...)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = s.dir // a directory the postgres user may enter, unlike the package's perhaps
 	return cmd.CombinedOutput()
 }
@@ -195,6 +212,19 @@ func chownToPostgres(dir string) error {
 		return err
 	}
 	return os.Chown(dir, uid, gid)
+}
+
+// appendFile appends text to the file at path.
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.
