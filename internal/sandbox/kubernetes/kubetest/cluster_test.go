@@ -245,9 +245,19 @@ func readSysctls(t *testing.T) map[string]string {
 	return m
 }
 
-// checkNothingLeft fails t if anything of the closed cluster c remains on the machine.
+// checkNothingLeft fails t if anything of the closed cluster c remains on the machine. It
+// looks while holding the machine's cluster lock, which also shows that c released it: other
+// test processes wait for that lock (opening its file), and one of them could otherwise bring
+// its own cluster up, with the same host directories and settings, while this one looks.
 func checkNothingLeft(t *testing.T, c *Cluster, before hostState, shimSocks []string) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	l, err := lockMachine(ctx)
+	if err != nil {
+		t.Fatalf("the closed cluster's lock: %v", err)
+	}
+	defer l.unlock()
 	var left []string
 	if pids := processesNaming(c.Dir + "/"); len(pids) > 0 {
 		left = append(left, "processes naming the directory")
@@ -294,9 +304,6 @@ func checkNothingLeft(t *testing.T, c *Cluster, before hostState, shimSocks []st
 	}
 	if now := readSysctls(t); !maps.Equal(now, before.sysctls) {
 		left = append(left, "kernel settings changed: before "+formatMap(before.sysctls)+", now "+formatMap(now))
-	}
-	if _, err := os.Stat(lockPath()); !os.IsNotExist(err) {
-		left = append(left, "the lock file "+lockPath())
 	}
 	if len(left) > 0 {
 		t.Errorf("the closed cluster left: %s", strings.Join(left, "; "))
