@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -66,10 +68,32 @@ func (c *agentConv) path(suffix string) string {
 	return u.Path + suffix
 }
 
-// api calls the conversation API with the sandbox's session key.
+// api calls the conversation API with the sandbox's session key, where conversation_url
+// leads: the agent-server base when the env serves one, else the main server's prefix.
 func (c *agentConv) api(method, suffix string, body any, want int, out any) []byte {
 	c.e.t.Helper()
-	return c.e.must(method, c.path(suffix), c.sessionKey, body, want, out)
+	if c.e.agentSrv == nil || !strings.HasPrefix(c.url, c.e.agentSrv.URL+"/") {
+		return c.e.must(method, c.path(suffix), c.sessionKey, body, want, out)
+	}
+	var r io.Reader
+	header := http.Header{"X-Session-API-Key": {c.sessionKey}}
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			c.e.t.Fatal(err)
+		}
+		r, header["Content-Type"] = bytes.NewReader(b), []string{"application/json"}
+	}
+	status, data := c.e.callAt(method, c.url+suffix, header, r)
+	if status != want {
+		c.e.t.Fatalf("%s %s: status %d, want %d; body %s", method, c.url+suffix, status, want, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			c.e.t.Fatalf("%s %s: decode %s: %v", method, c.url+suffix, data, err)
+		}
+	}
+	return data
 }
 
 // info is the conversation API's view of the conversation.

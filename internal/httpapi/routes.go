@@ -308,6 +308,10 @@ func (a *API) routes() []route {
 			Response: apitypes.Success{}, Errors: errs(merge(agentNotFound, map[int]string{409: "The agent is already running, or the conversation is still starting."}))}, a.runAgent},
 		{wire.Operation{Method: "POST", Path: agentConv + "/pause", Keys: agentKeys, Tag: "conversation-api", Summary: "Pause the agent, interrupting the step in flight; success too when nothing runs",
 			Response: apitypes.Success{}, Errors: errs(agentNotFound)}, a.pauseAgent},
+		// OpenHands' pause waits for the step in flight and its interrupt cuts it off; agentd's
+		// pause cuts it off already, so both are one.
+		{wire.Operation{Method: "POST", Path: agentConv + "/interrupt", Keys: agentKeys, Tag: "conversation-api", Summary: "Interrupt the agent: the model call or command in flight is cut off and the agent paused; success too when nothing runs",
+			Response: apitypes.Success{}, Errors: errs(agentNotFound)}, a.pauseAgent},
 		{wire.Operation{Method: "POST", Path: agentConv + "/confirmation_policy", Keys: agentKeys, Tag: "conversation-api", Summary: "Set which of the agent's actions wait for the user's confirmation",
 			Body: apitypes.SetConfirmationPolicyRequest{}, Response: apitypes.Success{}, Errors: errs(agentNotFound)}, a.setConfirmationPolicy},
 		{wire.Operation{Method: "POST", Path: agentConv + "/events/respond_to_confirmation", Keys: agentKeys, Tag: "conversation-api", Summary: "Accept the actions waiting for confirmation (they run), or reject them with a reason the agent reads",
