@@ -109,6 +109,8 @@ func (a *API) routes() []route {
 			Query: apitypes.ModelSearchQuery{}, Response: apitypes.LLMModelPage{}, Errors: errs(nil)}, a.searchModels},
 		{wire.Operation{Method: "GET", Path: "/api/v1/config/providers/search", Tag: "config", Summary: "Search the providers of those models; openai and anthropic, the protocols agentd speaks, are verified",
 			Query: apitypes.ProviderSearchQuery{}, Response: apitypes.LLMProviderPage{}, Errors: errs(nil)}, a.searchProviders},
+		{wire.Operation{Method: "GET", Path: "/api/v1/config/providers", Tag: "config", Summary: "The verified providers' names (the web app's list of providers): openai and anthropic",
+			Response: []string{}, Errors: errs(nil)}, a.verifiedProviders},
 
 		// Settings, current generation: the same stored settings as /api/settings, grouped.
 		{wire.Operation{Method: "GET", Path: "/api/v1/settings", Tag: "settings", Summary: "The caller's settings, grouped as agent_settings and conversation_settings (secrets null)",
