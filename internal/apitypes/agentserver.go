@@ -224,3 +224,22 @@ type SocketMessage struct {
 	Role    MessageRole `json:"role" wire:"required"`
 	Content []Content   `json:"content"`
 }
+
+// VSCodeURLQuery is the query of an agent server's GET /api/vscode/url; agentd runs no
+// editor, so neither changes the answer.
+type VSCodeURLQuery struct {
+	BaseURL      string `query:"base_url" doc:"Accepted and ignored."`
+	WorkspaceDir string `query:"workspace_dir" doc:"Accepted and ignored."`
+}
+
+// VSCodeURL is an agent server's answer to GET /api/vscode/url: null when no editor runs.
+type VSCodeURL struct {
+	URL *string `json:"url" doc:"Always null: agentd runs no VS Code server in its sandboxes."`
+}
+
+// VSCodeStatus is an agent server's answer to GET /api/vscode/status.
+type VSCodeStatus struct {
+	Running bool   `json:"running"`
+	Enabled bool   `json:"enabled"`
+	Message string `json:"message"`
+}

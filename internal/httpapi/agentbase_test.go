@@ -211,4 +211,33 @@ func TestAgentServerBaseKeys(t *testing.T) {
 	}
 }
 
+// TestAgentServerEditor: newer web apps ask the agent server for its VS Code server's status and
+// URL; agentd's sandboxes run none, and say so in the shapes OpenHands' agent server answers.
+func TestAgentServerEditor(t *testing.T) {
+	e := newEnv(t, withAgentServer)
+	_, alice := e.newUser("alice")
+	_, bob := e.newUser("bob")
+	sb := e.runningSandbox(alice)
+	withKey := http.Header{"X-Session-API-Key": {e.sessionKey(alice, sb)}}
+	for _, tc := range []struct {
+		name, url string
+		header    http.Header
+		want      int
+		body      string
+	}{
+		{"url at the base", e.agentSrv.URL + "/api/vscode/url?workspace_dir=/workspace", withKey, 200, `{"url":null}`},
+		{"status at the base", e.agentSrv.URL + "/api/vscode/status", withKey, 200, `{"running":false,"enabled":false,"message":"agentd runs no VS Code server in its sandboxes"}`},
+		{"url under the prefix, the owner's key", e.srv.URL + "/agent-server/" + sb + "/api/vscode/url", http.Header{"X-Session-API-Key": {alice}}, 200, `{"url":null}`},
+		{"another user's sandbox", e.srv.URL + "/agent-server/" + sb + "/api/vscode/url", http.Header{"X-Session-API-Key": {bob}}, 404, ""},
+		{"no key", e.agentSrv.URL + "/api/vscode/url", nil, 401, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, b := e.callAt("GET", tc.url, tc.header, nil)
+			if st != tc.want || tc.body != "" && strings.TrimSpace(string(b)) != tc.body {
+				t.Fatalf("%d %s, want %d %s", st, b, tc.want, tc.body)
+			}
+		})
+	}
+}
+
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
