@@ -40,6 +40,8 @@ func (a *API) me(w http.ResponseWriter, r *http.Request) error {
 		if err := a.exposeSecrets(ctx, u.ID, &out.SettingsV1); err != nil {
 			return err
 		}
+		l := out.AgentSettings.LLM
+		out.ExposedLLM = &apitypes.ExposedLLM{LLMModel: l.Model, LLMBaseURL: l.BaseURL, LLMAPIKey: l.APIKey}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
