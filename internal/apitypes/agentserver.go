@@ -243,3 +243,23 @@ type VSCodeStatus struct {
 	Enabled bool   `json:"enabled"`
 	Message string `json:"message"`
 }
+
+// AgentServerSettings is an agent server's GET /api/settings: its owner's settings, as
+// OpenHands' SDK reads them to build its LLM (RemoteWorkspace.get_llm).
+type AgentServerSettings struct {
+	AgentSettings        AgentSettingsV1        `json:"agent_settings" doc:"As in GET /api/v1/settings; llm.api_key is null unless exposed (X-Expose-Secrets)."`
+	ConversationSettings ConversationSettingsV1 `json:"conversation_settings"`
+	LLMAPIKeyIsSet       bool                   `json:"llm_api_key_is_set"`
+	ActiveProfile        *string                `json:"active_profile" doc:"Always null, so that clients read agent_settings.llm: agentd's agent servers serve no /api/profiles."`
+	AppPreferences       AppPreferences         `json:"app_preferences"`
+}
+
+// AppPreferences are the user's preferences an agent server keeps beside its settings.
+type AppPreferences struct {
+	Language                 *string  `json:"language"`
+	UserConsentsToAnalytics  *bool    `json:"user_consents_to_analytics"`
+	EnableSoundNotifications *bool    `json:"enable_sound_notifications"`
+	GitUserName              *string  `json:"git_user_name"`
+	GitUserEmail             *string  `json:"git_user_email"`
+	DisabledSkills           []string `json:"disabled_skills" doc:"Always empty: agentd disables no skill by name."`
+}
