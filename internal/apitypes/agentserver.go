@@ -263,3 +263,38 @@ type AppPreferences struct {
 	GitUserEmail             *string  `json:"git_user_email"`
 	DisabledSkills           []string `json:"disabled_skills" doc:"Always empty: agentd disables no skill by name."`
 }
+
+// AgentSkillsRequest is the body of an agent server's POST /api/skills, which loads the
+// skills an agent in the sandbox would be given.
+type AgentSkillsRequest struct {
+	LoadPublic    bool            `json:"load_public" wire:"default=true" doc:"Accepted; agentd loads no public skills (it fetches nothing from the internet for skills)."`
+	LoadUser      bool            `json:"load_user" wire:"default=true" doc:"The sandbox owner's own skills (POST /api/v1/skills)."`
+	LoadProject   bool            `json:"load_project" wire:"default=true" doc:"The skill files of project_dir in the workspace."`
+	LoadOrg       bool            `json:"load_org" wire:"default=true" doc:"Accepted; agentd loads no organisation skills."`
+	ProjectDir    *string         `json:"project_dir" wire:"nullable" doc:"Absolute inside the workspace, or relative to it; null: the workspace."`
+	OrgConfig     json.RawMessage `json:"org_config" doc:"Accepted and ignored (it may hold a credential: it is never stored or logged)."`
+	SandboxConfig json.RawMessage `json:"sandbox_config" doc:"Accepted and ignored."`
+}
+
+// AgentSkill is one skill an agent server's POST /api/skills loaded.
+type AgentSkill struct {
+	Name                string         `json:"name"`
+	Type                AgentSkillType `json:"type"`
+	Content             string         `json:"content"`
+	Triggers            []string       `json:"triggers"`
+	Source              *string        `json:"source" doc:"Where it came from: its path in the workspace, or user."`
+	Description         *string        `json:"description"`
+	IsAgentSkillsFormat bool           `json:"is_agentskills_format" doc:"Always false: agentd reads SKILL.md bundles as knowledge or repo skills."`
+}
+
+// AgentSkillType is how an agent is given a skill: repo (always), knowledge (on its triggers).
+type AgentSkillType string
+
+// EnumValues lists the values agentd answers.
+func (AgentSkillType) EnumValues() []string { return []string{"repo", "knowledge"} }
+
+// AgentSkills answers POST /api/skills: the skills, merged, and how many each source gave.
+type AgentSkills struct {
+	Skills  []AgentSkill   `json:"skills"`
+	Sources map[string]int `json:"sources" doc:"sandbox, public, user, org and project, each with how many skills it gave before the merge."`
+}

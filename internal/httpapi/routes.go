@@ -366,6 +366,10 @@ func (a *API) routes() []route {
 			Description: "Takes the sandbox's session key only, never a user's API key.",
 			Response:    "", ResponseType: "text/plain",
 			Errors: map[int]string{401: "Missing key, or not this sandbox's session key.", 404: "The sandbox's conversations were given no secret of that name."}}, h: a.getSandboxSecret},
+		{op: wire.Operation{Method: "POST", Path: agentSandbox + "/skills", Keys: agentKeys, Tag: "conversation-api", Summary: "Load the skills an agent in the sandbox would be given: the owner's own and the skill files of a workspace directory",
+			Body: apitypes.AgentSkillsRequest{}, Response: apitypes.AgentSkills{}, Errors: errs(map[int]string{
+				404: "No such sandbox of the caller's.", 409: "The sandbox is not RUNNING.",
+				422: "A malformed body, or a project_dir outside the workspace."})}, h: a.agentServerSkills},
 		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/vscode/url", Keys: agentKeys, Tag: "workspace", Summary: "The sandbox's VS Code URL: null, agentd runs no editor",
 			Query: apitypes.VSCodeURLQuery{}, Response: apitypes.VSCodeURL{}, Errors: errs(nil)}, h: a.vscodeURL},
 		{op: wire.Operation{Method: "GET", Path: agentSandbox + "/vscode/status", Keys: agentKeys, Tag: "workspace", Summary: "Whether the sandbox's VS Code server runs: never, agentd runs no editor",
