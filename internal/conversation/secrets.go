@@ -134,6 +134,16 @@ func (s *Service) Secrets(ctx context.Context, c Conversation) ([]customsecret.P
 	return out, nil
 }
 
+// currentSecrets is Secrets of c as the store has it now: secrets given since c was read
+// (AddSecrets) are among them.
+func (s *Service) currentSecrets(ctx context.Context, c Conversation) ([]customsecret.Plain, error) {
+	v, err := s.o.Store.GetConversation(ctx, c.OwnerID, c.ID)
+	if err != nil {
+		return nil, fmt.Errorf("secrets of conversation %s: %w", c.ID, err)
+	}
+	return s.Secrets(ctx, v.Conversation)
+}
+
 // SandboxSecrets returns the secrets that the owner's conversations in the sandbox were
 // given, by name; where two give one name differently, the older conversation's holds.
 func (s *Service) SandboxSecrets(ctx context.Context, ownerID, sandboxID string) ([]customsecret.Plain, error) {

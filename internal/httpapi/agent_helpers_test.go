@@ -39,14 +39,17 @@ func (e *env) startAgent(key string, body map[string]any) *agentConv {
 		ID string `json:"id"`
 	}
 	e.must("POST", "/api/v1/app-conversations", key, body, http.StatusOK, &task)
-	ready := e.waitTask(key, task.ID, "READY")
-	c := &agentConv{e: e, key: key, id: *ready.AppConversationID, sandboxID: *ready.SandboxID}
-	conv := e.getConversation(key, c.id)
+	return e.startedConv(key, e.waitTaskReady(key, task.ID))
+}
+
+// startedConv is the READY conversation id as the agent tests follow it.
+func (e *env) startedConv(key, id string) *agentConv {
+	e.t.Helper()
+	conv := e.getConversation(key, id)
 	if conv == nil || conv.ConversationURL == nil || conv.SessionAPIKey == nil {
 		e.t.Fatalf("READY conversation without its URL or key: %+v", conv)
 	}
-	c.url, c.sessionKey = *conv.ConversationURL, *conv.SessionAPIKey
-	return c
+	return &agentConv{e: e, key: key, id: conv.ID, sandboxID: conv.SandboxID, url: *conv.ConversationURL, sessionKey: *conv.SessionAPIKey}
 }
 
 // message is a V1 initial message / send message body.

@@ -314,6 +314,10 @@ func (a *API) routes() []route {
 		// pause cuts it off already, so both are one.
 		{wire.Operation{Method: "POST", Path: agentConv + "/interrupt", Keys: agentKeys, Tag: "conversation-api", Summary: "Interrupt the agent: the model call or command in flight is cut off and the agent paused; success too when nothing runs",
 			Response: apitypes.Success{}, Errors: errs(agentNotFound)}, a.pauseAgent},
+		{wire.Operation{Method: "POST", Path: agentConv + "/secrets", Keys: agentKeys, Tag: "conversation-api", Summary: "Give the conversation more secrets, which the agent's commands get as environment variables (values sealed, never shown)",
+			Description: "Each secret is a value, a StaticSecret, or a LookupSecret naming a secret of the sandbox (…/api/settings/secrets/{name}); a name the conversation has takes the new secret.",
+			Body:        apitypes.ConversationSecretsRequest{}, Response: apitypes.Success{}, Errors: errs(merge(agentNotFound, map[int]string{
+				422: "A malformed body, a bad name or value, a LookupSecret of another URL, or one naming a secret the sandbox's conversations were not given (the detail says which; it never quotes a value)."}))}, a.setAgentSecrets},
 		{wire.Operation{Method: "POST", Path: agentConv + "/confirmation_policy", Keys: agentKeys, Tag: "conversation-api", Summary: "Set which of the agent's actions wait for the user's confirmation",
 			Body: apitypes.SetConfirmationPolicyRequest{}, Response: apitypes.Success{}, Errors: errs(agentNotFound)}, a.setConfirmationPolicy},
 		{wire.Operation{Method: "POST", Path: agentConv + "/events/respond_to_confirmation", Keys: agentKeys, Tag: "conversation-api", Summary: "Accept the actions waiting for confirmation (they run), or reject them with a reason the agent reads",
