@@ -81,7 +81,7 @@ func (s *Service) withSecrets(ctx context.Context, v View, u SecretsUpdate) (Sec
 		inline = map[string]string{}
 	}
 	names := slices.Clone(v.SecretNames)
-	stored, err := s.lookups(ctx, v, u.Lookups, inline)
+	stored, err := s.lookups(ctx, v.OwnerID, v.SandboxID, u.Lookups, inline)
 	if err != nil {
 		return SecretSet{}, err
 	}
@@ -108,17 +108,17 @@ func (s *Service) withSecrets(ctx context.Context, v View, u SecretsUpdate) (Sec
 	return out, nil
 }
 
-// lookups resolves the lookups of an update among the secrets of v's sandbox: a name that
-// takes the owner's stored secret of the same name is returned, to be kept by reference;
-// any other is added to inline with its value.
-func (s *Service) lookups(ctx context.Context, v View, lookups map[string]string, inline map[string]string) ([]string, error) {
+// lookups resolves lookups (name to the name of a secret of the owner's sandbox) among the
+// secrets of the sandbox: a name that takes the owner's stored secret of the same name is
+// returned, to be kept by reference; any other is added to inline with its value.
+func (s *Service) lookups(ctx context.Context, ownerID, sandboxID string, lookups map[string]string, inline map[string]string) ([]string, error) {
 	if len(lookups) == 0 {
 		return nil, nil
 	}
-	if v.SandboxID == "" {
+	if sandboxID == "" {
 		return nil, &FieldError{Field: "secrets", Msg: "the conversation has no sandbox yet, so no secret of its sandbox can be looked up"}
 	}
-	given, err := s.SandboxSecrets(ctx, v.OwnerID, v.SandboxID)
+	given, err := s.SandboxSecrets(ctx, ownerID, sandboxID)
 	if err != nil {
 		return nil, err
 	}
@@ -131,9 +131,9 @@ func (s *Service) lookups(ctx context.Context, v View, lookups map[string]string
 				", which the conversations of this sandbox were not given (GET /api/settings/secrets lists those)"}
 		}
 		if name == src && s.o.CustomSecrets != nil {
-			own, err := s.o.CustomSecrets.Lookup(ctx, v.OwnerID, []string{src})
+			own, err := s.o.CustomSecrets.Lookup(ctx, ownerID, []string{src})
 			if err != nil {
-				return nil, fmt.Errorf("secrets of conversation %s: %w", v.ID, err)
+				return nil, fmt.Errorf("secrets of sandbox %s: %w", sandboxID, err)
 			}
 			if len(own) == 1 && own[0].Value == given[i].Value {
 				stored = append(stored, name)

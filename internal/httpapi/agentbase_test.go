@@ -13,6 +13,25 @@ import (
 	"testing"
 )
 
+// postJSONAt posts body as JSON to an absolute URL with header and fails t unless the answer
+// has status want; it returns the answer's body.
+func (e *env) postJSONAt(t *testing.T, rawURL string, header http.Header, body any, want int) []byte {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{"Content-Type": {"application/json"}}
+	for k, v := range header {
+		h[k] = v
+	}
+	st, answer := e.callAt("POST", rawURL, h, bytes.NewReader(b))
+	if st != want {
+		t.Fatalf("POST %s: %d %s, want %d", rawURL, st, answer, want)
+	}
+	return answer
+}
+
 // callAt sends a request to a server other than the env's main one: the agent-server base,
 // at a URL a client built.
 func (e *env) callAt(method, rawURL string, header http.Header, body io.Reader) (int, []byte) {

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -58,19 +57,8 @@ func testConversationSecrets(t *testing.T, e *env) {
 	var bodies []string
 	post := func(t *testing.T, url string, header http.Header, body any, want int) []byte {
 		t.Helper()
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := http.Header{"Content-Type": {"application/json"}}
-		for k, v := range header {
-			h[k] = v
-		}
-		st, answer := e.callAt("POST", url, h, bytes.NewReader(b))
+		answer := e.postJSONAt(t, url, header, body, want)
 		bodies = append(bodies, string(answer))
-		if st != want {
-			t.Fatalf("POST %s: %d %s, want %d", url, st, answer, want)
-		}
 		return answer
 	}
 	session := http.Header{"X-Session-API-Key": {c.sessionKey}}

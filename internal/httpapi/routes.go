@@ -370,6 +370,14 @@ func (a *API) routes() []route {
 			Description: "Takes the sandbox's session key only, never a user's API key.",
 			Response:    "", ResponseType: "text/plain",
 			Errors: map[int]string{401: "Missing key, or not this sandbox's session key.", 404: "The sandbox's conversations were given no secret of that name."}}, h: a.getSandboxSecret},
+		{op: wire.Operation{Method: "POST", Path: agentSandbox + "/conversations", Keys: agentKeys, Tag: "conversation-api", Summary: "Start a conversation in the sandbox, as OpenHands' SDK does (RemoteConversation): agentd's agent, with the model named; answered once it is ready",
+			Description: "The agent's llm.api_key and llm.base_url, when set, must be those of the owner's LLM settings, with which the agent runs; its tools must be agentd's. A conversation_id of the caller's conversation in this sandbox is answered as it is (200).",
+			Body:        apitypes.AgentStartConversationRequest{}, Response: apitypes.AgentConversationInfo{}, Status: http.StatusCreated, Errors: errs(map[int]string{
+				200: "The conversation_id names the caller's conversation in this sandbox: it is answered as it is.",
+				400: "At the agent-server base with an API key alone: send the sandbox's session key.",
+				404: "No such sandbox of the caller's.", 409: "The conversation_id is taken by another conversation.",
+				422: "A malformed body, or one asking for what agentd cannot do (an LLM key or URL other than the owner's settings', a tool agentd lacks, MCP servers, plugins, hooks, a security analyzer, a worktree, encrypted secrets); the detail says which.",
+				503: "The conversation could not start in the sandbox (the detail says why), or the server is shutting down."})}, h: a.startAgentServerConversation},
 		{op: wire.Operation{Method: "POST", Path: agentSandbox + "/skills", Keys: agentKeys, Tag: "conversation-api", Summary: "Load the skills an agent in the sandbox would be given: the owner's own and the skill files of a workspace directory",
 			Body: apitypes.AgentSkillsRequest{}, Response: apitypes.AgentSkills{}, Errors: errs(map[int]string{
 				404: "No such sandbox of the caller's.", 409: "The sandbox is not RUNNING.",
