@@ -224,3 +224,77 @@ type SocketMessage struct {
 	Role    MessageRole `json:"role" wire:"required"`
 	Content []Content   `json:"content"`
 }
+
+// VSCodeURLQuery is the query of an agent server's GET /api/vscode/url; agentd runs no
+// editor, so neither changes the answer.
+type VSCodeURLQuery struct {
+	BaseURL      string `query:"base_url" doc:"Accepted and ignored."`
+	WorkspaceDir string `query:"workspace_dir" doc:"Accepted and ignored."`
+}
+
+// VSCodeURL is an agent server's answer to GET /api/vscode/url: null when no editor runs.
+type VSCodeURL struct {
+	URL *string `json:"url" doc:"Always null: agentd runs no VS Code server in its sandboxes."`
+}
+
+// VSCodeStatus is an agent server's answer to GET /api/vscode/status.
+type VSCodeStatus struct {
+	Running bool   `json:"running"`
+	Enabled bool   `json:"enabled"`
+	Message string `json:"message"`
+}
+
+// AgentServerSettings is an agent server's GET /api/settings: its owner's settings, as
+// OpenHands' SDK reads them to build its LLM (RemoteWorkspace.get_llm).
+type AgentServerSettings struct {
+	AgentSettings        AgentSettingsV1        `json:"agent_settings" doc:"As in GET /api/v1/settings; llm.api_key is null unless exposed (X-Expose-Secrets)."`
+	ConversationSettings ConversationSettingsV1 `json:"conversation_settings"`
+	LLMAPIKeyIsSet       bool                   `json:"llm_api_key_is_set"`
+	ActiveProfile        *string                `json:"active_profile" doc:"Always null, so that clients read agent_settings.llm: agentd's agent servers serve no /api/profiles."`
+	AppPreferences       AppPreferences         `json:"app_preferences"`
+}
+
+// AppPreferences are the user's preferences an agent server keeps beside its settings.
+type AppPreferences struct {
+	Language                 *string  `json:"language"`
+	UserConsentsToAnalytics  *bool    `json:"user_consents_to_analytics"`
+	EnableSoundNotifications *bool    `json:"enable_sound_notifications"`
+	GitUserName              *string  `json:"git_user_name"`
+	GitUserEmail             *string  `json:"git_user_email"`
+	DisabledSkills           []string `json:"disabled_skills" doc:"Always empty: agentd disables no skill by name."`
+}
+
+// AgentSkillsRequest is the body of an agent server's POST /api/skills, which loads the
+// skills an agent in the sandbox would be given.
+type AgentSkillsRequest struct {
+	LoadPublic    bool            `json:"load_public" wire:"default=true" doc:"Accepted; agentd loads no public skills (it fetches nothing from the internet for skills)."`
+	LoadUser      bool            `json:"load_user" wire:"default=true" doc:"The sandbox owner's own skills (POST /api/v1/skills)."`
+	LoadProject   bool            `json:"load_project" wire:"default=true" doc:"The skill files of project_dir in the workspace."`
+	LoadOrg       bool            `json:"load_org" wire:"default=true" doc:"Accepted; agentd loads no organisation skills."`
+	ProjectDir    *string         `json:"project_dir" wire:"nullable" doc:"Absolute inside the workspace, or relative to it; null: the workspace."`
+	OrgConfig     json.RawMessage `json:"org_config" doc:"Accepted and ignored (it may hold a credential: it is never stored or logged)."`
+	SandboxConfig json.RawMessage `json:"sandbox_config" doc:"Accepted and ignored."`
+}
+
+// AgentSkill is one skill an agent server's POST /api/skills loaded.
+type AgentSkill struct {
+	Name                string         `json:"name"`
+	Type                AgentSkillType `json:"type"`
+	Content             string         `json:"content"`
+	Triggers            []string       `json:"triggers"`
+	Source              *string        `json:"source" doc:"Where it came from: its path in the workspace, or user."`
+	Description         *string        `json:"description"`
+	IsAgentSkillsFormat bool           `json:"is_agentskills_format" doc:"Always false: agentd reads SKILL.md bundles as knowledge or repo skills."`
+}
+
+// AgentSkillType is how an agent is given a skill: repo (always), knowledge (on its triggers).
+type AgentSkillType string
+
+// EnumValues lists the values agentd answers.
+func (AgentSkillType) EnumValues() []string { return []string{"repo", "knowledge"} }
+
+// AgentSkills answers POST /api/skills: the skills, merged, and how many each source gave.
+type AgentSkills struct {
+	Skills  []AgentSkill   `json:"skills"`
+	Sources map[string]int `json:"sources" doc:"sandbox, public, user, org and project, each with how many skills it gave before the merge."`
+}

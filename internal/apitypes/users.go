@@ -95,10 +95,21 @@ type ReadinessResponse struct {
 // expose_secrets was granted.
 type CurrentUser struct {
 	SettingsV1
+	// ExposedLLM is set only in an answer with expose_secrets.
+	*ExposedLLM
 	ID        string    `json:"id"`
 	Name      string    `json:"name"`
 	IsAdmin   bool      `json:"is_admin"`
 	CreatedAt time.Time `json:"created_at"`
+}
+
+// ExposedLLM repeats agent_settings.llm at the top level of GET /api/v1/users/me, where
+// OpenHands' SDK reads the LLM to hand on (its cloud workspace's get_llm). Only an answer
+// with expose_secrets carries it.
+type ExposedLLM struct {
+	LLMModel   *string `json:"llm_model" doc:"agent_settings.llm.model; only with expose_secrets=true."`
+	LLMBaseURL *string `json:"llm_base_url" doc:"agent_settings.llm.base_url; only with expose_secrets=true."`
+	LLMAPIKey  *string `json:"llm_api_key" doc:"agent_settings.llm.api_key, unmasked; only with expose_secrets=true."`
 }
 
 // CurrentUserQuery is the query of GET /api/v1/users/me.

@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"strings"
@@ -109,4 +110,35 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
+}
+
+// checkStatedLLM checks the LLM key and base URL a client states for a conversation of
+// ownerID against the owner's LLM settings, which its agent runs with: a stated key or URL
+// the settings do not have would silently not be used. Neither is ever quoted.
+func (s *Service) checkStatedLLM(ctx context.Context, ownerID string, key, baseURL *string) error {
+	if trimmed(key) == "" && trimmed(baseURL) == "" {
+		return nil
+	}
+	var user settings.Settings
+	ownKey := ""
+	if s.o.Settings != nil {
+		v, err := s.o.Settings.Get(ctx, ownerID)
+		if err != nil && !errors.Is(err, settings.ErrNotFound) {
+			return fmt.Errorf("read LLM settings: %w", err)
+		}
+		user = v.Settings
+		if k, ok, err := s.o.Settings.Secret(ctx, ownerID, settings.LLMAPIKey); err != nil {
+			return fmt.Errorf("read LLM settings: %w", err)
+		} else if ok {
+			ownKey = k
+		}
+	}
+	const how = "agentd runs the agent with the LLM of your settings: save it there (POST /api/v1/settings) or send none"
+	if k := trimmed(key); k != "" && subtle.ConstantTimeCompare([]byte(k), []byte(ownKey)) != 1 {
+		return &FieldError{Field: "agent.llm.api_key", Msg: "not the API key of your LLM settings; " + how}
+	}
+	if u := trimmed(baseURL); u != "" && strings.TrimRight(u, "/") != strings.TrimRight(trimmed(user.LLMBaseURL), "/") {
+		return &FieldError{Field: "agent.llm.base_url", Msg: "not the base URL of your LLM settings; " + how}
+	}
+	return nil
 }

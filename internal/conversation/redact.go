@@ -76,7 +76,7 @@ func (s *Service) redactor(ctx context.Context, v Conversation) (*secret.Redacto
 	if ok && e.owner == v.OwnerID && e.rev == rev && e.sandboxID == v.SandboxID {
 		return e.r, nil
 	}
-	values, err := s.secretValues(ctx, v)
+	values, err := s.secretValues(ctx, s.latest(ctx, v))
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +88,16 @@ func (s *Service) redactor(ctx context.Context, v Conversation) (*secret.Redacto
 	}
 	s.red.byConv[v.ID] = redactorEntry{owner: v.OwnerID, rev: rev, sandboxID: v.SandboxID, r: r}
 	return r, nil
+}
+
+// latest is v as the store has it now, or v itself before it is stored: the secrets given to
+// a conversation since v was read (AddSecrets) are masked too.
+func (s *Service) latest(ctx context.Context, v Conversation) Conversation {
+	cur, err := s.o.Store.GetConversation(ctx, v.OwnerID, v.ID)
+	if err != nil {
+		return v
+	}
+	return cur.Conversation
 }
 
 // ReleaseMemory empties the cache of redactors, which keeps the secrets of every conversation

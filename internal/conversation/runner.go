@@ -388,7 +388,7 @@ func (s *Service) recordWith(ctx context.Context, c Conversation, evs []event.Ev
 // the frozen runtime and completes after the resume.
 //
 // The terminal's commands get the conversation's secrets as environment variables, read for
-// every call: a value changed meanwhile reaches the next command.
+// every call: a value changed, or a secret given, meanwhile reaches the next command.
 type sandboxTools struct {
 	s    *Service
 	conv Conversation
@@ -419,7 +419,7 @@ func (t *sandboxTools) Run(ctx context.Context, name string, args json.RawMessag
 	req := runtimeclient.ToolRequest{ConversationID: t.conv.ID, Arguments: args, WorkingDir: t.dir}
 	if name == tool.Terminal {
 		req.Terminal = t.s.o.Terminal
-		secrets, err := t.s.Secrets(ctx, t.conv)
+		secrets, err := t.s.currentSecrets(ctx, t.conv)
 		if err != nil {
 			return tool.Result{}, err
 		}

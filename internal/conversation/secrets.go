@@ -36,7 +36,24 @@ func (s *Service) secretsOf(ctx context.Context, ownerID string, r CreateRequest
 		}
 		names = append(names, name)
 	}
-	stored := slices.DeleteFunc(slices.Clone(r.SecretNames), func(n string) bool { _, inline := r.InlineSecrets[n]; return inline })
+	inline := maps.Clone(r.InlineSecrets)
+	if len(r.LookupSecrets) > 0 {
+		for _, name := range slices.Sorted(maps.Keys(r.LookupSecrets)) {
+			if err := secretProblem(name, customsecret.CheckName(name)); err != nil {
+				return nil, nil, err
+			}
+		}
+		if inline == nil {
+			inline = map[string]string{}
+		}
+		byRef, err := s.lookups(ctx, ownerID, r.SandboxID, r.LookupSecrets, inline)
+		if err != nil {
+			return nil, nil, err
+		}
+		names = append(names, byRef...)
+		names = append(names, slices.Collect(maps.Keys(inline))...)
+	}
+	stored := slices.DeleteFunc(slices.Clone(r.SecretNames), func(n string) bool { _, inline := inline[n]; return inline })
 	if len(stored) > 0 {
 		if s.o.CustomSecrets == nil {
 			return nil, nil, &FieldError{Field: "secrets", Msg: "this server keeps no secrets"}
@@ -57,10 +74,10 @@ func (s *Service) secretsOf(ctx context.Context, ownerID string, r CreateRequest
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)
-	if len(r.InlineSecrets) == 0 {
+	if len(inline) == 0 {
 		return names, nil, nil
 	}
-	raw, err := json.Marshal(r.InlineSecrets)
+	raw, err := json.Marshal(inline)
 	if err != nil {
 		return nil, nil, fmt.Errorf("create conversation: %w", err)
 	}
@@ -132,6 +149,16 @@ func (s *Service) Secrets(ctx context.Context, c Conversation) ([]customsecret.P
 		}
 	}
 	return out, nil
+}
+
+// currentSecrets is Secrets of c as the store has it now: secrets given since c was read
+// (AddSecrets) are among them.
+func (s *Service) currentSecrets(ctx context.Context, c Conversation) ([]customsecret.Plain, error) {
+	v, err := s.o.Store.GetConversation(ctx, c.OwnerID, c.ID)
+	if err != nil {
+		return nil, fmt.Errorf("secrets of conversation %s: %w", c.ID, err)
+	}
+	return s.Secrets(ctx, v.Conversation)
 }
 
 // SandboxSecrets returns the secrets that the owner's conversations in the sandbox were

@@ -274,9 +274,17 @@ type CreateRequest struct {
 	ConfirmationPolicy *confirm.Policy
 
 	// SecretNames name the owner's stored secrets that the agent's commands get; each must
-	// exist. InlineSecrets are more, given with their values (name to value).
+	// exist. InlineSecrets are more, given with their values (name to value). LookupSecrets
+	// map names to secrets of the sandbox (SandboxID) to take, as SecretsUpdate.Lookups.
 	SecretNames   []string
 	InlineSecrets map[string]string
+	LookupSecrets map[string]string
+
+	// LLMAPIKey and LLMBaseURL are the LLM a client says the agent is to use (OpenHands' SDK
+	// sends its agent's whole LLM). The agent runs with its owner's LLM settings, so these,
+	// when set, must be those settings' (a *FieldError otherwise).
+	LLMAPIKey  *string
+	LLMBaseURL *string
 
 	// Raw is the request body as received; it is stored sealed.
 	Raw []byte
@@ -286,7 +294,7 @@ type CreateRequest struct {
 }
 
 // FieldError says which request field is wrong (it names something that does not exist, or
-// holds a value that cannot be), and why.
+// holds a value that cannot be), and why. A nested field's path is joined by dots.
 type FieldError struct {
 	Field string
 	Msg   string
@@ -350,6 +358,9 @@ func (s *Service) create(ctx context.Context, ownerID string, r CreateRequest, w
 		}
 		r.InitialText, r.ImageURLs = rp.Text, rp.ImageURLs
 	} else if _, _, err := s.resolveLLM(ctx, ownerID, r.LLMModel); err != nil {
+		return View{}, StartTask{}, err
+	}
+	if err := s.checkStatedLLM(ctx, ownerID, r.LLMAPIKey, r.LLMBaseURL); err != nil {
 		return View{}, StartTask{}, err
 	}
 	if deref(r.SelectedRepository) != "" && (s.o.Remotes == nil || s.o.Git == nil) {

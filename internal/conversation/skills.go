@@ -42,7 +42,8 @@ func (s *Service) setUpSkills(ctx context.Context, t *StartTask) error {
 	if err != nil {
 		return fmt.Errorf("set up skills: %w", err)
 	}
-	found, truncated, err := s.workspaceSkillFiles(ctx, t.OwnerID, t.SandboxID, v.WorkDir, v.SelectedRepository)
+	found, truncated, err := s.workspaceSkillFiles(ctx, t.OwnerID, t.SandboxID, v.WorkDir,
+		skillFilesRequest(skillDirsOf(v.WorkDir, v.SelectedRepository)))
 	var early []skill.Warning
 	var old *runtimeclient.StatusError
 	if errors.As(err, &old) && old.StatusCode == http.StatusNotFound {
@@ -59,9 +60,7 @@ func (s *Service) setUpSkills(ctx context.Context, t *StartTask) error {
 	ws, warnings := skill.Load(found)
 	warnings = append(early, warnings...)
 	if truncated {
-		warnings = append(warnings, skill.Warning{Path: ".", Problem: fmt.Sprintf(
-			"the workspace holds more skill files than a conversation loads (%d files, %d bytes in all): the rest were not read",
-			skill.MaxFiles, skill.MaxTotalBytes)})
+		warnings = append(warnings, truncatedWarning())
 	}
 	all := skill.Merge(user, ws)
 	if err := s.o.Skills.PutConversationSkills(ctx, t.ConversationID, all); err != nil {
@@ -71,8 +70,29 @@ func (s *Service) setUpSkills(ctx context.Context, t *StartTask) error {
 	return s.recordSkillWarnings(ctx, v.Conversation, warnings)
 }
 
-// workspaceSkillFiles asks the sandbox's runtime for the skill files of the workspace.
-func (s *Service) workspaceSkillFiles(ctx context.Context, ownerID, sandboxID, workDir string, repo *string) ([]skill.Found, bool, error) {
+// truncatedWarning says that a workspace held more skill files than are read.
+func truncatedWarning() skill.Warning {
+	return skill.Warning{Path: ".", Problem: fmt.Sprintf(
+		"the workspace holds more skill files than a conversation loads (%d files, %d bytes in all): the rest were not read",
+		skill.MaxFiles, skill.MaxTotalBytes)}
+}
+
+// skillFilesRequest asks for the skill files of dirs, relative to the workspace, in order.
+func skillFilesRequest(dirs []string) runtimeclient.SkillFilesRequest {
+	req := runtimeclient.SkillFilesRequest{
+		Dirs: dirs, SkillDirs: skill.Dirs, Exclude: skill.Excluded,
+		MaxFiles: skill.MaxFiles, MaxFileBytes: skill.MaxFileBytes, MaxTotalBytes: skill.MaxTotalBytes,
+	}
+	for _, rf := range skill.RootFiles {
+		req.RootFiles = append(req.RootFiles, rf.File)
+	}
+	return req
+}
+
+// workspaceSkillFiles asks the sandbox's runtime for the skill files req names. Their
+// directories are named from base, relative to the workspace: where the agent that reads them
+// works.
+func (s *Service) workspaceSkillFiles(ctx context.Context, ownerID, sandboxID, base string, req runtimeclient.SkillFilesRequest) ([]skill.Found, bool, error) {
 	if s.o.Runtimes == nil || sandboxID == "" {
 		return nil, false, nil
 	}
@@ -85,21 +105,13 @@ func (s *Service) workspaceSkillFiles(ctx context.Context, ownerID, sandboxID, w
 		s.log.Warn("the sandbox's runtime cannot list skill files; the workspace's skills are not loaded", "sandbox_id", sandboxID)
 		return nil, false, nil
 	}
-	req := runtimeclient.SkillFilesRequest{
-		Dirs: skillDirsOf(workDir, repo), SkillDirs: skill.Dirs, Exclude: skill.Excluded,
-		MaxFiles: skill.MaxFiles, MaxFileBytes: skill.MaxFileBytes, MaxTotalBytes: skill.MaxTotalBytes,
-	}
-	for _, rf := range skill.RootFiles {
-		req.RootFiles = append(req.RootFiles, rf.File)
-	}
 	res, err := sr.SkillFiles(ctx, req)
 	if err != nil {
 		return nil, false, &skillFilesError{err}
 	}
 	found := make([]skill.Found, 0, len(res.Files))
 	for _, f := range res.Files {
-		// Named from the conversation's working directory, as its agent sees them.
-		dir := strings.TrimPrefix(strings.TrimPrefix(f.Dir, workDir), "/")
+		dir := strings.TrimPrefix(strings.TrimPrefix(f.Dir, base), "/")
 		found = append(found, skill.Found{Dir: dir, SkillDir: f.SkillDir, Path: f.Path, Data: f.Content,
 			TooLarge: f.TooLarge, Size: f.Size, Problem: f.Problem})
 	}
@@ -181,4 +193,69 @@ func (s *Service) Skills(ctx context.Context, ownerID, convID string) ([]skill.S
 		return nil, fmt.Errorf("skills of conversation %s: %w", convID, err)
 	}
 	return skills, nil
+}
+
+// SandboxSkills are the skills an agent server's POST /api/skills loads in a sandbox: the
+// owner's own skills and those of a directory of the sandbox's workspace.
+type SandboxSkills struct {
+	User, Project []skill.Skill
+	// Merged is what a conversation in the sandbox would be given of them: a project skill
+	// replaces a user skill of the same name.
+	Merged []skill.Skill
+	// Warnings are the project's skill files that are no usable skill.
+	Warnings []skill.Warning
+}
+
+// LoadSandboxSkills reads the owner's skills (when user) and the skill files of projectDir in
+// the sandbox's workspace (when project), as a conversation's SETTING_UP_SKILLS step reads
+// them. projectDir is absolute inside the workspace or relative to it; "" is the workspace.
+// The sandbox must be RUNNING.
+func (s *Service) LoadSandboxSkills(ctx context.Context, ownerID, sandboxID string, user, project bool, projectDir string) (SandboxSkills, error) {
+	sb, err := s.o.Sandboxes.Get(ctx, ownerID, sandboxID)
+	if err != nil {
+		return SandboxSkills{}, err
+	}
+	var out SandboxSkills
+	if user && s.o.Skills != nil {
+		if out.User, err = skill.All(ctx, s.o.Skills, ownerID); err != nil {
+			return SandboxSkills{}, fmt.Errorf("skills of sandbox %s: %w", sandboxID, err)
+		}
+	}
+	if project {
+		dir, err := workspaceDir(sb.Instance.Workspace, projectDir)
+		if err != nil {
+			return SandboxSkills{}, err
+		}
+		req := skillFilesRequest([]string{dir})
+		found, truncated, err := s.workspaceSkillFiles(ctx, ownerID, sandboxID, "", req)
+		if err != nil {
+			return SandboxSkills{}, fmt.Errorf("skills of sandbox %s: %w", sandboxID, err)
+		}
+		out.Project, out.Warnings = skill.Load(found)
+		if truncated {
+			out.Warnings = append(out.Warnings, truncatedWarning())
+		}
+	}
+	out.Merged = skill.Merge(out.User, out.Project)
+	return out, nil
+}
+
+// workspaceDir turns a directory a client names, absolute inside the workspace or relative to
+// it, into a path relative to the workspace ("" for the workspace itself).
+func workspaceDir(workspace, dir string) (string, error) {
+	if strings.ContainsRune(dir, 0) {
+		return "", &FieldError{Field: "project_dir", Msg: "the path must not contain NUL bytes"}
+	}
+	ws := path.Clean(workspace)
+	if !path.IsAbs(dir) {
+		dir = path.Join(ws, dir)
+	}
+	dir = path.Clean(dir)
+	if dir == ws {
+		return "", nil
+	}
+	if rel, ok := strings.CutPrefix(dir, strings.TrimSuffix(ws, "/")+"/"); ok && path.IsAbs(ws) {
+		return rel, nil
+	}
+	return "", &FieldError{Field: "project_dir", Msg: "the path " + dir + " is outside the workspace " + workspace}
 }

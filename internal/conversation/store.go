@@ -31,6 +31,12 @@ type Store interface {
 	// PatchConversation applies p to the owner's conversation and sets its UpdatedAt to at.
 	// ErrNotFound when the owner has no such conversation.
 	PatchConversation(ctx context.Context, ownerID, id string, p Patch, at time.Time) error
+	// SetConversationSecrets replaces the owner's conversation's secrets (SecretNames and
+	// SecretsSealed) from with to and sets its UpdatedAt to at, if they are still from:
+	// compare and set, so that of two changes made from the same secrets one is written.
+	// ErrSecretsChanged, writing nothing, if they are not; ErrNotFound when the owner has no
+	// such conversation.
+	SetConversationSecrets(ctx context.Context, ownerID, id string, from, to SecretSet, at time.Time) error
 	// SetGeneratedTitle sets the title unless the user named the conversation, and reports
 	// whether it did. ErrNotFound when the owner has no such conversation.
 	SetGeneratedTitle(ctx context.Context, ownerID, id, title string, at time.Time) (bool, error)
@@ -126,6 +132,17 @@ type StateUpdate struct {
 	// set: of two replicas answering one pending action, one does).
 	IfStatus *string
 }
+
+// SecretSet is what a conversation keeps of its secrets: their names (Conversation.SecretNames)
+// and the inline values, sealed (Conversation.SecretsSealed).
+type SecretSet struct {
+	Names  []string
+	Sealed []byte
+}
+
+// ErrSecretsChanged: the conversation's secrets are no longer those a change was made from
+// (Store.SetConversationSecrets).
+var ErrSecretsChanged = errors.New("the conversation's secrets changed meanwhile")
 
 // ErrStatusChanged: the conversation's execution status is no longer the one an append was
 // made for (StateUpdate.IfStatus).

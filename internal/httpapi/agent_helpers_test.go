@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -37,14 +39,17 @@ func (e *env) startAgent(key string, body map[string]any) *agentConv {
 		ID string `json:"id"`
 	}
 	e.must("POST", "/api/v1/app-conversations", key, body, http.StatusOK, &task)
-	ready := e.waitTask(key, task.ID, "READY")
-	c := &agentConv{e: e, key: key, id: *ready.AppConversationID, sandboxID: *ready.SandboxID}
-	conv := e.getConversation(key, c.id)
+	return e.startedConv(key, e.waitTaskReady(key, task.ID))
+}
+
+// startedConv is the READY conversation id as the agent tests follow it.
+func (e *env) startedConv(key, id string) *agentConv {
+	e.t.Helper()
+	conv := e.getConversation(key, id)
 	if conv == nil || conv.ConversationURL == nil || conv.SessionAPIKey == nil {
 		e.t.Fatalf("READY conversation without its URL or key: %+v", conv)
 	}
-	c.url, c.sessionKey = *conv.ConversationURL, *conv.SessionAPIKey
-	return c
+	return &agentConv{e: e, key: key, id: conv.ID, sandboxID: conv.SandboxID, url: *conv.ConversationURL, sessionKey: *conv.SessionAPIKey}
 }
 
 // message is a V1 initial message / send message body.
@@ -66,10 +71,32 @@ func (c *agentConv) path(suffix string) string {
 	return u.Path + suffix
 }
 
-// api calls the conversation API with the sandbox's session key.
+// api calls the conversation API with the sandbox's session key, where conversation_url
+// leads: the agent-server base when the env serves one, else the main server's prefix.
 func (c *agentConv) api(method, suffix string, body any, want int, out any) []byte {
 	c.e.t.Helper()
-	return c.e.must(method, c.path(suffix), c.sessionKey, body, want, out)
+	if c.e.agentSrv == nil || !strings.HasPrefix(c.url, c.e.agentSrv.URL+"/") {
+		return c.e.must(method, c.path(suffix), c.sessionKey, body, want, out)
+	}
+	var r io.Reader
+	header := http.Header{"X-Session-API-Key": {c.sessionKey}}
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			c.e.t.Fatal(err)
+		}
+		r, header["Content-Type"] = bytes.NewReader(b), []string{"application/json"}
+	}
+	status, data := c.e.callAt(method, c.url+suffix, header, r)
+	if status != want {
+		c.e.t.Fatalf("%s %s: status %d, want %d; body %s", method, c.url+suffix, status, want, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			c.e.t.Fatalf("%s %s: decode %s: %v", method, c.url+suffix, data, err)
+		}
+	}
+	return data
 }
 
 // info is the conversation API's view of the conversation.

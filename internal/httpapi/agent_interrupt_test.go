@@ -172,3 +172,36 @@ func TestDeleteStopsTheAgent(t *testing.T) {
 		})
 	}
 }
+
+// TestInterrupt: the SDK's interrupt, at the agent-server base as RemoteConversation calls it,
+// cuts off the model call in flight and pauses the agent, as a pause does; once the agent has
+// finished it answers success and changes nothing.
+func TestInterrupt(t *testing.T) {
+	e := newEnv(t, withAgentServer)
+	_, alice := e.newUser("alice")
+	srv := e.scripted(alice, silentModel(), llmtest.Text("Here now."))
+	c := e.startAgent(alice, map[string]any{"initial_message": message("hello?", true)})
+	host, _, _ := strings.Cut(c.url, "/api/conversations/")
+	interrupt := func() {
+		t.Helper()
+		if st, b := e.callAt("POST", host+"/api/conversations/"+dashed(c.id)+"/interrupt", http.Header{"X-Session-API-Key": {c.sessionKey}}, nil); st != http.StatusOK || !strings.Contains(string(b), `"success":true`) {
+			t.Fatalf("interrupt: %d %s", st, b)
+		}
+	}
+	e.eventually("the model call", func() bool { return len(srv.Requests()) == 1 })
+	interrupt()
+	c.waitStatus("paused")
+	wantLabels(t, c.events(),
+		"MessageEvent:user", "SystemPromptEvent", "execution_status=running", "PauseEvent", "execution_status=paused")
+
+	c.api("POST", "/run", nil, http.StatusOK, nil)
+	c.waitStatus("finished")
+	n := len(c.events())
+	interrupt()
+	if got := c.info().ExecutionStatus; got != "finished" || len(c.events()) != n {
+		t.Fatalf("an interrupt with nothing running left the agent %s with %d events, had %d", got, len(c.events()), n)
+	}
+	if st, b := e.callAt("POST", host+"/api/conversations/"+dashed(c.id)+"/interrupt", nil, nil); st != http.StatusUnauthorized {
+		t.Fatalf("interrupt without a key: %d %s", st, b)
+	}
+}

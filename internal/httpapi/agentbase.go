@@ -56,6 +56,7 @@ func (a *API) agentBaseHandler(rts []route) http.Handler {
 		mux.Handle(rt.op.Method+" "+rt.op.Path, a.wrap(rt))
 	}
 	mux.HandleFunc("GET "+strings.TrimPrefix(agentSocket, prefix), a.eventSocket)
+	mux.Handle("GET "+strings.TrimPrefix(agentBashSocket, prefix), a.bashSocketRoute())
 	mux.Handle("/", a.wrap(route{h: func(w http.ResponseWriter, r *http.Request) error {
 		return errNotFoundRoute
 	}, op: wire.Operation{Public: true}}))

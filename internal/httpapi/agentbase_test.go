@@ -13,6 +13,25 @@ import (
 	"testing"
 )
 
+// postJSONAt posts body as JSON to an absolute URL with header and fails t unless the answer
+// has status want; it returns the answer's body.
+func (e *env) postJSONAt(t *testing.T, rawURL string, header http.Header, body any, want int) []byte {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{"Content-Type": {"application/json"}}
+	for k, v := range header {
+		h[k] = v
+	}
+	st, answer := e.callAt("POST", rawURL, h, bytes.NewReader(b))
+	if st != want {
+		t.Fatalf("POST %s: %d %s, want %d", rawURL, st, answer, want)
+	}
+	return answer
+}
+
 // callAt sends a request to a server other than the env's main one: the agent-server base,
 // at a URL a client built.
 func (e *env) callAt(method, rawURL string, header http.Header, body io.Reader) (int, []byte) {
@@ -208,6 +227,35 @@ func TestAgentServerBaseKeys(t *testing.T) {
 	}
 	if st, b := e.callAt("GET", e.srv.URL+"/api/v1/users/me", sessionKey, nil); st != http.StatusUnauthorized {
 		t.Errorf("users/me with the session key alone: %d %s, want 401", st, b)
+	}
+}
+
+// TestAgentServerEditor: newer web apps ask the agent server for its VS Code server's status and
+// URL; agentd's sandboxes run none, and say so in the shapes OpenHands' agent server answers.
+func TestAgentServerEditor(t *testing.T) {
+	e := newEnv(t, withAgentServer)
+	_, alice := e.newUser("alice")
+	_, bob := e.newUser("bob")
+	sb := e.runningSandbox(alice)
+	withKey := http.Header{"X-Session-API-Key": {e.sessionKey(alice, sb)}}
+	for _, tc := range []struct {
+		name, url string
+		header    http.Header
+		want      int
+		body      string
+	}{
+		{"url at the base", e.agentSrv.URL + "/api/vscode/url?workspace_dir=/workspace", withKey, 200, `{"url":null}`},
+		{"status at the base", e.agentSrv.URL + "/api/vscode/status", withKey, 200, `{"running":false,"enabled":false,"message":"agentd runs no VS Code server in its sandboxes"}`},
+		{"url under the prefix, the owner's key", e.srv.URL + "/agent-server/" + sb + "/api/vscode/url", http.Header{"X-Session-API-Key": {alice}}, 200, `{"url":null}`},
+		{"another user's sandbox", e.srv.URL + "/agent-server/" + sb + "/api/vscode/url", http.Header{"X-Session-API-Key": {bob}}, 404, ""},
+		{"no key", e.agentSrv.URL + "/api/vscode/url", nil, 401, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, b := e.callAt("GET", tc.url, tc.header, nil)
+			if st != tc.want || tc.body != "" && strings.TrimSpace(string(b)) != tc.body {
+				t.Fatalf("%d %s, want %d %s", st, b, tc.want, tc.body)
+			}
+		})
 	}
 }
 

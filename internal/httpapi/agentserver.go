@@ -112,6 +112,25 @@ func (a *API) sendAgentMessage(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// setAgentSecrets gives the conversation more secrets (OpenHands' SDK sends those a
+// RemoteConversation is made with, and update_secrets), kept as its start request's are.
+func (a *API) setAgentSecrets(w http.ResponseWriter, r *http.Request) error {
+	v, err := a.agentConversation(r)
+	if err != nil {
+		return err
+	}
+	var req apitypes.ConversationSecretsRequest
+	if _, err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	u := conversation.SecretsUpdate{Inline: req.Secrets.Inline, Lookups: req.Secrets.Lookups}
+	if err := a.d.Conversations.AddSecrets(r.Context(), caller(r).ID, v.ID, u); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, apitypes.Success{Success: true})
+	return nil
+}
+
 // errNotUserRole refuses a message from anyone but the user.
 var errNotUserRole = problem("value_error", "Value error, only messages with role user can be sent", "body", "role")
 

@@ -131,6 +131,7 @@ func New(d Deps) (*API, error) {
 	// The event socket authenticates itself, after the upgrade when the key comes in the
 	// first frame, so it stays out of the route table (see eventsocket.go).
 	mux.HandleFunc("GET "+agentSocket, a.eventSocket)
+	mux.Handle("GET "+agentBashSocket, a.bashSocketRoute())
 	mux.Handle("/", a.wrap(route{h: func(w http.ResponseWriter, r *http.Request) error {
 		if a.d.Web != nil && !apiPath(r.URL.Path) {
 			a.d.Web.ServeHTTP(w, r)

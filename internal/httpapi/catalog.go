@@ -94,6 +94,13 @@ func (a *API) searchProviders(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// verifiedProviders answers newer web apps' GET /api/v1/config/providers: the names of the
+// providers that searchProviders marks verified.
+func (a *API) verifiedProviders(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, llm.Providers())
+	return nil
+}
+
 // matches says whether name contains the query, ignoring case; a nil query matches all.
 func matches(name string, query *string) bool {
 	return query == nil || strings.Contains(strings.ToLower(name), strings.ToLower(*query))

@@ -143,3 +143,16 @@ func TestProviderSearch(t *testing.T) {
 		t.Fatalf("query anth: %+v", page.Items)
 	}
 }
+
+// TestVerifiedProviders: newer web apps read the verified providers as a list of names, the
+// verified ones of the search.
+func TestVerifiedProviders(t *testing.T) {
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	var names []string
+	e.must("GET", "/api/v1/config/providers", alice, nil, http.StatusOK, &names)
+	if want := []string{"anthropic", "openai"}; !reflect.DeepEqual(names, want) {
+		t.Fatalf("verified providers %v, want %v", names, want)
+	}
+	e.must("GET", "/api/v1/config/providers", "", nil, http.StatusUnauthorized, nil)
+}

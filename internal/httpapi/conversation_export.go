@@ -10,7 +10,6 @@ import (
 	"github.com/agentd/agentd/internal/apitypes"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/paging"
-	"github.com/agentd/agentd/internal/skill"
 )
 
 // What a current-generation client reads of a conversation besides its events: its
@@ -102,11 +101,7 @@ func (a *API) appConversationSkills(w http.ResponseWriter, r *http.Request) erro
 	}
 	out := apitypes.ConversationSkills{Skills: make([]apitypes.ConversationSkill, len(skills))}
 	for i, s := range skills {
-		typ := apitypes.ConversationSkillType("knowledge") // task skills too, as OpenHands says
-		if s.Type == skill.TypeRepo {
-			typ = "repo"
-		}
-		out.Skills[i] = apitypes.ConversationSkill{Name: s.Name, Type: typ, Content: s.Content, Triggers: orEmpty(s.Triggers)}
+		out.Skills[i] = apitypes.ConversationSkill{Name: s.Name, Type: apitypes.ConversationSkillType(skillType(s)), Content: s.Content, Triggers: orEmpty(s.Triggers)}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -55,7 +55,7 @@ func mapError(err error) (status int, body any, internal bool) {
 		return rp.status, json.RawMessage(rp.body), false
 	case errors.As(err, &fe):
 		return http.StatusUnprocessableEntity, map[string]any{"detail": []wire.Problem{{
-			Type: "value_error", Loc: []any{"body", fe.Field}, Msg: "Value error, " + fe.Msg}}}, false
+			Type: "value_error", Loc: fieldLoc(fe.Field), Msg: "Value error, " + fe.Msg}}}, false
 	case errors.As(err, &ie):
 		return http.StatusUnprocessableEntity, map[string]any{"detail": []wire.Problem{{
 			Type: "value_error", Loc: []any{"body", ie.Field}, Msg: "Value error, " + ie.Msg}}}, false
@@ -189,4 +189,14 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// fieldLoc is the location in the body of a conversation.FieldError's field, whose nested
+// fields are joined by dots.
+func fieldLoc(field string) []any {
+	loc := []any{"body"}
+	for _, f := range strings.Split(field, ".") {
+		loc = append(loc, f)
+	}
+	return loc
 }

@@ -23,7 +23,7 @@ func (a *API) me(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, u := r.Context(), caller(r)
 	if q.ExposeSecrets {
-		if err := a.checkOwnSessionKey(ctx, u, r.Header.Get(sessionKeyHeader)); err != nil {
+		if err := a.checkOwnSessionKey(ctx, u, r.Header.Get(sessionKeyHeader), "expose_secrets=true"); err != nil {
 			return err
 		}
 	}
@@ -40,25 +40,27 @@ func (a *API) me(w http.ResponseWriter, r *http.Request) error {
 		if err := a.exposeSecrets(ctx, u.ID, &out.SettingsV1); err != nil {
 			return err
 		}
+		l := out.AgentSettings.LLM
+		out.ExposedLLM = &apitypes.ExposedLLM{LLMModel: l.Model, LLMBaseURL: l.BaseURL, LLMAPIKey: l.APIKey}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
-// checkOwnSessionKey refuses (403, saying why) a session key that is not one of u's
-// sandboxes'.
-func (a *API) checkOwnSessionKey(ctx context.Context, u auth.User, key string) error {
+// checkOwnSessionKey refuses (403, saying why, in the name of what asked to expose secrets) a
+// session key that is not one of u's sandboxes'.
+func (a *API) checkOwnSessionKey(ctx context.Context, u auth.User, key, what string) error {
 	if key == "" {
-		return errStatus(http.StatusForbidden, "expose_secrets=true needs X-Session-API-Key set to the session key of one of your sandboxes, beside your API key as Authorization: Bearer")
+		return errStatus(http.StatusForbidden, what+" needs X-Session-API-Key set to the session key of one of your sandboxes, beside your API key as Authorization: Bearer")
 	}
 	sb, err := a.d.Sandboxes.SandboxForSessionKey(ctx, key)
 	switch {
 	case errors.Is(err, sandbox.ErrSessionKey):
-		return errStatus(http.StatusForbidden, "expose_secrets=true: X-Session-API-Key is not the session key of a sandbox (send your API key as Authorization: Bearer)")
+		return errStatus(http.StatusForbidden, what+": X-Session-API-Key is not the session key of a sandbox (send your API key as Authorization: Bearer)")
 	case err != nil:
 		return err
 	case sb.OwnerID != u.ID:
-		return errStatus(http.StatusForbidden, "expose_secrets=true: the session key belongs to another user's sandbox")
+		return errStatus(http.StatusForbidden, what+": the session key belongs to another user's sandbox")
 	}
 	return nil
 }

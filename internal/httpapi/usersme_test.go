@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -113,6 +114,18 @@ func TestUsersMeSettings(t *testing.T) {
 		if me.ID != aliceID {
 			t.Fatalf("id %q, want %q", me.ID, aliceID)
 		}
+		// OpenHands' SDK reads the LLM at the top level; the nested shape stays.
+		var top struct {
+			LLMModel   *string `json:"llm_model"`
+			LLMBaseURL *string `json:"llm_base_url"`
+			LLMAPIKey  *string `json:"llm_api_key"`
+		}
+		if err := json.Unmarshal(body, &top); err != nil {
+			t.Fatal(err)
+		}
+		if strOrNil(top.LLMModel) != "openai/gpt-4o" || strOrNil(top.LLMBaseURL) != "https://llm.example.com/v1" || strOrNil(top.LLMAPIKey) != llmKey {
+			t.Fatalf("top-level LLM settings: %s", body)
+		}
 	})
 
 	t.Run("expose_secrets=false masks", func(t *testing.T) {
@@ -122,6 +135,9 @@ func TestUsersMeSettings(t *testing.T) {
 			t.Fatalf("status %d, body %s", status, body)
 		}
 		noSecret("expose_secrets=false", body)
+		if keys := keysOf(t, body); slices.Contains(keys, "llm_api_key") || slices.Contains(keys, "llm_model") {
+			t.Fatalf("the top-level LLM settings without expose_secrets: %s", body)
+		}
 	})
 }
 

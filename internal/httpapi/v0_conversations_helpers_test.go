@@ -27,6 +27,8 @@ import (
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/secret"
+	"github.com/agentd/agentd/internal/store"
+	"github.com/agentd/agentd/internal/store/postgres"
 	"github.com/agentd/agentd/internal/store/sqlite"
 	"github.com/agentd/agentd/internal/wire"
 )
@@ -499,8 +501,51 @@ func (e *env) checkDataDirLacks(t *testing.T, secrets []string) {
 	if files == 0 {
 		t.Fatal("the data directory has no files")
 	}
+	if e.cfg.Postgres() {
+		return
+	}
 	if db := e.dbFileBytes(); len(db) == 0 {
 		t.Fatal("no database bytes")
+	}
+}
+
+// checkStoreLacks is checkDataDirLacks for a server on either store: on PostgreSQL, no value
+// of any table, as a dump of the store reads it, holds one of the secrets either.
+func (e *env) checkStoreLacks(t *testing.T, secrets []string) {
+	t.Helper()
+	e.checkDataDirLacks(t, secrets)
+	if !e.cfg.Postgres() {
+		return
+	}
+	pg, err := postgres.Open(t.Context(), e.cfg.Database, postgres.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	rows := 0
+	err = pg.Dump(t.Context(), func(r store.Row) error {
+		rows++
+		for col, v := range r.Cols {
+			var b []byte
+			switch v := v.(type) {
+			case string:
+				b = []byte(v)
+			case []byte:
+				b = v
+			}
+			for _, s := range secrets {
+				if bytes.Contains(b, []byte(s)) {
+					t.Errorf("%s.%s holds the secret %q in plain text", r.Table, col, s)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows == 0 {
+		t.Fatal("the database has no rows")
 	}
 }
 

@@ -1,9 +1,11 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,4 +69,50 @@ func (s *Store) SetGeneratedTitle(ctx context.Context, ownerID, id, title string
 		return false, fmt.Errorf("set title of conversation %s: %w", id, err)
 	}
 	return false, nil
+}
+
+// SetConversationSecrets compares and sets in one transaction that locks the row, so that a
+// concurrent change waits for it and then compares against what it wrote.
+func (s *Store) SetConversationSecrets(ctx context.Context, ownerID, id string, from, to conversation.SecretSet, at time.Time) error {
+	err := checkTimes(at)
+	var names string
+	if err == nil {
+		names, err = jsonArg(orEmptyNames(to.Names))
+	}
+	if err == nil {
+		err = s.write(ctx, func(tx pgx.Tx) error {
+			var curNames string
+			var curSealed []byte
+			err := tx.QueryRow(ctx, `SELECT secret_names, secrets_sealed FROM conversations WHERE id = $1 AND owner_id = $2 FOR UPDATE`,
+				id, ownerID).Scan(&curNames, &curSealed)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return conversation.ErrNotFound
+			}
+			if err != nil {
+				return err
+			}
+			cur, err := fromJSONList[string](curNames)
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(cur, from.Names) || !bytes.Equal(curSealed, from.Sealed) {
+				return conversation.ErrSecretsChanged
+			}
+			_, err = tx.Exec(ctx, `UPDATE conversations SET secret_names = $1, secrets_sealed = $2, updated_at = $3 WHERE id = $4`,
+				names, blobArg(to.Sealed), at, id)
+			return err
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("set secrets of conversation %s: %w", id, err)
+	}
+	return nil
+}
+
+// orEmptyNames stores no names as an empty list, as a new conversation stores them.
+func orEmptyNames(names []string) []string {
+	if names == nil {
+		return []string{}
+	}
+	return names
 }

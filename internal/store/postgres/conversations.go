@@ -103,11 +103,7 @@ func queueConversation(b *pgx.Batch, c conversation.Conversation) error {
 	if err != nil {
 		return err
 	}
-	names := c.SecretNames
-	if names == nil {
-		names = []string{}
-	}
-	secretNames, err := jsonArg(names)
+	secretNames, err := jsonArg(orEmptyNames(c.SecretNames))
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,12 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,4 +70,49 @@ func (s *Store) SetGeneratedTitle(ctx context.Context, ownerID, id, title string
 		return false, fmt.Errorf("set title of conversation %s: %w", id, err)
 	}
 	return set, nil
+}
+
+// SetConversationSecrets compares and sets in one transaction on the writer.
+func (s *Store) SetConversationSecrets(ctx context.Context, ownerID, id string, from, to conversation.SecretSet, at time.Time) error {
+	err := checkTimes(at)
+	var names string
+	if err == nil {
+		names, err = jsonArg(orEmptyNames(to.Names))
+	}
+	if err == nil {
+		err = s.write(ctx, func(tx *sql.Tx) error {
+			var curNames string
+			var curSealed []byte
+			err := tx.QueryRowContext(ctx, `SELECT secret_names, secrets_sealed FROM conversations WHERE id = ? AND owner_id = ?`,
+				id, ownerID).Scan(&curNames, &curSealed)
+			if errors.Is(err, sql.ErrNoRows) {
+				return conversation.ErrNotFound
+			}
+			if err != nil {
+				return err
+			}
+			cur, err := fromJSONList[string](curNames)
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(cur, from.Names) || !bytes.Equal(curSealed, from.Sealed) {
+				return conversation.ErrSecretsChanged
+			}
+			_, err = tx.ExecContext(ctx, `UPDATE conversations SET secret_names = ?, secrets_sealed = ?, updated_at = ? WHERE id = ?`,
+				names, blobArg(to.Sealed), nanos(at), id)
+			return err
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("set secrets of conversation %s: %w", id, err)
+	}
+	return nil
+}
+
+// orEmptyNames stores no names as an empty list, as a new conversation stores them.
+func orEmptyNames(names []string) []string {
+	if names == nil {
+		return []string{}
+	}
+	return names
 }

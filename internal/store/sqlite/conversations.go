@@ -78,11 +78,7 @@ func insertConversation(ctx context.Context, tx *sql.Tx, c conversation.Conversa
 	if err != nil {
 		return err
 	}
-	names := c.SecretNames
-	if names == nil {
-		names = []string{}
-	}
-	secretNames, err := jsonArg(names)
+	secretNames, err := jsonArg(orEmptyNames(c.SecretNames))
 	if err != nil {
 		return err
 	}

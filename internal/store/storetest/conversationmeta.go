@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/agentd/agentd/internal/conversation"
@@ -126,4 +127,48 @@ func testPendingMessages(t *testing.T, s store.Store) {
 	if len(got) != 0 {
 		t.Fatalf("pending messages outlived their conversation: %+v", got)
 	}
+}
+
+// testConversationSecrets: a conversation's secrets change only from what they are, in
+// listings too, and only for their owner.
+func testConversationSecrets(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(ownerA, "conv-secrets", 1)
+	task := createConversation(t, s, c)
+	from := conversation.SecretSet{Names: c.SecretNames, Sealed: c.SecretsSealed}
+	to := conversation.SecretSet{Names: []string{"API_TOKEN", "DEPLOY_KEY", "NEW_ONE"}, Sealed: []byte("sealed secrets, more")}
+	ok(t, "set secrets", s.SetConversationSecrets(ctx, ownerA, c.ID, from, to, at(2)))
+	want := c
+	want.SecretNames, want.SecretsSealed, want.UpdatedAt = to.Names, to.Sealed, at(2)
+	got, err := s.GetConversation(ctx, ownerA, c.ID)
+	ok(t, "get conversation", err)
+	equal(t, "conversation with its new secrets", got, view(want, task))
+	vs, _, err := s.ListConversations(ctx, ownerA, conversation.Filter{}, paging.Query{})
+	ok(t, "list", err)
+	if i := slices.IndexFunc(vs, func(v conversation.View) bool { return v.ID == c.ID }); i < 0 ||
+		!slices.Equal(vs[i].SecretNames, to.Names) || string(vs[i].SecretsSealed) != string(to.Sealed) {
+		t.Fatalf("the listing does not show the new secrets: %+v", vs)
+	}
+
+	// From what they were before: refused, nothing written.
+	is(t, "set from stale secrets", s.SetConversationSecrets(ctx, ownerA, c.ID, from, conversation.SecretSet{Names: []string{"X"}}, at(3)),
+		conversation.ErrSecretsChanged)
+	is(t, "set from stale names", s.SetConversationSecrets(ctx, ownerA, c.ID, conversation.SecretSet{Names: from.Names, Sealed: to.Sealed},
+		conversation.SecretSet{Names: []string{"X"}}, at(3)), conversation.ErrSecretsChanged)
+	got, err = s.GetConversation(ctx, ownerA, c.ID)
+	ok(t, "get conversation", err)
+	equal(t, "conversation after refused changes", got, view(want, task))
+
+	// To none, and from none.
+	none := conversation.SecretSet{Names: []string{}}
+	ok(t, "clear secrets", s.SetConversationSecrets(ctx, ownerA, c.ID, to, conversation.SecretSet{}, at(4)))
+	got, err = s.GetConversation(ctx, ownerA, c.ID)
+	ok(t, "get conversation", err)
+	if len(got.SecretNames) != 0 || got.SecretsSealed != nil {
+		t.Fatalf("cleared secrets read back as %v, %q", got.SecretNames, got.SecretsSealed)
+	}
+	ok(t, "set secrets from none", s.SetConversationSecrets(ctx, ownerA, c.ID, none, to, at(5)))
+
+	is(t, "B sets A's secrets", s.SetConversationSecrets(ctx, ownerB, c.ID, to, none, at(6)), conversation.ErrNotFound)
+	is(t, "an unknown conversation", s.SetConversationSecrets(ctx, ownerA, "conv-none", none, to, at(6)), conversation.ErrNotFound)
 }

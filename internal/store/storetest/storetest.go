@@ -82,6 +82,7 @@ func Run(t *testing.T, f Factory) {
 		{"SubConversations", testSubConversations},
 		{"ConversationsOfSandbox", testConversationsOfSandbox},
 		{"ConversationMetadata", testConversationMetadata},
+		{"ConversationSecrets", testConversationSecrets},
 		{"PendingMessages", testPendingMessages},
 		{"ConversationFilters", testConversationFilters},
 		{"ConversationPaging", testConversationPaging},
