@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -571,7 +572,9 @@ func (s *webSocket) closeCode() websocket.StatusCode {
 // TestWebClientChangesPanel: on a backend whose sandboxes have a workspace of their own
 // (bwrap), a V1 conversation works in /workspace/project, a git repository from the start, so
 // that OpenHands' web app, which asks for the changes of /workspace/project at the agent
-// server's root, lists the file the agent wrote and shows its diff.
+// server's root, lists the file the agent wrote and shows its diff. Then the web app's stop
+// button while the agent's command runs: the log has the command's observation and the pause,
+// no error, and after the run button the agent's next command runs.
 func TestWebClientChangesPanel(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("bwrap"); err != nil {
@@ -580,7 +583,10 @@ func TestWebClientChangesPanel(t *testing.T) {
 	dir := newDataDir(t)
 	model := llmtest.NewOpenAI(t,
 		llmtest.Calls(llmtest.Call("terminal", `{"command":"pwd && echo hi > hello.txt"}`)),
-		llmtest.Text("hello.txt says hi."))
+		llmtest.Text("hello.txt says hi."),
+		llmtest.Calls(llmtest.Call("terminal", `{"command":"touch started && sleep 600"}`)),
+		llmtest.Calls(llmtest.Call("terminal", `{"command":"echo after > after.txt && cat after.txt"}`)),
+		llmtest.Text("Done after the pause."))
 	s := startServer(t, dir, []string{"AGENTD_ADMIN_KEY=" + agentAdminKey, "AGENTD_ALLOW_INTERNAL=127.0.0.0/8"},
 		"--sandbox-backend", "bwrap")
 	key := s.client(agentAdminKey).newUser("cora")
@@ -650,5 +656,37 @@ func TestWebClientChangesPanel(t *testing.T) {
 	app.call("GET", agentHost+"/api/git/diff/"+url.PathEscape("/workspace/project/hello.txt"), http.Header{"X-Session-API-Key": {app.session}}, nil, http.StatusOK, &diff)
 	if diff.Modified == nil || *diff.Modified != "hi\n" || diff.Original == nil || *diff.Original != "" {
 		t.Errorf("the diff of hello.txt: %+v", diff)
+	}
+
+	// The stop button while the agent's command runs: a pause, not an error, and the agent's
+	// next command after the run button is not refused for the old one.
+	sock.send(map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "Wait a while."}}})
+	waitFor(t, time.Minute, "the agent's command to run", func() (bool, string) {
+		status, _ := app.raw("GET", agentHost+"/api/file/download?path="+url.QueryEscape("/workspace/project/started"),
+			http.Header{"X-Session-API-Key": {app.session}}, nil)
+		return status == http.StatusOK, "download answered " + strconv.Itoa(status)
+	})
+	app.agent("POST", agentHost+"/api/conversations/"+convID+"/pause", http.StatusOK)
+	paused := sock.until(isStatus("paused"))
+	app.agent("POST", agentHost+"/api/conversations/"+convID+"/run", http.StatusOK)
+	paused = append(paused, sock.until(isFinished)...)
+	for _, ev := range paused {
+		if ev.Kind == "AgentErrorEvent" || ev.Kind == "ConversationErrorEvent" {
+			t.Errorf("the pause recorded %s: %+v", ev.Kind, ev)
+		}
+	}
+	wantKinds(t, "the pause mid-command and the run", paused, "MessageEvent:user", "ActionEvent:terminal",
+		"ObservationEvent:terminal", "PauseEvent", "ActionEvent:terminal", "ObservationEvent:terminal", "MessageEvent:agent")
+	if obs := find(paused, "ObservationEvent:terminal"); !strings.Contains(string(obs.Observation), "aused") {
+		t.Errorf("the interrupted command's observation does not say it was paused: %s", obs.Observation)
+	}
+	var after []webEvent
+	for _, ev := range paused {
+		if ev.Kind == "ObservationEvent" && strings.Contains(string(ev.Observation), "after") {
+			after = append(after, ev)
+		}
+	}
+	if len(after) == 0 {
+		t.Errorf("the command after the run did not run: %v", labels(paused))
 	}
 }
