@@ -45,6 +45,25 @@ type fakeModel struct {
 	// replica's death: its call hung, or it was answered with its command.
 	hung      map[string]bool
 	takeovers chan string
+	// firsts are told when the first request of a conversation whose message carries
+	// firstMarker and their tag arrives (expectFirst).
+	firsts map[string]chan time.Time
+}
+
+// firstMarker, followed by a tag, in a conversation's message makes the model tell
+// expectFirst's channel when the conversation's first request arrives.
+const firstMarker = "agentd-bench first "
+
+var firstRE = regexp.MustCompile(firstMarker + `([0-9a-z]+)`)
+
+// expectFirst returns the channel told when the first request of the conversation tagged tag
+// arrives.
+func (m *fakeModel) expectFirst(tag string) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	m.mu.Lock()
+	m.firsts[tag] = ch
+	m.mu.Unlock()
+	return ch
 }
 
 type modelTiming struct {
@@ -55,7 +74,7 @@ type modelTiming struct {
 
 // benchModel is the one model of the run: every server the bench starts uses it.
 var benchModel = sync.OnceValue(func() *fakeModel {
-	m := &fakeModel{steps: 300, hung: map[string]bool{}, takeovers: make(chan string, 16)}
+	m := &fakeModel{steps: 300, hung: map[string]bool{}, takeovers: make(chan string, 16), firsts: map[string]chan time.Time{}}
 	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
 	return m
 })
@@ -95,6 +114,14 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 			terminal = strings.Contains(string(mm.Content), "terminal")
 			slow = strings.Contains(string(mm.Content), slowMarker)
 			takeover = takeoverRE.FindStringSubmatch(string(mm.Content))
+			if f := firstRE.FindStringSubmatch(string(mm.Content)); f != nil {
+				m.mu.Lock()
+				if ch := m.firsts[f[1]]; ch != nil {
+					ch <- arrived
+					delete(m.firsts, f[1])
+				}
+				m.mu.Unlock()
+			}
 			break
 		}
 	}

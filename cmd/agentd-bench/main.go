@@ -63,7 +63,7 @@ type options struct {
 }
 
 // groups are the figures -only can pick, in the order they run.
-var groups = []string{"starts", "repository", "pause", "docker", "bwrap", "idle", "search", "agent", "mcp", "streams", "memory", "web", "curve", "listing", "replicas"}
+var groups = []string{"starts", "repository", "pause", "docker", "bwrap", "pools", "idle", "search", "agent", "mcp", "streams", "memory", "web", "curve", "listing", "replicas"}
 
 // runs reports whether the group of figures g is to be measured.
 func (o options) runs(g string) bool { return len(o.only) == 0 || o.only[g] }
@@ -205,6 +205,9 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 		{"docker", func() ([]row, []string, error) { return benchDocker(ctx, bin, tmp, logw, progress) }},
 		{"bwrap", func() ([]row, []string, error) {
 			return benchBwrap(ctx, o, bin, filepath.Join(tmp, "bwrap-data"), logw, progress)
+		}},
+		{"pools", func() ([]row, []string, error) {
+			return benchPools(ctx, o, bin, filepath.Join(tmp, "pools-data"), logw, progress)
 		}},
 		{"idle", func() ([]row, []string, error) {
 			return benchIdle(ctx, o, bin, filepath.Join(tmp, "idle-data"), logw, progress)

@@ -40,7 +40,7 @@ func startServeProcess(ctx context.Context, agentd, dataDir string, logw io.Writ
 	}
 	key := "bench-" + rand.Text()
 	argv := append([]string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
-		"--sandbox-backend", "process", "--conversation-titles", "off"}, llmFlags()...)
+		"--sandbox-backend", "process", "--conversation-titles", "off", "--sandbox-pool", "0"}, llmFlags()...)
 	cmd := exec.Command(agentd, append(argv, args...)...)
 	// A clean environment: nothing of the caller's AGENTD_* or GOMEMLIMIT reaches it.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dataDir, "AGENTD_ADMIN_KEY=" + key}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/agentd/agentd/internal/app"
@@ -54,7 +55,17 @@ const specNoNetwork = "no-network"
 // startServerWith builds the server on dataDir with backend b, which it closes with itself
 // (also when it fails), and the GitHub API at githubAPI ("": the public one).
 func startServerWith(ctx context.Context, b sandbox.Backend, dataDir string, clients int, log *slog.Logger, githubAPI string) (*server, error) {
-	return startServerOn(ctx, b, dataDir, config.DatabaseSQLite, clients, log, githubAPI)
+	return startServerOn(ctx, b, dataDir, config.DatabaseSQLite, clients, log, githubAPI, 0)
+}
+
+// specCold is a spec of every bench server alike to the default one, which no warm pool
+// serves: the cold start beside a claim from the default spec's pool.
+const specCold = "cold"
+
+// startPooledServer is startServerWith with a warm pool of size of the default spec. The
+// other servers keep no pool, so that every start their figures time is a cold one.
+func startPooledServer(ctx context.Context, b sandbox.Backend, dataDir string, size int, log *slog.Logger) (*server, error) {
+	return startServerOn(ctx, b, dataDir, config.DatabaseSQLite, 1, log, "", size)
 }
 
 // startPostgresServer builds the server on dataDir with the process backend and the
@@ -66,14 +77,15 @@ func startPostgresServer(ctx context.Context, binary, dataDir, dbURL string, cli
 	if err != nil {
 		return nil, err
 	}
-	return startServerOn(ctx, b, dataDir, dbURL, clients, log, "")
+	return startServerOn(ctx, b, dataDir, dbURL, clients, log, "", 0)
 }
 
-// startServerOn is startServerWith on database (config.DatabaseSQLite or a PostgreSQL URL).
-func startServerOn(ctx context.Context, b sandbox.Backend, dataDir, database string, clients int, log *slog.Logger, githubAPI string) (_ *server, err error) {
+// startServerOn is startServerWith on database (config.DatabaseSQLite or a PostgreSQL URL),
+// with a warm pool of pool sandboxes of the default spec.
+func startServerOn(ctx context.Context, b sandbox.Backend, dataDir, database string, clients int, log *slog.Logger, githubAPI string, pool int) (_ *server, err error) {
 	key := "bench-" + rand.Text()
 	cfg, err := config.Load(append([]string{"--data-dir", dataDir, "--admin-key", key, "--database", database,
-		"--sandbox-backend", b.Name(), "--addr", "127.0.0.1:0"}, llmFlags()...), func(string) string { return "" })
+		"--sandbox-backend", b.Name(), "--addr", "127.0.0.1:0", "--sandbox-pool", strconv.Itoa(pool)}, llmFlags()...), func(string) string { return "" })
 	if err != nil {
 		b.Close()
 		return nil, err
@@ -85,7 +97,7 @@ func startServerOn(ctx context.Context, b sandbox.Backend, dataDir, database str
 	// among them.
 	cfg.ConversationTitles = "off"
 	// The default spec has the egress network; this one, none, to measure the difference.
-	cfg.Specs = append(cfg.Specs, config.SpecConfig{ID: specNoNetwork, Network: "none"})
+	cfg.Specs = append(cfg.Specs, config.SpecConfig{ID: specNoNetwork, Network: "none"}, config.SpecConfig{ID: specCold})
 	s := &server{backend: b, key: key, log: log}
 	defer func() {
 		if err != nil {

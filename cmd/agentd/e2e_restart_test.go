@@ -194,12 +194,15 @@ func compareSnapshots(t *testing.T, before, after map[string]string) {
 
 // gatedSpecs writes a config file whose default spec starts the runtime only once the file
 // gate is gone, so that a test can hold a sandbox in STARTING (and its start task unfinished)
-// for as long as it likes.
+// for as long as it likes. It keeps no warm pool: a pooled sandbox, started before the gate
+// was closed, would not wait behind it.
 func gatedSpecs(t *testing.T) (configFile, gate string) {
 	t.Helper()
 	tmp := t.TempDir()
 	configFile, gate = filepath.Join(tmp, "agentd.toml"), filepath.Join(tmp, "gate")
-	toml := fmt.Sprintf(`[[sandbox_specs]]
+	toml := fmt.Sprintf(`sandbox_pool = "0"
+
+[[sandbox_specs]]
 id = "default"
 description = "The runtime, once the test opens the gate."
 command = ["/bin/sh", "-c", 'while [ -e "$E2E_GATE" ]; do sleep 0.01; done; exec "$0" runtime "$@"', '%s']

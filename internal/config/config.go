@@ -92,6 +92,9 @@ type Config struct {
 	// MaxRunningSandboxes bounds the starting and running sandboxes of one user; 0 means no
 	// bound.
 	MaxRunningSandboxes int
+	// SandboxPools are the warm pools: how many sandboxes of each spec (by id; "" is the
+	// default spec) are kept started ahead of need. Empty or 0 keeps none.
+	SandboxPools map[string]int
 	// SandboxStartTimeout bounds the wait for a new sandbox's runtime to answer.
 	SandboxStartTimeout time.Duration
 	// SandboxIdleTimeout, when positive, pauses sandboxes nobody used for that long.
@@ -297,6 +300,9 @@ func Options() []Option {
 		{Flag: "max-running-sandboxes", Env: []string{"AGENTD_MAX_RUNNING_SANDBOXES"}, File: "max_running_sandboxes", Default: "20",
 			Doc: "Most sandboxes one user may have starting or running at once (paused ones do not count); 0 means no bound. 20 lets a user run many agents side by side, and keeps one user from holding an unbounded share of the machine's memory and processes (each sandbox may use its spec's limits).",
 			set: func(c *Config, v string) error { return setInt(&c.MaxRunningSandboxes, v) }},
+		{Flag: "sandbox-pool", Env: []string{"AGENTD_SANDBOX_POOL"}, File: "sandbox_pool", Default: "2",
+			Doc: "Warm pools: sandboxes started ahead of need, with no owner, no key and nothing of any user, that a start claims and then hands its key and environment to, so it is running at once; the pool starts another in the background. A number sizes the default spec's pool; `spec=n` entries, comma-separated, size other specs' (`2,python=1`). 0 keeps none. Pooled sandboxes count against no user's limit and are destroyed when the server stops. The process, bwrap and docker backends keep pools, each server its own; the kubernetes backend keeps none yet.",
+			set: func(c *Config, v string) error { return setPools(&c.SandboxPools, v) }},
 		{Flag: "sandbox-start-timeout", Env: []string{"AGENTD_SANDBOX_START_TIMEOUT"}, File: "sandbox_start_timeout", Default: "30s",
 			Doc: "How long a new sandbox's runtime may take to answer before the sandbox is ERROR.",
 			set: func(c *Config, v string) error { return setDuration(&c.SandboxStartTimeout, v) }},
@@ -466,6 +472,41 @@ func setInt(dst *int, v string) error {
 	*dst = n
 	return nil
 }
+
+// setPools reads warm pool sizes: comma-separated entries, "n" for the default spec ("" in
+// the map) or "spec=n".
+func setPools(dst *map[string]int, v string) error {
+	out := map[string]int{}
+	for e := range strings.SplitSeq(v, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		spec, n, ok := strings.Cut(e, "=")
+		if !ok {
+			spec, n = "", e
+		}
+		spec = strings.TrimSpace(spec)
+		size, err := strconv.Atoi(strings.TrimSpace(n))
+		if err != nil || size < 0 || size > maxPool {
+			return fmt.Errorf("pool %q: want a size from 0 to %d", e, maxPool)
+		}
+		if ok && spec == "" {
+			return fmt.Errorf("pool %q: no spec before =", e)
+		}
+		if _, dup := out[spec]; dup {
+			return fmt.Errorf("pool %q: that spec's pool is sized twice", e)
+		}
+		if size > 0 {
+			out[spec] = size
+		}
+	}
+	*dst = out
+	return nil
+}
+
+// maxPool bounds one warm pool: pooled sandboxes hold memory and processes for nobody yet.
+const maxPool = 100
 
 // setPrefixes reads comma-separated address prefixes; a bare address is a prefix of one.
 func setPrefixes(dst *[]netip.Prefix, v string) error {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,5 +123,33 @@ func TestErrors(t *testing.T) {
 				t.Fatalf("err = %v, want it to mention %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestSandboxPools(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want map[string]int
+	}{
+		{"2", map[string]int{"": 2}},
+		{"0", map[string]int{}},
+		{"", map[string]int{}},
+		{"1, python=3", map[string]int{"": 1, "python": 3}},
+		{"python=0", map[string]int{}},
+	} {
+		var got map[string]int
+		if err := setPools(&got, tc.v); err != nil || !maps.Equal(got, tc.want) {
+			t.Errorf("setPools(%q) = %v, %v; want %v", tc.v, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"-1", "x", "=2", "2,3", "a=1,a=2", "101"} {
+		var got map[string]int
+		if err := setPools(&got, bad); err == nil {
+			t.Errorf("setPools(%q) took it: %v", bad, got)
+		}
+	}
+	cfg, err := Load(nil, func(string) string { return "" })
+	if err != nil || !maps.Equal(cfg.SandboxPools, map[string]int{"": 2}) {
+		t.Fatalf("default pools %v, %v", cfg.SandboxPools, err)
 	}
 }

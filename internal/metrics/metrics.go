@@ -45,6 +45,7 @@ type Metrics struct {
 
 	sandboxOps      *prometheus.HistogramVec
 	sandboxFailures *prometheus.CounterVec
+	sandboxPools    *prometheus.GaugeVec
 
 	agentSteps   prometheus.Counter
 	toolDuration *prometheus.HistogramVec
@@ -90,8 +91,10 @@ func Of(log *slog.Logger, r Replica) *Metrics {
 	m.httpRequests = counterVec(m, "agentd_http_requests_total", "HTTP requests answered, by route pattern, method and status.", "route", "method", "status")
 	m.httpDuration = histogramVec(m, "agentd_http_request_duration_seconds", "Time to answer an HTTP request, by route pattern and method.", requestBuckets, "route", "method")
 
-	m.sandboxOps = histogramVec(m, "agentd_sandbox_operation_duration_seconds", "Time of sandbox starts (until the runtime answers), pauses and resumes, failed ones included, by backend and operation.", slowBuckets, "backend", "operation")
-	m.sandboxFailures = counterVec(m, "agentd_sandbox_operation_failures_total", "Sandbox starts, pauses and resumes that failed, by backend and operation.", "backend", "operation")
+	m.sandboxOps = histogramVec(m, "agentd_sandbox_operation_duration_seconds", "Time of sandbox operations, failed ones included, by backend and operation: start (a cold start, until the runtime answers), claim (a start served from a warm pool, until the runtime answers with the delivered key), pool_start (a sandbox started for a warm pool), pause, resume.", slowBuckets, "backend", "operation")
+	m.sandboxFailures = counterVec(m, "agentd_sandbox_operation_failures_total", "Sandbox operations that failed, by backend and operation.", "backend", "operation")
+	m.sandboxPools = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "agentd_sandbox_pool_ready", Help: "Sandboxes waiting in this replica's warm pools, by backend and spec; they belong to no user and count against no limit."}, []string{"backend", "spec"})
+	m.own.MustRegister(m.sandboxPools)
 
 	m.agentSteps = prometheus.NewCounter(prometheus.CounterOpts{Name: "agentd_agent_steps_total", Help: "Agent steps taken: model calls of the agent loops and what they did with the answers."})
 	m.own.MustRegister(m.agentSteps)
@@ -145,6 +148,11 @@ func (m *Metrics) ObserveOperation(backend, op string, d time.Duration, failed b
 	if failed {
 		m.sandboxFailures.WithLabelValues(backend, op).Inc()
 	}
+}
+
+// PoolSize implements sandbox.Metrics.
+func (m *Metrics) PoolSize(backend, spec string, ready int) {
+	m.sandboxPools.WithLabelValues(backend, spec).Set(float64(ready))
 }
 
 // Step implements agent.Observer.

@@ -41,6 +41,10 @@ const shutdownGrace = 5 * time.Second
 // as its own uid, and without that they could read its memory (/proc/<pid>/mem, the key among
 // it), its environment and its descriptors, or trace it. See protectProcess.
 //
+// With --pooled, the key Main reads is a pool's secret: the runtime serves the probes and one
+// delivery of its session key and environment authenticated by that secret (see pooled.go),
+// and from then on serves as if started with them.
+//
 // With --sandbox-uid, Main must start as root: it reads its key and makes its socket as root,
 // then stays root but works on files as that uid and starts every command as it, with no
 // capabilities (see becomeSandboxUser).
@@ -58,6 +62,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 	tlsCert := fs.String("tls-cert", "", "serve TLS with the certificate in this PEM file (with --tls-key)")
 	tlsKey := fs.String("tls-key", "", "the private key of --tls-cert, in a PEM file closed to the commands")
 	sandboxUID := fs.Int("sandbox-uid", 0, "run commands, and work on files, as this uid and gid; the runtime must start as root (0: as the runtime's own)")
+	pooled := fs.Bool("pooled", false, "the key read is a pool's secret, not a session key: serve nothing but the probes and one delivery of the session key and environment (POST "+runtimeclient.PathDeliver+") authenticated by it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -113,14 +118,30 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 			return fmt.Errorf("runtime: %w", err)
 		}
 	}
-	handler, err := newMainServer(ws, *sandboxUID, ServerConfig{
+	cfg := ServerConfig{
 		SandboxID:  *sandboxID,
 		SessionKey: key,
 		Logger:     log,
 		Version:    version(),
 		Env:        os.Environ(),
-	})
-	if err != nil {
+	}
+	if err := prepareMain(ws, *sandboxUID, &cfg); err != nil {
+		ln.Close()
+		return fmt.Errorf("runtime: %w", err)
+	}
+	var handler interface {
+		http.Handler
+		Close() error
+	}
+	if *pooled {
+		// Everything but the server is up; the key read is the pool's secret.
+		handler = newPooledHandler(key, cfg.Env, func(key string, env []string) (*Server, error) {
+			c := cfg
+			c.SessionKey, c.Env = key, env
+			return NewServer(c)
+		})
+		log.Info("runtime pooled: waiting for its delivery")
+	} else if handler, err = NewServer(cfg); err != nil {
 		ln.Close()
 		return fmt.Errorf("runtime: %w", err)
 	}
@@ -139,26 +160,26 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 	}
 	// Tool sessions end when shutdown begins, so that calls waiting on a terminal return
 	// within the grace period instead of being cut off.
-	err = serve(ctx, log, ln, h, func() { handler.Close() })
+	err = serve(ctx, log, ln, h, func() { _ = handler.Close() })
 	handler.Close()
 	return err
 }
 
-// newMainServer takes sandboxUID, if not 0, creates the workspace ws (as that uid) and builds
-// the server on it.
-func newMainServer(ws string, sandboxUID int, cfg ServerConfig) (*Server, error) {
+// prepareMain takes sandboxUID, if not 0, and creates the workspace ws (as that uid), setting
+// cfg's Credential and Workspace for the server.
+func prepareMain(ws string, sandboxUID int, cfg *ServerConfig) error {
 	if sandboxUID != 0 {
 		cred, err := becomeSandboxUser(sandboxUID)
 		if err != nil {
-			return nil, fmt.Errorf("take the sandbox uid: %w", err)
+			return fmt.Errorf("take the sandbox uid: %w", err)
 		}
 		cfg.Credential = cred
 	}
 	if err := os.MkdirAll(ws, 0o755); err != nil {
-		return nil, fmt.Errorf("create workspace: %w", err)
+		return fmt.Errorf("create workspace: %w", err)
 	}
 	cfg.Workspace = ws
-	return NewServer(cfg)
+	return nil
 }
 
 // readKeyFile reads the session key from path and deletes the file, so that no command the

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
@@ -54,6 +55,10 @@ type Capabilities struct {
 	Freeze bool
 	// Limits are the limits of a spec the backend enforces on this machine.
 	Limits LimitKinds
+	// Pool: Start takes a StartRequest with a PoolSecret in place of a SessionKey, and
+	// starts a sandbox whose runtime waits for its session key (agentd runtime --pooled);
+	// the service keeps warm pools of such sandboxes (pool.go).
+	Pool bool
 }
 
 // LimitKinds name the kinds of Limits.
@@ -69,6 +74,44 @@ type StartRequest struct {
 	Spec    Spec
 	// SessionKey protects the runtime: every request to it must carry this key.
 	SessionKey string
+	// PoolSecret, in place of SessionKey (which is then empty, as OwnerID is), starts a
+	// sandbox for a warm pool: the backend hands it to the runtime the way it hands a session
+	// key, and starts the runtime with --pooled, so that the runtime holds no key until the
+	// start that claims the sandbox delivers one, authenticated by this secret. Only backends
+	// with Capabilities.Pool take it.
+	PoolSecret string
+	// Pool names the spec whose pool the sandbox is for, when PoolSecret is set, for
+	// backends that label what they make.
+	Pool string
+}
+
+// RuntimeKey is what the backend hands the runtime as its key: the session key, or the
+// pool's secret of a pooled start. It is an error for a request to have neither or both.
+func (r StartRequest) RuntimeKey() (string, error) {
+	switch {
+	case r.SessionKey != "" && r.PoolSecret != "":
+		return "", errors.New("both a session key and a pool secret")
+	case r.SessionKey != "":
+		return r.SessionKey, nil
+	case r.PoolSecret != "":
+		return r.PoolSecret, nil
+	}
+	return "", errors.New("no session key")
+}
+
+// Pooled reports whether the request starts a sandbox for a warm pool.
+func (r StartRequest) Pooled() bool { return r.PoolSecret != "" }
+
+// PooledFlag is the runtime flag of a pooled start.
+const PooledFlag = "--pooled"
+
+// RuntimeArgs appends to argv the runtime flags the request adds: PooledFlag for a pooled
+// start.
+func (r StartRequest) RuntimeArgs(argv []string) []string {
+	if r.Pooled() {
+		return append(argv, PooledFlag)
+	}
+	return argv
 }
 
 // State is what Inspect finds.

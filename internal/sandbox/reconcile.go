@@ -138,6 +138,9 @@ func (s *Service) adoptStarting(ctx context.Context, sb Sandbox, state State) er
 // removeOrphan destroys a sandbox the backend found if it has no record, or if its record
 // says nothing should run (ERROR, MISSING) while processes do.
 func (s *Service) removeOrphan(ctx context.Context, inst Instance) error {
+	if s.pools.holds(inst.ID) {
+		return nil // a member of this service's warm pools, which have no records
+	}
 	unlock := s.locks.lock(inst.ID)
 	defer unlock()
 	sb, err := s.store.GetSandbox(ctx, "", inst.ID)
@@ -163,7 +166,7 @@ func (s *Service) removeOrphan(ctx context.Context, inst Instance) error {
 	return nil
 }
 
-// Run makes a Watch pass every WatchInterval. It blocks until ctx ends or the service is
+// Run makes a Watch pass every WatchInterval, and keeps the warm pools full. It blocks until ctx ends or the service is
 // closed, and returns nil then.
 func (s *Service) Run(ctx context.Context) error {
 	s.mu.Lock()
@@ -180,6 +183,7 @@ func (s *Service) Run(ctx context.Context) error {
 	stop := context.AfterFunc(s.life, cancel)
 	defer stop()
 
+	s.spawn(func() { s.fillPools(ctx) })
 	tick := time.NewTicker(s.watchInterval)
 	defer tick.Stop()
 	for {

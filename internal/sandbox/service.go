@@ -54,6 +54,10 @@ type ServiceOptions struct {
 	IdleTimeout time.Duration
 	// OnIdlePause is told of every sandbox paused for being idle (and for how long it was).
 	OnIdlePause func(ctx context.Context, sb Sandbox, idle time.Duration)
+	// Pools are the warm pools to keep: how many sandboxes of each spec (by id; "" is the
+	// default spec) to keep started ahead of need, for Start to claim (pool.go). A backend
+	// without Capabilities.Pool keeps none. Run fills them; Close drains them.
+	Pools map[string]int
 	// Metrics is told how starts, pauses and resumes went; nil tells nobody.
 	Metrics Metrics
 	// OnStatus is told of every change of a sandbox's status after its creation, with the
@@ -73,6 +77,8 @@ type Metrics interface {
 	// long it took (a start, until the runtime answered or the start failed) and whether it
 	// failed.
 	ObserveOperation(backend, op string, d time.Duration, failed bool)
+	// PoolSize records how many sandboxes of spec wait in the warm pool of backend now.
+	PoolSize(backend, spec string, ready int)
 }
 
 // Operations of Metrics.
@@ -80,11 +86,17 @@ const (
 	OpStart  = "start"
 	OpPause  = "pause"
 	OpResume = "resume"
+	// OpClaim is a start served from a warm pool: from the claim until the runtime answers
+	// with the delivered key (RUNNING).
+	OpClaim = "claim"
+	// OpPoolStart is the start of a sandbox for a warm pool, until its runtime answers.
+	OpPoolStart = "pool_start"
 )
 
 type noMetrics struct{}
 
 func (noMetrics) ObserveOperation(string, string, time.Duration, bool) {}
+func (noMetrics) PoolSize(string, string, int)                         {}
 
 // Service owns the lifecycle of sandboxes: it keeps the store's records and the backend's
 // processes in step, and is the only writer of sandbox records.
@@ -94,8 +106,9 @@ func (noMetrics) ObserveOperation(string, string, time.Duration, bool) {}
 // owner's sandboxes: another owner's sandbox is ErrNotFound.
 //
 // Lifecycle: NewService, then Reconcile once at start-up, then Run (blocking, usually in its
-// own goroutine) while serving, then Close. Close stops the service's goroutines and waits for
-// them; sandboxes keep running, and the next Reconcile adopts them.
+// own goroutine) while serving, then Close. Run fills the warm pools. Close stops the
+// service's goroutines and waits for them, and destroys the pools' sandboxes; the sandboxes
+// of users keep running, and the next Reconcile adopts them.
 type Service struct {
 	store       Store
 	backend     Backend
@@ -121,6 +134,7 @@ type Service struct {
 
 	locks   keyLock // one per sandbox id, and one per owner ("owner:" + id); always id first
 	changes notifier
+	pools   *pools
 
 	// life is the service's own lifetime, not a request's: Close cancels it, which stops
 	// every goroutine the service started.
@@ -170,6 +184,7 @@ func NewService(opts ServiceOptions) *Service {
 		clients:       map[string]*runtimeclient.Client{},
 		lastActive:    map[string]time.Time{},
 		holds:         map[string]int{},
+		pools:         newPools(opts.Pools, opts.DefaultSpec),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -203,8 +218,9 @@ func randomBytes(n int) []byte {
 	return b
 }
 
-// Close stops the service's goroutines (readiness waits, the watcher) and waits for them.
-// Sandboxes keep running. Safe to call twice.
+// Close stops the service's goroutines (readiness waits, the watcher, the pools' filler) and
+// waits for them, then destroys the sandboxes of the warm pools. Users' sandboxes keep
+// running. Safe to call twice.
 func (s *Service) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -213,6 +229,7 @@ func (s *Service) Close() error {
 	s.mu.Unlock()
 	s.stop()
 	s.wg.Wait()
+	s.drainPools()
 	for _, c := range clients {
 		c.CloseIdleConnections()
 	}

@@ -17,6 +17,9 @@ var (
 // returns the record as stored, normally STARTING: the runtime is still coming up, and the
 // sandbox becomes RUNNING (or ERROR) in the background; WaitRunning waits for that.
 //
+// A sandbox taken from the spec's warm pool is RUNNING already when Start returns (see
+// pool.go); when the pool is empty, Start starts one cold.
+//
 // If the backend cannot start it, the record is left in ERROR with the reason in Detail,
 // nothing of it keeps running, and Start returns that record with the error.
 func (s *Service) Start(ctx context.Context, ownerID, specID string) (Sandbox, error) {
@@ -36,6 +39,10 @@ func (s *Service) Start(ctx context.Context, ownerID, specID string) (Sandbox, e
 	sealed, err := s.sealer.Seal([]byte(key))
 	if err != nil {
 		return Sandbox{}, fmt.Errorf("start sandbox: seal session key: %w", err)
+	}
+	if m, ok := s.pools.take(spec.ID, specDigest(spec)); ok {
+		s.pools.poke()
+		return s.startClaimed(ctx, ownerID, spec, m, key, sealed)
 	}
 	now := s.now().UTC()
 	sb := Sandbox{

@@ -287,3 +287,15 @@ func noAnswer(ctx context.Context, err error) error {
 	}
 	return fmt.Errorf("%w: %w", ErrNoAnswer, err)
 }
+
+// Deliver hands a pooled runtime its session key and environment (see DeliverRequest). The
+// client must have been made with the pool's secret as its key. The answer is the runtime's
+// identity, as it serves from then on; a runtime that took a delivery already refuses the
+// next one.
+func (c *Client) Deliver(ctx context.Context, req DeliverRequest) (Identity, error) {
+	var id Identity
+	if err := c.call(ctx, http.MethodPost, PathDeliver, req, &id); err != nil {
+		return Identity{}, fmt.Errorf("runtime delivery: %w", err)
+	}
+	return id, nil
+}

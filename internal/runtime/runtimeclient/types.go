@@ -110,3 +110,17 @@ type CloseToolSessionResult struct {
 	// Closed is false when the conversation had no session.
 	Closed bool `json:"closed"`
 }
+
+// PathDeliver is where a pooled runtime takes its one delivery (DeliverRequest).
+const PathDeliver = "/api/deliver"
+
+// DeliverRequest is the body of POST /api/deliver: what a runtime started ahead of need
+// (`agentd runtime --pooled`) is given once a start claims its sandbox. The request carries
+// the pool's secret where other requests carry the session key; from the answer on, the
+// runtime serves as one started with SessionKey and Env.
+type DeliverRequest struct {
+	// SessionKey is the key every later request must carry.
+	SessionKey string `json:"session_key"`
+	// Env is laid over the runtime's own environment for every command it runs.
+	Env map[string]string `json:"env,omitempty"`
+}

@@ -243,7 +243,7 @@ func (b *Backend) Name() string { return Name }
 // workspace is a host directory without a quota).
 func (b *Backend) Capabilities() sandbox.Capabilities {
 	missing := b.cg.Missing(cgroup.Limits{MemoryBytes: 1, CPUs: 1, PIDs: 1})
-	return sandbox.Capabilities{Freeze: true, Limits: sandbox.LimitKinds{
+	return sandbox.Capabilities{Freeze: true, Pool: true, Limits: sandbox.LimitKinds{
 		Memory: !slices.Contains(missing, cgroup.Memory),
 		CPU:    !slices.Contains(missing, cgroup.CPU),
 		PIDs:   !slices.Contains(missing, cgroup.PIDs),

@@ -36,8 +36,8 @@ func (b *Backend) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.
 	if err := b.checkSpec(req.Spec); err != nil {
 		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
 	}
-	if req.SessionKey == "" {
-		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: no session key", req.ID)
+	if _, err := req.RuntimeKey(); err != nil {
+		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
@@ -103,7 +103,8 @@ func (b *Backend) start(ctx context.Context, dir string, g *cgroup.Group, req sa
 		return sandbox.Instance{}, fmt.Errorf("key pipe: %w", err)
 	}
 	defer keyR.Close()
-	_, err = keyW.WriteString(req.SessionKey)
+	key, _ := req.RuntimeKey() // a pooled start's is its pool's secret
+	_, err = keyW.WriteString(key)
 	keyW.Close()
 	if err != nil {
 		return sandbox.Instance{}, fmt.Errorf("key pipe: %w", err)
@@ -192,8 +193,8 @@ func runtimeCommand(req sandbox.StartRequest, ws string) []string {
 	if argv[0] == "agentd" {
 		argv[0] = runtimeBinary
 	}
-	return append(argv, "--listen", "fd:"+strconv.Itoa(fdListen), "--workspace", ws,
-		"--sandbox-id", req.ID, "--key-fd", strconv.Itoa(fdKey))
+	return req.RuntimeArgs(append(argv, "--listen", "fd:"+strconv.Itoa(fdListen), "--workspace", ws,
+		"--sandbox-id", req.ID, "--key-fd", strconv.Itoa(fdKey)))
 }
 
 // argsMemfd returns an anonymous file holding args, each ended by a NUL, as bwrap's --args

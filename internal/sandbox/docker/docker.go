@@ -24,7 +24,8 @@
 // a bridge network of the backend's own that firewall rules keep off the host (see
 // network.go); none is Docker's none.
 // Containers and volumes carry labels that say they are agentd's, which sandbox and owner they
-// belong to, and which agentd (by its Root) manages them, so that two servers sharing an engine
+// belong to (none, for a sandbox started for a warm pool: labels cannot change, so a claimed
+// one keeps an empty owner; the store records it), and which agentd (by its Root) manages them, so that two servers sharing an engine
 // never take each other's sandboxes for orphans. The container id is the Instance's state;
 // List finds the rest by label after a restart of agentd.
 //
@@ -183,7 +184,7 @@ func (b *Backend) Name() string { return Name }
 // engine's pause, with the engine's memory, CPU and process limits and the size of /tmp; no
 // disk limit.
 func (b *Backend) Capabilities() sandbox.Capabilities {
-	return sandbox.Capabilities{Freeze: true, Limits: sandbox.LimitKinds{Memory: true, CPU: true, PIDs: true, Tmp: true}}
+	return sandbox.Capabilities{Freeze: true, Pool: true, Limits: sandbox.LimitKinds{Memory: true, CPU: true, PIDs: true, Tmp: true}}
 }
 
 // Close removes the egress network when no sandbox is left (so a removed data directory

@@ -39,8 +39,8 @@ func (b *Backend) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.
 	if err := checkSpec(req.Spec); err != nil {
 		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
 	}
-	if req.SessionKey == "" {
-		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: no session key", req.ID)
+	if _, err := req.RuntimeKey(); err != nil {
+		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
@@ -70,7 +70,8 @@ func (b *Backend) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.
 func (b *Backend) start(ctx context.Context, dir string, req sandbox.StartRequest) (sandbox.Instance, error) {
 	// The run directory and the key are root's, as the runtime is until it has read the key
 	// (and deleted it) and made its socket beside it: the commands cannot even look in.
-	if err := os.WriteFile(keyPath(dir), []byte(req.SessionKey), 0o400); err != nil {
+	key, _ := req.RuntimeKey() // a pooled start's is its pool's secret
+	if err := os.WriteFile(keyPath(dir), []byte(key), 0o400); err != nil {
 		return sandbox.Instance{}, fmt.Errorf("write session key: %w", err)
 	}
 	home, err := b.imageHome(ctx, req.Spec.Image)
@@ -165,6 +166,7 @@ func (b *Backend) containerConfig(req sandbox.StartRequest, workdir, home string
 		"--sandbox-id", req.ID,
 		"--key-file", path.Join(runInContainer, "key"),
 		"--sandbox-uid", strconv.Itoa(b.uid))
+	argv = req.RuntimeArgs(argv)
 	// The image's environment (its PATH above all) stays; the spec's is laid over it. The
 	// server's own environment is never passed on: it may hold LLM keys.
 	env := []string{"TERM=xterm-256color"}

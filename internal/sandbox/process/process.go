@@ -88,7 +88,7 @@ func (b *Backend) Name() string { return Name }
 
 // Capabilities: local, frozen by stopping the runtime's session, and no limit at all.
 func (b *Backend) Capabilities() sandbox.Capabilities {
-	return sandbox.Capabilities{Freeze: true}
+	return sandbox.Capabilities{Freeze: true, Pool: true}
 }
 
 // Close stops reaping the runtimes this value started; they keep running, and whoever

@@ -22,8 +22,8 @@ func (b *Backend) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.
 	if err := checkSpec(req.Spec); err != nil {
 		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
 	}
-	if req.SessionKey == "" {
-		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: no session key", req.ID)
+	if _, err := req.RuntimeKey(); err != nil {
+		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
@@ -68,12 +68,13 @@ func (b *Backend) start(dir string, req sandbox.StartRequest) (sandbox.Instance,
 		return sandbox.Instance{}, fmt.Errorf("key pipe: %w", err)
 	}
 	defer keyR.Close()
-	_, err = keyW.WriteString(req.SessionKey)
+	key, _ := req.RuntimeKey()
+	_, err = keyW.WriteString(key)
 	keyW.Close()
 	if err != nil {
 		return sandbox.Instance{}, fmt.Errorf("key pipe: %w", err)
 	}
-	argv = append(argv, "--listen", listenArg(dir), "--workspace", ws, "--sandbox-id", req.ID, "--key-fd", "3")
+	argv = req.RuntimeArgs(append(argv, "--listen", listenArg(dir), "--workspace", ws, "--sandbox-id", req.ID, "--key-fd", "3"))
 
 	// Not CommandContext: the sandbox must outlive the request that started it.
 	cmd := exec.Command(argv[0], argv[1:]...)

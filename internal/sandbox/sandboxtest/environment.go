@@ -41,6 +41,9 @@ func (s *suite) testRuntimeEnvironment(t *testing.T) {
 		}
 	}
 	checkNoSecret(t, "a command's environment", got, canary, bx.key)
+	if bx.secret != "" {
+		checkNoSecret(t, "a command's environment", got, canary, bx.secret)
+	}
 
 	// What the sandbox's processes were started with, seen from the host: a variable that a
 	// process removed from its own environment is still in the one it was given.
@@ -58,6 +61,9 @@ func (s *suite) testRuntimeEnvironment(t *testing.T) {
 			t.Fatalf("read the environment of %s: %v", p, err)
 		}
 		checkNoSecret(t, "the environment of process "+p, parseEnv(string(b)), canary, bx.key)
+		if bx.secret != "" {
+			checkNoSecret(t, "the environment of process "+p, parseEnv(string(b)), canary, bx.secret)
+		}
 	}
 }
 

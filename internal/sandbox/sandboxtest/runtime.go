@@ -28,7 +28,10 @@ func RuntimeMain(m *testing.M) {
 // them a PostgreSQL server).
 func RuntimeMainWith(m *testing.M, run func(*testing.M) int) {
 	mcptest.Main()
-	if os.Getenv(EnvRuntime) == "1" {
+	// A pooled runtime starts without the spec's environment (EnvRuntime among it), which
+	// its delivery brings: it is told by its subcommand and flag instead.
+	pooled := len(os.Args) > 1 && os.Args[1] == "runtime" && slices.Contains(os.Args, sandbox.PooledFlag)
+	if os.Getenv(EnvRuntime) == "1" || pooled {
 		os.Exit(serveRuntime(os.Args[1:]))
 	}
 	os.Exit(run(m))

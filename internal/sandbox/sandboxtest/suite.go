@@ -135,6 +135,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) sandbox.Backend, opts Optio
 	t.Run("Unsupported", s.testUnsupported)
 	t.Run("Isolation", s.testIsolation)
 	t.Run("Escape", s.testEscape)
+	t.Run("Pooled", s.testPooled)
 	// Every subtest destroys what it started when it ends, passed or failed, so the backend
 	// finds nothing left of the suite.
 	if ids := listIDs(t, newBackend(t)); len(ids) > 0 {
@@ -145,6 +146,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) sandbox.Backend, opts Optio
 type suite struct {
 	newBackend func(t *testing.T) sandbox.Backend
 	opts       Options
+	// claimed: start starts sandboxes for a warm pool and claims them (pooled.go).
+	claimed bool
 }
 
 // Bounds of the suite's waits. readyTimeout and changeTimeout bound loops that wait for
@@ -166,6 +169,7 @@ type box struct {
 	backend   sandbox.Backend // the backend that manages it now
 	inst      sandbox.Instance
 	key       string
+	secret    string // the pool's secret of a claimed sandbox
 	client    *runtimeclient.Client
 	destroyed bool
 }
@@ -230,7 +234,12 @@ func (s *suite) start(t *testing.T, b sandbox.Backend, spec sandbox.Spec) *box {
 			}
 		}
 	})
-	inst, err := b.Start(context.Background(), sandbox.StartRequest{ID: id, OwnerID: "owner", Spec: spec, SessionKey: bx.key})
+	req := sandbox.StartRequest{ID: id, OwnerID: "owner", Spec: spec, SessionKey: bx.key}
+	if s.claimed {
+		bx.secret = NewKey()
+		req = sandbox.StartRequest{ID: id, Spec: sandbox.PoolSpec(spec), PoolSecret: bx.secret, Pool: spec.ID}
+	}
+	inst, err := b.Start(context.Background(), req)
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
@@ -240,6 +249,9 @@ func (s *suite) start(t *testing.T, b sandbox.Backend, spec sandbox.Spec) *box {
 	bx.mu.Lock()
 	bx.inst = inst
 	bx.mu.Unlock()
+	if s.claimed {
+		claim(t, b, inst, bx.secret, bx.key, spec.InitialEnv)
+	}
 	bx.client, err = NewClient(b, inst, bx.key)
 	if err != nil {
 		t.Fatalf("client for %q: %v", inst.Endpoint, err)
