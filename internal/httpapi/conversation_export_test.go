@@ -121,7 +121,7 @@ func TestConversationSkillsAndHooks(t *testing.T) {
 	e.scripted(alice, llmtest.Text("Hi."))
 	e.must("POST", "/api/v1/skills", alice, map[string]any{"name": "style", "content": "Answer briefly."}, http.StatusCreated, nil)
 	sb := e.runningSandbox(alice)
-	e.writeWorkspace(alice, sb, map[string]string{
+	e.writeProject(alice, sb, map[string]string{
 		"AGENTS.md":                        "Run make check.",
 		".openhands/microagents/deploy.md": "---\nname: deploy\ntriggers:\n  - deploy\n---\nUse make deploy.",
 		".openhands/microagents/release.md": "---\nname: release\ninputs:\n  - name: VERSION\n    description: the version\n---\n" +

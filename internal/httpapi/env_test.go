@@ -48,6 +48,8 @@ type env struct {
 	agent conversation.AgentOptions
 	// sockets tunes the app's WebSockets (timeouts).
 	sockets httpapi.SocketOptions
+	// watchInterval is how often the sandbox service looks for vanished sandboxes (0: 100 ms).
+	watchInterval time.Duration
 	// sandboxClock is the sandbox service's clock: the real time until a test advances it.
 	sandboxClock *offsetClock
 	// providers are the git providers' APIs the server is configured with, on loopback.
@@ -227,8 +229,12 @@ func (e *env) newBackend() *process.Backend {
 func (e *env) start() {
 	e.t.Helper()
 	e.backend = e.newBackend()
+	watch := e.watchInterval
+	if watch == 0 {
+		watch = 100 * time.Millisecond
+	}
 	o := app.Options{Config: e.cfg, Backend: e.backend, Version: "test",
-		LLMRetry: fastRetry, Agent: e.agent, SandboxWatchInterval: 100 * time.Millisecond,
+		LLMRetry: fastRetry, Agent: e.agent, SandboxWatchInterval: watch,
 		SandboxNow: e.sandboxClock.Now, Sockets: e.sockets,
 		Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	if e.git != nil {

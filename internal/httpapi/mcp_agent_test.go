@@ -176,7 +176,7 @@ func TestMCPServersOfMicroagents(t *testing.T) {
 		llmtest.Text("Both answered."),
 	)
 	sb := e.runningSandbox(alice)
-	e.writeWorkspace(alice, sb, map[string]string{
+	e.writeProject(alice, sb, map[string]string{
 		".openhands/microagents/tools.md": "---\nname: tools\nmcp_tools:\n  stdio_servers:\n    - name: repo\n" +
 			"      command: /proc/self/exe\n      env: {" + mcptest.ModeEnv + ": stdio}\n---\nThe repository's tools.",
 		".openhands/microagents/later.md": "---\nname: later\ntriggers: [never-said]\nmcp_tools:\n  mcpServers:\n" +

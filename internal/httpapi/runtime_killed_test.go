@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/internal/llm/llmtest"
 )
@@ -15,6 +16,10 @@ import (
 // host path (the runtime's socket, the data directory).
 func TestAgentKillsItsRuntime(t *testing.T) {
 	e := newEnv(t)
+	// The watcher, which the tests run every 100 ms (the server every 5 s), would find the
+	// processes gone too and say MISSING, first on a busy machine: it looks only at start here.
+	e.watchInterval = time.Hour
+	e.restart()
 	_, alice := e.newUser("alice")
 	e.scripted(alice,
 		terminal(t, "kill -9 $PPID"),

@@ -12,16 +12,26 @@ import (
 	"github.com/agentd/agentd/internal/llm/llmtest"
 )
 
-// writeWorkspace writes files into a running sandbox's workspace through its runtime, where
-// its conversations work (the project directory), as a clone would have left them.
+// writeWorkspace writes files into a running sandbox's workspace through its runtime, named
+// relative to the workspace.
 func (e *env) writeWorkspace(key, sandboxID string, files map[string]string) {
 	e.t.Helper()
 	var script strings.Builder
 	for name, content := range files {
-		name = path.Join(conversation.ProjectDir, name)
 		script.WriteString("mkdir -p \"$(dirname '" + name + "')\" && cat > '" + name + "' <<'AGENTD_EOF'\n" + content + "\nAGENTD_EOF\n")
 	}
 	e.run(key, sandboxID, script.String())
+}
+
+// writeProject writes files in the directory where the sandbox's current-generation
+// conversations work, named relative to it.
+func (e *env) writeProject(key, sandboxID string, files map[string]string) {
+	e.t.Helper()
+	in := make(map[string]string, len(files))
+	for name, content := range files {
+		in[path.Join(conversation.ProjectDir, name)] = content
+	}
+	e.writeWorkspace(key, sandboxID, in)
 }
 
 // TestSkillsReachTheAgent is the story of skills through the public API: the workspace holds
@@ -38,7 +48,7 @@ func TestSkillsReachTheAgent(t *testing.T) {
 		"triggers": []string{"kubernetes"}}, http.StatusCreated, nil)
 
 	sb := e.runningSandbox(alice)
-	e.writeWorkspace(alice, sb, map[string]string{
+	e.writeProject(alice, sb, map[string]string{
 		"AGENTS.md": "REPO-GUIDANCE: run make check before you finish.",
 		".openhands/microagents/deploy.md": "---\nname: deploy\ntriggers:\n  - deploy\n---\n" +
 			"KNOWLEDGE-DEPLOY: deploy with make deploy ENV=staging.",
