@@ -151,6 +151,35 @@ func wantStopped(t *testing.T, needle string) {
 	}
 }
 
+// allStopped says whether the processes whose command line contains needle, and their
+// children, are all stopped at a signal (state T or t: no system call under way).
+func allStopped(t *testing.T, needle string) bool {
+	var pids []int
+	for _, pid := range processesMatching(t, needle) {
+		pids = append(pids, pid)
+		tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
+		for _, f := range tasks {
+			b, _ := os.ReadFile(f)
+			for _, c := range strings.Fields(string(b)) {
+				if n, err := strconv.Atoi(c); err == nil {
+					pids = append(pids, n)
+				}
+			}
+		}
+	}
+	for _, pid := range pids {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			continue // gone
+		}
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 || i+2 >= len(stat) || !strings.ContainsRune("Tt", rune(stat[i+2])) {
+			return false
+		}
+	}
+	return len(pids) > 0
+}
+
 // processesMatching returns the pids of live processes whose command line contains needle.
 func processesMatching(t *testing.T, needle string) []int {
 	t.Helper()
@@ -270,10 +299,20 @@ func TestSandboxLifecycle(t *testing.T) {
 		if sb.Status != "PAUSED" || sb.SessionAPIKey != nil {
 			t.Fatalf("paused sandbox %+v: want PAUSED without a session key", sb)
 		}
-		before := e.counter(id)
 		wantStopped(t, marker)
-		if after := e.counter(id); after != before {
-			t.Fatalf("counter went from %d to %d while paused", before, after)
+		// A write the loop had in flight (its mv in the kernel, state D) may land once the pause
+		// has answered; once the loop and its children are all stopped at a signal (T), nothing
+		// of the sandbox runs, however long the test looks.
+		e.eventually("the loop and its children stopped", func() bool { return allStopped(t, marker) })
+		settled := e.counter(id)
+		for range 20 {
+			if s := e.sandboxStatus(key, id); s != "PAUSED" {
+				t.Fatalf("status %q while paused", s)
+			}
+		}
+		wantStopped(t, marker)
+		if after := e.counter(id); after != settled {
+			t.Fatalf("counter went from %d to %d while paused", settled, after)
 		}
 	})
 
