@@ -183,7 +183,7 @@ func sandboxCost(sb *sandbox.Sandbox) int {
 func viewCost(v *conversation.View) int {
 	c := &v.Conversation
 	n := int(unsafe.Sizeof(*v)) + len(c.ID) + len(c.OwnerID) + len(c.SandboxID) + len(c.Version) + len(c.Title) + len(c.Metrics) +
-		len(c.ExecutionStatus) + len(c.SecretsSealed) + len(v.SandboxStatus) + len(v.TaskStatus) + len(v.TaskDetail) +
+		len(c.ExecutionStatus) + len(c.WorkDir) + len(c.SecretsSealed) + len(v.SandboxStatus) + len(v.TaskStatus) + len(v.TaskDetail) +
 		len(v.SandboxKeySealed) + 8*len(c.PRNumbers) + EntryOverhead
 	for _, p := range []*string{c.SelectedRepository, c.SelectedBranch, c.GitProvider, c.Trigger, c.LLMModel, c.ParentID} {
 		if p != nil {

@@ -28,8 +28,8 @@ const (
 // Restore writes the rows of a dump in one transaction that first locks every table of the
 // dump against writers (SHARE ROW EXCLUSIVE: readers go on) and checks that all are empty.
 // Rows keep every column they carry (ids, Seq values, times to the microsecond, which is what
-// timestamptz keeps); title_fold and body_fold are computed again, and the rev counters of a
-// SQLite dump are dropped (see noRev). Text must be UTF-8 without NUL characters, as
+// timestamptz keeps, and the listing counters, rev); title_fold and body_fold are computed
+// again. Text must be UTF-8 without NUL characters, as
 // PostgreSQL's text takes it: a row that has other text fails the restore, naming the row.
 // Once the rows are in, the identity sequences of events and pending messages move past
 // every Seq copied, and to at least what the source's had handed out, and the tables are
