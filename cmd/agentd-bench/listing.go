@@ -64,7 +64,7 @@ var listingEndpoints = []listingEndpoint{
 type listingSeed struct {
 	// dataDir holds the SQLite store and the keyring that sealed its secrets.
 	dataDir string
-	// longConversation has the n events; "" when only the conversations were stored.
+	// longConversation has the n events.
 	longConversation string
 	took             time.Duration
 }
@@ -90,7 +90,7 @@ func benchListing(ctx context.Context, o options, bin, dir string, seeded listin
 		r, nt, err := func() ([]row, []string, error) {
 			defer s.close()
 			progress("storing %d conversations, start tasks, sandboxes and events for the listing figures", n)
-			seed, err = s.seedListing(ctx, filepath.Join(dir, fmt.Sprintf("listing-%d", n)), n, false)
+			seed, err = s.seedListing(ctx, filepath.Join(dir, fmt.Sprintf("listing-%d", n)), n)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -256,13 +256,13 @@ func (s *server) getBytes(ctx context.Context, path string) ([]byte, error) {
 }
 
 // seedListing stores n conversations like one made through the API (with its start task and
-// first events) in one running sandbox, and unless conversationsOnly, n sandbox records and
-// one conversation of n events, through a second store on the server's database file.
+// first events) in one running sandbox, n sandbox records and one conversation of n events,
+// through a second store on the server's database file.
 //
 // The sandbox is deleted before the copies are stored: its deletion records its status on
 // each of its conversations, which took minutes for 100,000, and the copies carry those
 // events as the conversation they copy has them.
-func (s *server) seedListing(ctx context.Context, dataDir string, n int, conversationsOnly bool) (listingSeed, error) {
+func (s *server) seedListing(ctx context.Context, dataDir string, n int) (listingSeed, error) {
 	sb, done, err := s.runningSandbox(ctx)
 	defer func() { done() }()
 	if err != nil {
@@ -273,11 +273,9 @@ func (s *server) seedListing(ctx context.Context, dataDir string, n int, convers
 		return listingSeed{}, err
 	}
 	// One conversation to hold n events, like an agent's.
-	var long []string
-	if !conversationsOnly {
-		if long, err = s.seedConversationIDs(ctx, sb.ID, 1); err != nil {
-			return listingSeed{}, err
-		}
+	long, err := s.seedConversationIDs(ctx, sb.ID, 1)
+	if err != nil {
+		return listingSeed{}, err
 	}
 	s.waitIdle()
 	st, err := sqlite.Open(ctx, filepath.Join(dataDir, app.DBFile))
@@ -320,9 +318,6 @@ func (s *server) seedListing(ctx context.Context, dataDir string, n int, convers
 		if err := st.CreateConversation(ctx, c, t, evs); err != nil {
 			return listingSeed{}, err
 		}
-		if conversationsOnly {
-			continue
-		}
 		rec := sbRec
 		rec.ID, rec.Status, rec.Detail, rec.CreatedAt, rec.UpdatedAt = id.New(), sandbox.StatusMissing, "the sandbox's processes are gone", at, at
 		// No session key: one shared by every record would break the uniqueness of their
@@ -331,9 +326,6 @@ func (s *server) seedListing(ctx context.Context, dataDir string, n int, convers
 		if err := st.CreateSandbox(ctx, rec, 0); err != nil {
 			return listingSeed{}, err
 		}
-	}
-	if conversationsOnly {
-		return listingSeed{dataDir: dataDir, took: time.Since(start)}, nil
 	}
 	for i := 0; i < n; i += 1000 {
 		evs, err := fakeLog(long[0], min(1000, n-i))

@@ -24,7 +24,7 @@ import (
 //
 //   - an event appended through one replica, to its arrival at an SSE subscriber on another
 //     (and on the same one), beside a bare NOTIFY → LISTEN round trip of the same bytes;
-//   - the conversation listing on PostgreSQL, beside the same bytes from a plain handler;
+//   - the listings on PostgreSQL, beside the same bytes from a plain handler;
 //   - agent steps on PostgreSQL, beside the same steps on SQLite;
 //   - the takeover of a killed replica's conversation by its successor (takeover.go).
 func benchReplicas(ctx context.Context, o options, bin, dir string, seeded listingSeeds, logw io.Writer, progress func(string, ...any)) (_ []row, _ []string, err error) {

@@ -40,7 +40,7 @@ func openStores(ctx context.Context, cfg config.Config, replica string, m *metri
 		return nil, err
 	}
 	if cfg.Postgres() {
-		st, err := postgres.Open(ctx, cfg.Database, postgres.Options{})
+		st, err := postgres.Open(ctx, cfg.Database, postgres.Options{ListingCacheBytes: listingCache(cfg.ListingCacheBytes)})
 		if err != nil {
 			return nil, err
 		}
@@ -87,8 +87,7 @@ func (s *stores) Close() error {
 	return s.store.Close()
 }
 
-// listingCache is the SQLite store's listing cache budget for a configured size, where 0 is
-// off.
+// listingCache is a store's listing cache budget for a configured size, where 0 is off.
 func listingCache(configured int64) int64 {
 	if configured == 0 {
 		return -1

@@ -30,7 +30,7 @@ func freeHeap() {
 // buffers and two goroutines, kept for the next calls for up to 90 s), the caches the
 // burst filled (each conversation's redactor, the session keys and metrics its listings
 // decoded, and what a store.MemoryReleaser holds: the SQLite store's listings, keys and idle
-// connections). Left in the heap, what those caches hold would keep alive a few objects in
+// connections, the PostgreSQL store's listings). Left in the heap, what those caches hold would keep alive a few objects in
 // each of hundreds of pages that the burst otherwise freed. Then it collects and returns the
 // free heap (freeHeap): two collections per burst, none while anything runs.
 type memoryReturner struct {

@@ -151,7 +151,7 @@ type Config struct {
 	// SQLiteCacheBytes is the page cache of the SQLite store, shared by its connections.
 	SQLiteCacheBytes int64
 	// ListingCacheBytes bounds the rows (events, start tasks, sandboxes, conversations) the
-	// SQLite store keeps from its listings; 0 means none.
+	// store keeps from its listings; 0 means none.
 	ListingCacheBytes int64
 	// StreamMaxSubscribers bounds the live streams (event sockets and SSE streams together)
 	// of one conversation; StreamBuffer is how many live events may wait for one stream
@@ -435,7 +435,7 @@ func Options() []Option {
 				return setBytes(&c.SQLiteCacheBytes, v)
 			}},
 		{Flag: "listing-cache-size", Env: []string{"AGENTD_LISTING_CACHE_SIZE"}, File: "listing_cache_size", Default: "2MiB",
-			Doc: "Events, start tasks, sandboxes and conversations the SQLite store keeps in memory from its listings, e.g. 2MiB, or off: a page listed again is then read from the database as its rows' keys and versions alone (events never change once stored; a start task, a sandbox or a conversation is read again once it changed, a conversation also once its sandbox or start task did), rather than row by row with every column, and while nothing was written to the database, a page listed again is not read at all. The least recently listed go first, and it is emptied once no conversation has run for 5 s.",
+			Doc: "Events, start tasks, sandboxes and conversations the store keeps in memory from its listings, e.g. 2MiB, or off: a page listed again is then read from the database as its rows' keys and versions alone (events never change once stored; a start task, a sandbox or a conversation is read again once it changed, through any replica, a conversation also once its sandbox or start task did), rather than row by row with every column; on SQLite, while nothing was written to the database, a page listed again is not read at all. The least recently listed go first; SQLite's is emptied once no conversation has run for 5 s.",
 			set: func(c *Config, v string) error { return setBytes(&c.ListingCacheBytes, v) }},
 		{Flag: "conversation-titles", Env: []string{"AGENTD_CONVERSATION_TITLES"}, File: "conversation_titles", Default: "model",
 			Doc: "How a conversation the user did not name is named once its agent first runs: model (the conversation's own model writes a short title from the first message, as OpenHands does; the call is bounded to 30 s and 48 tokens, runs beside the agent, and its cost counts in the conversation's metrics; if it fails, the start of the message is the title), message (the start of the first message, no model call) or off (\"Conversation <id>\"). A title the user set is never replaced.",

@@ -66,8 +66,8 @@ type SandboxKey struct {
 
 // MemoryReleaser is the optional ability of a store that holds memory for speed (caches,
 // idle connections, memory outside the Go heap) to let go of it once the server is idle.
-// The SQLite store has it; a store whose memory is a server's of its own (PostgreSQL) does
-// not need it. ReleaseMemory leaves what is in use alone and may be called at any time,
+// Both stores have it: the SQLite store for its caches, idle connections and SQLite's memory,
+// the PostgreSQL store for its listing cache alone (the rest is its server's). ReleaseMemory leaves what is in use alone and may be called at any time,
 // concurrently with every other method.
 type MemoryReleaser interface {
 	ReleaseMemory() error

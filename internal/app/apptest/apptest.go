@@ -65,7 +65,11 @@ func Start(ctx context.Context, o app.Options) (_ *Server, err error) {
 		o.Metrics = metrics.New(log)
 	}
 	if o.Config.Postgres() {
-		pg, err := postgres.Open(ctx, o.Config.Database, postgres.Options{})
+		opts := postgres.Options{ListingCacheBytes: -1}
+		if o.Config.ListingCacheBytes > 0 {
+			opts.ListingCacheBytes = o.Config.ListingCacheBytes
+		}
+		pg, err := postgres.Open(ctx, o.Config.Database, opts)
 		if err != nil {
 			return nil, err
 		}

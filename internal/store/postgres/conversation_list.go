@@ -57,12 +57,14 @@ func (s *Store) ListConversations(ctx context.Context, ownerID string, f convers
 	}
 	w := conversationWhere(ownerID, f)
 	keyset(&w, "c.created_at", "c.id", true, c)
-	vs, err := collect(ctx, s.pool, scanView,
-		listSelect+w.String()+order("c.created_at", "c.id", true)+` LIMIT `+w.arg(q.Limit+1), w.args...)
+	// The page's conversations and their versions first (from the owner's index alone when
+	// nothing but time and parent filters), then the views the cache does not hold as they
+	// are now.
+	vs, next, err := listPage(ctx, s, listedConversations, false,
+		`SELECT c.id, c.created_at, c.rev FROM conversations c`+w.String()+order("c.created_at", "c.id", true), &w, q.Limit)
 	if err != nil {
 		return nil, "", fmt.Errorf("list conversations: %w", err)
 	}
-	vs, next := page(vs, q.Limit, func(v conversation.View) (int64, string) { return timeKey(v.CreatedAt), v.ID })
 	return vs, next, nil
 }
 

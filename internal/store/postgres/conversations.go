@@ -23,15 +23,14 @@ import (
 // task (empty ID) is not stored. Empty owner and conversation ids of task and events are taken
 // from c; ids that differ from c's are an error. On success the elements of first get their
 // Seq, as AppendEvents does. No append to the conversation can run before this one commits
-// (the conversation is not there for it to lock), so the first events need no lock.
+// (the conversation is not there for it to lock), so the first events need no lock. The task
+// goes in before the conversation: the trigger that counts a new task in its conversation's
+// rev (migration 0012) then finds no row to update, where it would write the new row twice.
 func (s *Store) CreateConversation(ctx context.Context, c conversation.Conversation, task conversation.StartTask, first []event.Event) error {
 	evs := slices.Clone(first)
 	var seqs []int64
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		var b pgx.Batch
-		if err := queueConversation(&b, c); err != nil {
-			return err
-		}
 		if task.ID != "" {
 			if err := adopt(&task.OwnerID, c.OwnerID, "start task owner"); err != nil {
 				return err
@@ -43,6 +42,9 @@ func (s *Store) CreateConversation(ctx context.Context, c conversation.Conversat
 				return err
 			}
 		}
+		if err := queueConversation(&b, c); err != nil {
+			return err
+		}
 		for i := range evs {
 			if err := adopt(&evs[i].ConversationID, c.ID, "event conversation"); err != nil {
 				return err
@@ -53,12 +55,6 @@ func (s *Store) CreateConversation(ctx context.Context, c conversation.Conversat
 		}
 		br := tx.SendBatch(ctx, &b)
 		defer br.Close()
-		if _, err := br.Exec(); err != nil {
-			if isUnique(err) {
-				return conversation.ErrExists
-			}
-			return err
-		}
 		if task.ID != "" {
 			if _, err := br.Exec(); err != nil {
 				if isUnique(err) {
@@ -66,6 +62,12 @@ func (s *Store) CreateConversation(ctx context.Context, c conversation.Conversat
 				}
 				return err
 			}
+		}
+		if _, err := br.Exec(); err != nil {
+			if isUnique(err) {
+				return conversation.ErrExists
+			}
+			return err
 		}
 		var err error
 		seqs, err = readEvents(br, evs)
@@ -141,16 +143,18 @@ func fold(s string) string { return strings.ToLower(s) }
 
 // viewSelect reads a conversation with the status of its sandbox (if the owner still has it)
 // and of its most recent start task. listSelect is the same without the sealed request, which
-// listings never use and which may be large (a replay).
+// listings never use and which may be large (a replay), and with the conversation's rev after
+// the view's columns (see listingcache.go).
 const (
 	viewSelect = `SELECT c.id, c.owner_id, c.sandbox_id, c.version, c.title, c.selected_repository,
 	c.selected_branch, c.git_provider, c.trigger_name, c.pr_numbers, c.llm_model, c.metrics, c.parent_id,
-	c.request_sealed, ` + viewRest
+	c.request_sealed, ` + viewRest + viewFrom
 	listSelect = `SELECT c.id, c.owner_id, c.sandbox_id, c.version, c.title, c.selected_repository,
 	c.selected_branch, c.git_provider, c.trigger_name, c.pr_numbers, c.llm_model, c.metrics, c.parent_id,
-	NULL::bytea, ` + viewRest
+	NULL::bytea, ` + viewRest + `, c.rev` + viewFrom
 	viewRest = `c.secret_names, c.secrets_sealed, c.public, c.tags, c.title_by_user, c.created_at, c.updated_at,
-	c.execution_status, c.confirmation_policy, c.work_dir, s.status, s.session_key_sealed, t.status, t.detail
+	c.execution_status, c.confirmation_policy, c.work_dir, s.status, s.session_key_sealed, t.status, t.detail`
+	viewFrom = `
 FROM conversations c
 LEFT JOIN sandboxes s ON c.sandbox_id <> '' AND s.id = c.sandbox_id AND s.owner_id = c.owner_id
 LEFT JOIN LATERAL (
@@ -159,15 +163,19 @@ LEFT JOIN LATERAL (
 	ORDER BY created_at DESC, id DESC LIMIT 1) t ON true`
 )
 
-func scanView(row pgx.Row) (conversation.View, error) {
+func scanView(row pgx.Row) (conversation.View, error) { return scanViewWith(row) }
+
+// scanViewWith scans the columns of viewSelect or listSelect, and those after them into
+// extra.
+func scanViewWith(row pgx.Row, extra ...any) (conversation.View, error) {
 	var v conversation.View
 	c := &v.Conversation
 	var prs, secretNames, tags, policy string
 	var metrics, sbStatus, taskStatus, taskDetail *string
-	err := row.Scan(&c.ID, &c.OwnerID, &c.SandboxID, &c.Version, &c.Title, &c.SelectedRepository,
+	err := row.Scan(append([]any{&c.ID, &c.OwnerID, &c.SandboxID, &c.Version, &c.Title, &c.SelectedRepository,
 		&c.SelectedBranch, &c.GitProvider, &c.Trigger, &prs, &c.LLMModel, &metrics, &c.ParentID,
 		&c.RequestSealed, &secretNames, &c.SecretsSealed, &c.Public, &tags, &c.TitleByUser, &c.CreatedAt, &c.UpdatedAt,
-		&c.ExecutionStatus, &policy, &c.WorkDir, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail)
+		&c.ExecutionStatus, &policy, &c.WorkDir, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail}, extra...)...)
 	if err != nil {
 		return conversation.View{}, err
 	}

@@ -66,9 +66,10 @@ func colInt(name string) dumpCol  { return dumpCol{name: name, kind: kindInt} }
 func colBool(name string) dumpCol { return dumpCol{name: name, kind: kindBool} }
 func colTime(name string) dumpCol { return dumpCol{name: name, kind: kindTime} }
 
-// noRev: the SQLite store's listing counters (its migrations 0012 and 0013), which only its
-// listing cache reads; this store has no such cache.
-var noRev = map[string]string{"rev": "the SQLite store's listing counter; this store keeps no listing cache"}
+// colRev is a listing counter of migration 0012, which the listing cache reads (as the
+// SQLite store's of its migrations 0012 and 0013): a copy keeps it, as any value is new to
+// the empty cache of a new store.
+var colRev = colInt("rev")
 
 // dumpTables are the tables in the order of the dump: a table comes after those its rows
 // refer to. It is the SQLite store's order, which also puts sandboxes and start tasks before
@@ -95,21 +96,21 @@ var dumpTables = []dumpTable{
 	{name: "sandbox_specs", key: []string{"id"}, cols: []dumpCol{
 		colText("id"), colText("description"), colText("command"), colText("initial_env"), colText("working_dir"),
 		colText("image"), colText("rootfs"), colText("network"), colText("limits"), colTime("created_at")}},
-	{name: "sandboxes", key: []string{"id"}, foreign: noRev, cols: []dumpCol{
+	{name: "sandboxes", key: []string{"id"}, cols: []dumpCol{
 		colText("id"), colText("owner_id"), colText("spec_id"), colText("backend"), colText("node"), colText("status"),
 		colText("detail"), colBlob("session_key_sealed"), colBlob("session_key_hash"), colText("instance"),
-		colTime("created_at"), colTime("updated_at"), colTime("active_at")}},
-	{name: "start_tasks", key: []string{"id"}, foreign: noRev, cols: []dumpCol{
+		colTime("created_at"), colTime("updated_at"), colTime("active_at"), colRev}},
+	{name: "start_tasks", key: []string{"id"}, cols: []dumpCol{
 		colText("id"), colText("owner_id"), colText("conversation_id"), colText("status"), colText("detail"),
 		colText("sandbox_id"), colText("agent_server_url"), colText("request"),
-		colTime("created_at"), colTime("updated_at")}},
-	{name: "conversations", key: []string{"id"}, foreign: noRev, cols: []dumpCol{
+		colTime("created_at"), colTime("updated_at"), colRev}},
+	{name: "conversations", key: []string{"id"}, cols: []dumpCol{
 		colText("id"), colText("owner_id"), colText("sandbox_id"), colText("version"), colText("title"),
 		{name: "title_fold", derive: deriveTitleFold, why: "the title folded to lower case, which TitleContains searches"},
 		colText("selected_repository"), colText("selected_branch"), colText("git_provider"), colText("trigger_name"),
 		colText("pr_numbers"), colText("llm_model"), colText("metrics"), colText("parent_id"), colBlob("request_sealed"),
 		colText("secret_names"), colBlob("secrets_sealed"), colBool("public"), colText("tags"), colBool("title_by_user"),
-		colText("execution_status"), colText("confirmation_policy"), colText("work_dir"), colTime("created_at"), colTime("updated_at")}},
+		colText("execution_status"), colText("confirmation_policy"), colText("work_dir"), colTime("created_at"), colTime("updated_at"), colRev}},
 	{name: "conversation_skills", key: []string{"conversation_id", "position"}, cols: []dumpCol{
 		colText("conversation_id"), colInt("position"), colText("name"), colText("type"), colText("triggers"),
 		colText("description"), colText("content"), colText("source"), colText("mcp_servers")}},

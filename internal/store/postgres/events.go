@@ -256,7 +256,13 @@ func (s *Store) SearchEvents(ctx context.Context, ownerID string, f event.Filter
 			w.add("e.seq > " + w.arg(c.key))
 		}
 	}
-	evs, err := collect(ctx, s.pool, scanEvent, eventSelect+w.String()+` ORDER BY e.seq`+dir+` LIMIT `+w.arg(q.Limit+1), w.args...)
+	// The page's sequence numbers first (from an index alone, for one conversation or all of
+	// an owner's events), then the events the cache does not hold: stored events never change.
+	seqs, err := readSeqs(ctx, s, `SELECT e.seq FROM events e`+w.String()+` ORDER BY e.seq`+dir+` LIMIT `+w.arg(q.Limit+1), w.args, q.Limit+1)
+	if err != nil {
+		return nil, "", fmt.Errorf("search events: %w", err)
+	}
+	evs, err := at(ctx, s, listedEvents, seqs)
 	if err != nil {
 		return nil, "", fmt.Errorf("search events: %w", err)
 	}

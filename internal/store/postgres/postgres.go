@@ -34,12 +34,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentd/agentd/internal/store"
+	"github.com/agentd/agentd/internal/store/listingcache"
 )
 
 // Store is a store.Store kept in a PostgreSQL database. Safe for concurrent use, by several
 // Stores, in this process or others, on one database.
 type Store struct {
 	pool *pgxpool.Pool
+	// listings keeps the rows listed last (listingcache.go); nil when off.
+	listings *listingcache.Cache
 
 	closeOnce sync.Once
 }
@@ -51,6 +54,12 @@ type Options struct {
 	// MaxConns bounds the connections the Store opens; 0 leaves it to the URL's
 	// pool_max_conns, else pgx's default (the larger of 4 and the number of CPUs).
 	MaxConns int32
+	// ListingCacheBytes bounds the events, start tasks, sandboxes and conversations that
+	// listings keep in memory to read them again by their keys and versions alone (see
+	// listingcache.go): 0 means listingcache.DefaultBytes, a negative value none.
+	ListingCacheBytes int64
+	// trace, when set, is told the text of every query the pool runs (tests).
+	trace func(sql string)
 }
 
 // Open connects to the database at url (a postgres:// URL or a key=value connection string,
@@ -75,6 +84,9 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 			Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC}})
 		return nil
 	}
+	if o.trace != nil {
+		cfg.ConnConfig.Tracer = tracer(o.trace)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store: %w", err)
@@ -83,13 +95,24 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
-	return &Store{pool: pool}, nil
+	listings := o.ListingCacheBytes
+	if listings == 0 {
+		listings = listingcache.DefaultBytes
+	}
+	return &Store{pool: pool, listings: listingcache.New(listings)}, nil
 }
 
 // Close closes the pool's connections, waiting for those in use to come back. Safe to call
 // twice.
 func (s *Store) Close() error {
 	s.closeOnce.Do(s.pool.Close)
+	return nil
+}
+
+// ReleaseMemory empties the listing cache, which the server's next listings fill again; the
+// rest of what the store holds is PostgreSQL's, in its own processes.
+func (s *Store) ReleaseMemory() error {
+	s.listings.Clear()
 	return nil
 }
 
@@ -102,3 +125,13 @@ func (s *Store) Ping(ctx context.Context) error {
 	}
 	return nil
 }
+
+// tracer tells a function the text of every query (Options.trace).
+type tracer func(sql string)
+
+func (t tracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	t(data.SQL)
+	return ctx
+}
+
+func (tracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}

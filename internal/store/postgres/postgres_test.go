@@ -14,7 +14,7 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // open opens a Store on the database at url, closed when the test ends.
-func open(t *testing.T, url string) *postgres.Store {
+func open(t testing.TB, url string) *postgres.Store {
 	t.Helper()
 	s, err := postgres.Open(t.Context(), url, postgres.Options{})
 	if err != nil {
@@ -39,6 +39,13 @@ func TestConformance(t *testing.T) {
 		Reopen: func(t *testing.T, old store.Store) store.Store {
 			mu.Lock()
 			url := urls[old]
+			mu.Unlock()
+			return open(t, url)
+		},
+		// Another replica's store on the same database.
+		Replica: func(t *testing.T, s store.Store) store.Store {
+			mu.Lock()
+			url := urls[s]
 			mu.Unlock()
 			return open(t, url)
 		},

@@ -28,20 +28,24 @@ const (
 // Restore writes the rows of a dump in one transaction that first locks every table of the
 // dump against writers (SHARE ROW EXCLUSIVE: readers go on) and checks that all are empty.
 // Rows keep every column they carry (ids, Seq values, times to the microsecond, which is what
-// timestamptz keeps); title_fold and body_fold are computed again, and the rev counters of a
-// SQLite dump are dropped (see noRev). Text must be UTF-8 without NUL characters, as
+// timestamptz keeps, and the listing counters, rev); title_fold and body_fold are computed
+// again. Text must be UTF-8 without NUL characters, as
 // PostgreSQL's text takes it: a row that has other text fails the restore, naming the row.
 // Once the rows are in, the identity sequences of events and pending messages move past
 // every Seq copied, and to at least what the source's had handed out, and the tables are
 // analyzed: tables filled in bulk have no statistics until autovacuum comes by (up to a
 // minute later), and without them the planner reads a listing's every row (a page of 100 of
-// 1,000 conversations took 50 ms instead of under one).
+// 1,000 conversations took 50 ms instead of under one). Once the transaction has committed,
+// the tables are vacuumed.
 func (s *Store) Restore(ctx context.Context, rows iter.Seq2[store.Row, error]) error {
 	err := s.write(ctx, func(tx pgx.Tx) error {
-		names := make([]string, len(dumpTables))
-		for i, t := range dumpTables {
-			names[i] = t.name
+		// The commit waits for its WAL to be flushed whatever the server's setting: the copy
+		// is durable when Restore returns, and VACUUM (below) marks a page visible to all
+		// only once the commits of its rows are flushed.
+		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = on`); err != nil {
+			return err
 		}
+		names := tableNames()
 		if _, err := tx.Exec(ctx, `LOCK TABLE `+strings.Join(names, ", ")+` IN SHARE ROW EXCLUSIVE MODE`); err != nil {
 			return err
 		}
@@ -72,7 +76,24 @@ func (s *Store) Restore(ctx context.Context, rows iter.Seq2[store.Row, error]) e
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
+	// Outside it, as VACUUM runs only there: it marks the pages it finds visible to every
+	// transaction, so that a listing's versions are read from the owner's index alone (an
+	// index-only scan looks a row up in the table on a page not so marked), where autovacuum
+	// would come by only once a table had been written a fifth more, and never for one of
+	// under about a thousand rows.
+	if _, err := s.pool.Exec(ctx, `VACUUM `+strings.Join(tableNames(), ", ")); err != nil {
+		return fmt.Errorf("restore: vacuum: %w", err)
+	}
 	return nil
+}
+
+// tableNames are the names of dumpTables, in their order.
+func tableNames() []string {
+	names := make([]string, len(dumpTables))
+	for i, t := range dumpTables {
+		names[i] = t.name
+	}
+	return names
 }
 
 // checkEmpty fails with store.ErrNotEmpty, naming a table, when any table of the dump holds

@@ -73,12 +73,16 @@ const sandboxColumns = `id, owner_id, spec_id, backend, node, status, detail, se
 const listedSandboxColumns = `id, owner_id, spec_id, backend, node, status, detail, session_key_sealed, session_key_hash, '', created_at, updated_at, active_at`
 
 // scanSandbox scans sandboxColumns or listedSandboxColumns.
-func scanSandbox(row pgx.Row) (sandbox.Sandbox, error) {
+func scanSandbox(row pgx.Row) (sandbox.Sandbox, error) { return scanSandboxWith(row) }
+
+// scanSandboxWith scans sandboxColumns or listedSandboxColumns, and those after them into
+// extra.
+func scanSandboxWith(row pgx.Row, extra ...any) (sandbox.Sandbox, error) {
 	var sb sandbox.Sandbox
 	var status, inst string
 	var active *time.Time
-	err := row.Scan(&sb.ID, &sb.OwnerID, &sb.SpecID, &sb.Backend, &sb.Node, &status, &sb.Detail, &sb.SessionKeySealed,
-		&sb.SessionKeyHash, &inst, &sb.CreatedAt, &sb.UpdatedAt, &active)
+	err := row.Scan(append([]any{&sb.ID, &sb.OwnerID, &sb.SpecID, &sb.Backend, &sb.Node, &status, &sb.Detail, &sb.SessionKeySealed,
+		&sb.SessionKeyHash, &inst, &sb.CreatedAt, &sb.UpdatedAt, &active}, extra...)...)
 	if err != nil {
 		return sandbox.Sandbox{}, err
 	}
@@ -151,13 +155,13 @@ func (s *Store) ListSandboxes(ctx context.Context, ownerID string, q paging.Quer
 	var w where
 	ownedBy(&w, "owner_id", ownerID)
 	keyset(&w, "created_at", "id", true, c)
-	sbs, err := collect(ctx, s.pool, scanSandbox,
-		`SELECT `+listedSandboxColumns+` FROM sandboxes`+w.String()+order("created_at", "id", true)+` LIMIT `+w.arg(q.Limit+1),
-		w.args...)
+	// The page's sandboxes and their versions first, then the sandboxes the cache does not
+	// hold as they are now.
+	sbs, next, err := listPage(ctx, s, listedSandboxes, false,
+		`SELECT id, created_at, rev FROM sandboxes`+w.String()+order("created_at", "id", true), &w, q.Limit)
 	if err != nil {
 		return nil, "", fmt.Errorf("list sandboxes: %w", err)
 	}
-	sbs, next := page(sbs, q.Limit, func(sb sandbox.Sandbox) (int64, string) { return timeKey(sb.CreatedAt), sb.ID })
 	return sbs, next, nil
 }
 

@@ -26,12 +26,15 @@ func queueStartTask(b *pgx.Batch, t conversation.StartTask) error {
 
 const taskColumns = `id, owner_id, conversation_id, status, detail, sandbox_id, agent_server_url, request, created_at, updated_at`
 
-func scanTask(row pgx.Row) (conversation.StartTask, error) {
+func scanTask(row pgx.Row) (conversation.StartTask, error) { return scanTaskWith(row) }
+
+// scanTaskWith scans taskColumns, and those after them into extra.
+func scanTaskWith(row pgx.Row, extra ...any) (conversation.StartTask, error) {
 	var t conversation.StartTask
 	var status string
 	var request *string
-	err := row.Scan(&t.ID, &t.OwnerID, &t.ConversationID, &status, &t.Detail, &t.SandboxID, &t.AgentServerURL,
-		&request, &t.CreatedAt, &t.UpdatedAt)
+	err := row.Scan(append([]any{&t.ID, &t.OwnerID, &t.ConversationID, &status, &t.Detail, &t.SandboxID, &t.AgentServerURL,
+		&request, &t.CreatedAt, &t.UpdatedAt}, extra...)...)
 	if err != nil {
 		return conversation.StartTask{}, err
 	}
@@ -94,17 +97,16 @@ func (s *Store) ListStartTasks(ctx context.Context, ownerID string, f conversati
 	}
 	w := taskWhere(ownerID, f)
 	keyset(&w, col, "id", desc, c)
-	ts, err := collect(ctx, s.pool, scanTask,
-		`SELECT `+taskColumns+` FROM start_tasks`+w.String()+order(col, "id", desc)+` LIMIT `+w.arg(q.Limit+1), w.args...)
+	// The page's tasks and their versions first, then the tasks the cache does not hold as
+	// they are now.
+	columns, byPos := `id, created_at, rev, `+col, true
+	if col == "created_at" {
+		columns, byPos = `id, created_at, rev`, false
+	}
+	ts, next, err := listPage(ctx, s, listedTasks, byPos, `SELECT `+columns+` FROM start_tasks`+w.String()+order(col, "id", desc), &w, q.Limit)
 	if err != nil {
 		return nil, "", fmt.Errorf("list start tasks: %w", err)
 	}
-	ts, next := page(ts, q.Limit, func(t conversation.StartTask) (int64, string) {
-		if col == "updated_at" {
-			return timeKey(t.UpdatedAt), t.ID
-		}
-		return timeKey(t.CreatedAt), t.ID
-	})
 	return ts, next, nil
 }
 
@@ -117,14 +119,34 @@ func (s *Store) CountStartTasks(ctx context.Context, ownerID string, f conversat
 	return n, nil
 }
 
-// UpdateStartTask is scoped to t.OwnerID.
+// UpdateStartTask is scoped to t.OwnerID. It takes the row lock of the task's conversation
+// first, as every writer of the conversation does: the update counts in the conversation's
+// rev (migration 0012), which writes the conversation's row, and AddPendingMessage, which
+// holds that lock, waits for a share lock on the task.
 func (s *Store) UpdateStartTask(ctx context.Context, t conversation.StartTask) error {
 	err := checkTimes(t.UpdatedAt)
 	if err == nil {
-		err = s.execOne(ctx, conversation.ErrNotFound,
-			`UPDATE start_tasks SET status = $1, detail = $2, sandbox_id = $3, agent_server_url = $4, updated_at = $5
-			WHERE id = $6 AND owner_id = $7`,
-			string(t.Status), t.Detail, t.SandboxID, t.AgentServerURL, t.UpdatedAt, t.ID, t.OwnerID)
+		err = s.write(ctx, func(tx pgx.Tx) error {
+			var b pgx.Batch
+			b.Queue(`SELECT 1 FROM conversations WHERE id = (SELECT conversation_id FROM start_tasks WHERE id = $1 AND owner_id = $2)
+				FOR NO KEY UPDATE`, t.ID, t.OwnerID)
+			b.Queue(`UPDATE start_tasks SET status = $1, detail = $2, sandbox_id = $3, agent_server_url = $4, updated_at = $5
+				WHERE id = $6 AND owner_id = $7`,
+				string(t.Status), t.Detail, t.SandboxID, t.AgentServerURL, t.UpdatedAt, t.ID, t.OwnerID)
+			br := tx.SendBatch(ctx, &b)
+			defer br.Close()
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+			tag, err := br.Exec()
+			if err != nil {
+				return err
+			}
+			if err := mustAffect(tag, conversation.ErrNotFound); err != nil {
+				return err
+			}
+			return br.Close()
+		})
 	}
 	if err != nil {
 		return fmt.Errorf("update start task %s: %w", t.ID, err)

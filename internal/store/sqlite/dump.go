@@ -42,7 +42,7 @@ type dumpCol struct {
 	derive func(store.Row) (any, error)
 	why    string
 	// absent is what a restore stores when the row lacks the column because its store does not
-	// keep it (the PostgreSQL store keeps no rev); nil makes the column required.
+	// keep it; nil makes the column required.
 	absent any
 }
 
@@ -67,8 +67,9 @@ func timeCol(n string) dumpCol  { return dumpCol{name: n, kind: kindTime} }
 func bytesCol(n string) dumpCol { return dumpCol{name: n, kind: kindBytes} }
 
 // rev is a listing counter of migrations 0012 and 0013: the listing cache tells a row it
-// read from one that changed since by it alone. A copy keeps it; a restore of a dump from a
-// store that keeps none (PostgreSQL) starts it at 0, as any value is new to an empty cache.
+// read from one that changed since by it alone. A copy keeps it (the PostgreSQL store keeps
+// one too); a restore of a dump from a store that keeps none starts it at 0, as any value is
+// new to an empty cache.
 var rev = dumpCol{name: "rev", kind: kindInt, absent: int64(0)}
 
 // dumpTables are the tables in the order of the dump: a table comes after those its rows

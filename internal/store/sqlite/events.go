@@ -9,6 +9,7 @@ import (
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/store/listingcache"
 )
 
 // Seq is the rowid of events, AUTOINCREMENT so that it never goes back, even after the newest
@@ -151,7 +152,7 @@ func (s *Store) SearchEvents(ctx context.Context, ownerID string, f event.Filter
 	if err != nil {
 		return nil, "", fmt.Errorf("search events: %w", err)
 	}
-	evs, err := listedEvents.at(ctx, s, seqs)
+	evs, err := at(ctx, s, listedEvents, seqs)
 	if err != nil {
 		return nil, "", fmt.Errorf("search events: %w", err)
 	}
@@ -159,9 +160,9 @@ func (s *Store) SearchEvents(ctx context.Context, ownerID string, f event.Filter
 	return evs, next, nil
 }
 
-func scanSeq(sc scanner) (rowVersion[int64], error) {
-	var v rowVersion[int64]
-	err := sc.Scan(&v.key)
+func scanSeq(sc scanner) (listingcache.Version[int64], error) {
+	var v listingcache.Version[int64]
+	err := sc.Scan(&v.Key)
 	return v, err
 }
 

@@ -4,8 +4,6 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
-	"runtime"
-	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -100,13 +98,13 @@ func TestListedEventsAreReadOnce(t *testing.T) {
 		t.Fatalf("after the conversation's deletion: %d events, next %q", len(gone), next)
 	}
 	// ReleaseMemory empties the cache.
-	if s.listings.len() == 0 {
+	if s.listings.Len() == 0 {
 		t.Fatal("the cache is empty before ReleaseMemory")
 	}
 	if err := s.ReleaseMemory(); err != nil {
 		t.Fatal(err)
 	}
-	if n := s.listings.len(); n != 0 {
+	if n := s.listings.Len(); n != 0 {
 		t.Fatalf("ReleaseMemory left %d events in the cache", n)
 	}
 }
@@ -176,65 +174,6 @@ func TestListedTasksAreReadAgainOnlyOnceChanged(t *testing.T) {
 	}
 	if again := list(conversation.SortCreatedAt); again[2].Status != conversation.TaskReady || reads.count() != 3 {
 		t.Fatalf("listed after the update: %+v, rows read %d times", again[2], reads.count())
-	}
-}
-
-// TestListingCacheKeepsItsBudget: the least recently used rows go first, the cache never
-// holds more than its budget, a row larger than it is not kept, and a task is kept at one
-// version only.
-func TestListingCacheKeepsItsBudget(t *testing.T) {
-	ev := func(seq int64, body int) event.Event {
-		return event.Event{Seq: seq, ID: fmt.Sprint("e", seq), Body: []byte(strings.Repeat("b", body))}
-	}
-	one := eventCost(new(ev(1, 100)))
-	c := newListingCache(int64(3 * one))
-	for seq := int64(1); seq <= 3; seq++ {
-		listedEvents.keep(c, ev(seq, 100), 0)
-	}
-	if _, ok := listedEvents.cached(c, rowVersion[int64]{key: 1}); !ok { // 1 is now the most recently used
-		t.Fatal("event 1 not kept")
-	}
-	listedEvents.keep(c, ev(4, 100), 0)
-	if _, ok := listedEvents.cached(c, rowVersion[int64]{key: 2}); ok {
-		t.Fatal("event 2, the least recently used, was kept beyond the budget")
-	}
-	for _, seq := range []int64{1, 3, 4} {
-		if _, ok := listedEvents.cached(c, rowVersion[int64]{key: seq}); !ok {
-			t.Fatalf("event %d not kept", seq)
-		}
-	}
-	if c.size > c.budget || c.len() != 3 {
-		t.Fatalf("%d rows of %d bytes in a budget of %d", c.len(), c.size, c.budget)
-	}
-	listedEvents.keep(c, ev(5, 4*one), 0)
-	if _, ok := listedEvents.cached(c, rowVersion[int64]{key: 5}); ok || c.len() != 3 {
-		t.Fatalf("an event larger than the budget was kept (%d rows)", c.len())
-	}
-	at := time.Unix(1_700_000_000, 0)
-	task := conversation.StartTask{ID: "t1", Status: conversation.TaskWorking, CreatedAt: at}
-	listedTasks.keep(c, task, 0)
-	task.Status = conversation.TaskReady
-	listedTasks.keep(c, task, 1)
-	if _, ok := listedTasks.cached(c, rowVersion[string]{key: "t1", created: nanos(at), rev: 0}); ok {
-		t.Fatal("the task's older version is still kept")
-	}
-	if got, ok := listedTasks.cached(c, rowVersion[string]{key: "t1", created: nanos(at), rev: 1}); !ok || got.Status != conversation.TaskReady {
-		t.Fatalf("the task's newer version: %+v, %v", got, ok)
-	}
-	if _, ok := listedTasks.cached(c, rowVersion[string]{key: "t1", created: nanos(at) + 1, rev: 1}); ok {
-		t.Fatal("a task created at another time was taken for the kept one")
-	}
-	if c.size > c.budget || c.len() != 3 {
-		t.Fatalf("%d rows of %d bytes in a budget of %d", c.len(), c.size, c.budget)
-	}
-	if newListingCache(0) != nil || newListingCache(-1) != nil {
-		t.Fatal("a cache without a budget is not nil")
-	}
-	var off *listingCache
-	listedEvents.keep(off, ev(1, 1), 0)
-	listedTasks.keep(off, task, 1)
-	if _, ok := listedEvents.cached(off, rowVersion[int64]{key: 1}); ok || off.len() != 0 {
-		t.Fatal("a nil cache kept an event")
 	}
 }
 
@@ -406,31 +345,4 @@ func TestListedConversationsAreReadAgainOnlyOnceChanged(t *testing.T) {
 	if err != nil || len(vs) != 2 || vs[0].ID != "c2" || vs[1].ID != "c0" {
 		t.Fatalf("after a deletion: %+v, %v", vs, err)
 	}
-}
-
-// TestListingCacheClearFreesItsTable: once cleared, the cache holds no more of the heap than
-// before it was filled; a cleared map would keep its table.
-func TestListingCacheClearFreesItsTable(t *testing.T) {
-	c := newListingCache(1 << 30)
-	before := liveHeap()
-	for i := range 100_000 {
-		c.put(&cached{key: rowKey{kind: kindEvent, seq: int64(i)}, cost: 1})
-	}
-	full := liveHeap()
-	c.clear()
-	after := liveHeap()
-	// The table alone of 100,000 entries is a few MB; what other goroutines allocate meanwhile
-	// is far less.
-	if grown := after - before; grown > (full-before)/4 {
-		t.Fatalf("the cleared cache holds %d bytes more than the empty one; full, it held %d more", grown, full-before)
-	}
-	runtime.KeepAlive(c)
-}
-
-// liveHeap returns the bytes of the heap live after a collection.
-func liveHeap() int64 {
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(s)
-	return int64(s[0].Value.Uint64())
 }

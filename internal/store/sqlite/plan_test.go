@@ -13,6 +13,7 @@ import (
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/store/listingcache"
 )
 
 // tracedQuery is a query a store ran, with its arguments.
@@ -130,20 +131,20 @@ func TestListingQueryPlans(t *testing.T) {
 	}
 	// The events of a listed page that the event cache does not hold: a lookup by rowid each.
 	add("events by their sequence numbers", func() error {
-		_, err := listedEvents.at(ctx, s, []rowVersion[int64]{{key: 7}, {key: 8}, {key: 9}})
+		_, err := at(ctx, s, listedEvents, []listingcache.Version[int64]{{Key: 7}, {Key: 8}, {Key: 9}})
 		return err
 	}, "INTEGER PRIMARY KEY")
 	// The start tasks of a listed page that the cache does not hold: a lookup by id each.
 	add("start tasks by their ids", func() error {
-		_, err := listedTasks.at(ctx, s, []rowVersion[string]{{key: "t1"}, {key: "t2"}})
+		_, err := at(ctx, s, listedTasks, []listingcache.Version[string]{{Key: "t1"}, {Key: "t2"}})
 		return err
 	}, "sqlite_autoindex_start_tasks_1")
 	add("conversations by their ids", func() error {
-		_, err := listedConversations.at(ctx, s, []rowVersion[string]{{key: "c1"}, {key: "c2"}})
+		_, err := at(ctx, s, listedConversations, []listingcache.Version[string]{{Key: "c1"}, {Key: "c2"}})
 		return err
 	}, "sqlite_autoindex_conversations_1")
 	add("sandboxes by their ids", func() error {
-		_, err := listedSandboxes.at(ctx, s, []rowVersion[string]{{key: "sb1"}, {key: "sb2"}})
+		_, err := at(ctx, s, listedSandboxes, []listingcache.Version[string]{{Key: "sb1"}, {Key: "sb2"}})
 		return err
 	}, "sqlite_autoindex_sandboxes_1")
 

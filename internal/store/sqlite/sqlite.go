@@ -24,6 +24,7 @@ import (
 	msqlite "modernc.org/sqlite"
 
 	"github.com/agentd/agentd/internal/store"
+	"github.com/agentd/agentd/internal/store/listingcache"
 )
 
 // busyTimeoutMillis bounds how long a connection waits for a lock held by another process.
@@ -46,8 +47,8 @@ type Store struct {
 	records records
 	// ckpt checkpoints the WAL beside the writer (checkpoint.go).
 	ckpt *checkpointer
-	// listings keeps the rows listed last (listingcache.go); nil when off.
-	listings *listingCache
+	// listings keeps the rows listed last, and pages (listingcache.go); nil when off.
+	listings *listingcache.Cache
 	// changes tells whether the database changed since what the caches keep as of a data
 	// version (pages, API keys) was read (dataversion.go).
 	changes *dataVersion
@@ -73,7 +74,7 @@ type Options struct {
 	CacheBytes int64
 	// ListingCacheBytes bounds the events, start tasks, sandboxes and conversations that
 	// listings keep in memory to read them again by their keys and versions alone (see
-	// listingCache): 0 means DefaultListingCacheBytes, a negative value none.
+	// listingcache): 0 means DefaultListingCacheBytes, a negative value none.
 	ListingCacheBytes int64
 	// trace, when set, is told the text and arguments of every query (the readers' only),
 	// for tests of the query plans.
@@ -131,7 +132,7 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	if listings == 0 {
 		listings = DefaultListingCacheBytes
 	}
-	s := &Store{w: newPool(w), r: newPool(r), ckpt: newCheckpointer(), listings: newListingCache(listings), changes: newDataVersion(dv)}
+	s := &Store{w: newPool(w), r: newPool(r), ckpt: newCheckpointer(), listings: listingcache.New(listings), changes: newDataVersion(dv)}
 	s.one = autocommit{w, s.ckpt}
 	go s.ckpt.run(s.r)
 	return s, nil
@@ -252,7 +253,7 @@ func (s *Store) Close() error {
 // store closes. Emptying the page caches alone (PRAGMA shrink_memory) left about 1.5 MiB more
 // resident, and a writer kept open keeps the index mapped.
 func (s *Store) ReleaseMemory() error {
-	s.listings.clear()
+	s.listings.Clear()
 	s.keys.clear()
 	closeIdle(s.r.DB)
 	closeIdle(s.w.DB)

@@ -36,5 +36,12 @@ func TestConformance(t *testing.T) {
 			mu.Unlock()
 			return open(t, path)
 		},
+		// Another process's store on the same file.
+		Replica: func(t *testing.T, s store.Store) store.Store {
+			mu.Lock()
+			path := paths[s]
+			mu.Unlock()
+			return open(t, path)
+		},
 	})
 }

@@ -29,6 +29,10 @@ type Factory struct {
 	// so that the feeds follow what another replica writes. nil means one event.LocalBus for
 	// both, and s: one process.
 	Buses func(t *testing.T, s store.Store) Buses
+	// Replica returns a second store on s's data, open beside s, as another replica (or
+	// process) opens it, closed when the test ends: what one writes, the other's listings
+	// must show at once, whatever either keeps in memory. A nil Replica skips the test.
+	Replica func(t *testing.T, s store.Store) store.Store
 }
 
 // Buses are the writers' and the readers' sides of a store's fan-out (Factory.Buses).
@@ -100,6 +104,12 @@ func Run(t *testing.T, f Factory) {
 		{"Feed", func(t *testing.T, s store.Store) { testFeed(t, s, f.buses(t, s)) }},
 		{"FeedLagged", func(t *testing.T, s store.Store) { testFeedLagged(t, s, f.buses(t, s)) }},
 		{"FeedEnds", func(t *testing.T, s store.Store) { testFeedEnds(t, s, f.buses(t, s)) }},
+		{"ListingsSeeOtherWriters", func(t *testing.T, s store.Store) {
+			if f.Replica == nil {
+				t.Skip("storetest: Factory.Replica is nil")
+			}
+			testListingsSeeOtherWriters(t, s, f.Replica(t, s))
+		}},
 		{"RecordEvents", testRecordEvents},
 		{"ExecutionStatusQueries", testExecutionStatusQueries},
 		{"Leases", testLeases},

@@ -1,0 +1,120 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/store/listingcache"
+)
+
+// The listings read their pages in two steps, as the SQLite store's do: first the page's
+// keys and versions alone (an event's Seq; a start task's, a sandbox's or a conversation's id,
+// creation time and rev, which migration 0012 increments on every change of what the
+// listing shows, whatever replica makes it), from the owner's indexes; then, in one statement,
+// only the rows that the listing cache (listingcache.Cache) does not hold at those versions.
+// Decoding a page's rows through pgx, and reading them (with the joins of a conversation's
+// sandbox and start task) in PostgreSQL, cost many times what the versions do.
+//
+// Another replica may change any row at any time, so the versions are read again for every
+// page: unlike the SQLite store, this store keeps no pages, as it has no cheap way to know
+// that nothing changed. The versions and the rows are read in two statements, each seeing
+// what committed before it: a row changed in between is read as it is now, with its new rev,
+// and one deleted in between is left out of the page.
+
+// readVersions reads the versions of a page, with query and args: each row's id, creation
+// time and rev, and, when byPos, its position (a time) after them; a listing in order of
+// creation reads no position, as its position is its creation time. Every row is scanned into
+// the same variables, which would otherwise each be allocated for each row.
+func readVersions(ctx context.Context, s *Store, byPos bool, query string, args []any, n int) ([]listingcache.Version[string], error) {
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var v listingcache.Version[string]
+	var created, pos time.Time
+	dest := []any{&v.Key, &created, &v.Rev, &pos}
+	if !byPos {
+		dest = dest[:3]
+	}
+	out := make([]listingcache.Version[string], 0, n)
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		v.Created, v.Pos = listingcache.TimeKey(created), listingcache.TimeKey(created)
+		if byPos {
+			v.Pos = timeKey(pos)
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// readSeqs reads the sequence numbers of a page of events, with query and args.
+func readSeqs(ctx context.Context, s *Store, query string, args []any, n int) ([]listingcache.Version[int64], error) {
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var v listingcache.Version[int64]
+	dest := []any{&v.Key}
+	out := make([]listingcache.Version[int64], 0, n)
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// listPage is a listing of l's rows by versions: it reads the versions of the page and one
+// more row with query (without its LIMIT) and w's arguments (readVersions), then the rows at
+// those versions (at). The next page's cursor is made from the versions, where each row
+// stood when the page was read.
+func listPage[T any](ctx context.Context, s *Store, l listingcache.Rows[string, T, pgx.Row], byPos bool,
+	query string, w *where, limit int) ([]T, string, error) {
+	versions, err := readVersions(ctx, s, byPos, query+` LIMIT `+w.arg(limit+1), w.args, limit+1)
+	if err != nil {
+		return nil, "", err
+	}
+	versions, next := page(versions, limit, func(v listingcache.Version[string]) (int64, string) { return v.Pos, v.Key })
+	rows, err := at(ctx, s, l, versions)
+	if err != nil {
+		return nil, "", err
+	}
+	return rows, next, nil
+}
+
+// listed are the tables whose listings read versions first: how their rows are kept in the
+// cache, and how to read them whole.
+var (
+	listedEvents = listingcache.Rows[int64, event.Event, pgx.Row]{Table: listingcache.Events, Select: eventSelect, KeyColumn: "e.seq",
+		Scan: func(row pgx.Row) (listingcache.Read[event.Event], error) {
+			e, err := scanEvent(row)
+			return listingcache.Read[event.Event]{Row: e}, err
+		},
+	}
+	listedTasks = listingcache.Rows[string, conversation.StartTask, pgx.Row]{Table: listingcache.Tasks,
+		Select: `SELECT ` + taskColumns + `, rev FROM start_tasks`, KeyColumn: "id", Scan: listingcache.WithRev(scanTaskWith)}
+	listedSandboxes = listingcache.Rows[string, sandbox.Sandbox, pgx.Row]{Table: listingcache.Sandboxes,
+		Select: `SELECT ` + listedSandboxColumns + `, rev FROM sandboxes`, KeyColumn: "id", Scan: listingcache.WithRev(scanSandboxWith)}
+	listedConversations = listingcache.Rows[string, conversation.View, pgx.Row]{Table: listingcache.Conversations,
+		Select: listSelect, KeyColumn: "c.id", Scan: listingcache.WithRev(scanViewWith)}
+)
+
+// at returns the rows at versions, in their order: from s's cache where it holds that
+// version, and otherwise from the database, in one statement whatever their number (the keys
+// bound as one array), into the cache (listingcache.Table.At).
+func at[K comparable, T any](ctx context.Context, s *Store, l listingcache.Rows[K, T, pgx.Row], versions []listingcache.Version[K]) ([]T, error) {
+	return l.At(s.listings, versions, func(keys []K) ([]listingcache.Read[T], error) {
+		return collect(ctx, s.pool, l.Scan, l.Select+` WHERE `+l.KeyColumn+` = ANY($1)`, keys)
+	})
+}
