@@ -32,7 +32,9 @@ import (
 func keyringCommand(ctx context.Context, step string, args []string, stdout io.Writer) error {
 	var keyID string
 	if step == "activate" {
-		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if len(args) > 1 && args[0] == "--" { // an id of an older keyring may begin with a dash
+			args = append(args[1:2:2], args[2:]...)
+		} else if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 			return errors.New("keyring activate: name the key to activate (agentd keyring add-key printed its id)")
 		}
 		keyID, args = args[0], args[1:]

@@ -6,7 +6,7 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
-	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,7 +112,8 @@ func (k *Keyring) addKey(activate bool) (string, error) {
 	if _, err := rand.Read(idb); err != nil {
 		return "", err
 	}
-	id := base64.RawURLEncoding.EncodeToString(idb)
+	// Hexadecimal: an id never begins with a dash, which a command line would take for a flag.
+	id := hex.EncodeToString(idb)
 	k.mu.RLock()
 	f := keyFile{Keys: append([]keyEntry(nil), k.file.Keys...)}
 	k.mu.RUnlock()

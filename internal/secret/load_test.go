@@ -150,3 +150,23 @@ func TestAddActivatePrune(t *testing.T) {
 		t.Fatalf("after the prune: %q %v", plain, err)
 	}
 }
+
+// TestKeyIDsAreArguments: a key's id can follow `agentd keyring activate` as it is: never a
+// dash first, which the command line would take for a flag (one id in 64 began with one when
+// ids were base64).
+func TestKeyIDsAreArguments(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keyring.json")
+	k, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 200 {
+		id, err := k.AddKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Trim(id, "0123456789abcdef") != "" || id == "" {
+			t.Fatalf("key id %q is not hexadecimal", id)
+		}
+	}
+}
