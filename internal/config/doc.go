@@ -268,7 +268,8 @@ cannot be rotated in place.
 To rotate the key while the replicas run, give the commands the same ` + "`--database`" + ` and
 ` + "`--keyring-file`" + ` (the file every replica reads, through whatever delivers it to them):
 
-1. ` + "`agentd keyring add-key`" + ` adds a new key to the file, not active yet.
+1. ` + "`agentd keyring add-key`" + ` adds a new key to the file, not active yet, and prints its id
+   (hexadecimal; an id of an older keyring that begins with a dash is given after ` + "`--`" + `).
 2. ` + "`agentd keyring activate KEY`" + ` makes it the key that seals, once every live replica says,
    in its heartbeat in the store, that its keyring holds it; until then it refuses and names the
    replicas that do not. So every replica can open under the new key before any seals with it.
