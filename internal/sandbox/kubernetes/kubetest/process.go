@@ -14,6 +14,8 @@ import (
 type process struct {
 	name    string
 	logPath string
+	netns   string   // the network namespace's path
+	args    []string // the command line, for a restart
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	waitErr error
@@ -23,7 +25,7 @@ type process struct {
 // logPath. It is nsenter, not `ip netns exec`: the latter also mounts a new /sys, which hides
 // the cgroup file systems from the kubelet and containerd.
 func startProcess(name, netnsPath, logPath string, args []string) (*process, error) {
-	logFile, err := os.Create(logPath)
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -31,6 +33,8 @@ func startProcess(name, netnsPath, logPath string, args []string) (*process, err
 	p := &process{
 		name:    name,
 		logPath: logPath,
+		netns:   netnsPath,
+		args:    args,
 		cmd:     exec.Command("nsenter", append([]string{"--net=" + netnsPath, "--"}, args...)...),
 		exited:  make(chan struct{}),
 	}
