@@ -241,3 +241,15 @@ func (e *CheckError) Unwrap() error { return e.Err }
 
 // ClientMessage is the text readiness probes show.
 func (e *CheckError) ClientMessage() string { return "the " + e.Backend + " backend: " + e.Problem }
+
+// Watcher is implemented by backends that are told of their sandboxes' changes as they
+// happen (a cluster's watch), rather than finding them by being asked: the service then
+// checks a sandbox when its backend tells of a change to it, at once, instead of at the
+// watcher's next pass.
+type Watcher interface {
+	// WatchChanges calls changed with the id of each sandbox whose processes may have ended
+	// or vanished, until ctx ends or the backend is closed, and returns then. changed must
+	// return quickly. A backend that loses its source of changes for a while (its API server
+	// restarting) takes it up again by itself and tells of what changed meanwhile.
+	WatchChanges(ctx context.Context, changed func(id string)) error
+}

@@ -166,8 +166,9 @@ func (s *Service) removeOrphan(ctx context.Context, inst Instance) error {
 	return nil
 }
 
-// Run makes a Watch pass every WatchInterval, and keeps the warm pools full. It blocks until ctx ends or the service is
-// closed, and returns nil then.
+// Run makes a Watch pass every WatchInterval, keeps the warm pools full, and, for a backend
+// that tells of its sandboxes' changes (Watcher), checks each sandbox it tells of at once
+// (changes.go). It blocks until ctx ends or the service is closed, and returns nil then.
 func (s *Service) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -184,6 +185,9 @@ func (s *Service) Run(ctx context.Context) error {
 	defer stop()
 
 	s.spawn(func() { s.fillPools(ctx) })
+	if w, ok := s.backend.(Watcher); ok {
+		s.followChanges(ctx, w)
+	}
 	tick := time.NewTicker(s.watchInterval)
 	defer tick.Stop()
 	for {
