@@ -181,13 +181,13 @@ metadata:
 rules:
   - apiGroups: [""]
     resources: [pods]
-    verbs: [create, get, list, delete]
+    verbs: [create, get, list, watch, delete]
   - apiGroups: [""]
     resources: [pods/portforward]
     verbs: [create]                    # --kubernetes-reach port-forward
   - apiGroups: [""]
     resources: [secrets]
-    verbs: [create, get, list, delete]
+    verbs: [create, get, list, watch, patch, delete]
   - apiGroups: [""]
     resources: [persistentvolumeclaims]
     verbs: [create, get, delete]
@@ -198,7 +198,11 @@ rules:
 
 Every object of a sandbox is named ` + "`agentd-sb-<id>`" + ` (its claim ` + "`agentd-sb-<id>-ws`" + `) and labelled
 ` + "`app.kubernetes.io/managed-by=agentd`" + `, ` + "`agentd.dev/installation`" + ` (` + "`kubernetes_installation`" + `),
-` + "`agentd.dev/sandbox`" + ` and ` + "`agentd.dev/owner`" + `; the server lists its sandboxes by the first two.
+` + "`agentd.dev/sandbox`" + ` and ` + "`agentd.dev/owner`" + `; the server lists and watches its sandboxes' pods and Secrets by the
+first two (client-go informers: ` + "`list`" + ` and ` + "`watch`" + `), reads their state from that view, and marks a
+sandbox's Secret paused or running (` + "`patch`" + `). One replica at a time (the one holding the reconciler
+lease in the store) acts on what the watch tells: a sandbox whose pod is removed or fails becomes
+` + "`MISSING`" + ` at once.
 Nothing is pulled by agentd: the images (agentd's and the specs') come from the nodes' registries
 as the cluster's policy allows.
 

@@ -23,9 +23,9 @@ type Permission struct {
 // Permissions are what the backend does in its namespace, and so what the Role that agentd's
 // identity is bound to there must grant. docs/configuration.md lists them.
 var Permissions = []Permission{
-	{Resource: "pods", Verbs: []string{"create", "get", "list", "delete"}},
+	{Resource: "pods", Verbs: []string{"create", "get", "list", "watch", "delete"}},
 	{Resource: "pods", Subresource: "portforward", Verbs: []string{"create"}},
-	{Resource: "secrets", Verbs: []string{"create", "get", "list", "delete"}},
+	{Resource: "secrets", Verbs: []string{"create", "get", "list", "watch", "patch", "delete"}},
 	{Resource: "persistentvolumeclaims", Verbs: []string{"create", "get", "delete"}},
 	{Group: "networking.k8s.io", Resource: "networkpolicies", Verbs: []string{"create", "delete"}},
 }

@@ -34,6 +34,14 @@
 // the spec's disk or Options.WorkspaceSize in size), never an emptyDir, which a pause would
 // lose.
 //
+// The backend reads its sandboxes' state from a view of the namespace's labelled pods and
+// Secrets that client-go's informers keep (informer.go): Inspect, List, the pod a connection
+// goes to and the waits for a pod to run or to go make no call to the API server, and the
+// informers tell the sandbox service of a pod removed or ended as it happens
+// (sandbox.Watcher). A pod's absence means a pause or a loss by what the Secret says
+// (annotationPod).
+//
 // Every call to the API server is retried with backoff while it fails for a passing reason
-// (retry.go); the backend never panics on the API server's answers.
+// (retry.go), and the informers take their watches up again after every error; the backend
+// never panics on the API server's answers.
 package kubernetes

@@ -120,6 +120,10 @@ type Backend struct {
 
 	checkMu   sync.Mutex
 	checkedAt time.Time // of the last Check that passed
+
+	inf       informer      // the view of the namespace's sandboxes (informer.go)
+	closed    chan struct{} // closed by Close
+	closeOnce sync.Once
 }
 
 var (
@@ -127,6 +131,7 @@ var (
 	_ sandbox.Transporter = (*Backend)(nil)
 	_ sandbox.SpecChecker = (*Backend)(nil)
 	_ sandbox.Checker     = (*Backend)(nil)
+	_ sandbox.Watcher     = (*Backend)(nil)
 )
 
 // New checks opts and makes the API client. It does not contact the API server: Check does
@@ -189,6 +194,7 @@ func New(opts Options) (*Backend, error) {
 		wsSize:       opts.WorkspaceSize,
 		requestShare: opts.RequestShare,
 		log:          opts.Logger,
+		closed:       make(chan struct{}),
 	}
 	if b.binary == "" {
 		b.binary = "/agentd"
@@ -254,5 +260,13 @@ func (b *Backend) Capabilities() sandbox.Capabilities {
 	}
 }
 
-// Close releases nothing: the client holds only idle connections. Sandboxes keep running.
-func (b *Backend) Close() error { return nil }
+// Close stops the informers and WatchChanges. Sandboxes keep running, and the backend can still
+// manage them, asking the API server for what its informers told (as a new backend's clients
+// of a sandbox an old one started keep working). Safe to call twice.
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		close(b.closed)
+		b.inf.close()
+	})
+	return nil
+}

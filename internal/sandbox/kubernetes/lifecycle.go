@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/agentd/agentd/internal/sandbox"
 )
@@ -48,32 +51,65 @@ func (b *Backend) getSecret(ctx context.Context, ns, id string) (*corev1.Secret,
 	return s, err
 }
 
-// Inspect: a pod that is on its way or runs is a running sandbox; no pod (or one being
-// removed) while the sandbox's Secret is there is a paused one; a pod that ended, or no
-// Secret, is a sandbox gone.
+// Inspect: a pod that is on its way or runs is a running sandbox; a pod that ended, no
+// Secret, or no pod (or one being removed) while the Secret says it should run, is a sandbox
+// gone; no pod while the Secret says it is paused is a paused one. It reads the informers'
+// view, and asks the API server only before it answers gone, which the view may say of a
+// change it has not caught up with (a pause made by another replica: the Secret's
+// annotation, then the pod's removal, can reach the view in the other order).
 func (b *Backend) Inspect(ctx context.Context, inst sandbox.Instance) (sandbox.State, error) {
 	if !validID(inst.ID) {
 		return "", fmt.Errorf("inspect sandbox: %w", errInvalidID(inst.ID))
 	}
 	ns := b.namespaceOf(inst)
-	p, err := b.getPod(ctx, ns, inst.ID)
+	var state sandbox.State
+	w, err := b.synced(ctx, ns)
+	if w != nil {
+		state = inspect(w.cachedPod(ns, inst.ID), w.cachedSecret(ns, inst.ID))
+	}
+	if err == nil && (w == nil || state == sandbox.StateGone) {
+		var (
+			p *corev1.Pod
+			s *corev1.Secret
+		)
+		if p, err = b.getPod(ctx, ns, inst.ID); err == nil {
+			if s, err = b.getSecret(ctx, ns, inst.ID); err == nil {
+				state = inspect(p, s)
+			}
+		}
+	}
 	if err != nil {
 		return "", fmt.Errorf("inspect sandbox %s: %w", inst.ID, err)
 	}
+	return state, nil
+}
+
+// inspect is the state of a sandbox whose pod and Secret are p and s (nil: none).
+func inspect(p *corev1.Pod, s *corev1.Secret) sandbox.State {
 	if p != nil && p.DeletionTimestamp == nil {
 		if _, err := podStarted(p); errors.Is(err, errPodEnded) {
-			return sandbox.StateGone, nil
+			return sandbox.StateGone
 		}
-		return sandbox.StateRunning, nil
+		return sandbox.StateRunning
 	}
-	s, err := b.getSecret(ctx, ns, inst.ID)
-	if err != nil {
-		return "", fmt.Errorf("inspect sandbox %s: %w", inst.ID, err)
+	if s == nil || s.Annotations[annotationPod] == podRunning {
+		return sandbox.StateGone
 	}
-	if s == nil {
-		return sandbox.StateGone, nil
+	return sandbox.StatePaused
+}
+
+// setIntent records in the sandbox's Secret whether its pod should run (annotationPod). A
+// Secret gone is no error: so is the sandbox.
+func (b *Backend) setIntent(ctx context.Context, ns, id, intent string) error {
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, annotationPod, intent)
+	err := call(ctx, func(ctx context.Context) error {
+		_, err := b.client.CoreV1().Secrets(ns).Patch(ctx, objectName(id), types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("mark the sandbox %s in its secret: %w", intent, err)
 	}
-	return sandbox.StatePaused, nil
+	return nil
 }
 
 // Pause removes the pod: its processes end, its terminal sessions with them, and its
@@ -84,6 +120,10 @@ func (b *Backend) Pause(ctx context.Context, inst sandbox.Instance) error {
 		return fmt.Errorf("pause sandbox: %w", errInvalidID(inst.ID))
 	}
 	ns := b.namespaceOf(inst)
+	// The intent first: whoever sees the pod go then knows it was paused, not lost.
+	if err := b.setIntent(ctx, ns, inst.ID, podPaused); err != nil {
+		return fmt.Errorf("pause sandbox %s: %w", inst.ID, err)
+	}
 	if err := b.deletePod(ctx, ns, inst.ID); err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", inst.ID, err)
 	}
@@ -99,12 +139,15 @@ func (b *Backend) Resume(ctx context.Context, inst sandbox.Instance) error {
 		return fmt.Errorf("resume sandbox: %w", errInvalidID(inst.ID))
 	}
 	ns := b.namespaceOf(inst)
-	p, err := b.getPod(ctx, ns, inst.ID)
+	p, err := b.lookPod(ctx, ns, inst.ID)
 	if err != nil {
 		return fmt.Errorf("resume sandbox %s: %w", inst.ID, err)
 	}
 	if p != nil && p.DeletionTimestamp == nil {
 		if _, err := podStarted(p); !errors.Is(err, errPodEnded) {
+			if err := b.setIntent(ctx, ns, inst.ID, podRunning); err != nil {
+				return fmt.Errorf("resume sandbox %s: %w", inst.ID, err)
+			}
 			return nil
 		}
 	}
@@ -125,6 +168,9 @@ func (b *Backend) Resume(ctx context.Context, inst sandbox.Instance) error {
 		return fmt.Errorf("resume sandbox %s: the pod's manifest in its Secret: %w", inst.ID, err)
 	}
 	if err := b.runPod(ctx, &pod); err != nil {
+		return fmt.Errorf("resume sandbox %s: %w", inst.ID, err)
+	}
+	if err := b.setIntent(ctx, ns, inst.ID, podRunning); err != nil {
 		return fmt.Errorf("resume sandbox %s: %w", inst.ID, err)
 	}
 	b.log.Info("sandbox resumed: pod started again", "sandbox_id", inst.ID)
@@ -171,6 +217,13 @@ func (b *Backend) remove(ctx context.Context, ns, id string) error {
 	}); err != nil {
 		return fmt.Errorf("delete the secret: %w", err)
 	}
+	// Out of the view too, so that an Inspect after Destroy finds the sandbox gone.
+	if err := b.awaitGone(ctx, ns, kindSecret, name, func(ctx context.Context) error {
+		_, err := b.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		return err
+	}); err != nil {
+		return err
+	}
 	// The claim goes once no pod uses it (its protection finalizer), which is now.
 	return waitGone(ctx, "the workspace volume claim", func(ctx context.Context) error {
 		_, err := b.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claimName(id), metav1.GetOptions{})
@@ -194,10 +247,53 @@ func (b *Backend) deletePod(ctx context.Context, ns, id string) error {
 	if err != nil {
 		return fmt.Errorf("delete the pod: %w", err)
 	}
-	return waitGone(ctx, "the pod", func(ctx context.Context) error {
+	return b.awaitGone(ctx, ns, kindPod, objectName(id), func(ctx context.Context) error {
 		_, err := b.client.CoreV1().Pods(ns).Get(ctx, objectName(id), metav1.GetOptions{})
 		return err
 	})
+}
+
+// Kinds of the objects in the informers' view.
+const (
+	kindPod    = "pod"
+	kindSecret = "secret"
+)
+
+// awaitGone waits until the object kind/name is gone: out of the informers' view, woken by
+// its events, and then, asked once with get, from the API server (the view may not have seen
+// it yet). Without a view (another namespace, a closed backend) it asks get until it answers
+// NotFound.
+func (b *Backend) awaitGone(ctx context.Context, ns, kind, name string, get func(context.Context) error) error {
+	w, err := b.synced(ctx, ns)
+	if err != nil {
+		return fmt.Errorf("wait for the %s to go: %w", kind, err)
+	}
+	if w == nil {
+		return waitGone(ctx, "the "+kind, get)
+	}
+	store := w.pods.GetStore()
+	if kind == kindSecret {
+		store = w.secrets.GetStore()
+	}
+	for {
+		next := w.next(kind, name)
+		if _, there, _ := store.GetByKey(ns + "/" + name); !there {
+			err := call(ctx, get)
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("wait for the %s to go: %w", kind, err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the %s to go: %w", kind, context.Cause(ctx))
+		case <-b.closed: // no more events: ask the API server
+			return waitGone(ctx, "the "+kind, get)
+		case <-next:
+		}
+	}
 }
 
 // waitGone calls get until it answers NotFound, or ctx ends.
@@ -218,24 +314,53 @@ func waitGone(ctx context.Context, what string, get func(context.Context) error)
 	}
 }
 
-// List finds this installation's sandboxes with one labelled list of Secrets: the one
-// object a sandbox has for all its life (its pod goes at a pause).
+// List finds this installation's sandboxes in the informers' view of the Secrets: the one
+// object a sandbox has for all its life (its pod goes at a pause). It makes no call to the
+// API server once the view is there (a closed backend lists with one).
 func (b *Backend) List(ctx context.Context) ([]sandbox.Instance, error) {
-	var list *corev1.SecretList
-	err := call(ctx, func(ctx context.Context) (err error) {
-		list, err = b.client.CoreV1().Secrets(b.ns).List(ctx, metav1.ListOptions{LabelSelector: b.selector()})
-		return err
-	})
+	w, err := b.synced(ctx, b.ns)
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
-	out := make([]sandbox.Instance, 0, len(list.Items))
-	for _, s := range list.Items {
+	var secrets []*corev1.Secret
+	if w != nil {
+		for _, obj := range w.secrets.GetStore().List() {
+			secrets = append(secrets, obj.(*corev1.Secret))
+		}
+	} else {
+		var list *corev1.SecretList
+		err := call(ctx, func(ctx context.Context) (err error) {
+			list, err = b.client.CoreV1().Secrets(b.ns).List(ctx, metav1.ListOptions{LabelSelector: b.selector()})
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list sandboxes: %w", err)
+		}
+		for i := range list.Items {
+			secrets = append(secrets, &list.Items[i])
+		}
+	}
+	out := make([]sandbox.Instance, 0, len(secrets))
+	for _, s := range secrets {
 		id := s.Labels[labelSandbox]
-		if !validID(id) {
+		if !validID(id) || s.Name != objectName(id) {
 			continue
 		}
 		out = append(out, sandbox.Instance{ID: id, Endpoint: endpoint(id), State: instanceState{Namespace: b.ns}.encode()})
 	}
+	slices.SortFunc(out, func(a, b sandbox.Instance) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
+}
+
+// lookPod returns the sandbox's pod, or nil: from the informers' view, or from the API
+// server where there is none.
+func (b *Backend) lookPod(ctx context.Context, ns, id string) (*corev1.Pod, error) {
+	w, err := b.synced(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	if w == nil {
+		return b.getPod(ctx, ns, id)
+	}
+	return w.cachedPod(ns, id), nil
 }

@@ -30,6 +30,16 @@ const (
 	managedBy         = "agentd"
 )
 
+// annotationPod on a sandbox's Secret says whether its pod should run: podRunning from the
+// start and after a resume, podPaused from a pause on. A sandbox whose pod should run and is
+// not there has vanished (removed by someone else, evicted), which Inspect reports as gone.
+// A Secret without it (made before it existed) is read as before: no pod, a paused sandbox.
+const (
+	annotationPod = "agentd.dev/pod"
+	podRunning    = "running"
+	podPaused     = "paused"
+)
+
 // Paths inside a sandbox's pod.
 const (
 	binDir            = "/.agentd/bin"       // the shared volume the init container copies agentd into

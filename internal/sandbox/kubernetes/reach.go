@@ -23,7 +23,7 @@ import (
 // Transport implements sandbox.Transporter: TLS pinned to the sandbox's runtime key, over a
 // connection to its pod's IP (ReachIP) or through the API server's port forwarding to the
 // pod (ReachPortForward). The pod is looked up at each connection, so a resumed sandbox's new
-// pod is found.
+// pod is found. It reads the pod from the informers' view, with no call to the API server.
 func (b *Backend) Transport(inst sandbox.Instance) (runtimeclient.Transport, error) {
 	st, err := decodeState(inst)
 	if err != nil {
@@ -53,7 +53,7 @@ var errNotRunning = errors.New("the sandbox's pod does not run")
 
 // runningPod returns the sandbox's pod if it runs.
 func (b *Backend) runningPod(ctx context.Context, ns, id string) (*corev1.Pod, error) {
-	p, err := b.getPod(ctx, ns, id)
+	p, err := b.lookPod(ctx, ns, id)
 	if err != nil {
 		return nil, err
 	}

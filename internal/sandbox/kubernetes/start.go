@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/agentd/agentd/internal/sandbox"
 )
@@ -83,8 +84,10 @@ func (b *Backend) start(ctx context.Context, req sandbox.StartRequest) (sandbox.
 	if err != nil {
 		return sandbox.Instance{}, err
 	}
+	meta := b.meta(req.ID, req.OwnerID, objectName(req.ID))
+	meta.Annotations[annotationPod] = podRunning
 	secret := &corev1.Secret{
-		ObjectMeta: b.meta(req.ID, req.OwnerID, objectName(req.ID)),
+		ObjectMeta: meta,
 		Type:       corev1.SecretTypeOpaque,
 		Data: map[string][]byte{
 			keySession: []byte(req.SessionKey),
@@ -142,33 +145,61 @@ func create(ctx context.Context, what string, fn func(context.Context) error) er
 }
 
 // runPod creates pod and waits until its sandbox container runs, or fails with why it cannot.
+// In the backend's namespace it waits on the informers' view, woken by the pod's events.
 func (b *Backend) runPod(ctx context.Context, pod *corev1.Pod) error {
+	var uid types.UID
 	if err := create(ctx, "pod", func(ctx context.Context) error {
-		_, err := b.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		p, err := b.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		if err == nil {
+			uid = p.UID
+		}
 		return err
 	}); err != nil {
 		return err
 	}
+	w, err := b.synced(ctx, pod.Namespace)
+	if err != nil {
+		return fmt.Errorf("wait for the pod: %w", err)
+	}
+	closed := b.closed
 	for delay := 20 * time.Millisecond; ; delay = min(2*delay, 250*time.Millisecond) {
-		var p *corev1.Pod
-		err := call(ctx, func(ctx context.Context) (err error) {
-			p, err = b.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("wait for the pod: %w", err)
+		var (
+			p    *corev1.Pod
+			next <-chan struct{}
+			tick <-chan time.Time
+		)
+		if w != nil {
+			next = w.next(kindPod, pod.Name)
+			p = w.cachedPod(pod.Namespace, pod.Labels[labelSandbox])
+			if p != nil && uid != "" && p.UID != uid {
+				p = nil // the view still has the pod before this one
+			}
+		} else {
+			err := call(ctx, func(ctx context.Context) (err error) {
+				p, err = b.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("wait for the pod: %w", err)
+			}
+			tick = time.After(delay)
 		}
-		running, err := podStarted(p)
-		if err != nil {
-			return err
-		}
-		if running {
-			return nil
+		if p != nil {
+			running, err := podStarted(p)
+			if err != nil {
+				return err
+			}
+			if running {
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("wait for the pod %s to run: %w (it is %s)", pod.Name, context.Cause(ctx), describe(p))
-		case <-time.After(delay):
+		case <-closed:
+			w, closed = nil, nil // no more events: ask the API server
+		case <-next:
+		case <-tick:
 		}
 	}
 }
@@ -206,6 +237,9 @@ func podStarted(p *corev1.Pod) (bool, error) {
 
 // describe says where a pod is on its way to running, for a timeout's error.
 func describe(p *corev1.Pod) string {
+	if p == nil {
+		return "not there yet"
+	}
 	out := string(p.Status.Phase)
 	for _, c := range p.Status.Conditions {
 		if c.Status != corev1.ConditionTrue && c.Message != "" {
