@@ -220,6 +220,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Store: st, Backend: o.Backend, Sealer: keyring, Logger: log,
 		DefaultSpec: cfg.DefaultSpec, Node: cfg.NodeName, Replica: o.Replica, MaxRunningPerUser: cfg.MaxRunningSandboxes,
 		StartTimeout: cfg.SandboxStartTimeout, IdleTimeout: cfg.SandboxIdleTimeout, Pools: cfg.SandboxPools,
+		OrphanGrace:   cfg.SandboxOrphanGrace,
 		WatchInterval: o.SandboxWatchInterval, Now: o.SandboxNow, Metrics: m,
 		OnIdlePause: func(ctx context.Context, sb sandbox.Sandbox, idle time.Duration) {
 			if err := a.Conversations.SandboxIdlePaused(ctx, sb.OwnerID, sb.ID, idle); err != nil {

@@ -99,6 +99,9 @@ type Config struct {
 	SandboxStartTimeout time.Duration
 	// SandboxIdleTimeout, when positive, pauses sandboxes nobody used for that long.
 	SandboxIdleTimeout time.Duration
+	// SandboxOrphanGrace is how long a remote backend's sandbox without a record is left
+	// alone before it is removed.
+	SandboxOrphanGrace time.Duration
 	// TerminalNoChangeTimeout ends an agent's terminal call once its command has printed
 	// nothing new for that long; TerminalMaxWait ends it after that long even while the
 	// command keeps printing. The command runs on either way, for the agent's next call.
@@ -306,6 +309,9 @@ func Options() []Option {
 		{Flag: "sandbox-start-timeout", Env: []string{"AGENTD_SANDBOX_START_TIMEOUT"}, File: "sandbox_start_timeout", Default: "30s",
 			Doc: "How long a new sandbox's runtime may take to answer before the sandbox is ERROR.",
 			set: func(c *Config, v string) error { return setDuration(&c.SandboxStartTimeout, v) }},
+		{Flag: "sandbox-orphan-grace", Env: []string{"AGENTD_SANDBOX_ORPHAN_GRACE"}, File: "sandbox_orphan_grace", Default: "2m",
+			Doc: "How long a kubernetes sandbox labelled with this installation but unknown to the store is left alone before the replica that reconciles removes it (a start in flight on another replica stores its record first; so does a STARTING record with no answer from the cluster yet, kept at least the start timeout).",
+			set: func(c *Config, v string) error { return setDuration(&c.SandboxOrphanGrace, v) }},
 		{Flag: "cors-origins", Env: []string{"AGENTD_CORS_ORIGINS", "PERMITTED_CORS_ORIGINS"}, File: "cors_origins", Default: "",
 			Doc: "Comma-separated browser origins allowed to call the API (e.g. https://app.example.com); empty allows any localhost origin, * allows all.",
 			set: func(c *Config, v string) error { c.CORSOrigins = splitList(v); return nil }},
@@ -752,6 +758,9 @@ func (c *Config) validate() error {
 	}
 	if c.SandboxStartTimeout <= 0 {
 		errs = append(errs, errors.New("sandbox start timeout must be positive"))
+	}
+	if c.SandboxOrphanGrace <= 0 {
+		errs = append(errs, errors.New("sandbox orphan grace must be positive"))
 	}
 	if c.RequestBodyTimeout <= 0 {
 		errs = append(errs, errors.New("request body timeout must be positive"))

@@ -35,7 +35,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Addr != "127.0.0.1:3000" || c.SandboxBackend != "auto" || c.DefaultSpec != "default" ||
-		c.SandboxStartTimeout != 30*time.Second || c.PublicURL != "http://127.0.0.1:3000" ||
+		c.SandboxStartTimeout != 30*time.Second || c.SandboxOrphanGrace != 2*time.Minute || c.PublicURL != "http://127.0.0.1:3000" ||
 		c.TerminalNoChangeTimeout != 30*time.Second || c.TerminalMaxWait != 2*time.Minute ||
 		c.MCPConnectTimeout != 30*time.Second || c.MCPCallTimeout != time.Minute ||
 		c.StreamMaxSubscribers != 100 || c.StreamBuffer != 256 || c.StreamHeartbeat != 15*time.Second {

@@ -202,7 +202,8 @@ Every object of a sandbox is named ` + "`agentd-sb-<id>`" + ` (its claim ` + "`a
 first two (client-go informers: ` + "`list`" + ` and ` + "`watch`" + `), reads their state from that view, and marks a
 sandbox's Secret paused or running (` + "`patch`" + `). One replica at a time (the one holding the reconciler
 lease in the store) acts on what the watch tells: a sandbox whose pod is removed or fails becomes
-` + "`MISSING`" + ` at once.
+` + "`MISSING`" + ` at once, and a labelled sandbox the store does not know is removed after
+` + "`--sandbox-orphan-grace`" + `.
 Nothing is pulled by agentd: the images (agentd's and the specs') come from the nodes' registries
 as the cluster's policy allows.
 

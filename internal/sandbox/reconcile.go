@@ -60,11 +60,17 @@ func (s *Service) reconcileAll(ctx context.Context) error {
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("reconcile sandboxes: %w", err))...)
 	}
+	marks := map[string]orphan{}
 	for _, inst := range insts {
-		if err := s.removeOrphan(ctx, inst); err != nil {
+		m, keep, err := s.removeOrphan(ctx, inst)
+		if err != nil {
 			errs = append(errs, err)
 		}
+		if keep {
+			marks[inst.ID] = m
+		}
 	}
+	s.setOrphans(marks)
 	return errors.Join(errs...)
 }
 
@@ -79,6 +85,9 @@ func (s *Service) reconcileOne(ctx context.Context, id string) error {
 		return fmt.Errorf("reconcile sandbox %s: %w", id, err)
 	}
 	if sb.Instance.ID == "" && (sb.Status == StatusStarting || sb.Status == StatusMissing) {
+		if sb.Status == StatusStarting && !s.startAbandoned(sb) {
+			return nil // a start in flight on another replica
+		}
 		return s.dropUnstarted(ctx, sb)
 	}
 	if sb.Status == StatusError || sb.Status == StatusMissing {
@@ -135,35 +144,43 @@ func (s *Service) adoptStarting(ctx context.Context, sb Sandbox, state State) er
 	return nil
 }
 
-// removeOrphan destroys a sandbox the backend found if it has no record, or if its record
-// says nothing should run (ERROR, MISSING) while processes do.
-func (s *Service) removeOrphan(ctx context.Context, inst Instance) error {
+// removeOrphan destroys a sandbox the backend found if it has no record (a remote backend's
+// once it has had none for the orphan grace), or if its record says nothing should run
+// (ERROR, MISSING) while processes do. keep says that the next orphan pass is to remember m
+// of it: when it was first found without a record, or that its record keeps it.
+func (s *Service) removeOrphan(ctx context.Context, inst Instance) (m orphan, keep bool, err error) {
 	if s.pools.holds(inst.ID) {
-		return nil // a member of this service's warm pools, which have no records
+		return orphan{}, false, nil // a member of this service's warm pools, which have no records
 	}
 	unlock := s.locks.lock(inst.ID)
 	defer unlock()
 	sb, err := s.store.GetSandbox(ctx, "", inst.ID)
 	switch {
 	case errors.Is(err, ErrNotFound):
+		if s.caps.Remote {
+			var due bool
+			if m, due = s.orphanDue(inst.ID); !due {
+				return m, true, nil
+			}
+		}
 	case err != nil:
-		return fmt.Errorf("reconcile orphan %s: %w", inst.ID, err)
+		return orphan{}, false, fmt.Errorf("reconcile orphan %s: %w", inst.ID, err)
 	case sb.Status != StatusError && sb.Status != StatusMissing:
-		return nil
+		return orphan{}, false, nil
 	default:
 		state, err := s.backend.Inspect(ctx, inst)
 		if err != nil {
-			return fmt.Errorf("reconcile orphan %s: %w", inst.ID, err)
+			return orphan{}, false, fmt.Errorf("reconcile orphan %s: %w", inst.ID, err)
 		}
 		if state == StateGone {
-			return nil // its directory stays for its record, until Delete
+			return orphan{recorded: true}, true, nil // what is left stays for its record, until Delete
 		}
 	}
 	if err := s.backend.Destroy(ctx, inst); err != nil {
-		return fmt.Errorf("destroy orphan sandbox %s: %w", inst.ID, err)
+		return m, !m.seen.IsZero(), fmt.Errorf("destroy orphan sandbox %s: %w", inst.ID, err)
 	}
 	s.log.Warn("destroyed orphan sandbox", "sandbox_id", inst.ID)
-	return nil
+	return orphan{}, false, nil
 }
 
 // Run makes a Watch pass every WatchInterval, keeps the warm pools full, and, for a backend
@@ -203,7 +220,8 @@ func (s *Service) Run(ctx context.Context) error {
 }
 
 // Watch makes one pass of the watcher: RUNNING and PAUSED sandboxes whose processes vanished
-// become MISSING, and idle ones are paused (as of the service's clock, ServiceOptions.Now).
+// become MISSING, a remote backend's orphans are removed once their grace is over (orphans.go),
+// and idle ones are paused (as of the service's clock, ServiceOptions.Now).
 // Run calls it on a ticker; a test that owns the clock calls it to decide when a pass runs.
 //
 // Of a remote backend, one replica at a time watches (Store.ClaimReconciler); the others'
@@ -226,6 +244,9 @@ func (s *Service) Watch(ctx context.Context) error {
 		return err
 	}
 	s.checkVanished(ctx, sbs)
+	if s.caps.Remote {
+		s.removeOrphans(ctx, sbs)
+	}
 	s.pauseIdle(ctx, sbs)
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 const (
 	DefaultStartTimeout  = 30 * time.Second
 	DefaultWatchInterval = 5 * time.Second
+	DefaultOrphanGrace   = 2 * time.Minute
 )
 
 // ServiceOptions configures a Service. Store, Backend and Sealer are required.
@@ -50,6 +51,13 @@ type ServiceOptions struct {
 	// WatchInterval is how often Run looks for sandboxes whose processes vanished (and for
 	// idle ones).
 	WatchInterval time.Duration
+	// OrphanGrace is how long a remote backend's sandbox with no record is left alone before
+	// the replica that reconciles removes it, and how long a STARTING record whose start has
+	// no answer from the backend yet is taken to be a start in flight on another replica (at
+	// least StartTimeout, which bounds such a start). Zero means DefaultOrphanGrace. A
+	// node-local backend's orphans are removed at once: on its node only this service starts
+	// sandboxes.
+	OrphanGrace time.Duration
 	// IdleTimeout, when positive, pauses RUNNING sandboxes nobody used for that long.
 	IdleTimeout time.Duration
 	// OnIdlePause is told of every sandbox paused for being idle (and for how long it was).
@@ -127,6 +135,7 @@ type Service struct {
 	maxRunning    int
 	startTimeout  time.Duration
 	watchInterval time.Duration
+	orphanGrace   time.Duration
 	idleTimeout   time.Duration
 	onIdlePause   func(ctx context.Context, sb Sandbox, idle time.Duration)
 	metrics       Metrics
@@ -151,6 +160,9 @@ type Service struct {
 	holds      map[string]int
 	// toldUse is when tellUse last told the store of the use made here.
 	toldUse time.Time
+	// orphans are a remote backend's sandboxes without a live record, as the orphan passes
+	// found them (orphans.go).
+	orphans map[string]orphan
 }
 
 // startWait lets Delete stop the wait for a sandbox's runtime.
@@ -176,6 +188,7 @@ func NewService(opts ServiceOptions) *Service {
 		maxRunning:    opts.MaxRunningPerUser,
 		startTimeout:  opts.StartTimeout,
 		watchInterval: opts.WatchInterval,
+		orphanGrace:   opts.OrphanGrace,
 		idleTimeout:   opts.IdleTimeout,
 		onIdlePause:   opts.OnIdlePause,
 		metrics:       opts.Metrics,
@@ -185,6 +198,7 @@ func NewService(opts ServiceOptions) *Service {
 		lastActive:    map[string]time.Time{},
 		holds:         map[string]int{},
 		pools:         newPools(opts.Pools, opts.DefaultSpec),
+		orphans:       map[string]orphan{},
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -206,6 +220,9 @@ func NewService(opts ServiceOptions) *Service {
 	}
 	if s.watchInterval <= 0 {
 		s.watchInterval = DefaultWatchInterval
+	}
+	if s.orphanGrace <= 0 {
+		s.orphanGrace = DefaultOrphanGrace
 	}
 	s.log = s.log.With("backend", s.backend.Name())
 	s.life, s.stop = context.WithCancel(context.Background())
