@@ -63,7 +63,7 @@ type options struct {
 }
 
 // groups are the figures -only can pick, in the order they run.
-var groups = []string{"starts", "repository", "pause", "docker", "bwrap", "pools", "idle", "search", "agent", "mcp", "streams", "memory", "web", "curve", "listing", "replicas"}
+var groups = []string{"starts", "repository", "pause", "docker", "kubernetes", "bwrap", "pools", "idle", "search", "agent", "mcp", "streams", "memory", "web", "curve", "listing", "replicas"}
 
 // runs reports whether the group of figures g is to be measured.
 func (o options) runs(g string) bool { return len(o.only) == 0 || o.only[g] }
@@ -203,6 +203,7 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 			return benchPause(ctx, srv, o.cycles)
 		}},
 		{"docker", func() ([]row, []string, error) { return benchDocker(ctx, bin, tmp, logw, progress) }},
+		{"kubernetes", func() ([]row, []string, error) { return benchKubernetes(ctx, bin, tmp, logw, progress) }},
 		{"bwrap", func() ([]row, []string, error) {
 			return benchBwrap(ctx, o, bin, filepath.Join(tmp, "bwrap-data"), logw, progress)
 		}},

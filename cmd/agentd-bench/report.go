@@ -15,6 +15,7 @@ const (
 	unitRate              // a rate; more is better
 	unitSize              // a size; less is better
 	unitBytes             // a small size, in KiB; less is better
+	unitCount             // a number of calls; less is better
 )
 
 func (u unit) format(v float64) string {
@@ -25,6 +26,8 @@ func (u unit) format(v float64) string {
 		return fmt.Sprintf("%.1f MiB", v/(1<<20))
 	case unitBytes:
 		return fmt.Sprintf("%.1f KiB", v/(1<<10))
+	case unitCount:
+		return fmt.Sprintf("%.4g calls", v)
 	}
 	d := time.Duration(v * float64(time.Second))
 	switch {

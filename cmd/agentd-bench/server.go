@@ -81,11 +81,12 @@ func startPostgresServer(ctx context.Context, binary, dataDir, dbURL string, cli
 }
 
 // startServerOn is startServerWith on database (config.DatabaseSQLite or a PostgreSQL URL),
-// with a warm pool of pool sandboxes of the default spec.
-func startServerOn(ctx context.Context, b sandbox.Backend, dataDir, database string, clients int, log *slog.Logger, githubAPI string, pool int) (_ *server, err error) {
+// with a warm pool of pool sandboxes of the default spec; flags are more of agentd serve's.
+func startServerOn(ctx context.Context, b sandbox.Backend, dataDir, database string, clients int, log *slog.Logger, githubAPI string, pool int, flags ...string) (_ *server, err error) {
 	key := "bench-" + rand.Text()
-	cfg, err := config.Load(append([]string{"--data-dir", dataDir, "--admin-key", key, "--database", database,
-		"--sandbox-backend", b.Name(), "--addr", "127.0.0.1:0", "--sandbox-pool", strconv.Itoa(pool)}, llmFlags()...), func(string) string { return "" })
+	args := append([]string{"--data-dir", dataDir, "--admin-key", key, "--database", database,
+		"--sandbox-backend", b.Name(), "--addr", "127.0.0.1:0", "--sandbox-pool", strconv.Itoa(pool)}, llmFlags()...)
+	cfg, err := config.Load(append(args, flags...), func(string) string { return "" })
 	if err != nil {
 		b.Close()
 		return nil, err
