@@ -161,7 +161,7 @@ func (b *Backend) runPod(ctx context.Context, pod *corev1.Pod) error {
 	if err != nil {
 		return fmt.Errorf("wait for the pod: %w", err)
 	}
-	closed := b.closed
+	seen, closed := false, b.closed
 	for delay := 20 * time.Millisecond; ; delay = min(2*delay, 250*time.Millisecond) {
 		var (
 			p    *corev1.Pod
@@ -174,6 +174,10 @@ func (b *Backend) runPod(ctx context.Context, pod *corev1.Pod) error {
 			if p != nil && uid != "" && p.UID != uid {
 				p = nil // the view still has the pod before this one
 			}
+			if p == nil && seen {
+				return fmt.Errorf("%w: the pod %s was removed before it ran", errPodEnded, pod.Name)
+			}
+			seen = seen || p != nil
 		} else {
 			err := call(ctx, func(ctx context.Context) (err error) {
 				p, err = b.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
