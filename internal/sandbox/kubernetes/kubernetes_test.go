@@ -304,7 +304,8 @@ func TestCheck(t *testing.T) {
 		cfg.BearerToken = tok.Status.Token
 		o.Config = cfg
 	}).Check(ctx)
-	if !errors.As(err, &ce) || !strings.Contains(ce.ClientMessage(), "may not create pods") || !strings.Contains(ce.ClientMessage(), "create pods/portforward") {
+	if !errors.As(err, &ce) || !strings.Contains(ce.ClientMessage(), "may not create pods") || !strings.Contains(ce.ClientMessage(), "create pods/portforward") ||
+		!strings.Contains(ce.ClientMessage(), "watch pods") || !strings.Contains(ce.ClientMessage(), "patch secrets") {
 		t.Fatalf("check without permissions: %v", err)
 	}
 }
