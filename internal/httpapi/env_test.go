@@ -125,6 +125,9 @@ type envOption func(*config.Config)
 // does on its second listener.
 func withAgentServer(c *config.Config) { c.AgentServerAddr = "on" }
 
+// withPool keeps one sandbox of the default spec warm.
+func withPool(c *config.Config) { c.SandboxPools = map[string]int{"": 1} }
+
 // withStore runs the server on the data directory dir and database (sqlite, or a PostgreSQL
 // URL), as a server started again elsewhere would.
 func withStore(dir, database string) envOption {
@@ -166,6 +169,9 @@ func newEnvGit(t *testing.T, git *gittest.Server, opts ...envOption) *env {
 	// Test clients read their sockets only when a test looks, and a ping left unanswered
 	// until the next cuts a socket off: pings are rare unless a test asks for them.
 	cfg.StreamHeartbeat = 2 * time.Minute
+	// Sandboxes start cold unless a test asks for a warm pool (withPool): whether a start is
+	// served from the pool would otherwise depend on how far the pool has filled.
+	cfg.SandboxPools = nil
 	// Users' scripted models listen on loopback, as an operator's local model server would:
 	// the administrator allows it, as that operator would.
 	cfg.AllowInternal = []string{"127.0.0.0/8"}

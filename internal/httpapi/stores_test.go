@@ -88,9 +88,22 @@ func TestListingsAlikeOnBothStores(t *testing.T) {
 	for _, name := range []string{"API_TOKEN", "deploy_token", "Z_KEY"} {
 		src.must("POST", "/api/v1/secrets", userKey, map[string]any{"name": name, "value": "value-of-" + name}, 201, nil)
 	}
+	// Settled is finished: a message that reaches a finished agent makes it idle before it runs
+	// again, and an agent still under way would go on, at different times, in both copies.
 	src.eventually("the agents to settle", func() bool {
-		_, body := src.call("GET", "/api/v1/app-conversations/search?limit=100", userKey, nil)
-		return !strings.Contains(string(body), `"execution_status":"running"`)
+		var all struct {
+			Items []struct {
+				ExecutionStatus string `json:"execution_status"`
+			} `json:"items"`
+		}
+		src.must("GET", "/api/v1/app-conversations/search?limit=100", userKey, nil, 200, &all)
+		finished := 0
+		for _, it := range all.Items {
+			if it.ExecutionStatus == "finished" {
+				finished++
+			}
+		}
+		return finished == 4
 	})
 	var page struct {
 		Items []struct {
