@@ -137,26 +137,23 @@ func (s *Service) prepareWorkDir(ctx context.Context, t *StartTask) error {
 	if err != nil {
 		return fmt.Errorf("reach the sandbox: %w", err)
 	}
-	res, err := rt.Run(ctx, runtimeclient.CommandRequest{Command: "mkdir -p -- " + shellQuote(dir), TimeoutSeconds: 60})
-	if err != nil {
-		return fmt.Errorf("create the working directory: %w", err)
+	// One command, since it is on the way to the agent's first step: the directory, then,
+	// without a repository of the conversation's own, git's (a failure of git exits 98).
+	cmd := "mkdir -p -- " + shellQuote(dir) + " || exit 97"
+	if deref(v.SelectedRepository) == "" {
+		name, email := s.author(ctx, t.OwnerID, gitprovider.Remote{})
+		cmd += "\ncd -- " + shellQuote(dir) + " && command -v git >/dev/null && { [ -e .git ] || { git init -q && git config user.name " +
+			shellQuote(name) + " && git config user.email " + shellQuote(email) + "; }; } || exit 98"
 	}
-	if res.ExitCode != 0 {
-		return &RepositoryError{Msg: "the conversation's directory " + dir + " could not be created in the sandbox: " + lastLines(res.Output, 3)}
-	}
-	if deref(v.SelectedRepository) != "" {
-		return nil
-	}
-	name, email := s.author(ctx, t.OwnerID, gitprovider.Remote{})
-	cmd := "cd -- " + shellQuote(dir) + " && command -v git >/dev/null && { [ -e .git ] || { git init -q && git config user.name " +
-		shellQuote(name) + " && git config user.email " + shellQuote(email) + "; }; }"
-	res, err = rt.Run(ctx, runtimeclient.CommandRequest{Command: cmd, TimeoutSeconds: 60, Env: gitEnv})
+	res, err := rt.Run(ctx, runtimeclient.CommandRequest{Command: cmd, TimeoutSeconds: 60, Env: gitEnv})
 	switch {
 	case err != nil:
-		return fmt.Errorf("make the working directory a git repository: %w", err)
-	case res.ExitCode != 0:
+		return fmt.Errorf("prepare the working directory: %w", err)
+	case res.ExitCode == 98:
 		s.log.Warn("the conversation's directory is no git repository: git is missing from the sandbox or failed",
 			"conversation_id", v.ID, "sandbox_id", t.SandboxID, "output", lastLines(res.Output, 3))
+	case res.ExitCode != 0:
+		return &RepositoryError{Msg: "the conversation's directory " + dir + " could not be created in the sandbox: " + lastLines(res.Output, 3)}
 	}
 	return nil
 }
