@@ -29,6 +29,11 @@ func (s *Store) Restore(ctx context.Context, rows iter.Seq2[store.Row, error]) e
 				return err
 			}
 			if err := ins.insert(ctx, r); err != nil {
+				if ctx.Err() != nil {
+					// A context that ends rolls the transaction back and closes its statements
+					// meanwhile: the insert may fail with that before it sees the context.
+					return ctx.Err()
+				}
 				return err
 			}
 		}
