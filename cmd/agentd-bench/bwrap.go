@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/bwrap"
 	"github.com/agentd/agentd/internal/sandbox/cgroup"
@@ -139,7 +140,9 @@ func timeFunc(f func() error) (time.Duration, error) {
 }
 
 // bwrapPause times n pause/resume cycles of one running sandbox beside a freeze (until the
-// kernel reports FROZEN) and a thaw of a cgroup holding one sleeping process.
+// kernel reports FROZEN) and a thaw of a cgroup holding one sleeping process; and the resume
+// beside its own raw steps: a thaw of the sandbox's cgroup, frozen directly, and one request
+// its runtime answers (GET /api/identity on a new connection, as the service's probe asks).
 func bwrapPause(ctx context.Context, s *server, b *bwrap.Backend, n int) ([]row, error) {
 	svc := s.app.Sandboxes
 	sb, done, err := s.runningSandbox(ctx)
@@ -152,8 +155,34 @@ func bwrapPause(ctx context.Context, s *server, b *bwrap.Backend, n int) ([]row,
 		return nil, err
 	}
 	defer stop()
+	own, err := b.Group(sb.Instance)
+	if err != nil {
+		return nil, err
+	}
+	key, err := svc.SessionKey(ctx, s.ownerID, sb.ID)
+	if err != nil {
+		return nil, err
+	}
+	rawResume := func() (time.Duration, error) {
+		if err := own.Freeze(ctx); err != nil {
+			return 0, err
+		}
+		t0 := time.Now()
+		if err := own.Thaw(ctx); err != nil {
+			return 0, err
+		}
+		c, err := runtimeclient.NewClient(sb.Instance.Endpoint, key)
+		if err != nil {
+			return 0, err
+		}
+		defer c.CloseIdleConnections()
+		if _, err := c.Identity(ctx); err != nil {
+			return 0, err
+		}
+		return time.Since(t0), nil
+	}
 
-	var pauses, resumes, freezes, thaws []time.Duration
+	var pauses, resumes, freezes, thaws, raws []time.Duration
 	for i := range warmups + n {
 		t0 := time.Now()
 		if err := svc.Pause(ctx, s.ownerID, sb.ID); err != nil {
@@ -175,18 +204,25 @@ func bwrapPause(ctx context.Context, s *server, b *bwrap.Backend, n int) ([]row,
 			return nil, err
 		}
 		thaw := time.Since(t0)
+		raw, err := rawResume()
+		if err != nil {
+			return nil, err
+		}
 		if i >= warmups {
 			pauses, resumes = append(pauses, pause), append(resumes, resume)
-			freezes, thaws = append(freezes, freeze), append(thaws, thaw)
+			freezes, thaws, raws = append(freezes, freeze), append(thaws, thaw), append(raws, raw)
 		}
 	}
 	freezeBase := "freeze a one-process cgroup until the kernel reports it frozen (cgroup " + b.Cgroups().FreezerVersion() + " freezer" + ")"
 	const thawBase = "thaw that cgroup"
+	const rawBase = "thaw the sandbox's own cgroup, frozen directly, and one request to its runtime on a new connection"
 	return []row{
 		timeRow("pause (bwrap backend: cgroup frozen), p50", 50, pauses, freezes, freezeBase),
 		timeRow("pause (bwrap backend), p99", 99, pauses, freezes, freezeBase),
 		timeRow("resume (bwrap backend: runtime answers again), p50", 50, resumes, thaws, thawBase),
 		timeRow("resume (bwrap backend), p99", 99, resumes, thaws, thawBase),
+		timeRow("resume (bwrap backend: runtime answers again), p50", 50, resumes, raws, rawBase),
+		timeRow("resume (bwrap backend), p99", 99, resumes, raws, rawBase),
 	}, nil
 }
 

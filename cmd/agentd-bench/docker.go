@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -29,7 +30,9 @@ const benchImage = "agentd-bench/sandbox:latest"
 
 // benchDocker measures the docker backend beside the same engine calls made directly through
 // the same client: start to RUNNING beside a bare ContainerCreate+ContainerStart of the same
-// image, and pause and resume beside ContainerPause and ContainerUnpause of a bare container.
+// image on the network the sandboxes join (the backend's egress bridge), and pause and resume
+// beside ContainerPause and ContainerUnpause of a bare container. The bare start on the
+// engine's default network is timed too: a user-defined network costs the engine more.
 // The engine is DOCKER_HOST's if that is set (it must run on this machine), else a private
 // dockerd started for the run. Without either, it returns no rows and a note that says why.
 func benchDocker(ctx context.Context, binary, tmp string, logw io.Writer, progress func(string, ...any)) ([]row, []string, error) {
@@ -56,7 +59,8 @@ func benchDocker(ctx context.Context, binary, tmp string, logw io.Writer, progre
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := startPooledServer(ctx, withImage{b, benchImage}, dataDir, 1, log)
+	wb := &withImage{Backend: b, image: benchImage, cli: cli}
+	srv, err := startPooledServer(ctx, wb, dataDir, 1, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -64,22 +68,32 @@ func benchDocker(ctx context.Context, binary, tmp string, logw io.Writer, progre
 
 	progress("docker: timing %d sandbox starts", *dockerStarts)
 	// The default spec has a warm pool of one; specCold is the same spec without one.
-	var starts, bares, claims []time.Duration
+	var starts, bares, defaults, claims []time.Duration
 	for i := range warmups + *dockerStarts {
-		bare, err := timeBareStart(ctx, cli)
+		claim, err := srv.timeClaim(ctx)
 		if err != nil {
+			return nil, nil, err
+		}
+		// The pool's refill runs beside nothing timed.
+		if err := srv.waitPool(ctx, 1); err != nil {
 			return nil, nil, err
 		}
 		start, err := srv.timeStartOf(ctx, specCold)
 		if err != nil {
 			return nil, nil, err
 		}
-		claim, err := srv.timeClaim(ctx)
+		// The sandbox's network exists once a sandbox has joined it.
+		bare, err := timeBareStart(ctx, cli, wb.lastNetwork())
+		if err != nil {
+			return nil, nil, err
+		}
+		onDefault, err := timeBareStart(ctx, cli, "")
 		if err != nil {
 			return nil, nil, err
 		}
 		if i >= warmups {
-			starts, bares, claims = append(starts, start), append(bares, bare), append(claims, claim)
+			starts, bares, defaults = append(starts, start), append(bares, bare), append(defaults, onDefault)
+			claims = append(claims, claim)
 		}
 	}
 	progress("docker: timing %d pause/resume cycles", *dockerCycles)
@@ -87,11 +101,12 @@ func benchDocker(ctx context.Context, binary, tmp string, logw io.Writer, progre
 	if err != nil {
 		return nil, nil, err
 	}
-	const what, base = "sandbox start to RUNNING (docker backend)", "ContainerCreate+ContainerStart of the same image"
+	const what, base = "sandbox start to RUNNING (docker backend, network egress)", "ContainerCreate+ContainerStart of the same image on the same network"
 	const claimed = "sandbox start to RUNNING claimed from a warm pool (docker backend)"
 	rows := []row{
 		timeRow(what+", p50", 50, starts, bares, base),
 		timeRow(what+", p99", 99, starts, bares, base),
+		timeRow("ContainerCreate+ContainerStart on the sandboxes' network (the backend's egress bridge), p50", 50, bares, defaults, "the same on the engine's default network"),
 		timeRow(claimed+", p50", 50, claims, bares, base),
 		timeRow(claimed+", p99", 99, claims, bares, base),
 		timeRow(claimed+", p50", 50, claims, starts, "a cold start of the same spec"),
@@ -122,11 +137,12 @@ func openEngine(ctx context.Context) (*client.Client, string, func(), error) {
 	return d.Client, "a private dockerd (Debian docker.io)", func() { d.Stop() }, nil
 }
 
-// timeBareStart creates and starts a container of benchImage that sleeps, and returns the time
-// that took; it removes the container afterwards, untimed.
-func timeBareStart(ctx context.Context, cli *client.Client) (time.Duration, error) {
+// timeBareStart creates and starts a container of benchImage that sleeps, on network ("" for
+// the engine's default), and returns the time that took; it removes the container
+// afterwards, untimed.
+func timeBareStart(ctx context.Context, cli *client.Client, network string) (time.Duration, error) {
 	t0 := time.Now()
-	id, err := startBare(ctx, cli)
+	id, err := startBare(ctx, cli, network)
 	d := time.Since(t0)
 	if id != "" {
 		if _, rerr := cli.ContainerRemove(context.WithoutCancel(ctx), id, client.ContainerRemoveOptions{Force: true}); rerr != nil && err == nil {
@@ -136,11 +152,12 @@ func timeBareStart(ctx context.Context, cli *client.Client) (time.Duration, erro
 	return d, err
 }
 
-// startBare creates and starts a container of benchImage running sleep; the id is set once
-// created, even when the start fails.
-func startBare(ctx context.Context, cli *client.Client) (string, error) {
+// startBare creates and starts a container of benchImage running sleep, on network ("" for
+// the engine's default); the id is set once created, even when the start fails.
+func startBare(ctx context.Context, cli *client.Client, network string) (string, error) {
 	c, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Config: &container.Config{Image: benchImage, Cmd: []string{"sleep", "600"}},
+		Config:     &container.Config{Image: benchImage, Cmd: []string{"sleep", "600"}},
+		HostConfig: &container.HostConfig{NetworkMode: container.NetworkMode(network)},
 	})
 	if err != nil {
 		return "", fmt.Errorf("bare container create: %w", err)
@@ -161,7 +178,7 @@ func benchDockerPause(ctx context.Context, s *server, cli *client.Client, n int)
 	if err != nil {
 		return nil, err
 	}
-	bare, err := startBare(ctx, cli)
+	bare, err := startBare(ctx, cli, "")
 	if bare != "" {
 		defer cli.ContainerRemove(context.WithoutCancel(ctx), bare, client.ContainerRemoveOptions{Force: true})
 	}
@@ -204,13 +221,25 @@ func benchDockerPause(ctx context.Context, s *server, cli *client.Client, n int)
 }
 
 // withImage gives the server's specs that name no image (the built-in default spec) the
-// bench's image, so the bench's server runs its docker sandboxes without a config file.
+// bench's image, so the bench's server runs its docker sandboxes without a config file, and
+// notes the network each sandbox it starts joined.
 type withImage struct {
 	*docker.Backend
 	image string
+	cli   *client.Client
+
+	mu      sync.Mutex
+	network string
 }
 
-func (w withImage) spec(spec sandbox.Spec) sandbox.Spec {
+// lastNetwork is the network the last sandbox started joined.
+func (w *withImage) lastNetwork() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.network
+}
+
+func (w *withImage) spec(spec sandbox.Spec) sandbox.Spec {
 	if spec.Image == "" {
 		spec.Image = w.image
 	}
@@ -218,10 +247,23 @@ func (w withImage) spec(spec sandbox.Spec) sandbox.Spec {
 }
 
 // Start implements sandbox.Backend.
-func (w withImage) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.Instance, error) {
+func (w *withImage) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.Instance, error) {
 	req.Spec = w.spec(req.Spec)
-	return w.Backend.Start(ctx, req)
+	inst, err := w.Backend.Start(ctx, req)
+	if err != nil {
+		return inst, err
+	}
+	// Its container is labelled with its id (agentd.sandbox).
+	list, err := w.cli.ContainerList(ctx, client.ContainerListOptions{Filters: client.Filters{}.Add("label", "agentd.sandbox="+req.ID)})
+	if err != nil || len(list.Items) != 1 {
+		err = fmt.Errorf("the container of sandbox %s: %d found, %v", req.ID, len(list.Items), err)
+		return sandbox.Instance{}, errors.Join(err, w.Backend.Destroy(ctx, inst))
+	}
+	w.mu.Lock()
+	w.network = list.Items[0].HostConfig.NetworkMode
+	w.mu.Unlock()
+	return inst, nil
 }
 
 // CheckSpec implements sandbox.SpecChecker.
-func (w withImage) CheckSpec(spec sandbox.Spec) error { return w.Backend.CheckSpec(w.spec(spec)) }
+func (w *withImage) CheckSpec(spec sandbox.Spec) error { return w.Backend.CheckSpec(w.spec(spec)) }

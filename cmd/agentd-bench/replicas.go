@@ -140,12 +140,12 @@ func benchReplicaStreams(ctx context.Context, o options, pg *postgresServer, bin
 		return nil, nil, err
 	}
 	progress("timing %d events appended on one replica to an SSE subscriber on another", rounds)
-	across, err := b.timeStream(ctx, a, "SSE", sb.ID, convID, 1, rounds)
+	across, err := b.timeStream(ctx, a, "SSE", sb.ID, convID, 1, rounds, nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	progress("timing %d events appended on one replica to an SSE subscriber on the same", rounds)
-	same, err := a.timeStream(ctx, a, "SSE", sb.ID, convID, 1, rounds)
+	same, err := a.timeStream(ctx, a, "SSE", sb.ID, convID, 1, rounds, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -155,8 +155,8 @@ func benchReplicaStreams(ctx context.Context, o options, pg *postgresServer, bin
 		what  string
 		times []time.Duration
 	}{
-		{"event append on one replica → arrival at an SSE subscriber on another (PostgreSQL)", across},
-		{"event append on one replica → arrival at an SSE subscriber on the same (PostgreSQL)", same},
+		{"event append on one replica → arrival at an SSE subscriber on another (PostgreSQL)", across.arrivals},
+		{"event append on one replica → arrival at an SSE subscriber on the same (PostgreSQL)", same.arrivals},
 	} {
 		for _, p := range []float64{50, 99} {
 			rows = append(rows, timeRow(fmt.Sprintf("%s, p%.0f", f.what, p), p, f.times, bare, base))

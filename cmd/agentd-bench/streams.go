@@ -22,8 +22,9 @@ import (
 // The live streams' figures: from the call that appends an event (SendMessage stores a user
 // message and publishes it) to its arrival at each subscriber of the conversation, on event
 // sockets and on SSE streams, with 1 and with 100 subscribers; beside a bare broadcast of the
-// same bytes to as many loopback TCP readers, in the same run. Each round waits until every
-// subscriber has the event before the next, so the figures are latencies, not queueing.
+// same bytes to as many loopback TCP readers, a round of which comes before each of agentd's,
+// so that both meet the same load of the machine. Each round waits until every subscriber has
+// the event before the next, so the figures are latencies, not queueing.
 
 // streamMarker starts the text of the bench's messages; the round's number follows.
 const streamMarker = "agentd-bench stream "
@@ -51,26 +52,32 @@ func benchStreams(ctx context.Context, s *server, rounds int, progress func(stri
 	payload := append(bytes.Clone(sample.Body), '\n')
 
 	var rows []row
+	var appends []time.Duration
 	for _, n := range []int{1, 100} {
-		progress("timing %d events to %d loopback TCP readers", rounds, n)
-		bare, err := timeBroadcast(ctx, n, rounds, payload)
+		bc, err := openBroadcast(n, payload)
 		if err != nil {
 			return nil, nil, err
 		}
 		for _, kind := range []string{"WebSocket", "SSE"} {
-			progress("timing %d events to %d %s subscribers", rounds, n, kind)
-			got, err := s.timeStream(ctx, s, kind, sb.ID, convID, n, rounds)
+			progress("timing %d events to %d %s subscribers and as many loopback TCP readers", rounds, n, kind)
+			t, err := s.timeStream(ctx, s, kind, sb.ID, convID, n, rounds, bc)
 			if err != nil {
+				bc.close()
 				return nil, nil, err
 			}
+			got, bare := t.arrivals, t.bare
+			appends = append(appends, t.appends...)
 			for _, p := range []float64{50, 99} {
 				figure := fmt.Sprintf("event append → arrival at %d %s subscriber(s), p%.0f", n, kind, p)
 				rows = append(rows, timeRow(figure, p, got, bare, fmt.Sprintf("the same bytes written to %d loopback TCP reader(s)", n)))
 			}
 		}
+		bc.close()
 	}
 	notes := []string{fmt.Sprintf("streams: %d rounds per figure; a round appends one user message (SendMessage: masking, an SQLite commit, the publication) and ends when every subscriber has read its event; each subscriber's time counts. "+
-		"The primitive writes the event's bytes (%d) to each connection in turn from one goroutine and times each reader's arrival.", rounds, len(payload))}
+		"The append alone (until SendMessage returns) took %s at the median and %s at p99 of these rounds. "+
+		"The primitive writes the event's bytes (%d) to each connection in turn from one goroutine and times each reader's arrival; its rounds alternate with agentd's.",
+		rounds, unitTime.format(seconds(percentile(appends, 50))), unitTime.format(seconds(percentile(appends, 99))), len(payload))}
 	return rows, notes, nil
 }
 
@@ -90,11 +97,19 @@ func (s *server) quietConversation(ctx context.Context, sandboxID string) (strin
 	return ids[0], nil
 }
 
+// streamTimes are what timeStream measures.
+type streamTimes struct {
+	// arrivals are each subscriber's times to each event; appends each append's until
+	// SendMessage returned; bare the broadcast's times, with one.
+	arrivals, appends, bare []time.Duration
+}
+
 // timeStream opens n subscribers of kind ("WebSocket" or "SSE") on the conversation on s,
 // appends rounds events through writer (s itself, or another replica of its database) and
-// returns each subscriber's time to each event. The subscribers are closed before it returns,
-// and s has let them go.
-func (s *server) timeStream(ctx context.Context, writer *server, kind, sandboxID, convID string, n, rounds int) ([]time.Duration, error) {
+// times them; with bc, a round of bc's broadcast comes before each event. The subscribers
+// are closed before it returns, and s has let them go.
+func (s *server) timeStream(ctx context.Context, writer *server, kind, sandboxID, convID string, n, rounds int, bc *broadcast) (streamTimes, error) {
+	var t streamTimes
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel()
@@ -115,31 +130,38 @@ func (s *server) timeStream(ctx context.Context, writer *server, kind, sandboxID
 			read, err = s.openSSE(ctx, convID, arrivals)
 		}
 		if err != nil {
-			return nil, err
+			return t, err
 		}
 		go func() { errs <- read() }()
 	}
-	var out []time.Duration
 	for r := range rounds {
+		if bc != nil {
+			b, err := bc.round(ctx)
+			if err != nil {
+				return t, err
+			}
+			t.bare = append(t.bare, b...)
+		}
 		start := time.Now()
 		err := writer.app.Conversations.SendMessage(ctx, writer.ownerID, convID, conversation.Message{Text: streamMarker + strconv.Itoa(r)}, false)
 		if err != nil {
-			return nil, err
+			return t, err
 		}
+		t.appends = append(t.appends, time.Since(start))
 		for got := 0; got < n; {
 			select {
 			case a := <-arrivals:
 				if a.round == r {
-					out, got = append(out, a.at.Sub(start)), got+1
+					t.arrivals, got = append(t.arrivals, a.at.Sub(start)), got+1
 				}
 			case err := <-errs:
-				return nil, fmt.Errorf("%s subscriber: %w", kind, err)
+				return t, fmt.Errorf("%s subscriber: %w", kind, err)
 			case <-time.After(time.Minute):
-				return nil, fmt.Errorf("%s: round %d reached %d of %d subscribers in a minute", kind, r, got, n)
+				return t, fmt.Errorf("%s: round %d reached %d of %d subscribers in a minute", kind, r, got, n)
 			}
 		}
 	}
-	return out, nil
+	return t, nil
 }
 
 // roundOf returns the round whose message data holds, or -1.
@@ -258,60 +280,73 @@ func (s *server) openSSE(ctx context.Context, convID string, arrivals chan<- arr
 	}, nil
 }
 
-// timeBroadcast writes payload to n loopback TCP connections, one after the other, rounds
-// times, and returns each reader's time to each payload.
-func timeBroadcast(ctx context.Context, n, rounds int, payload []byte) ([]time.Duration, error) {
+// broadcast is the streams' primitive: n loopback TCP connections, each with a reader, to
+// which a round writes the payload one after the other from one goroutine.
+type broadcast struct {
+	payload  []byte
+	ln       net.Listener
+	conns    []net.Conn // client, server, client, server...
+	arrivals chan time.Time
+}
+
+func openBroadcast(n int, payload []byte) (*broadcast, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	defer ln.Close()
-	arrivals := make(chan time.Time, n)
-	var conns []net.Conn
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
+	b := &broadcast{payload: payload, ln: ln, arrivals: make(chan time.Time, n)}
 	for range n {
 		client, err := net.Dial("tcp", ln.Addr().String())
 		if err != nil {
+			b.close()
 			return nil, err
 		}
-		conns = append(conns, client)
+		b.conns = append(b.conns, client)
 		srv, err := ln.Accept()
 		if err != nil {
+			b.close()
 			return nil, err
 		}
-		conns = append(conns, srv)
+		b.conns = append(b.conns, srv)
 		go func() {
 			br := bufio.NewReaderSize(client, 64<<10)
 			for {
 				if _, err := br.ReadSlice('\n'); err != nil {
 					return
 				}
-				arrivals <- time.Now()
+				b.arrivals <- time.Now()
 			}
 		}()
 	}
-	var out []time.Duration
-	for range rounds {
-		start := time.Now()
-		for i := 1; i < len(conns); i += 2 {
-			if _, err := conns[i].Write(payload); err != nil {
-				return nil, err
-			}
+	return b, nil
+}
+
+// round writes the payload to every connection and returns each reader's time to it.
+func (b *broadcast) round(ctx context.Context) ([]time.Duration, error) {
+	start := time.Now()
+	for i := 1; i < len(b.conns); i += 2 {
+		if _, err := b.conns[i].Write(b.payload); err != nil {
+			return nil, err
 		}
-		for range n {
-			select {
-			case at := <-arrivals:
-				out = append(out, at.Sub(start))
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(time.Minute):
-				return nil, errors.New("a bare broadcast took over a minute")
-			}
+	}
+	out := make([]time.Duration, 0, len(b.conns)/2)
+	for range len(b.conns) / 2 {
+		select {
+		case at := <-b.arrivals:
+			out = append(out, at.Sub(start))
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Minute):
+			return nil, errors.New("a bare broadcast took over a minute")
 		}
 	}
 	return out, nil
+}
+
+// close closes the connections, which ends their readers.
+func (b *broadcast) close() {
+	for _, c := range b.conns {
+		c.Close()
+	}
+	b.ln.Close()
 }

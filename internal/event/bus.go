@@ -91,11 +91,22 @@ type Subscription struct {
 	C <-chan Event
 
 	c      chan Event
+	gone   chan struct{} // closed with c
 	bus    *LocalBus
 	convID string
-	lagged bool // guarded by bus.mu
-	ended  bool // guarded by bus.mu
-	closed bool // guarded by bus.mu
+	lagged bool  // guarded by bus.mu
+	ended  bool  // guarded by bus.mu
+	closed bool  // guarded by bus.mu: off the bus, nothing more is delivered
+	cause  error // guarded by bus.mu: why it was closed
+
+	// A feed's subscription (see Feed) is held while the feed replays the store: what is
+	// published meanwhile waits in pending (as much as c holds), and the feed's goroutine,
+	// the only sender on c until then, also closes c should the subscription end. Once the
+	// feed releases it, Publish sends on c itself and skips the stored events up to after,
+	// which the replay delivered. All guarded by bus.mu.
+	held    bool
+	pending []Event
+	after   int64
 }
 
 // Subscribe returns a subscription to the conversation's events with room for buffer events
@@ -106,7 +117,7 @@ func (b *LocalBus) Subscribe(_ context.Context, conversationID string, buffer in
 
 func (b *LocalBus) subscribe(conversationID string, buffer int) *Subscription {
 	c := make(chan Event, max(buffer, 1))
-	s := &Subscription{C: c, c: c, bus: b, convID: conversationID}
+	s := &Subscription{C: c, c: c, gone: make(chan struct{}), bus: b, convID: conversationID}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.subs == nil {
@@ -172,12 +183,28 @@ func (b *LocalBus) Publish(evs ...Event) {
 	defer b.mu.Unlock()
 	for _, e := range evs {
 		for s := range b.subs[e.ConversationID] {
-			select {
-			case s.c <- e:
-			default:
-				s.lagged = true
-				s.closeLocked()
-			}
+			s.deliverLocked(e)
+		}
+	}
+}
+
+// deliverLocked hands e to the subscription, or drops the subscription when its buffer is
+// full.
+func (s *Subscription) deliverLocked(e Event) {
+	switch {
+	case e.Seq != 0 && e.Seq <= s.after:
+		// Its feed's replay read it from the store.
+	case s.held && len(s.pending) < cap(s.c):
+		s.pending = append(s.pending, e)
+	case s.held:
+		s.lagged = true
+		s.closeLocked(ErrLagged)
+	default:
+		select {
+		case s.c <- e:
+		default:
+			s.lagged = true
+			s.closeLocked(ErrLagged)
 		}
 	}
 }
@@ -189,7 +216,7 @@ func (b *LocalBus) End(conversationID string) {
 	defer b.mu.Unlock()
 	for s := range b.subs[conversationID] {
 		s.ended = true
-		s.closeLocked()
+		s.closeLocked(ErrEnded)
 	}
 }
 
@@ -215,18 +242,23 @@ func (s *Subscription) Lagged() bool {
 }
 
 // Close ends the subscription. Safe to call twice.
-func (s *Subscription) Close() {
+func (s *Subscription) Close() { s.closeFor(ErrClosed) }
+
+// closeFor ends the subscription for cause, unless it has ended already.
+func (s *Subscription) closeFor(cause error) {
 	s.bus.mu.Lock()
 	defer s.bus.mu.Unlock()
-	s.closeLocked()
+	s.closeLocked(cause)
 }
 
-func (s *Subscription) closeLocked() {
+// closeLocked takes the subscription off the bus for cause and closes its channel, unless a
+// feed's replay holds the channel: the feed closes it once it has delivered what was
+// published before the end.
+func (s *Subscription) closeLocked(cause error) {
 	if s.closed {
 		return
 	}
-	s.closed = true
-	close(s.c)
+	s.closed, s.cause = true, cause
 	st := &s.bus.stats
 	st.Subscribers--
 	switch {
@@ -242,4 +274,82 @@ func (s *Subscription) closeLocked() {
 	if len(m) == 0 {
 		delete(s.bus.subs, s.convID)
 	}
+	if !s.held {
+		s.closeChannelLocked()
+	}
+}
+
+func (s *Subscription) closeChannelLocked() {
+	close(s.c)
+	close(s.gone)
+}
+
+// hold makes a fresh subscription a feed's (see the held field): what was published to it
+// before moves to pending. It reports false when the subscription has ended already: its
+// channel is closed, and it is left as it is.
+func (s *Subscription) hold() bool {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.held = true
+	for {
+		select {
+		case e := <-s.c:
+			s.pending = append(s.pending, e)
+		default:
+			return true
+		}
+	}
+}
+
+// release delivers with send what was published while the feed replayed the store up to
+// last (skipping what the replay delivered), until nothing waits; then the bus delivers
+// itself. A subscription that ended meanwhile has its channel closed instead. release fails
+// only when send does (its reader is gone), and the subscription is then still held.
+func (s *Subscription) release(last int64, send func(Event) error) error {
+	for {
+		s.bus.mu.Lock()
+		evs := s.pending
+		s.pending = nil
+		if len(evs) == 0 {
+			s.held = false
+			if s.closed {
+				s.closeChannelLocked()
+			} else {
+				s.after = last
+			}
+			s.bus.mu.Unlock()
+			return nil
+		}
+		s.bus.mu.Unlock()
+		for _, e := range evs {
+			if e.Seq != 0 && e.Seq <= last {
+				continue
+			}
+			if err := send(e); err != nil {
+				return err
+			}
+			last = max(last, e.Seq)
+		}
+	}
+}
+
+// abandon ends a held subscription whose feed stopped replaying, for cause (unless it ended
+// already), and closes its channel.
+func (s *Subscription) abandon(cause error) {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	s.closeLocked(cause)
+	s.held, s.pending = false, nil
+	s.closeChannelLocked()
+}
+
+// err says why the subscription ended; it waits for the end.
+func (s *Subscription) err() error {
+	<-s.gone
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	return s.cause
 }

@@ -250,8 +250,7 @@ func TestFeedsCountInTheBusStats(t *testing.T) {
 	if st := b.Stats(); st != (BusStats{Subscribers: 3}) {
 		t.Fatalf("stats with three feeds open: %+v", st)
 	}
-	// The slow feed's reader reads nothing: of three events, its goroutine holds at most one
-	// and its buffer one, so the third drops it.
+	// The slow feed's reader reads nothing: its buffer holds one event, so the second drops it.
 	for i := range 3 {
 		b.Publish(Event{ID: fmt.Sprint(i), ConversationID: "c1"})
 	}
@@ -269,5 +268,116 @@ func TestFeedsCountInTheBusStats(t *testing.T) {
 	}
 	if st := b.Stats(); st != (BusStats{Lagged: 1, Ended: 1, Closed: 1}) {
 		t.Fatalf("stats once the feeds ended: %+v", st)
+	}
+}
+
+// TestFeedHoldsTheLiveEventsDuringItsReplay: while a feed replays the store, what the bus
+// publishes waits (as much as its buffer holds) and comes after the replay, without the
+// events the replay read already; after the replay the bus delivers on the feed's channel
+// itself. A conversation that ends, or a reader that falls behind, during the replay ends
+// the feed after what it had, for that reason.
+func TestFeedHoldsTheLiveEventsDuringItsReplay(t *testing.T) {
+	stored := func(seq int64) Event { return Event{ID: fmt.Sprint(seq), ConversationID: "c", Seq: seq} }
+	// read replays seq 1 to 3 once reading is let go.
+	replaying := func(letGo <-chan struct{}) Reader {
+		return func(ctx context.Context, after int64, _ int) ([]Event, error) {
+			select {
+			case <-letGo:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			var evs []Event
+			for seq := after + 1; seq <= 3; seq++ {
+				evs = append(evs, stored(seq))
+			}
+			return evs, nil
+		}
+	}
+	ids := func(f *Feed, n int) []string {
+		var got []string
+		for range n {
+			e, ok := <-f.C
+			if !ok {
+				break
+			}
+			got = append(got, e.ID)
+		}
+		return got
+	}
+	for _, tc := range []struct {
+		name string
+		// during publishes while the feed replays.
+		during func(b *LocalBus)
+		want   []string
+		err    error // nil: the feed goes on
+	}{
+		{"live events after the replay", func(b *LocalBus) {
+			// 3 is read by the replay too; 5 is transient.
+			b.Publish(stored(3), stored(4), Event{ID: "5", ConversationID: "c"})
+		}, []string{"1", "2", "3", "4", "5"}, nil},
+		{"ended meanwhile", func(b *LocalBus) {
+			b.Publish(stored(4))
+			b.End("c")
+		}, []string{"1", "2", "3", "4"}, ErrEnded},
+		{"fell behind meanwhile", func(b *LocalBus) {
+			for seq := int64(4); seq <= 8; seq++ { // one more than the buffer
+				b.Publish(stored(seq))
+			}
+		}, []string{"1", "2", "3", "4", "5", "6", "7"}, ErrLagged},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b LocalBus
+			letGo := make(chan struct{})
+			f := Follow(t.Context(), &b, "c", FeedOptions{Read: replaying(letGo), Buffer: 4})
+			defer f.Close()
+			tc.during(&b)
+			close(letGo)
+			if got := ids(f, len(tc.want)); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("delivered %v, want %v", got, tc.want)
+			}
+			if tc.err != nil {
+				if _, ok := <-f.C; ok {
+					t.Fatal("the feed goes on")
+				}
+				if err := f.Err(); !errors.Is(err, tc.err) {
+					t.Fatalf("ended with %v, want %v", err, tc.err)
+				}
+				return
+			}
+			// Released: the bus delivers itself, still without what the replay read.
+			if b.Subscribers("c") != 1 {
+				t.Fatal("the feed's subscription left the bus")
+			}
+			b.Publish(stored(2), stored(6))
+			if got := ids(f, 1); !reflect.DeepEqual(got, []string{"6"}) {
+				t.Fatalf("after the replay: %v, want [6]", got)
+			}
+		})
+	}
+}
+
+// TestFeedClosedDuringItsReplay: closing a feed, or ending its context, while it replays
+// ends it at once with ErrClosed or the context's cause, and takes it off the bus.
+func TestFeedClosedDuringItsReplay(t *testing.T) {
+	blocked := func(ctx context.Context, _ int64, _ int) ([]Event, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	var b LocalBus
+	f := Follow(t.Context(), &b, "c", FeedOptions{Read: blocked, Buffer: 4})
+	f.Close()
+	if _, ok := <-f.C; ok || !errors.Is(f.Err(), ErrClosed) {
+		t.Fatalf("closed feed: open %v, err %v", ok, f.Err())
+	}
+	cause := errors.New("the reader left")
+	ctx, cancel := context.WithCancelCause(t.Context())
+	g := Follow(ctx, &b, "c", FeedOptions{Read: blocked, Buffer: 4})
+	cancel(cause)
+	if _, ok := <-g.C; ok || !errors.Is(g.Err(), cause) {
+		t.Fatalf("feed whose context ended: open %v, err %v", ok, g.Err())
+	}
+	g.Close()
+	if st := b.Stats(); st != (BusStats{Closed: 2}) {
+		t.Fatalf("stats: %+v", st)
 	}
 }

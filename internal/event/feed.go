@@ -57,18 +57,21 @@ type FeedOptions struct {
 // DefaultFeedPage is how many stored events a feed reads at a time by default.
 const DefaultFeedPage = 100
 
-// Feed is one reader's view of a conversation's log (see Follow). Its goroutine is owned by
-// the feed: Close stops it and waits for it.
+// Feed is one reader's view of a conversation's log (see Follow). While it replays the store
+// a goroutine owned by the feed sends the stored events; Close stops it and waits for it.
+// Live events go from the bus straight to C, with no goroutine between: a live event wakes
+// only its reader.
 type Feed struct {
 	// C delivers the events, each once, in log order, transient ones (Seq 0, never stored)
 	// among the live ones as they are published. It is closed when the feed ends; Err then
 	// says why.
 	C <-chan Event
 
-	c      chan Event
+	sub    *Subscription // nil when the subscription failed
 	cancel context.CancelCauseFunc
-	done   chan struct{}
-	err    error // set before c is closed
+	stop   func() bool   // the end of the feed with its context, registered
+	done   chan struct{} // closed when the replay is over
+	err    error         // why the subscription failed
 }
 
 // Follow starts a feed of the conversation's events: the stored events after o.AfterSeq that
@@ -80,20 +83,37 @@ type Feed struct {
 // Record.
 func Follow(ctx context.Context, b Bus, conversationID string, o FeedOptions) *Feed {
 	ctx, cancel := context.WithCancelCause(ctx)
-	c := make(chan Event)
-	f := &Feed{C: c, c: c, cancel: cancel, done: make(chan struct{})}
+	f := &Feed{cancel: cancel, stop: func() bool { return false }, done: make(chan struct{})}
 	sub, err := b.Subscribe(ctx, conversationID, o.Buffer)
 	if err != nil {
 		f.err = fmt.Errorf("follow conversation %s: %w", conversationID, err)
-		close(f.c)
+		c := make(chan Event)
+		close(c)
+		f.C = c
 		close(f.done)
+		return f
+	}
+	f.sub, f.C = sub, sub.C
+	if !sub.hold() {
+		// Ended already (its conversation is gone): nothing to replay.
+		close(f.done)
+		return f
+	}
+	f.stop = context.AfterFunc(ctx, func() { sub.closeFor(context.Cause(ctx)) })
+	if o.Read == nil {
+		// Nothing to replay: what was published since the subscription fits the channel.
+		defer close(f.done)
+		f.release(ctx, o.AfterSeq)
 		return f
 	}
 	go func() {
 		defer close(f.done)
-		defer close(f.c)
-		defer sub.Close()
-		f.err = f.run(ctx, sub, o)
+		last, err := f.replay(ctx, o)
+		if err != nil {
+			sub.abandon(err)
+			return
+		}
+		f.release(ctx, last)
 	}()
 	return f
 }
@@ -102,68 +122,62 @@ func Follow(ctx context.Context, b Bus, conversationID string, o FeedOptions) *F
 func (f *Feed) Close() {
 	f.cancel(ErrClosed)
 	<-f.done
+	if f.sub != nil {
+		f.stop()
+		f.sub.closeFor(ErrClosed)
+	}
 }
 
 // Err says why the feed ended; it waits for the end.
 func (f *Feed) Err() error {
-	<-f.done
-	return f.err
+	if f.sub == nil {
+		return f.err
+	}
+	return f.sub.err()
 }
 
-func (f *Feed) run(ctx context.Context, sub *Subscription, o FeedOptions) error {
+// replay sends the stored events after o.AfterSeq and returns the Seq of the last one.
+func (f *Feed) replay(ctx context.Context, o FeedOptions) (int64, error) {
 	last := o.AfterSeq
-	if o.Read != nil {
-		page := o.Page
-		if page <= 0 {
-			page = DefaultFeedPage
-		}
-		for {
-			evs, err := o.Read(ctx, last, page)
-			if ctx.Err() != nil {
-				return context.Cause(ctx)
-			}
-			if err != nil {
-				return err
-			}
-			for _, e := range evs {
-				if !f.send(ctx, e) {
-					return context.Cause(ctx)
-				}
-				last = max(last, e.Seq)
-			}
-			if len(evs) < page {
-				break
-			}
-		}
+	page := o.Page
+	if page <= 0 {
+		page = DefaultFeedPage
 	}
 	for {
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case e, ok := <-sub.C:
-			switch {
-			case !ok && sub.Ended():
-				return ErrEnded
-			case !ok && sub.Lagged():
-				return ErrLagged
-			case !ok:
-				return ErrClosed
-			case e.Seq != 0 && e.Seq <= last:
-				continue // read from the store already
-			}
-			if !f.send(ctx, e) {
-				return context.Cause(ctx)
+		evs, err := o.Read(ctx, last, page)
+		if ctx.Err() != nil {
+			return 0, context.Cause(ctx)
+		}
+		if err != nil {
+			return 0, err
+		}
+		for _, e := range evs {
+			if err := f.send(ctx, e); err != nil {
+				return 0, err
 			}
 			last = max(last, e.Seq)
 		}
+		if len(evs) < page {
+			return last, nil
+		}
 	}
 }
 
-func (f *Feed) send(ctx context.Context, e Event) bool {
+// release hands the subscription to the bus once what was published during the replay is
+// delivered; a feed whose context ends first ends.
+func (f *Feed) release(ctx context.Context, last int64) {
+	if err := f.sub.release(last, func(e Event) error { return f.send(ctx, e) }); err != nil {
+		f.sub.abandon(err)
+	}
+}
+
+// send hands e to the reader while the feed's subscription is held (only the feed sends on
+// its channel then).
+func (f *Feed) send(ctx context.Context, e Event) error {
 	select {
-	case f.c <- e:
-		return true
+	case f.sub.c <- e:
+		return nil
 	case <-ctx.Done():
-		return false
+		return context.Cause(ctx)
 	}
 }

@@ -494,11 +494,17 @@ func (s *eventSocket) sendError(code, detail string) bool {
 	return s.send(ev.Body)
 }
 
-// send writes one frame; a peer that does not take it within WriteTimeout is cut off.
+// send writes one frame; a peer that does not take it within WriteTimeout is cut off. The
+// bound is the connection's write deadline, cleared after the frame (pings and the close
+// handshake bound their own writes with a context): a context per frame, which the library
+// watches, cost more than the frame's own write, and a dozen allocations.
 func (s *eventSocket) send(data []byte) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), s.o.WriteTimeout)
-	defer cancel()
-	return s.c.Write(ctx, websocket.MessageText, data) == nil
+	conn := s.tap.conn
+	if conn.SetWriteDeadline(time.Now().Add(s.o.WriteTimeout)) != nil {
+		return false
+	}
+	err := s.c.Write(context.Background(), websocket.MessageText, data)
+	return conn.SetWriteDeadline(time.Time{}) == nil && err == nil
 }
 
 // close closes the socket with a close handshake; a peer that has not answered within

@@ -559,6 +559,49 @@ func TestEventSocketSubscriberLimit(t *testing.T) {
 	})
 }
 
+// TestEventSocketWriteTimeout: a socket whose peer stops reading, with fewer events waiting
+// than its buffer holds (so it never falls behind), is cut off once a frame has waited the
+// write timeout: its place among the conversation's sockets is free again. Neither a ping
+// (an hour apart) nor falling behind would free it.
+func TestEventSocketWriteTimeout(t *testing.T) {
+	e := newEnv(t)
+	e.sockets.MaxPerConversation = 1
+	e.sockets.WriteTimeout = 100 * time.Millisecond
+	e.sockets.PingInterval = time.Hour
+	e.restart()
+	e.sendBuffer.Store(16 << 10)
+	_, alice := e.newUser("alice")
+	c := e.startAgent(alice, map[string]any{"initial_message": message("Hello", true)})
+	c.waitStatus("finished")
+	stalled, _, err := websocket.Dial(ctxWait(t), c.socketURL(""),
+		&websocket.DialOptions{HTTPClient: smallBufferClient(), HTTPHeader: keyHeader(alice)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stalled.CloseNow() })
+	e.waitFollowers(c.id, 1)
+	// 40 events of 8 KiB: far more than the connection's buffers take, far fewer than the
+	// stream's (256 events).
+	big := strings.Repeat("x", 8<<10)
+	for n := range 40 {
+		c.api("POST", "/events", message(fmt.Sprintf("message %d: %s", n, big), false), http.StatusOK, nil)
+	}
+	e.eventually("the stalled socket's place", func() bool {
+		s := dialSocket(t, c.socketURL(""), keyHeader(alice))
+		defer s.c.CloseNow()
+		data, err := s.read()
+		if err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
+				t.Fatalf("socket closed with %v", err)
+			}
+			return false
+		}
+		var ev wireEvent
+		json.Unmarshal(data, &ev)
+		return ev.Key == "full_state"
+	})
+}
+
 // TestEventSocketsCloseWithTheApp: closing the app closes its sockets (1001), also one
 // still waiting for its auth frame, and waits for them.
 func TestEventSocketsCloseWithTheApp(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
-// waitHealthy polls the runtime of sb until it answers /alive and then /api/identity (which
-// proves it knows the key and is the right sandbox), or ctx ends.
+// waitHealthy polls the runtime of sb until it answers /api/identity, which proves that it
+// serves, knows the key and is the right sandbox, or ctx ends.
 func (s *Service) waitHealthy(ctx context.Context, sb Sandbox, key string) error {
 	c, err := s.newClient(sb.Instance, key)
 	if err != nil {
@@ -40,9 +40,8 @@ func (s *Service) waitHealthy(ctx context.Context, sb Sandbox, key string) error
 func probe(ctx context.Context, c *runtimeclient.Client, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	if err := c.Alive(ctx); err != nil {
-		return err
-	}
+	// One round trip: an /alive before it would tell nothing more, and cost every start and
+	// resume a second wakeup of the runtime.
 	ident, err := c.Identity(ctx)
 	if err != nil {
 		return err

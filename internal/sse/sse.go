@@ -67,10 +67,14 @@ func (s *Writer) CutWhen(ctx context.Context) (stop func()) {
 func (s *Writer) Event(id, name string, data []byte) error {
 	s.buf.Reset()
 	if id != "" {
-		fmt.Fprintf(&s.buf, "id: %s\n", oneLine(id))
+		s.buf.WriteString("id: ")
+		s.buf.WriteString(oneLine(id))
+		s.buf.WriteByte('\n')
 	}
 	if name != "" {
-		fmt.Fprintf(&s.buf, "event: %s\n", oneLine(name))
+		s.buf.WriteString("event: ")
+		s.buf.WriteString(oneLine(name))
+		s.buf.WriteByte('\n')
 	}
 	for line := range bytes.Lines(data) {
 		s.buf.WriteString("data: ")
@@ -112,4 +116,9 @@ func (s *Writer) write(p []byte) error {
 	return s.rc.Flush()
 }
 
-func oneLine(s string) string { return strings.NewReplacer("\n", "", "\r", "").Replace(s) }
+// lineBreaks drops the line breaks that would end an id, a name or a comment early. One for
+// the package, safe for concurrent use: a Replacer builds a 6 KiB table on first use, which
+// made per event was a quarter of a stream's CPU for each event and most of its garbage.
+var lineBreaks = strings.NewReplacer("\n", "", "\r", "")
+
+func oneLine(s string) string { return lineBreaks.Replace(s) }
