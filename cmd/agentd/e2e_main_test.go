@@ -7,15 +7,19 @@ package main_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -100,12 +104,66 @@ func newDataDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		killBwrapSandboxes(t, dir)
 		killRuntimes(t, dir)
 		if err := os.RemoveAll(dir); err != nil {
 			t.Errorf("remove data dir: %v", err)
 		}
 	})
 	return dir
+}
+
+// killBwrapSandboxes kills the processes of the bwrap sandboxes of the data directory dir,
+// found by their cgroups (agentd/<12 hex digits of the SHA-256 of its bwrap root>, as the
+// backend names them), and removes the cgroups. A server that stops drains its warm pool and
+// tests delete the sandboxes they start; this is for a server killed with SIGKILL or one that
+// did not stop in time, whose sandboxes run on by design, and whose command lines do not name
+// the directory.
+func killBwrapSandboxes(t *testing.T, dir string) {
+	t.Helper()
+	sum := sha256.Sum256([]byte(filepath.Join(dir, "sandboxes", "bwrap")))
+	parent := "agentd/" + hex.EncodeToString(sum[:6])
+	tops, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent)
+	if _, err := os.Stat("/sys/fs/cgroup/" + parent); err == nil {
+		tops = append(tops, "/sys/fs/cgroup/"+parent) // cgroup v2
+	}
+	if len(tops) == 0 {
+		return
+	}
+	var groups []string
+	for round := 0; ; round++ {
+		groups = groups[:0]
+		var alive []string
+		for _, top := range tops {
+			_ = filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || !d.IsDir() {
+					return nil
+				}
+				groups = append(groups, p)
+				b, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+				for _, f := range strings.Fields(string(b)) {
+					if pid, err := strconv.Atoi(f); err == nil {
+						_ = unix.Kill(pid, unix.SIGKILL)
+						alive = append(alive, f)
+					}
+				}
+				return nil
+			})
+		}
+		if len(alive) == 0 {
+			break
+		}
+		if round == 300 {
+			t.Errorf("processes of the bwrap sandboxes of %s survive SIGKILL: %v", dir, alive)
+			return
+		}
+		time.Sleep(100 * time.Millisecond) // the kernel to end them
+	}
+	for i := len(groups) - 1; i >= 0; i-- { // the deepest first
+		if err := os.Remove(groups[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("remove the cgroup of a bwrap sandbox: %v", err)
+		}
+	}
 }
 
 // proc is what the tests read of /proc/<pid>/stat.
