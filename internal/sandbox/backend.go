@@ -83,6 +83,9 @@ type StartRequest struct {
 	// Pool names the spec whose pool the sandbox is for, when PoolSecret is set, for
 	// backends that label what they make.
 	Pool string
+	// PoolDigest tells apart the versions of Pool's spec (what a claim must match), for
+	// backends that keep their pools themselves (SharedPools).
+	PoolDigest string
 }
 
 // RuntimeKey is what the backend hands the runtime as its key: the session key, or the

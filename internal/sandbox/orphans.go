@@ -55,6 +55,9 @@ func (s *Service) startAbandoned(sb Sandbox) bool {
 // informers' view) and a store read per sandbox without a live record.
 func (s *Service) removeOrphans(ctx context.Context, live []Sandbox) {
 	insts, err := s.backend.List(ctx)
+	if err == nil {
+		insts, err = s.withoutMembers(ctx, insts)
+	}
 	if err != nil {
 		s.log.Warn("list the backend's sandboxes for orphans", "err", err)
 		return

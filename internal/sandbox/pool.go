@@ -27,7 +27,8 @@ import (
 // Pools live in this service, in memory: the members of a node-local backend are reached
 // from this replica alone, so a claim needs no coordination beyond the lock. A member has no
 // record in the store; should the server stop without draining them (a kill), the next
-// Reconcile finds them as sandboxes without a record and destroys them.
+// Reconcile finds them as sandboxes without a record and destroys them. A remote backend
+// that keeps its pools itself, for every replica, is served by pool_shared.go instead.
 
 // poolMember is one pooled sandbox.
 type poolMember struct {
@@ -38,17 +39,19 @@ type poolMember struct {
 
 // pools holds the members of every pool of a service.
 type pools struct {
-	mu     sync.Mutex
-	sizes  map[string]int // spec id → sandboxes kept warm
-	ready  map[string][]poolMember
-	ids    map[string]bool // ids of the members in ready
+	mu    sync.Mutex
+	sizes map[string]int // spec id → sandboxes kept warm
+	ready map[string][]poolMember
+	ids   map[string]bool // ids of the members in ready
+	// shared counts the ready members of shared pools (pool_shared.go) as last seen.
+	shared map[string]int
 	closed bool
 	// wake tells the filler that a pool may be short.
 	wake chan struct{}
 }
 
 func newPools(sizes map[string]int, defaultSpec string) *pools {
-	p := &pools{sizes: map[string]int{}, ready: map[string][]poolMember{}, ids: map[string]bool{}, wake: make(chan struct{}, 1)}
+	p := &pools{sizes: map[string]int{}, ready: map[string][]poolMember{}, ids: map[string]bool{}, shared: map[string]int{}, wake: make(chan struct{}, 1)}
 	for spec, n := range sizes {
 		if spec == "" {
 			spec = defaultSpec
@@ -117,6 +120,18 @@ func (p *pools) count(specID string) int {
 	return len(p.ready[specID])
 }
 
+func (p *pools) setShared(specID string, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.shared[specID] = n
+}
+
+func (p *pools) sharedCount(specID string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.shared[specID]
+}
+
 func (p *pools) holds(id string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -155,10 +170,13 @@ func specDigest(spec Spec) string {
 }
 
 // PoolReady is how many sandboxes of spec (empty: the default spec) wait in this service's
-// pool now.
+// pool now; of a shared pool, how many this service saw at its last look.
 func (s *Service) PoolReady(specID string) int {
 	if specID == "" {
 		specID = s.defaultSpec
+	}
+	if s.shared != nil {
+		return s.pools.sharedCount(specID)
 	}
 	return s.pools.count(specID)
 }
@@ -180,6 +198,11 @@ const poolRetry = 10 * time.Second
 // time, whenever a claim takes one, and at every watch interval drops the members of specs
 // changed since they started.
 func (s *Service) fillPools(ctx context.Context) {
+	if s.shared != nil {
+		// Even without pools of its own, it retires what other replicas' pooled.
+		s.fillShared(ctx)
+		return
+	}
 	if len(s.pools.sizes) == 0 {
 		return
 	}
@@ -247,7 +270,7 @@ func (s *Service) startMember(ctx context.Context, spec Spec, digest string) (po
 	sctx, cancel := context.WithTimeoutCause(ctx, s.startTimeout, errStartTimeout)
 	defer cancel()
 	began := time.Now()
-	inst, err := s.backend.Start(sctx, StartRequest{ID: id, Spec: PoolSpec(spec), PoolSecret: m.secret, Pool: spec.ID})
+	inst, err := s.backend.Start(sctx, StartRequest{ID: id, Spec: PoolSpec(spec), PoolSecret: m.secret, Pool: spec.ID, PoolDigest: digest})
 	if err == nil {
 		m.inst = inst
 		err = s.waitAlive(sctx, inst, m.secret)
@@ -297,7 +320,8 @@ func (s *Service) destroyMember(m poolMember, why string) {
 	s.log.Debug("pooled sandbox destroyed", "sandbox_id", m.inst.ID, "why", why)
 }
 
-// drainPools destroys every pooled sandbox; the pools take none from then on.
+// drainPools destroys every pooled sandbox; the pools take none from then on. Shared pools
+// are the installation's and stay for the other replicas.
 func (s *Service) drainPools() {
 	ms := s.pools.drain()
 	var wg sync.WaitGroup
@@ -322,7 +346,11 @@ func (s *Service) drainPools() {
 // spec's environment to its runtime, which proves it serves with them by answering; the
 // sandbox is then RUNNING. A member the record could not be made for goes back to its pool:
 // nothing was delivered to it.
-func (s *Service) startClaimed(ctx context.Context, ownerID string, spec Spec, m poolMember, key string, sealed []byte) (Sandbox, error) {
+//
+// A member of a shared pool (shared, not nil) is only chosen, not taken, when it comes: it is
+// claimed in the backend once recorded. When another start recorded it first, or the backend
+// says it was taken meanwhile (the record is then deleted), the error is errLostClaim.
+func (s *Service) startClaimed(ctx context.Context, ownerID string, spec Spec, m poolMember, key string, sealed []byte, shared *PoolMember) (Sandbox, error) {
 	began := time.Now()
 	now := s.now().UTC()
 	sb := Sandbox{
@@ -341,17 +369,37 @@ func (s *Service) startClaimed(ctx context.Context, ownerID string, spec Spec, m
 	unlock := s.locks.lock(sb.ID)
 	defer unlock()
 	if err := s.store.CreateSandbox(ctx, sb, s.maxRunning); err != nil {
-		if !s.pools.add(spec.ID, m) {
+		if shared == nil && !s.pools.add(spec.ID, m) {
 			s.destroyMember(m, "the pools are drained")
 		}
 		if errors.Is(err, ErrLimit) {
 			err = fmt.Errorf("%w: %d allowed are starting or running", ErrLimit, s.maxRunning)
+		} else if shared != nil {
+			// Most likely another replica's start recorded the member first (the id is
+			// taken); if the store failed, the cold start that follows says so.
+			err = fmt.Errorf("%w: %w", errLostClaim, err)
 		}
 		return Sandbox{}, fmt.Errorf("start sandbox: %w", err)
 	}
-	s.metrics.PoolSize(s.backend.Name(), spec.ID, s.pools.count(spec.ID))
 	bctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), s.startTimeout, errStartTimeout)
 	defer cancel()
+	if shared == nil {
+		s.metrics.PoolSize(s.backend.Name(), spec.ID, s.pools.count(spec.ID))
+	} else if err := s.shared.Claim(bctx, *shared, ClaimRequest{OwnerID: ownerID, Spec: spec, SessionKey: key}); err != nil {
+		if errors.Is(err, ErrPoolTaken) {
+			if derr := s.store.DeleteSandbox(bctx, sb.ID); derr != nil {
+				s.log.ErrorContext(ctx, "delete the record of a lost claim", "sandbox_id", sb.ID, "err", derr)
+			}
+			return Sandbox{}, fmt.Errorf("%w: %w", errLostClaim, err)
+		}
+		// Whether the claim took is unknown, but the record holds the member now: no other
+		// start can have it. Nothing was delivered to it.
+		s.observe(OpClaim, began, err)
+		if derr := s.backend.Destroy(bctx, sb.Instance); derr != nil {
+			s.log.ErrorContext(ctx, "destroy a pooled sandbox whose claim failed", "sandbox_id", sb.ID, "err", derr)
+		}
+		return s.failStart(bctx, sb, fmt.Errorf("claim the pooled sandbox: %w", err))
+	}
 	if err := s.deliver(bctx, sb, m.secret, key, spec.InitialEnv); err != nil {
 		s.observe(OpClaim, began, err)
 		if derr := s.backend.Destroy(bctx, sb.Instance); derr != nil {

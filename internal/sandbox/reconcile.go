@@ -60,6 +60,10 @@ func (s *Service) reconcileAll(ctx context.Context) error {
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("reconcile sandboxes: %w", err))...)
 	}
+	insts, err = s.withoutMembers(ctx, insts)
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("reconcile sandboxes: %w", err))...)
+	}
 	marks := map[string]orphan{}
 	for _, inst := range insts {
 		m, keep, err := s.removeOrphan(ctx, inst)

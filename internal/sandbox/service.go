@@ -144,6 +144,9 @@ type Service struct {
 	locks   keyLock // one per sandbox id, and one per owner ("owner:" + id); always id first
 	changes notifier
 	pools   *pools
+	// shared keeps the warm pools in the backend, for every replica (pool_shared.go); nil
+	// when they live in pools.
+	shared SharedPools
 
 	// life is the service's own lifetime, not a request's: Close cancels it, which stops
 	// every goroutine the service started.
@@ -199,6 +202,9 @@ func NewService(opts ServiceOptions) *Service {
 		holds:         map[string]int{},
 		pools:         newPools(opts.Pools, opts.DefaultSpec),
 		orphans:       map[string]orphan{},
+	}
+	if sp, ok := opts.Backend.(SharedPools); ok && s.caps.Pool && s.caps.Remote {
+		s.shared = sp
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

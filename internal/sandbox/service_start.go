@@ -40,9 +40,19 @@ func (s *Service) Start(ctx context.Context, ownerID, specID string) (Sandbox, e
 	if err != nil {
 		return Sandbox{}, fmt.Errorf("start sandbox: seal session key: %w", err)
 	}
-	if m, ok := s.pools.take(spec.ID, specDigest(spec)); ok {
-		s.pools.poke()
-		return s.startClaimed(ctx, ownerID, spec, m, key, sealed)
+	switch {
+	case s.shared == nil:
+		if m, ok := s.pools.take(spec.ID, specDigest(spec)); ok {
+			s.pools.poke()
+			return s.startClaimed(ctx, ownerID, spec, m, key, sealed, nil)
+		}
+	case s.pools.sizes[spec.ID] > 0:
+		// A shared pool is looked in (a call to the backend) only for a spec this replica
+		// pools too.
+		if sb, ok, err := s.claimShared(ctx, ownerID, spec, key, sealed); ok {
+			s.pools.poke()
+			return sb, err
+		}
 	}
 	now := s.now().UTC()
 	sb := Sandbox{
