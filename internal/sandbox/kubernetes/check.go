@@ -25,7 +25,7 @@ type Permission struct {
 var Permissions = []Permission{
 	{Resource: "pods", Verbs: []string{"create", "get", "list", "watch", "delete"}},
 	{Resource: "pods", Subresource: "portforward", Verbs: []string{"create"}},
-	{Resource: "secrets", Verbs: []string{"create", "get", "list", "watch", "patch", "delete"}},
+	{Resource: "secrets", Verbs: []string{"create", "get", "list", "watch", "patch", "delete"}}, // patch: pauses, resumes, the warm pools (pool.go)
 	{Resource: "persistentvolumeclaims", Verbs: []string{"create", "get", "delete"}},
 	{Group: "networking.k8s.io", Resource: "networkpolicies", Verbs: []string{"create", "delete"}},
 }

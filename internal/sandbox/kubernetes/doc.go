@@ -41,6 +41,11 @@
 // (sandbox.Watcher). A pod's absence means a pause or a loss by what the Secret says
 // (annotationPod).
 //
+// Warm pools are kept in the cluster, shared by every replica (sandbox.SharedPools, pool.go):
+// a pooled sandbox's Secret holds its pool's secret where a session key goes and says in a
+// label that it is in a pool; a claim is one patch of that Secret guarded by the
+// resourceVersion it was listed at, which the API server applies for one claimer only.
+//
 // Every call to the API server is retried with backoff while it fails for a passing reason
 // (retry.go), and the informers take their watches up again after every error; the backend
 // never panics on the API server's answers.

@@ -132,6 +132,7 @@ var (
 	_ sandbox.SpecChecker = (*Backend)(nil)
 	_ sandbox.Checker     = (*Backend)(nil)
 	_ sandbox.Watcher     = (*Backend)(nil)
+	_ sandbox.SharedPools = (*Backend)(nil)
 )
 
 // New checks opts and makes the API client. It does not contact the API server: Check does
@@ -251,11 +252,13 @@ func (b *Backend) Name() string { return Name }
 // Capabilities: pods run on the cluster, reached from any replica; a pod cannot be frozen,
 // so pause stops it and keeps its workspace; memory, CPU, disk (ephemeral storage and the
 // workspace volume's size) and /tmp are the pod's limits. Processes are not: a pod spec has
-// no such limit (the kubelet's podPidsLimit bounds every pod of a node alike).
+// no such limit (the kubelet's podPidsLimit bounds every pod of a node alike). Warm pools
+// are kept in the cluster, for every replica (pool.go).
 func (b *Backend) Capabilities() sandbox.Capabilities {
 	return sandbox.Capabilities{
 		Remote: true,
 		Freeze: false,
+		Pool:   true,
 		Limits: sandbox.LimitKinds{Memory: true, CPU: true, Disk: true, Tmp: true},
 	}
 }

@@ -150,6 +150,7 @@ func (b *Backend) pod(req sandbox.StartRequest) *corev1.Pod {
 		"--tls-cert", path.Join(secretDir, keyCert),
 		"--tls-key", path.Join(secretDir, keyTLSKey),
 		"--sandbox-uid", strconv.Itoa(b.uid))
+	argv = req.RuntimeArgs(argv)
 	env := []corev1.EnvVar{{Name: "TERM", Value: "xterm-256color"}}
 	if _, ok := spec.InitialEnv["HOME"]; !ok {
 		env = append(env, corev1.EnvVar{Name: "HOME", Value: defaultHome})

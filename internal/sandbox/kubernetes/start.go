@@ -51,8 +51,8 @@ func (b *Backend) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.
 	if err := b.CheckSpec(req.Spec); err != nil {
 		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
 	}
-	if req.SessionKey == "" {
-		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: no session key", req.ID)
+	if _, err := req.RuntimeKey(); err != nil {
+		return sandbox.Instance{}, fmt.Errorf("start sandbox %s: %w", req.ID, err)
 	}
 	if !validID(req.ID) {
 		return sandbox.Instance{}, fmt.Errorf("start sandbox: %w", errInvalidID(req.ID))
@@ -84,13 +84,14 @@ func (b *Backend) start(ctx context.Context, req sandbox.StartRequest) (sandbox.
 	if err != nil {
 		return sandbox.Instance{}, err
 	}
-	meta := b.meta(req.ID, req.OwnerID, objectName(req.ID))
+	key, _ := req.RuntimeKey() // a pooled start's is its pool's secret (pool.go)
+	meta := b.secretMeta(req)
 	meta.Annotations[annotationPod] = podRunning
 	secret := &corev1.Secret{
 		ObjectMeta: meta,
 		Type:       corev1.SecretTypeOpaque,
 		Data: map[string][]byte{
-			keySession: []byte(req.SessionKey),
+			keySession: []byte(key),
 			keyCert:    certPEM,
 			keyTLSKey:  keyPEM,
 			keyPod:     manifest,
