@@ -51,8 +51,9 @@ const (
 // Secret, workspace claim and NetworkPolicy, and the runtime answering over TLS) beside a
 // bare client-go create of the same pod and a watch until its container runs; pause (the pod
 // removed, its removal awaited) and resume (a new pod, its runtime answering) beside the bare
-// pod's deletion awaited by a watch and its creation again; and the calls to the API server,
-// counted on the backend's rest.Config, of a sandbox listing and of a start.
+// pod's deletion awaited by a watch and its creation again; the calls to the API server,
+// counted on the backend's rest.Config, of a sandbox listing and of a start; and a start
+// claimed from a warm pool of one (a server of its own) to RUNNING beside the same two.
 func benchKubernetes(ctx context.Context, binary, tmp string, logw io.Writer, progress func(string, ...any)) ([]row, []string, error) {
 	if *kubeStarts < 1 || *kubeCycles < 1 {
 		return nil, nil, errors.New("-kube-starts and -kube-cycles must be positive")
@@ -92,6 +93,25 @@ func benchKubernetes(ctx context.Context, binary, tmp string, logw io.Writer, pr
 	}
 	defer srv.close()
 
+	// The warm pool's server: a pool of one of the default spec, on a backend of another
+	// installation (the pools and orphans of each server are its own).
+	pb, err := kubernetes.New(kubernetes.Options{
+		Config: c.Config, Namespace: kubeNamespace, Installation: "bench-pool", RuntimeImage: kubeRuntimeImage,
+		PullPolicy: "Never", DialContext: c.DialContext, StorageClass: kubetest.StorageClass, Logger: log,
+		StreamTransport: func() (http.RoundTripper, spdy.Upgrader, error) { return c.StreamTransport() },
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	psrv, err := startServerOn(ctx, kubeWithImage{pb, kubeSandboxImage}, filepath.Join(tmp, "kube-pool-data"), config.DatabaseSQLite, 1, log, "", 1,
+		"--kubernetes-runtime-image", kubeRuntimeImage, "--kubernetes-namespace", kubeNamespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The pool is the installation's and outlives its server: what is left of it goes with
+	// the cluster.
+	defer psrv.close()
+
 	// The bare pod is the pod of a sandbox kept for the run, under another name and without
 	// agentd's labels: the same images, init step, volumes (that sandbox's Secret and
 	// workspace claim) and limits.
@@ -106,7 +126,7 @@ func benchKubernetes(ctx context.Context, binary, tmp string, logw io.Writer, pr
 	}
 
 	progress("kubernetes: timing %d sandbox starts", *kubeStarts)
-	var starts, bares []time.Duration
+	var starts, bares, claims []time.Duration
 	for i := range warmups + *kubeStarts {
 		rawStart, err := timeBarePodStart(ctx, c.Client, bare)
 		if err != nil {
@@ -119,8 +139,17 @@ func benchKubernetes(ctx context.Context, binary, tmp string, logw io.Writer, pr
 		if err != nil {
 			return nil, nil, err
 		}
+		// The pool's refill (a pod's start) is awaited untimed, so that it runs beside no
+		// other timing.
+		claim, err := psrv.timeClaim(ctx)
+		if err == nil {
+			err = psrv.waitPool(ctx, 1)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
 		if i >= warmups {
-			starts, bares = append(starts, start), append(bares, rawStart)
+			starts, bares, claims = append(starts, start), append(bares, rawStart), append(claims, claim)
 		}
 	}
 	// The calls of one start alone, the deletion apart.
@@ -192,9 +221,14 @@ func benchKubernetes(ctx context.Context, binary, tmp string, logw io.Writer, pr
 	}
 
 	const what, base = "sandbox start to RUNNING, cold (kubernetes backend)", "client-go create of the same pod, watched until its container runs"
+	const claimed = "sandbox start to RUNNING claimed from a warm pool (kubernetes backend)"
 	rows := []row{
 		timeRow(what+", p50", 50, starts, bares, base),
 		timeRow(what+", p99", 99, starts, bares, base),
+		timeRow(claimed+", p50", 50, claims, bares, base),
+		timeRow(claimed+", p99", 99, claims, bares, base),
+		timeRow(claimed+", p50", 50, claims, starts, "a cold start of the same spec"),
+		timeRow(claimed+", p99", 99, claims, starts, "a cold start of the same spec"),
 		timeRow("pause: the pod removed (kubernetes backend), p50", 50, pauses, rawPauses, "client-go delete of the bare pod, watched until it is gone"),
 		timeRow("resume, runtime answers again (kubernetes backend), p50", 50, resumes, rawResumes, "client-go create of the bare pod, watched until its container runs"),
 		{figure: "API server calls per sandbox listing (kubernetes backend)", agentd: listCalls, primitive: 1, unit: unitCount,
@@ -205,9 +239,14 @@ func benchKubernetes(ctx context.Context, binary, tmp string, logw io.Writer, pr
 	return rows, []string{fmt.Sprintf(
 		"kubernetes rows: %d starts and %d pause/resume cycles on a single-node Kubernetes %s cluster on this machine (etcd, API server, scheduler, controller manager and kubelet over containerd, all sharing its CPUs); "+
 			"a start also creates the sandbox's Secret, workspace claim (hostPath) and NetworkPolicy, and waits for the runtime to answer over TLS; a pause records itself in the Secret before it removes the pod; "+
-			"calls are counted on the backend's rest.Config (its informers' list and watch are made once, at its first read).",
-		*kubeStarts, *kubeCycles, kubetest.Version)}, nil
+			"calls are counted on the backend's rest.Config (its informers' list and watch are made once, at its first read). "+
+			"A claim (a server of its own with a pool of one) lists the pool, records the sandbox, patches the member's Secret and delivers the key to its runtime.",
+		*kubeStarts, *kubeCycles, kubetest.Version), goalNote("kubernetes warm claim", percentile(claims, 50), poolKubeGoal)}, nil
 }
+
+// poolKubeGoal is the target for a start claimed from the kubernetes backend's warm
+// pool.
+const poolKubeGoal = 300 * time.Millisecond
 
 // countingTransport counts the requests made through it.
 type countingTransport struct {
@@ -372,6 +411,12 @@ func (w kubeWithImage) spec(spec sandbox.Spec) sandbox.Spec {
 func (w kubeWithImage) Start(ctx context.Context, req sandbox.StartRequest) (sandbox.Instance, error) {
 	req.Spec = w.spec(req.Spec)
 	return w.Backend.Start(ctx, req)
+}
+
+// Claim implements sandbox.SharedPools.
+func (w kubeWithImage) Claim(ctx context.Context, m sandbox.PoolMember, req sandbox.ClaimRequest) error {
+	req.Spec = w.spec(req.Spec)
+	return w.Backend.Claim(ctx, m, req)
 }
 
 // CheckSpec implements sandbox.SpecChecker.
