@@ -152,7 +152,7 @@ func wantStopped(t *testing.T, needle string) {
 }
 
 // allStopped says whether the processes whose command line contains needle, and their
-// children, are all stopped at a signal (state T or t: no system call under way).
+// children, are all stopped at a signal (state T or t: no system call under way) or ended.
 func allStopped(t *testing.T, needle string) bool {
 	var pids []int
 	for _, pid := range processesMatching(t, needle) {
@@ -173,7 +173,8 @@ func allStopped(t *testing.T, needle string) bool {
 			continue // gone
 		}
 		i := strings.LastIndexByte(string(stat), ')')
-		if i < 0 || i+2 >= len(stat) || !strings.ContainsRune("Tt", rune(stat[i+2])) {
+		// A child that ended waits for its stopped parent as a zombie: it runs no more either.
+		if i < 0 || i+2 >= len(stat) || !strings.ContainsRune("TtZX", rune(stat[i+2])) {
 			return false
 		}
 	}

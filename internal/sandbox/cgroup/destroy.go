@@ -10,8 +10,11 @@ import (
 	"time"
 )
 
-// killTimeout bounds Destroy: killing every process of the group and removing it.
-const killTimeout = 10 * time.Second
+// killTimeout bounds Destroy: killing every process of the group and removing it. Killed
+// processes end only once they run, and sandboxes weigh a tenth of the control plane for the
+// CPU: on a machine kept busy by others, a thousand of them (a fork bomb at the default PID
+// limit) took more than 10 s to end.
+const killTimeout = time.Minute
 
 // Destroy kills every process of the group and removes the group from every hierarchy. A
 // group that does not exist is not an error.
