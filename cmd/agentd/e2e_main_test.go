@@ -7,8 +7,6 @@ package main_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +26,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentd/agentd/internal/sandbox/bwrap"
 	"github.com/agentd/agentd/internal/store/postgres/pgtest"
 )
 
@@ -114,15 +113,13 @@ func newDataDir(t *testing.T) string {
 }
 
 // killBwrapSandboxes kills the processes of the bwrap sandboxes of the data directory dir,
-// found by their cgroups (agentd/<12 hex digits of the SHA-256 of its bwrap root>, as the
-// backend names them), and removes the cgroups. A server that stops drains its warm pool and
+// found by their cgroups (named as the backend names them), and removes the cgroups. A server that stops drains its warm pool and
 // tests delete the sandboxes they start; this is for a server killed with SIGKILL or one that
 // did not stop in time, whose sandboxes run on by design, and whose command lines do not name
 // the directory.
 func killBwrapSandboxes(t *testing.T, dir string) {
 	t.Helper()
-	sum := sha256.Sum256([]byte(filepath.Join(dir, "sandboxes", "bwrap")))
-	parent := "agentd/" + hex.EncodeToString(sum[:6])
+	parent := bwrap.CgroupParentOf(filepath.Join(dir, "sandboxes", "bwrap"))
 	tops, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent)
 	if _, err := os.Stat("/sys/fs/cgroup/" + parent); err == nil {
 		tops = append(tops, "/sys/fs/cgroup/"+parent) // cgroup v2

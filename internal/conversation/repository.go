@@ -11,6 +11,7 @@ import (
 	"github.com/agentd/agentd/internal/gitprovider"
 	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/runtime/runtimeclient"
+	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/settings"
 )
 
@@ -117,17 +118,13 @@ func workspaceOf(c Conversation, ws string) string {
 	return path.Join(ws, c.WorkDir)
 }
 
-// prepareWorkDir creates the conversation's working directory, and makes it a git repository
+// prepareWorkDir creates the conversation's working directory in its running sandbox sb, and makes it a git repository
 // when the conversation names no repository of its own, so that the changes its agent makes
 // show as such. The directory must come about; a sandbox without git only has no repository.
-func (s *Service) prepareWorkDir(ctx context.Context, t *StartTask) error {
+func (s *Service) prepareWorkDir(ctx context.Context, t *StartTask, sb sandbox.Sandbox) error {
 	v, err := s.o.Store.GetConversation(ctx, t.OwnerID, t.ConversationID)
 	if err != nil || v.WorkDir == "" {
 		return err
-	}
-	sb, err := s.o.Sandboxes.Get(ctx, t.OwnerID, t.SandboxID)
-	if err != nil {
-		return fmt.Errorf("get sandbox: %w", err)
 	}
 	dir := workspaceOf(v.Conversation, sb.Instance.Workspace)
 	if dir == "" {

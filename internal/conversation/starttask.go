@@ -136,10 +136,11 @@ func (s *Service) walk(ctx context.Context, t *StartTask, specID string) error {
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, s.o.StartTimeout)
 	defer cancel()
-	if _, err := s.o.Sandboxes.WaitRunning(waitCtx, t.OwnerID, sb.ID); err != nil {
+	running, err := s.o.Sandboxes.WaitRunning(waitCtx, t.OwnerID, sb.ID)
+	if err != nil {
 		return fmt.Errorf("wait for sandbox: %w", err)
 	}
-	if err := s.prepareWorkDir(ctx, t); err != nil {
+	if err := s.prepareWorkDir(ctx, t, running); err != nil {
 		return err
 	}
 	if err := s.prepareRepository(ctx, t); err != nil {

@@ -198,21 +198,26 @@ const poolRetry = 10 * time.Second
 // time, whenever a claim takes one, and at every watch interval drops the members of specs
 // changed since they started.
 func (s *Service) fillPools(ctx context.Context) {
-	if s.shared != nil {
-		// Even without pools of its own, it retires what other replicas' pooled.
-		s.fillShared(ctx)
+	pass := s.fillOnce
+	switch {
+	case s.shared != nil:
+		// Even without pools of its own, it retires what other replicas' pooled; only while
+		// it reconciles the backend's sandboxes.
+		pass = func(ctx context.Context) error {
+			if !s.leading.Load() {
+				return nil
+			}
+			return s.fillSharedOnce(ctx)
+		}
+	case len(s.pools.sizes) == 0:
 		return
-	}
-	if len(s.pools.sizes) == 0 {
-		return
-	}
-	if !s.caps.Pool {
+	case !s.caps.Pool:
 		s.log.Warn("the backend cannot keep warm pools: sandboxes start cold", "pools", s.pools.sizes)
 		return
 	}
 	for {
 		wait := s.watchInterval
-		if err := s.fillOnce(ctx); err != nil && ctx.Err() == nil {
+		if err := pass(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("fill the warm pools", "err", err)
 			wait = max(wait, poolRetry)
 		}

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
-	"time"
 )
 
 // Shared warm pools. The pools of pool.go live in one service's memory, which is right for a
@@ -102,29 +101,6 @@ func (s *Service) claimShared(ctx context.Context, ownerID string, spec Spec, ke
 		return sb, true, err
 	}
 	return Sandbox{}, false, nil
-}
-
-// fillShared keeps the shared pools full while this replica reconciles the backend's
-// sandboxes, until ctx ends: a pass at every watch interval, and after each claim here.
-func (s *Service) fillShared(ctx context.Context) {
-	for {
-		wait := s.watchInterval
-		if s.leading.Load() {
-			if err := s.fillSharedOnce(ctx); err != nil && ctx.Err() == nil {
-				s.log.Error("fill the warm pools", "err", err)
-				wait = max(wait, poolRetry)
-			}
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-s.pools.wake:
-		case <-t.C:
-		}
-		t.Stop()
-	}
 }
 
 // fillSharedOnce makes one pass over the shared pools: it retires what they should not hold

@@ -190,7 +190,7 @@ func New(opts Options) (*Backend, error) {
 	}
 	parent := opts.CgroupParent
 	if parent == "" {
-		parent = defaultCgroupParent(root.Path)
+		parent = CgroupParentOf(root.Path)
 	}
 	if _, err := cg.Group(parent); err != nil {
 		return nil, fmt.Errorf("new bwrap backend: %w", err)
@@ -229,8 +229,9 @@ func New(opts Options) (*Backend, error) {
 // however busy the sandboxes are, while sandboxes still get every cycle nobody else wants.
 const DefaultCPUWeight = 10
 
-// defaultCgroupParent names the cgroups of the backend with root: agentd/<12 hex digits>.
-func defaultCgroupParent(root string) string {
+// CgroupParentOf is the cgroup parent of the sandboxes of a backend with root, when Options
+// names none: agentd/<12 hex digits of the SHA-256 of root>.
+func CgroupParentOf(root string) string {
 	sum := sha256.Sum256([]byte(root))
 	return "agentd/" + hex.EncodeToString(sum[:6])
 }

@@ -43,10 +43,10 @@ func testRoot(t testing.TB) string {
 		if err != nil {
 			return
 		}
-		if kids, err := cg.Children(cgroupParentOf(root)); err != nil || len(kids) > 0 {
-			t.Errorf("cgroups left under %s: %q (%v)", cgroupParentOf(root), kids, err)
+		if kids, err := cg.Children(CgroupParentOf(root)); err != nil || len(kids) > 0 {
+			t.Errorf("cgroups left under %s: %q (%v)", CgroupParentOf(root), kids, err)
 		}
-		g, err := cg.Group(cgroupParentOf(root))
+		g, err := cg.Group(CgroupParentOf(root))
 		if err == nil {
 			err = g.Destroy(context.Background())
 		}
@@ -62,9 +62,6 @@ func testRoot(t testing.TB) string {
 	})
 	return root
 }
-
-// cgroupParentOf is the default cgroup parent of a backend with root (see New).
-func cgroupParentOf(root string) string { return defaultCgroupParent(root) }
 
 var (
 	probeOnce sync.Once
@@ -159,7 +156,7 @@ func leftovers(root string, inst sandbox.Instance) []string {
 	}
 	path := st.Cgroup
 	if path == "" {
-		path = cgroupParentOf(root) + "/" + inst.ID
+		path = CgroupParentOf(root) + "/" + inst.ID
 	}
 	g, err := cg.Group(path)
 	if err != nil {
