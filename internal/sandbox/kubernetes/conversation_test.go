@@ -28,7 +28,10 @@ func TestConversationAcrossResume(t *testing.T) {
 	spec := testSpec()
 	cfg, err := config.Load([]string{"--data-dir", sandboxtest.ShortDir(t), "--admin-key", "k8s-admin-key-0123456789",
 		"--sandbox-backend", "process", "--addr", "127.0.0.1:0", "--agent-server-addr", "off", "--conversation-titles", "off",
-		"--sandbox-start-timeout", "5m", "--default-spec", spec.ID}, func(string) string { return "" })
+		"--sandbox-start-timeout", "5m", "--default-spec", spec.ID,
+		// No warm pool: its pods would outlive the server (a pool in the cluster is the
+		// replicas', kept across their restarts) and be found by the package's other tests.
+		"--sandbox-pool", "0"}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
