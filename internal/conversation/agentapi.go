@@ -122,12 +122,22 @@ func (s *Service) RunAgent(ctx context.Context, ownerID, convID string) error {
 	l := s.loops[convID]
 	s.mu.Unlock()
 	if l != nil && !l.pause.Load() {
+		// The loop may be ending without having read what the caller wants answered (a loop
+		// started when the conversation became ready, with nothing to answer then): it looks
+		// again once its pass ends, so that the refusal's "it runs" holds.
+		if err := s.wake(ctx, ownerID, v.Conversation); err != nil {
+			return err
+		}
 		return fmt.Errorf("run conversation %s: %w", convID, ErrAlreadyRunning)
 	}
 	if l == nil && agent.Status(v.ExecutionStatus) == agent.StatusRunning {
 		if holder, err := s.liveHolder(ctx, convID); err != nil {
 			return err
 		} else if holder != "" {
+			// The same holds for a loop on another replica: a command makes it look again.
+			if err := s.command(ctx, convID, CommandRun); err != nil {
+				return err
+			}
 			return fmt.Errorf("run conversation %s: %w", convID, ErrAlreadyRunning)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strings"
 	"time"
@@ -56,21 +57,43 @@ func (s *Service) claim(ctx context.Context, convID string) (bool, error) {
 // wake makes the conversation's agent run: here when this replica has or takes its lease and
 // reaches its sandbox, else by a command for its holder (or for whoever takes it next).
 func (s *Service) wake(ctx context.Context, ownerID string, c Conversation) error {
-	if s.running(c.ID) != nil {
-		s.startLoop(ownerID, c.ID) // ours: asked to look again
-		return nil
+	if s.running(c.ID) == nil && !s.reaches(ctx, c) {
+		return s.command(ctx, c.ID, CommandRun)
 	}
-	if s.reaches(ctx, c) {
-		claimed, err := s.claim(ctx, c.ID)
-		if err != nil {
-			return fmt.Errorf("run conversation %s: %w", c.ID, err)
-		}
-		if claimed {
-			s.startLoop(ownerID, c.ID)
-			return nil
-		}
+	started, err := s.runHere(ctx, ownerID, c.ID)
+	if err != nil {
+		return fmt.Errorf("run conversation %s: %w", c.ID, err)
 	}
-	return s.command(ctx, c.ID, CommandRun)
+	if !started {
+		return s.command(ctx, c.ID, CommandRun)
+	}
+	return nil
+}
+
+// runHere runs the conversation's agent on this replica: a loop that runs here is asked to
+// look again; else the lease is claimed (or renewed) and a loop started under it. It reports
+// false when another replica holds the lease.
+func (s *Service) runHere(ctx context.Context, ownerID, convID string) (bool, error) {
+	defer s.lockLease(convID)()
+	if s.running(convID) != nil {
+		s.startLoop(ownerID, convID)
+		return true, nil
+	}
+	claimed, err := s.claim(ctx, convID)
+	if err != nil || !claimed {
+		return false, err
+	}
+	s.startLoop(ownerID, convID)
+	return true, nil
+}
+
+// lockLease takes the conversation's stripe of leaseMu and returns its unlock.
+func (s *Service) lockLease(convID string) func() {
+	h := fnv.New32a()
+	h.Write([]byte(convID))
+	mu := &s.leaseMu[h.Sum32()%uint32(len(s.leaseMu))]
+	mu.Lock()
+	return mu.Unlock
 }
 
 // command leaves a command for the conversation's runner and wakes its holder, if it has
@@ -103,6 +126,7 @@ func (s *Service) reaches(ctx context.Context, c Conversation) bool {
 // settle releases the conversation's lease once neither its start task nor its agent loop
 // runs here. A command left meanwhile makes it work again, which the next pass takes.
 func (s *Service) settle(convID string) {
+	defer s.lockLease(convID)()
 	s.mu.Lock()
 	_, task := s.tasks[convID]
 	_, loop := s.loops[convID]
@@ -351,6 +375,11 @@ func (s *Service) runCommand(ctx context.Context, ownerID, convID string) error 
 	if v.TaskStatus != "" && v.TaskStatus != TaskReady {
 		return nil
 	}
-	s.startLoop(ownerID, convID)
-	return nil
+	// Held when the command was taken, the lease may have been settled since (claimed again)
+	// or taken over by another replica (the command is left for it).
+	started, err := s.runHere(ctx, ownerID, convID)
+	if err != nil || started {
+		return err
+	}
+	return s.command(ctx, convID, CommandRun)
 }

@@ -151,6 +151,12 @@ type Service struct {
 	tasks map[string]context.CancelFunc // conversation id → its start task's cancel
 	loops map[string]*loop              // conversation id → its agent loop
 
+	// leaseMu makes a lease's release (settle: nothing runs here, so free it) and a claim
+	// followed by what then runs under it (a loop, a start task) exclusive per conversation,
+	// so that a release never frees the lease of a loop that started meanwhile. Striped by
+	// conversation id; taken before mu.
+	leaseMu [16]sync.Mutex
+
 	// confirmMu serializes the answers to pending actions (a response, a message, a pause),
 	// so that no action is answered twice.
 	confirmMu sync.Mutex
@@ -437,11 +443,13 @@ func (s *Service) create(ctx context.Context, ownerID string, r CreateRequest, w
 	}
 	// The start task runs here, under this replica's lease; a claim that fails (the store
 	// does not answer) leaves it to the next pass of a replica that can take it.
+	unlock := s.lockLease(convID)
 	if claimed, err := s.claim(ctx, convID); err != nil || !claimed {
 		s.log.WarnContext(ctx, "the conversation's start waits for a replica to take it", "err", err)
 	} else {
 		s.launch(task, r.SpecID, logctx.Attrs(ctx)...)
 	}
+	unlock()
 	s.notify(ctx, webhook.KindConversationCreated, c, map[string]any{"title": c.Title,
 		"selected_repository": c.SelectedRepository, "selected_branch": c.SelectedBranch, "version": c.Version})
 	return View{Conversation: c, SandboxStatus: sandbox.StatusMissing, TaskStatus: task.Status}, task, nil

@@ -205,3 +205,55 @@ func TestInterrupt(t *testing.T) {
 		t.Fatalf("interrupt without a key: %d %s", st, b)
 	}
 }
+
+// TestRunRightAfterFinish: a message and a run sent as soon as the agent finished are always
+// answered. The loop that finished releases the conversation's lease as it ends; a run that
+// comes meanwhile starts a loop under a lease that release must not free (it did, and the
+// new loop's appends were refused, leaving the agent idle with the message unanswered).
+func TestRunRightAfterFinish(t *testing.T) {
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	const rounds = 25
+	steps := []llmtest.Step{llmtest.Text("first")}
+	for range rounds {
+		steps = append(steps, llmtest.Text("again"))
+	}
+	srv := e.scripted(alice, steps...)
+	c := e.startAgent(alice, map[string]any{"initial_message": message("start", true)})
+	c.waitStatus("finished")
+	for i := range rounds {
+		c.api("POST", "/events", message("once more", false), http.StatusOK, nil)
+		c.api("POST", "/run", nil, http.StatusOK, nil)
+		c.waitStatus("finished")
+		if n := len(srv.Requests()); n != i+2 {
+			t.Fatalf("round %d: %d model calls, want %d", i, n, i+2)
+		}
+	}
+}
+
+// TestRunRightAfterReady: a message and a run sent as soon as a conversation is ready are
+// answered, as OpenHands' SDK sends them after starting one: the loop that starts at ready
+// with nothing to answer may be ending when the run comes, which then answers 409 (a run under
+// way, which the SDK waits on) and must make that loop look again.
+func TestRunRightAfterReady(t *testing.T) {
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	const rounds = 8
+	var steps []llmtest.Step
+	for range rounds {
+		steps = append(steps, llmtest.Text("answered"))
+	}
+	srv := e.scripted(alice, steps...)
+	sandboxID := e.runningSandbox(alice)
+	for i := range rounds {
+		c := e.startAgent(alice, map[string]any{"sandbox_id": sandboxID})
+		c.api("POST", "/events", message("hi", false), http.StatusOK, nil)
+		if st, b := e.callAt("POST", e.srv.URL+c.path("/run"), http.Header{"X-Session-API-Key": {c.sessionKey}}, nil); st != http.StatusOK && st != http.StatusConflict {
+			t.Fatalf("run: %d %s", st, b)
+		}
+		c.waitStatus("finished")
+		if n := len(srv.Requests()); n != i+1 {
+			t.Fatalf("round %d: %d model calls, want %d", i, n, i+1)
+		}
+	}
+}
