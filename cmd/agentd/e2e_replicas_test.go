@@ -260,12 +260,44 @@ func TestReplicas(t *testing.T) {
 	if len(waiting) != 1 || waiting[0].Key != "waiting_for_node" || waiting[0].Value == nil {
 		t.Fatalf("while the first replica was down: %s, want one waiting_for_node", strings.Join(logLabels(waiting), ","))
 	}
+	// The conversation itself says so, on every replica, in the listings too.
+	waitingFor := func(c *client) []*string {
+		type item struct {
+			ID             string  `json:"id"`
+			WaitingForNode *string `json:"waiting_for_node"`
+		}
+		var search struct {
+			Items []item `json:"items"`
+		}
+		c.do("GET", "/api/v1/app-conversations/search?limit=100", nil, http.StatusOK, &search)
+		i := slices.IndexFunc(search.Items, func(it item) bool { return it.ID == conv })
+		var list []item
+		c.do("GET", "/api/v1/app-conversations?ids="+conv, nil, http.StatusOK, &list)
+		var v0 item
+		c.do("GET", "/api/conversations/"+conv, nil, http.StatusOK, &v0)
+		if len(list) != 1 || i < 0 {
+			c.t.Fatalf("the conversation: %d items in the batch get, at %d in the search", len(list), i)
+		}
+		return []*string{search.Items[i].WaitingForNode, list[0].WaitingForNode, v0.WaitingForNode}
+	}
+	for _, c := range []*client{r2, r3} {
+		for _, got := range waitingFor(c) {
+			if got == nil || *got != waiting[0].Value {
+				t.Fatalf("the conversation waits for node %v, says %v", waiting[0].Value, got)
+			}
+		}
+	}
 
 	rs[0] = startServer(t, dirs[0], env)
 	waitFor(t, 60*time.Second, "the agent to finish", func() (bool, string) {
 		got := logLabels(conversationLog(r3, conv))
 		return got[len(got)-1] == "execution_status=finished" && len(model.Requests()) == 6, strings.Join(got, ",")
 	})
+	for _, got := range waitingFor(r2) {
+		if got != nil {
+			t.Fatalf("the conversation still waits for node %s", *got)
+		}
+	}
 
 	log := conversationLog(r2, conv)
 	want := make([]string, len(log))

@@ -108,6 +108,7 @@ type ConversationInfo struct {
 	PRNumber            []int                `json:"pr_number"`
 	ConversationVersion string               `json:"conversation_version"`
 	SubConversationIDs  []string             `json:"sub_conversation_ids"`
+	WaitingForNode      *string              `json:"waiting_for_node" doc:"agentd addition: the node hosting the conversation's sandbox while no replica of agentd runs there, so that nothing can run the conversation until one starts there again; null otherwise."`
 }
 
 // ConversationInfoResultSet is a page of V0 conversations.

@@ -279,6 +279,7 @@ type AppConversation struct {
 	Tags                 map[string]string    `json:"tags"`
 	ConversationStatus   ConversationStatus   `json:"conversation_status" doc:"agentd addition: STARTING, RUNNING, STOPPED or ERROR."`
 	ConversationVersion  string               `json:"conversation_version" doc:"V0 or V1: the API the conversation was created through."`
+	WaitingForNode       *string              `json:"waiting_for_node" doc:"agentd addition: the node hosting the conversation's sandbox while no replica of agentd runs there, so that nothing can run the conversation until one starts there again; null otherwise."`
 }
 
 // AppConversationPage is a page of conversations.

@@ -66,9 +66,13 @@ type Conversation struct {
 	// WorkDir is where the conversation's agent works, relative to its sandbox's workspace:
 	// ProjectDir for conversations created since agentd follows OpenHands there, "" for older
 	// ones, which work in the workspace itself. See Service.workspaceOf.
-	WorkDir   string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	WorkDir string
+	// WaitingForNode is the node hosting the conversation's sandbox while that node runs no
+	// replica to run it (it goes on when one starts there); "" otherwise. Recorded with the
+	// waiting_for_node state updates (event.StateWaitingForNode).
+	WaitingForNode string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 // Patch changes a conversation's metadata; nil fields stay as they are. A Title given here is

@@ -251,9 +251,9 @@ func (s *Service) takeOver(ctx context.Context) {
 			continue
 		}
 		s.log.Info("running conversation", "conversation_id", u.ID)
-		if strings.HasPrefix(prev.Holder, waitHolderPrefix) {
-			s.recordWaiting(ctx, u, nil)
-		}
+		// It waited for its node if it says so, or if its lease did (the node's replica frees
+		// that lease as it starts, before this).
+		s.recordWaiting(ctx, u, nil, strings.HasPrefix(prev.Holder, waitHolderPrefix))
 		if err := s.resumeConversation(ctx, u.OwnerID, u.ID); err != nil && ctx.Err() == nil {
 			s.log.Error("resume conversation", "conversation_id", u.ID, "err", err)
 		}
@@ -275,13 +275,14 @@ func (s *Service) waitForNode(ctx context.Context, u Unowned) {
 		return
 	}
 	s.log.Warn("the conversation waits for its sandbox's node, which runs no replica", "conversation_id", u.ID, "node", u.Node)
-	s.recordWaiting(ctx, u, &u.Node)
+	s.recordWaiting(ctx, u, &u.Node, false)
 }
 
-// recordWaiting records that the conversation waits for node, or (nil) no longer does.
-func (s *Service) recordWaiting(ctx context.Context, u Unowned, node *string) {
+// recordWaiting records that the conversation waits for node, or (nil) no longer does: when
+// it said it waited (Conversation.WaitingForNode), or waited is set.
+func (s *Service) recordWaiting(ctx context.Context, u Unowned, node *string, waited bool) {
 	v, err := s.o.Store.GetConversation(ctx, u.OwnerID, u.ID)
-	if err != nil {
+	if err != nil || (node == nil && !waited && v.WaitingForNode == "") {
 		return
 	}
 	ev, err := event.NewStateUpdate(s.o.NewEventID(), s.o.Now(), event.StateWaitingForNode, node)

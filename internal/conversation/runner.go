@@ -368,6 +368,15 @@ func (s *Service) recordWith(ctx context.Context, c Conversation, evs []event.Ev
 				return 0, fmt.Errorf("record events: %w", err)
 			}
 			u.ConfirmationPolicy = &p
+		case event.StateWaitingForNode:
+			var node *string
+			if err := json.Unmarshal(su.Value, &node); err != nil {
+				return 0, fmt.Errorf("record events: %w", err)
+			}
+			u.WaitingForNode = new(string)
+			if node != nil {
+				*u.WaitingForNode = *node
+			}
 		}
 	}
 	store := func() error {

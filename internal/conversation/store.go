@@ -122,7 +122,9 @@ type StateUpdate struct {
 	ExecutionStatus    string
 	Metrics            json.RawMessage
 	ConfirmationPolicy *confirm.Policy
-	UpdatedAt          time.Time
+	// WaitingForNode, when set, sets Conversation.WaitingForNode ("" clears it).
+	WaitingForNode *string
+	UpdatedAt      time.Time
 	// Holder, when set, makes the append conditional: it fails with ErrLeaseLost, writing
 	// nothing, unless Holder has the conversation's lease (expired or not, as long as no
 	// other replica took it).

@@ -109,6 +109,7 @@ func (a *API) appConversationWith(v conversation.View, m *decodedMetrics) apityp
 		ConversationStatus:  apitypes.ConversationStatus(conversation.StatusOf(v)),
 		ConversationVersion: c.Version,
 		AgentKind:           "openhands", Public: c.Public, Tags: c.Tags,
+		WaitingForNode: optString(c.WaitingForNode),
 	}
 	if out.Tags == nil {
 		out.Tags = map[string]string{}
@@ -205,7 +206,7 @@ func (a *API) conversationInfo(v conversation.View) apitypes.ConversationInfo {
 		SelectedBranch: c.SelectedBranch, GitProvider: providerPtr(c.GitProvider),
 		Trigger: triggerPtr(c.Trigger), SessionAPIKey: a.sessionKey(v.SandboxStatus, v.SandboxKeySealed),
 		CreatedAt: c.CreatedAt, PRNumber: c.PRNumbers, ConversationVersion: c.Version,
-		SubConversationIDs: orEmpty(v.SubConversationIDs),
+		SubConversationIDs: orEmpty(v.SubConversationIDs), WaitingForNode: optString(c.WaitingForNode),
 	}
 	if info.PRNumber == nil {
 		info.PRNumber = []int{}

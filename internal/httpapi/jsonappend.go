@@ -186,6 +186,7 @@ func appendAppConversation(buf *bytes.Buffer, c apitypes.AppConversation, metric
 	appendJSONString(buf, string(c.ConversationStatus))
 	buf.WriteString(`,"conversation_version":`)
 	appendJSONString(buf, c.ConversationVersion)
+	appendJSONField(buf, "waiting_for_node", c.WaitingForNode)
 	buf.WriteByte('}')
 }
 

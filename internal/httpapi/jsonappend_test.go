@@ -112,7 +112,7 @@ func TestAppendAppConversationIsEncodingJSONs(t *testing.T) {
 			PRNumber: []int{}, LLMModel: ptr("gpt"), ParentConversationID: ptr("c1"), SubConversationIDs: []string{},
 			CreatedAt: at.In(time.FixedZone("x", 3600)), UpdatedAt: time.Unix(0, 0).UTC(), SandboxStatus: "RUNNING", ExecutionStatus: &status,
 			ConversationURL: ptr("http://127.0.0.1:1/api?x=1&y=2"), SessionAPIKey: ptr("key"), AgentKind: "openhands", Public: ptr(true),
-			Tags: map[string]string{}, ConversationStatus: "RUNNING", ConversationVersion: "V0"},
+			Tags: map[string]string{}, ConversationStatus: "RUNNING", ConversationVersion: "V0", WaitingForNode: ptr("node-2 \"b\"")},
 			metrics: `{"model_name":"gpt <4>","accumulated_cost":0.25,"max_budget_per_task":null,"accumulated_token_usage":null}`},
 		{c: apitypes.AppConversation{ID: "c3", PRNumber: []int{3, -1, 1 << 40}, SubConversationIDs: []string{"a", "b\"c"}, Public: ptr(false),
 			Tags: map[string]string{"z": "last", "a": "first", "\x00k": "v\xff", "é": "<>"}, CreatedAt: at, UpdatedAt: at},

@@ -128,12 +128,12 @@ func queueConversation(b *pgx.Batch, c conversation.Conversation) error {
 	b.Queue(`INSERT INTO conversations (id, owner_id, sandbox_id, version, title, title_fold, selected_repository,
 			selected_branch, git_provider, trigger_name, pr_numbers, llm_model, metrics, parent_id, request_sealed,
 			created_at, updated_at, execution_status, secret_names, secrets_sealed, public, tags, title_by_user, confirmation_policy,
-			work_dir)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`,
+			work_dir, waiting_for_node)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`,
 		c.ID, c.OwnerID, c.SandboxID, c.Version, c.Title, fold(c.Title), c.SelectedRepository,
 		c.SelectedBranch, c.GitProvider, c.Trigger, prs, c.LLMModel, rawArg(c.Metrics), c.ParentID,
 		blobArg(c.RequestSealed), c.CreatedAt, c.UpdatedAt, c.ExecutionStatus,
-		secretNames, blobArg(c.SecretsSealed), c.Public, tags, c.TitleByUser, policy, c.WorkDir)
+		secretNames, blobArg(c.SecretsSealed), c.Public, tags, c.TitleByUser, policy, c.WorkDir, c.WaitingForNode)
 	return nil
 }
 
@@ -153,7 +153,7 @@ const (
 	c.selected_branch, c.git_provider, c.trigger_name, c.pr_numbers, c.llm_model, c.metrics, c.parent_id,
 	NULL::bytea, ` + viewRest + `, c.rev` + viewFrom
 	viewRest = `c.secret_names, c.secrets_sealed, c.public, c.tags, c.title_by_user, c.created_at, c.updated_at,
-	c.execution_status, c.confirmation_policy, c.work_dir, s.status, s.session_key_sealed, t.status, t.detail`
+	c.execution_status, c.confirmation_policy, c.work_dir, c.waiting_for_node, s.status, s.session_key_sealed, t.status, t.detail`
 	viewFrom = `
 FROM conversations c
 LEFT JOIN sandboxes s ON c.sandbox_id <> '' AND s.id = c.sandbox_id AND s.owner_id = c.owner_id
@@ -175,7 +175,7 @@ func scanViewWith(row pgx.Row, extra ...any) (conversation.View, error) {
 	err := row.Scan(append([]any{&c.ID, &c.OwnerID, &c.SandboxID, &c.Version, &c.Title, &c.SelectedRepository,
 		&c.SelectedBranch, &c.GitProvider, &c.Trigger, &prs, &c.LLMModel, &metrics, &c.ParentID,
 		&c.RequestSealed, &secretNames, &c.SecretsSealed, &c.Public, &tags, &c.TitleByUser, &c.CreatedAt, &c.UpdatedAt,
-		&c.ExecutionStatus, &policy, &c.WorkDir, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail}, extra...)...)
+		&c.ExecutionStatus, &policy, &c.WorkDir, &c.WaitingForNode, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail}, extra...)...)
 	if err != nil {
 		return conversation.View{}, err
 	}
@@ -373,6 +373,9 @@ func recordEvents(ctx context.Context, tx pgx.Tx, conversationID, owner string, 
 			return nil, 0, err
 		}
 		sets = append(sets, "confirmation_policy = "+w.arg(string(p)))
+	}
+	if u.WaitingForNode != nil {
+		sets = append(sets, "waiting_for_node = "+w.arg(*u.WaitingForNode))
 	}
 	if !u.UpdatedAt.IsZero() {
 		sets = append(sets, "updated_at = "+w.arg(u.UpdatedAt))

@@ -110,7 +110,7 @@ var dumpTables = []dumpTable{
 		colText("selected_repository"), colText("selected_branch"), colText("git_provider"), colText("trigger_name"),
 		colText("pr_numbers"), colText("llm_model"), colText("metrics"), colText("parent_id"), colBlob("request_sealed"),
 		colText("secret_names"), colBlob("secrets_sealed"), colBool("public"), colText("tags"), colBool("title_by_user"),
-		colText("execution_status"), colText("confirmation_policy"), colText("work_dir"), colTime("created_at"), colTime("updated_at"), colRev}},
+		colText("execution_status"), colText("confirmation_policy"), colText("work_dir"), colText("waiting_for_node"), colTime("created_at"), colTime("updated_at"), colRev}},
 	{name: "conversation_skills", key: []string{"conversation_id", "position"}, cols: []dumpCol{
 		colText("conversation_id"), colInt("position"), colText("name"), colText("type"), colText("triggers"),
 		colText("description"), colText("content"), colText("source"), colText("mcp_servers")}},

@@ -102,12 +102,12 @@ func insertConversation(ctx context.Context, tx *sql.Tx, c conversation.Conversa
 		`INSERT INTO conversations (id, owner_id, sandbox_id, version, title, title_fold, selected_repository,
 			selected_branch, git_provider, trigger_name, pr_numbers, llm_model, metrics, parent_id, request_sealed,
 			created_at, updated_at, execution_status, secret_names, secrets_sealed, public, tags, title_by_user, confirmation_policy,
-			work_dir)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			work_dir, waiting_for_node)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.ID, c.OwnerID, c.SandboxID, c.Version, c.Title, fold(c.Title), c.SelectedRepository,
 		c.SelectedBranch, c.GitProvider, c.Trigger, prs, c.LLMModel, rawArg(c.Metrics), c.ParentID,
 		blobArg(c.RequestSealed), nanos(c.CreatedAt), nanos(c.UpdatedAt), c.ExecutionStatus,
-		secretNames, blobArg(c.SecretsSealed), c.Public, tags, c.TitleByUser, policy, c.WorkDir)
+		secretNames, blobArg(c.SecretsSealed), c.Public, tags, c.TitleByUser, policy, c.WorkDir, c.WaitingForNode)
 	if isUnique(err) {
 		return conversation.ErrExists
 	}
@@ -133,7 +133,7 @@ const (
 )
 
 const (
-	viewRest = `c.secret_names, c.secrets_sealed, c.public, c.tags, c.title_by_user, c.created_at, c.updated_at, c.execution_status, c.confirmation_policy, c.work_dir, s.status, s.session_key_sealed, t.status, t.detail`
+	viewRest = `c.secret_names, c.secrets_sealed, c.public, c.tags, c.title_by_user, c.created_at, c.updated_at, c.execution_status, c.confirmation_policy, c.work_dir, c.waiting_for_node, s.status, s.session_key_sealed, t.status, t.detail`
 	viewFrom = `
 FROM conversations c
 LEFT JOIN sandboxes s ON c.sandbox_id <> '' AND s.id = c.sandbox_id AND s.owner_id = c.owner_id
@@ -155,7 +155,7 @@ func scanViewWith(sc scanner, extra ...any) (conversation.View, error) {
 	err := sc.Scan(append([]any{&c.ID, &c.OwnerID, &c.SandboxID, &c.Version, &c.Title, &c.SelectedRepository,
 		&c.SelectedBranch, &c.GitProvider, &c.Trigger, &prs, &c.LLMModel, &metrics, &c.ParentID,
 		&c.RequestSealed, &secretNames, &c.SecretsSealed, &c.Public, &tags, &c.TitleByUser, &created, &updated, &c.ExecutionStatus, &policy,
-		&c.WorkDir, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail}, extra...)...)
+		&c.WorkDir, &c.WaitingForNode, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail}, extra...)...)
 	if err != nil {
 		return conversation.View{}, err
 	}
@@ -345,6 +345,9 @@ func (s *Store) recordEvents(ctx context.Context, tx *sql.Tx, conversationID str
 			return nil, 0, err
 		}
 		sets, args = append(sets, "confirmation_policy = ?"), append(args, string(b))
+	}
+	if u.WaitingForNode != nil {
+		sets, args = append(sets, "waiting_for_node = ?"), append(args, *u.WaitingForNode)
 	}
 	if !u.UpdatedAt.IsZero() {
 		sets, args = append(sets, "updated_at = ?"), append(args, nanos(u.UpdatedAt))

@@ -111,7 +111,7 @@ var dumpTables = []dumpTable{
 		text("selected_repository"), text("selected_branch"), text("git_provider"), text("trigger_name"),
 		text("pr_numbers"), text("llm_model"), text("metrics"), text("parent_id"), blob("request_sealed"),
 		text("secret_names"), blob("secrets_sealed"), boolean("public"), text("tags"), boolean("title_by_user"),
-		text("execution_status"), text("confirmation_policy"), text("work_dir"), timeCol("created_at"), timeCol("updated_at"), rev}},
+		text("execution_status"), text("confirmation_policy"), text("work_dir"), text("waiting_for_node"), timeCol("created_at"), timeCol("updated_at"), rev}},
 	{name: "conversation_skills", key: []string{"conversation_id", "position"}, cols: []dumpCol{
 		text("conversation_id"), integer("position"), text("name"), text("type"), text("triggers"),
 		text("description"), text("content"), text("source"), text("mcp_servers")}},

@@ -51,6 +51,20 @@ func testRecordEvents(t *testing.T, s store.Store) {
 	ok(t, "get conversation", err)
 	equal(t, "conversation after the policy", got, view(c, task))
 
+	// The node a conversation waits for is set, kept by records without it, and cleared.
+	node := "node-b"
+	ok(t, "record waiting", recordEvents(s, ctx, c.ID, nil, conversation.StateUpdate{WaitingForNode: &node}))
+	ok(t, "record without waiting", recordEvents(s, ctx, c.ID, nil, conversation.StateUpdate{ExecutionStatus: "running"}))
+	got, err = s.GetConversation(ctx, ownerA, c.ID)
+	ok(t, "get conversation", err)
+	c.WaitingForNode = node
+	equal(t, "conversation waiting for its node", got, view(c, task))
+	ok(t, "record no longer waiting", recordEvents(s, ctx, c.ID, nil, conversation.StateUpdate{WaitingForNode: new(string)}))
+	got, err = s.GetConversation(ctx, ownerA, c.ID)
+	ok(t, "get conversation", err)
+	c.WaitingForNode = ""
+	equal(t, "conversation no longer waiting", got, view(c, task))
+
 	// Zero fields leave the conversation as it is. The last event before this one is e2,
 	// whatever other conversations logged since.
 	other := newConversation(ownerA, "conv-other", 2)

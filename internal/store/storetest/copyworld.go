@@ -112,7 +112,7 @@ func fillCopyWorld(t *testing.T, s store.Store) copyWorld {
 	msg.Timestamp = us(3, 250)
 	ok(t, "record events", recordEvents(s, ctx, c1.ID, []event.Event{obs, msg}, conversation.StateUpdate{
 		ExecutionStatus: "running", Metrics: json.RawMessage(`{"accumulated_cost":  1.25 }`),
-		ConfirmationPolicy: &confirm.Risky, UpdatedAt: us(4, 1)}))
+		ConfirmationPolicy: &confirm.Risky, WaitingForNode: ptr("node-ü"), UpdatedAt: us(4, 1)}))
 	ok(t, "patch", s.PatchConversation(ctx, ownerA, c1.ID, conversation.Patch{Public: ptr(true), Title: ptr("Ünïcode Title")}, at(5)))
 	ok(t, "add PR", s.AddPRNumber(ctx, ownerA, c1.ID, 99, at(6)))
 	ok(t, "put conversation skills", s.PutConversationSkills(ctx, c1.ID, []skill.Skill{
