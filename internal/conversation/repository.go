@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path"
 	"strings"
 	"time"
@@ -121,12 +122,11 @@ func workspaceOf(c Conversation, ws string) string {
 // prepareWorkDir creates the conversation's working directory in its running sandbox sb, and makes it a git repository
 // when the conversation names no repository of its own, so that the changes its agent makes
 // show as such. The directory must come about; a sandbox without git only has no repository.
-func (s *Service) prepareWorkDir(ctx context.Context, t *StartTask, sb sandbox.Sandbox) error {
-	v, err := s.o.Store.GetConversation(ctx, t.OwnerID, t.ConversationID)
-	if err != nil || v.WorkDir == "" {
-		return err
+func (s *Service) prepareWorkDir(ctx context.Context, t *StartTask, v Conversation, sb sandbox.Sandbox) error {
+	if v.WorkDir == "" {
+		return nil
 	}
-	dir := workspaceOf(v.Conversation, sb.Instance.Workspace)
+	dir := workspaceOf(v, sb.Instance.Workspace)
 	if dir == "" {
 		return nil // a backend that does not say where its workspace is
 	}
@@ -134,34 +134,76 @@ func (s *Service) prepareWorkDir(ctx context.Context, t *StartTask, sb sandbox.S
 	if err != nil {
 		return fmt.Errorf("reach the sandbox: %w", err)
 	}
-	// One command, since it is on the way to the agent's first step: the directory, then,
-	// without a repository of the conversation's own, git's (a failure of git exits 98).
-	cmd := "mkdir -p -- " + shellQuote(dir) + " || exit 97"
+	req := runtimeclient.WorkDirRequest{Dir: v.WorkDir}
 	if deref(v.SelectedRepository) == "" {
 		name, email := s.author(ctx, t.OwnerID, gitprovider.Remote{})
-		cmd += "\ncd -- " + shellQuote(dir) + " && command -v git >/dev/null && { [ -e .git ] || { git init -q && git config user.name " +
-			shellQuote(name) + " && git config user.email " + shellQuote(email) + "; }; } || exit 98"
+		req.Git = &runtimeclient.WorkDirGit{Name: oneLine(name), Email: oneLine(email)}
 	}
-	res, err := rt.Run(ctx, runtimeclient.CommandRequest{Command: cmd, TimeoutSeconds: 60, Env: gitEnv})
+	// One request, since it is on the way to the agent's first step.
+	res, err := rt.WorkDir(ctx, req)
+	var old *runtimeclient.StatusError
+	if errors.As(err, &old) && old.StatusCode == http.StatusNotFound {
+		// A sandbox started by an earlier version of agentd runs a runtime without the route.
+		res, err = s.prepareWorkDirByCommand(ctx, rt, dir, req.Git)
+	}
+	var made *workDirError
 	switch {
+	case errors.As(err, &old) && old.StatusCode == http.StatusConflict, errors.As(err, &made):
+		// What the sandbox holds is in the way (a file of that name): the user's to know.
+		return &RepositoryError{Msg: "the conversation's directory " + dir + " could not be made in the sandbox: " + detailOf(err)}
 	case err != nil:
 		return fmt.Errorf("prepare the working directory: %w", err)
-	case res.ExitCode == 98:
+	case res.Git == runtimeclient.WorkDirGitMissing || res.Git == runtimeclient.WorkDirGitFailed:
 		s.log.Warn("the conversation's directory is no git repository: git is missing from the sandbox or failed",
-			"conversation_id", v.ID, "sandbox_id", t.SandboxID, "output", lastLines(res.Output, 3))
-	case res.ExitCode != 0:
-		return &RepositoryError{Msg: "the conversation's directory " + dir + " could not be created in the sandbox: " + lastLines(res.Output, 3)}
+			"conversation_id", v.ID, "sandbox_id", t.SandboxID, "git", res.Git, "detail", res.Detail)
 	}
 	return nil
 }
 
+// prepareWorkDirByCommand does what the runtime's work-dir route does, by a command: for
+// runtimes from before the route.
+func (s *Service) prepareWorkDirByCommand(ctx context.Context, rt Runtime, dir string, git *runtimeclient.WorkDirGit) (runtimeclient.WorkDirResult, error) {
+	cmd := "mkdir -p -- " + shellQuote(dir) + " || exit 97"
+	if git != nil {
+		cmd += "\ncd -- " + shellQuote(dir) + " && command -v git >/dev/null && { [ -e .git ] || { git init -q && git config user.name " +
+			shellQuote(git.Name) + " && git config user.email " + shellQuote(git.Email) + "; }; } || exit 98"
+	}
+	res, err := rt.Run(ctx, runtimeclient.CommandRequest{Command: cmd, TimeoutSeconds: 60, Env: gitEnv})
+	switch {
+	case err != nil:
+		return runtimeclient.WorkDirResult{}, err
+	case res.ExitCode == 98:
+		return runtimeclient.WorkDirResult{Git: runtimeclient.WorkDirGitFailed, Detail: lastLines(res.Output, 3)}, nil
+	case res.ExitCode != 0:
+		return runtimeclient.WorkDirResult{}, &workDirError{lastLines(res.Output, 3)}
+	}
+	return runtimeclient.WorkDirResult{}, nil
+}
+
+// workDirError: the command of prepareWorkDirByCommand could not make the directory; what it
+// printed says why.
+type workDirError struct{ output string }
+
+func (e *workDirError) Error() string { return e.output }
+
+// detailOf is what a refusal to make the work directory says: the runtime's detail, or the
+// command's output.
+func detailOf(err error) string {
+	var st *runtimeclient.StatusError
+	if errors.As(err, &st) {
+		return st.Detail()
+	}
+	return err.Error()
+}
+
+// oneLine is s with its line breaks as spaces: a git configuration value is one line.
+func oneLine(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' || r == 0 }), " ")
+}
+
 // prepareRepository runs the repository steps of a start task, if the conversation names a
 // repository.
-func (s *Service) prepareRepository(ctx context.Context, t *StartTask) error {
-	v, err := s.o.Store.GetConversation(ctx, t.OwnerID, t.ConversationID)
-	if err != nil {
-		return err
-	}
+func (s *Service) prepareRepository(ctx context.Context, t *StartTask, v Conversation) error {
 	repo := deref(v.SelectedRepository)
 	if repo == "" {
 		return nil
@@ -176,7 +218,7 @@ func (s *Service) prepareRepository(ctx context.Context, t *StartTask) error {
 	if err := s.saveTask(ctx, t); err != nil {
 		return err
 	}
-	w, err := s.resolveRepository(ctx, t, v.Conversation, repo, deref(v.GitProvider), deref(v.SelectedBranch))
+	w, err := s.resolveRepository(ctx, t, v, repo, deref(v.GitProvider), deref(v.SelectedBranch))
 	if err != nil {
 		return err
 	}
@@ -196,7 +238,7 @@ func (s *Service) prepareRepository(ctx context.Context, t *StartTask) error {
 		return err
 	}
 	if scripts.setup {
-		if err := s.runSetupScript(ctx, v.Conversation, w); err != nil {
+		if err := s.runSetupScript(ctx, v, w); err != nil {
 			return err
 		}
 	}

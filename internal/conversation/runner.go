@@ -41,6 +41,7 @@ type Runtime interface {
 	RunTool(ctx context.Context, name string, req runtimeclient.ToolRequest) (tool.Result, error)
 	InterruptTool(ctx context.Context, conversationID string) (tool.Result, bool, error)
 	Run(ctx context.Context, req runtimeclient.CommandRequest) (runtimeclient.CommandResult, error)
+	WorkDir(ctx context.Context, req runtimeclient.WorkDirRequest) (runtimeclient.WorkDirResult, error)
 	RunStream(ctx context.Context, req runtimeclient.CommandRequest, onOutput func(string)) (runtimeclient.CommandResult, error)
 	ConfigureMCP(ctx context.Context, conversationID string, req runtimeclient.MCPConfigureRequest) (mcp.State, error)
 	CallMCP(ctx context.Context, conversationID, server, tool string, args json.RawMessage) (mcp.CallResult, error)

@@ -26,17 +26,13 @@ type SkillRuntime interface {
 // stores them with the conversation, so that the agent is given the same skills whenever it
 // runs, whatever the files say by then. A file that is no usable skill is skipped with a
 // SkillWarningEvent; it does not stop the conversation.
-func (s *Service) setUpSkills(ctx context.Context, t *StartTask) error {
+func (s *Service) setUpSkills(ctx context.Context, t *StartTask, v Conversation) error {
 	t.Status = TaskSettingUpSkills
 	if err := s.saveTask(ctx, t); err != nil {
 		return err
 	}
 	if s.o.Skills == nil {
 		return nil
-	}
-	v, err := s.o.Store.GetConversation(ctx, t.OwnerID, t.ConversationID)
-	if err != nil {
-		return err
 	}
 	user, err := skill.All(ctx, s.o.Skills, t.OwnerID)
 	if err != nil {
@@ -67,7 +63,7 @@ func (s *Service) setUpSkills(ctx context.Context, t *StartTask) error {
 		return fmt.Errorf("set up skills: %w", err)
 	}
 	s.log.Info("skills loaded", "conversation_id", t.ConversationID, "user", len(user), "workspace", len(ws), "skipped", len(warnings))
-	return s.recordSkillWarnings(ctx, v.Conversation, warnings)
+	return s.recordSkillWarnings(ctx, v, warnings)
 }
 
 // truncatedWarning says that a workspace held more skill files than are read.

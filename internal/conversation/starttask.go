@@ -140,13 +140,7 @@ func (s *Service) walk(ctx context.Context, t *StartTask, specID string) error {
 	if err != nil {
 		return fmt.Errorf("wait for sandbox: %w", err)
 	}
-	if err := s.prepareWorkDir(ctx, t, running); err != nil {
-		return err
-	}
-	if err := s.prepareRepository(ctx, t); err != nil {
-		return err
-	}
-	if err := s.setUpSkills(ctx, t); err != nil {
+	if err := s.prepareWorkspace(ctx, t, running); err != nil {
 		return err
 	}
 	// OpenHands' last step before READY, when its agent server takes the conversation; here
@@ -158,6 +152,33 @@ func (s *Service) walk(ctx context.Context, t *StartTask, specID string) error {
 	t.Status = TaskReady
 	t.Detail = ""
 	return s.saveTask(ctx, t)
+}
+
+// prepareWorkspace makes the conversation's directory, clones its repository there and
+// reads the skills of both. Without a repository, the skills are read while the directory is
+// made: they cannot depend on each other (making the directory writes no file but git's own),
+// and both are on the way to the agent's first step.
+func (s *Service) prepareWorkspace(ctx context.Context, t *StartTask, sb sandbox.Sandbox) error {
+	v, err := s.o.Store.GetConversation(ctx, t.OwnerID, t.ConversationID)
+	if err != nil {
+		return err
+	}
+	if deref(v.SelectedRepository) != "" {
+		if err := s.prepareWorkDir(ctx, t, v.Conversation, sb); err != nil {
+			return err
+		}
+		if err := s.prepareRepository(ctx, t, v.Conversation); err != nil {
+			return err
+		}
+		return s.setUpSkills(ctx, t, v.Conversation)
+	}
+	made := make(chan error, 1)
+	go func() { made <- s.prepareWorkDir(ctx, t, v.Conversation, sb) }()
+	err = s.setUpSkills(ctx, t, v.Conversation)
+	if werr := <-made; werr != nil {
+		return werr
+	}
+	return err
 }
 
 // setSandbox records the conversation's sandbox as soon as it is known.

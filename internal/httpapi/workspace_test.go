@@ -7,11 +7,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -387,5 +391,49 @@ func TestWorkspaceLongPaths(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestConversationWorkDir: a conversation's start makes its directory a git repository whose
+// commits are the user's, and leaves one that exists as it is; a file where the directory
+// must be ends the start in ERROR with a detail that says so.
+func TestConversationWorkDir(t *testing.T) {
+	e := newEnv(t)
+	_, alice := e.newUser("alice")
+	e.must("POST", "/api/v1/settings", alice, map[string]any{"git_user_name": `Alice "A." Liddell`, "git_user_email": "alice@example.com"}, http.StatusOK, nil)
+	sandboxID := e.runningSandbox(alice)
+	var task struct {
+		ID string `json:"id"`
+	}
+	e.must("POST", "/api/v1/app-conversations", alice, map[string]any{"sandbox_id": sandboxID}, http.StatusOK, &task)
+	e.waitTaskReady(alice, task.ID)
+	dir := e.projectDir(sandboxID)
+	for key, want := range map[string]string{"user.name": `Alice "A." Liddell`, "user.email": "alice@example.com"} {
+		out, err := exec.Command("git", "-C", dir, "config", "--get", key).Output()
+		if err != nil || strings.TrimSpace(string(out)) != want {
+			t.Fatalf("git config %s: %q %v, want %q", key, out, err, want)
+		}
+	}
+	// A second conversation in the sandbox keeps the repository as it is.
+	before, err := os.ReadFile(filepath.Join(dir, ".git", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.must("POST", "/api/v1/settings", alice, map[string]any{"git_user_name": "Someone Else"}, http.StatusOK, nil)
+	e.must("POST", "/api/v1/app-conversations", alice, map[string]any{"sandbox_id": sandboxID}, http.StatusOK, &task)
+	e.waitTaskReady(alice, task.ID)
+	if after, _ := os.ReadFile(filepath.Join(dir, ".git", "config")); string(after) != string(before) {
+		t.Fatalf("the repository's configuration changed:\n%s\nthen\n%s", before, after)
+	}
+
+	// A file where the directory must be.
+	other := e.runningSandbox(alice)
+	if err := os.WriteFile(e.projectDir(other), []byte("in the way"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.must("POST", "/api/v1/app-conversations", alice, map[string]any{"sandbox_id": other}, http.StatusOK, &task)
+	got := e.waitTask(alice, task.ID, "ERROR")
+	if d := strOrNil(got.Detail); !strings.Contains(fmt.Sprint(d), "/workspace/project could not be made in the sandbox") {
+		t.Fatalf("the start's detail: %v", d)
 	}
 }

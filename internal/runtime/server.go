@@ -126,6 +126,7 @@ func (s *Server) routes() {
 	}))
 	s.mux.Handle("/api/mcp/{conversation_id}/call", only(http.MethodPost, s.handleMCPCall))
 	s.mux.Handle("/api/skill-files", only(http.MethodPost, s.handleSkillFiles))
+	s.mux.Handle("/api/work-dir", only(http.MethodPost, s.handleWorkDir))
 	s.workspaceRoutes()
 	s.bashRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {

@@ -47,6 +47,18 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("runtime answered %d: %s", e.StatusCode, e.Body)
 }
 
+// Detail is the runtime's words for the refusal: the body's detail when it is a string (the
+// runtime's own refusals), else the body as it came.
+func (e *StatusError) Detail() string {
+	var body struct {
+		Detail string `json:"detail"`
+	}
+	if json.Unmarshal([]byte(e.Body), &body) == nil && body.Detail != "" {
+		return body.Detail
+	}
+	return e.Body
+}
+
 // ErrNoAnswer wraps the error of a request the runtime did not answer: no connection, or one
 // cut off before the whole answer came. The transport's error it wraps may name a host path
 // (the runtime's socket): it is for logs, not for users.
