@@ -9,29 +9,33 @@ import (
 )
 
 // waitHealthy polls the runtime of sb until it answers /api/identity, which proves that it
-// serves, knows the key and is the right sandbox, or ctx ends.
-func (s *Service) waitHealthy(ctx context.Context, sb Sandbox, key string) error {
+// serves, knows the key and is the right sandbox, or ctx ends. It returns the client that
+// had the answer, whose connection the caller keeps (keepClient) once the sandbox is
+// RUNNING: the first request after a start or a resume then needs no new connection (for a
+// runtime reached over TLS, no second handshake).
+func (s *Service) waitHealthy(ctx context.Context, sb Sandbox, key string) (*runtimeclient.Client, error) {
 	c, err := s.newClient(sb.Instance, key)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer c.CloseIdleConnections()
 	var lastInspect time.Time
 	start := time.Now()
 	for delay := pollFirst; ; delay = nextPoll(delay, time.Since(start)) {
 		err := probe(ctx, c, sb.ID)
 		if err == nil {
-			return nil
+			return c, nil
 		}
 		if time.Since(lastInspect) >= inspectInterval {
 			lastInspect = time.Now()
 			if st, ierr := s.backend.Inspect(ctx, sb.Instance); ierr == nil && st == StateGone {
-				return fmt.Errorf("%w (last error: %v)", errRuntimeExited, err)
+				c.CloseIdleConnections()
+				return nil, fmt.Errorf("%w (last error: %v)", errRuntimeExited, err)
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w within %v (last error: %v)", context.Cause(ctx), s.startTimeout, err)
+			c.CloseIdleConnections()
+			return nil, fmt.Errorf("%w within %v (last error: %v)", context.Cause(ctx), s.startTimeout, err)
 		case <-time.After(delay):
 		}
 	}

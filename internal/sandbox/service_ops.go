@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
 
 // Pause freezes a RUNNING sandbox. A PAUSED one is left as it is, and that is no error: as
@@ -75,9 +77,10 @@ func (s *Service) Resume(ctx context.Context, ownerID, id string) error {
 	bctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), s.startTimeout, errStartTimeout)
 	defer cancel()
 	began := time.Now()
+	var c *runtimeclient.Client
 	err = s.backend.Resume(bctx, sb.Instance)
 	if err == nil {
-		err = s.waitHealthy(bctx, sb, key)
+		c, err = s.waitHealthy(bctx, sb, key)
 	}
 	s.observe(OpResume, began, err)
 	if err != nil {
@@ -88,8 +91,10 @@ func (s *Service) Resume(ctx context.Context, ownerID, id string) error {
 		return fmt.Errorf("resume sandbox %s: %w", id, err)
 	}
 	if _, err := s.setStatus(context.WithoutCancel(ctx), sb, StatusRunning, ""); err != nil {
+		c.CloseIdleConnections()
 		return fmt.Errorf("resume sandbox %s: %w", id, err)
 	}
+	s.keepClient(sb, c)
 	return nil
 }
 

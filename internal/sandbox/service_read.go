@@ -129,6 +129,25 @@ func (s *Service) newClient(inst Instance, key string) (*runtimeclient.Client, e
 	return runtimeclient.NewClientWith(inst.Endpoint, key, tr)
 }
 
+// keepClient caches c, a client of the runtime of sb that has just had an answer, as the
+// client of sb (Client), unless one of the same endpoint is there already; the caller holds
+// sb's lock and sb is RUNNING.
+func (s *Service) keepClient(sb Sandbox, c *runtimeclient.Client) {
+	s.mu.Lock()
+	old := s.clients[sb.ID]
+	keep := !s.closed && (old == nil || old.Endpoint() != c.Endpoint())
+	if keep {
+		s.clients[sb.ID] = c
+	}
+	s.mu.Unlock()
+	switch {
+	case !keep:
+		c.CloseIdleConnections()
+	case old != nil:
+		old.CloseIdleConnections()
+	}
+}
+
 // dropClient forgets the cached client of sandbox id.
 func (s *Service) dropClient(id string) {
 	s.mu.Lock()

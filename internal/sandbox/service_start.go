@@ -172,7 +172,7 @@ func (s *Service) cancelStart(id string) {
 func (s *Service) finishStart(ctx context.Context, sb Sandbox, key string, began time.Time) {
 	wctx, cancel := context.WithTimeoutCause(ctx, s.startTimeout, errStartTimeout)
 	defer cancel()
-	healthErr := s.waitHealthy(wctx, sb, key)
+	c, healthErr := s.waitHealthy(wctx, sb, key)
 	if healthErr != nil && ctx.Err() != nil {
 		return // Delete or Close stopped the wait; the sandbox is theirs now
 	}
@@ -185,12 +185,18 @@ func (s *Service) finishStart(ctx context.Context, sb Sandbox, key string, began
 	cctx := context.WithoutCancel(ctx)
 	cur, err := s.store.GetSandbox(cctx, "", sb.ID)
 	if err != nil || cur.Status != StatusStarting {
+		if c != nil {
+			c.CloseIdleConnections()
+		}
 		return // deleted or moved on meanwhile
 	}
 	if healthErr == nil {
 		if _, err := s.setStatus(cctx, cur, StatusRunning, ""); err != nil {
+			c.CloseIdleConnections()
 			s.log.ErrorContext(ctx, "record running sandbox", "sandbox_id", sb.ID, "err", err)
+			return
 		}
+		s.keepClient(cur, c)
 		return
 	}
 	s.log.WarnContext(ctx, "sandbox did not start", "sandbox_id", sb.ID, "err", healthErr)

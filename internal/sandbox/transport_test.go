@@ -72,7 +72,8 @@ func (b *viaTransport) Transport(inst sandbox.Instance) (runtimeclient.Transport
 }
 
 // TestServiceTransport: the service reaches the runtime of a backend that supplies its
-// transport through it, for the readiness wait and for its clients.
+// transport through it, for the readiness wait and for its clients, and its clients go on
+// with the connection the readiness wait of a start or a resume opened.
 func TestServiceTransport(t *testing.T) {
 	e := newEnv(t)
 	b := &viaTransport{Backend: e.backend(), socks: map[string]string{}}
@@ -94,8 +95,30 @@ func TestServiceTransport(t *testing.T) {
 	if err != nil || strings.TrimSpace(res.Output) != "through" {
 		t.Fatalf("run: %+v, %v", res, err)
 	}
-	if b.dials.Load() == ready {
-		t.Fatal("the client reached the runtime without the transport")
+	// The endpoint reaches nothing: the request went through the transport, on the
+	// connection the readiness wait opened, which the service keeps.
+	if n := b.dials.Load(); n != ready {
+		t.Fatalf("the first request after the start dialled again (%d dials, %d before it)", n, ready)
+	}
+	// So after a resume: its probe's connection serves the next request.
+	if err := s.Pause(ctx, "alice", sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Resume(ctx, "alice", sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	resumed := b.dials.Load()
+	if resumed == ready {
+		t.Fatal("the resume's probe reached the runtime without a connection through the transport")
+	}
+	if c, err = s.Client(ctx, "alice", sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.Run(ctx, runtimeclient.CommandRequest{Command: "echo again"}); err != nil || strings.TrimSpace(res.Output) != "again" {
+		t.Fatalf("run after the resume: %+v, %v", res, err)
+	}
+	if n := b.dials.Load(); n != resumed {
+		t.Fatalf("the first request after the resume dialled again (%d dials, %d before it)", n, resumed)
 	}
 	if err := s.Delete(ctx, "alice", sb.ID); err != nil {
 		t.Fatal(err)
