@@ -78,16 +78,21 @@ func benchKubernetes(ctx context.Context, binary, tmp string, logw io.Writer, pr
 	cfg := rest.CopyConfig(c.Config)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt, &calls} }
 	log := benchLogger(logw)
-	b, err := kubernetes.New(kubernetes.Options{
-		Config: cfg, Namespace: kubeNamespace, Installation: "bench", RuntimeImage: kubeRuntimeImage,
-		PullPolicy: "Never", DialContext: c.DialContext, StorageClass: kubetest.StorageClass, Logger: log,
-		StreamTransport: func() (http.RoundTripper, spdy.Upgrader, error) { return c.StreamTransport() },
-	})
-	if err != nil {
-		return nil, nil, err
+	// serve starts a server on a backend of installation, in dataDir, with a warm pool of
+	// pool sandboxes of the default spec.
+	serve := func(cfg *rest.Config, installation, dataDir string, pool int) (*server, error) {
+		b, err := kubernetes.New(kubernetes.Options{
+			Config: cfg, Namespace: kubeNamespace, Installation: installation, RuntimeImage: kubeRuntimeImage,
+			PullPolicy: "Never", DialContext: c.DialContext, StorageClass: kubetest.StorageClass, Logger: log,
+			StreamTransport: func() (http.RoundTripper, spdy.Upgrader, error) { return c.StreamTransport() },
+		})
+		if err != nil {
+			return nil, err
+		}
+		return startServerOn(ctx, kubeWithImage{b, kubeSandboxImage}, filepath.Join(tmp, dataDir), config.DatabaseSQLite, 1, log, "", pool,
+			"--kubernetes-runtime-image", kubeRuntimeImage, "--kubernetes-namespace", kubeNamespace)
 	}
-	srv, err := startServerOn(ctx, kubeWithImage{b, kubeSandboxImage}, filepath.Join(tmp, "kube-data"), config.DatabaseSQLite, 1, log, "", 0,
-		"--kubernetes-runtime-image", kubeRuntimeImage, "--kubernetes-namespace", kubeNamespace)
+	srv, err := serve(cfg, "bench", "kube-data", 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -95,16 +100,7 @@ func benchKubernetes(ctx context.Context, binary, tmp string, logw io.Writer, pr
 
 	// The warm pool's server: a pool of one of the default spec, on a backend of another
 	// installation (the pools and orphans of each server are its own).
-	pb, err := kubernetes.New(kubernetes.Options{
-		Config: c.Config, Namespace: kubeNamespace, Installation: "bench-pool", RuntimeImage: kubeRuntimeImage,
-		PullPolicy: "Never", DialContext: c.DialContext, StorageClass: kubetest.StorageClass, Logger: log,
-		StreamTransport: func() (http.RoundTripper, spdy.Upgrader, error) { return c.StreamTransport() },
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	psrv, err := startServerOn(ctx, kubeWithImage{pb, kubeSandboxImage}, filepath.Join(tmp, "kube-pool-data"), config.DatabaseSQLite, 1, log, "", 1,
-		"--kubernetes-runtime-image", kubeRuntimeImage, "--kubernetes-namespace", kubeNamespace)
+	psrv, err := serve(c.Config, "bench-pool", "kube-pool-data", 1)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -141,16 +141,19 @@ func (s *Service) prepareWorkDir(ctx context.Context, t *StartTask, v Conversati
 	}
 	// One request, since it is on the way to the agent's first step.
 	res, err := rt.WorkDir(ctx, req)
-	var old *runtimeclient.StatusError
-	if errors.As(err, &old) && old.StatusCode == http.StatusNotFound {
+	var st *runtimeclient.StatusError
+	switch {
+	case errors.As(err, &st) && st.StatusCode == http.StatusNotFound:
 		// A sandbox started by an earlier version of agentd runs a runtime without the route.
 		res, err = s.prepareWorkDirByCommand(ctx, rt, dir, req.Git)
+	case errors.As(err, &st) && st.StatusCode == http.StatusConflict:
+		err = &workDirError{st.Detail()}
 	}
-	var made *workDirError
+	var refused *workDirError
 	switch {
-	case errors.As(err, &old) && old.StatusCode == http.StatusConflict, errors.As(err, &made):
+	case errors.As(err, &refused):
 		// What the sandbox holds is in the way (a file of that name): the user's to know.
-		return &RepositoryError{Msg: "the conversation's directory " + dir + " could not be made in the sandbox: " + detailOf(err)}
+		return &RepositoryError{Msg: "the conversation's directory " + dir + " could not be made in the sandbox: " + refused.why}
 	case err != nil:
 		return fmt.Errorf("prepare the working directory: %w", err)
 	case res.Git == runtimeclient.WorkDirGitMissing || res.Git == runtimeclient.WorkDirGitFailed:
@@ -180,21 +183,11 @@ func (s *Service) prepareWorkDirByCommand(ctx context.Context, rt Runtime, dir s
 	return runtimeclient.WorkDirResult{}, nil
 }
 
-// workDirError: the command of prepareWorkDirByCommand could not make the directory; what it
-// printed says why.
-type workDirError struct{ output string }
+// workDirError: the directory could not be made; why says why (the runtime's refusal, or
+// what the command printed).
+type workDirError struct{ why string }
 
-func (e *workDirError) Error() string { return e.output }
-
-// detailOf is what a refusal to make the work directory says: the runtime's detail, or the
-// command's output.
-func detailOf(err error) string {
-	var st *runtimeclient.StatusError
-	if errors.As(err, &st) {
-		return st.Detail()
-	}
-	return err.Error()
-}
+func (e *workDirError) Error() string { return e.why }
 
 // oneLine is s with its line breaks as spaces: a git configuration value is one line.
 func oneLine(s string) string {

@@ -61,6 +61,19 @@ func message(text string, run bool, images ...string) map[string]any {
 	return map[string]any{"role": "user", "content": content, "run": run}
 }
 
+// runAsSDK asks the conversation's agent to run as OpenHands' SDK does: a 409 (a run under
+// way) is success too, the SDK then waits for the run in flight.
+func (c *agentConv) runAsSDK() {
+	c.e.t.Helper()
+	u := c.e.srv.URL + c.path("/run")
+	if c.e.agentSrv != nil && strings.HasPrefix(c.url, c.e.agentSrv.URL+"/") {
+		u = c.url + "/run"
+	}
+	if st, b := c.e.callAt("POST", u, http.Header{"X-Session-API-Key": {c.sessionKey}}, nil); st != http.StatusOK && st != http.StatusConflict {
+		c.e.t.Fatalf("run: %d %s", st, b)
+	}
+}
+
 // path turns the conversation's URL into a path on the test server (the public URL of the
 // configuration is not the test server's address).
 func (c *agentConv) path(suffix string) string {

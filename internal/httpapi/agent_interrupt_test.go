@@ -223,11 +223,9 @@ func TestRunRightAfterFinish(t *testing.T) {
 	c.waitStatus("finished")
 	for i := range rounds {
 		c.api("POST", "/events", message("once more", false), http.StatusOK, nil)
-		// 409 when the loop that finished has not ended yet: a run under way, as the SDK
-		// takes it, which must answer the message all the same.
-		if st, b := e.callAt("POST", e.srv.URL+c.path("/run"), http.Header{"X-Session-API-Key": {c.sessionKey}}, nil); st != http.StatusOK && st != http.StatusConflict {
-			t.Fatalf("run: %d %s", st, b)
-		}
+		// 409 when the loop that finished has not ended yet: a run under way, which must
+		// answer the message all the same.
+		c.runAsSDK()
 		c.waitStatus("finished")
 		if n := len(srv.Requests()); n != i+2 {
 			t.Fatalf("round %d: %d model calls, want %d", i, n, i+2)
@@ -252,9 +250,7 @@ func TestRunRightAfterReady(t *testing.T) {
 	for i := range rounds {
 		c := e.startAgent(alice, map[string]any{"sandbox_id": sandboxID})
 		c.api("POST", "/events", message("hi", false), http.StatusOK, nil)
-		if st, b := e.callAt("POST", e.srv.URL+c.path("/run"), http.Header{"X-Session-API-Key": {c.sessionKey}}, nil); st != http.StatusOK && st != http.StatusConflict {
-			t.Fatalf("run: %d %s", st, b)
-		}
+		c.runAsSDK()
 		c.waitStatus("finished")
 		if n := len(srv.Requests()); n != i+1 {
 			t.Fatalf("round %d: %d model calls, want %d", i, n, i+1)

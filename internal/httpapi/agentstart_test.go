@@ -157,9 +157,7 @@ func TestAgentServerStartsConversation(t *testing.T) {
 	}
 	// send_message, then run(), which takes a 409 (a run under way) as success and waits.
 	c.api("POST", "/events", message("hi", false), http.StatusOK, nil)
-	if st, b := e.callAt("POST", c.url+"/run", withSession, nil); st != http.StatusOK && st != http.StatusConflict {
-		t.Fatalf("run: %d %s", st, b)
-	}
+	c.runAsSDK()
 	c.waitStatus("finished")
 	c.api("POST", "/events", message("use the secret", true), http.StatusOK, nil)
 	c.waitStatus("finished")

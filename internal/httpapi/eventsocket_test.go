@@ -544,19 +544,7 @@ func TestEventSocketSubscriberLimit(t *testing.T) {
 	dialSocket(t, c2.socketURL(""), keyHeader(alice)).fullState()
 
 	open[0].c.Close(websocket.StatusNormalClosure, "")
-	e.eventually("a place among the sockets", func() bool {
-		s := dialSocket(t, c.socketURL(""), keyHeader(alice))
-		data, err := s.read()
-		if err != nil {
-			if websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
-				t.Fatalf("socket closed with %v", err)
-			}
-			return false
-		}
-		var ev wireEvent
-		json.Unmarshal(data, &ev)
-		return ev.Key == "full_state"
-	})
+	e.waitSocketPlace("a place among the sockets", c.socketURL(""), keyHeader(alice))
 }
 
 // TestEventSocketWriteTimeout: a socket whose peer stops reading, with fewer events waiting
@@ -586,13 +574,20 @@ func TestEventSocketWriteTimeout(t *testing.T) {
 	for n := range 40 {
 		c.api("POST", "/events", message(fmt.Sprintf("message %d: %s", n, big), false), http.StatusOK, nil)
 	}
-	e.eventually("the stalled socket's place", func() bool {
-		s := dialSocket(t, c.socketURL(""), keyHeader(alice))
+	e.waitSocketPlace("the stalled socket's place", c.socketURL(""), keyHeader(alice))
+}
+
+// waitSocketPlace waits until a socket dialled to u is let in (its first frame is the full
+// state), not refused for want of a place (1013).
+func (e *env) waitSocketPlace(what, u string, header http.Header) {
+	e.t.Helper()
+	e.eventually(what, func() bool {
+		s := dialSocket(e.t, u, header)
 		defer s.c.CloseNow()
 		data, err := s.read()
 		if err != nil {
 			if websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
-				t.Fatalf("socket closed with %v", err)
+				e.t.Fatalf("socket closed with %v", err)
 			}
 			return false
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path"
@@ -12,37 +11,19 @@ import (
 	"strings"
 
 	"github.com/agentd/agentd/internal/runtime/runtimeclient"
-	"github.com/agentd/agentd/internal/wire"
 )
 
 func (s *Server) handleWorkDir(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
-	if err != nil {
-		writeDetail(w, http.StatusBadRequest, "Could not read the request body")
-		return
-	}
 	var req runtimeclient.WorkDirRequest
-	if err := wire.DecodeJSON(body, &req); err != nil {
-		var invalid *wire.Error
-		if errors.As(err, &invalid) {
-			writeJSON(w, http.StatusUnprocessableEntity, map[string][]wire.Problem{"detail": invalid.Problems})
-			return
-		}
-		s.log.Error("decode work directory request", "err", err)
-		writeDetail(w, http.StatusInternalServerError, "Internal Server Error")
+	if !s.decodeBody(w, r, 64<<10, &req) {
 		return
 	}
 	res, err := s.makeWorkDir(r.Context(), req)
-	var fe *fileError
-	switch {
-	case errors.As(err, &fe):
-		writeDetail(w, fe.status, fe.detail)
-	case err != nil:
-		s.log.Error("make a work directory", "err", err)
-		writeDetail(w, http.StatusInternalServerError, "Internal Server Error")
-	default:
-		writeJSON(w, http.StatusOK, res)
+	if err != nil {
+		s.writeFileError(w, "make a work directory", err)
+		return
 	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 // makeWorkDir makes req's directory through an os.Root of the workspace (no symbolic link
