@@ -31,7 +31,13 @@ func TestMain(m *testing.M) { sandboxtest.RuntimeMain(m) }
 // the backend's cgroup parent, and fails the test if a cgroup was left in it.
 func testRoot(t testing.TB) string {
 	t.Helper()
-	root, err := os.MkdirTemp("", "agentd-b")
+	return testRootIn(t, "")
+}
+
+// testRootIn is testRoot in the directory parent ("" for the default temporary directory).
+func testRootIn(t testing.TB, parent string) string {
+	t.Helper()
+	root, err := os.MkdirTemp(parent, "agentd-b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,6 +451,38 @@ func TestRootfs(t *testing.T) {
 	}
 	if res := runIn(t, c, "test -d /var && test -d /etc && touch /var/x 2>/dev/null || echo read-only"); res.Output != "read-only\n" {
 		t.Fatalf("rootfs: %+v", res)
+	}
+}
+
+// TestRootInStageDir: a data directory (and runtime binary) below the directory the
+// sandbox's mounts are staged on (/dev/shm, where a tmpfs data directory may well be) still
+// gives a working sandbox: the staging tmpfs must not hide what it binds.
+func TestRootInStageDir(t *testing.T) {
+	if err := checkStageDir(); err != nil {
+		t.Skipf("no %s here: %v", stageDir, err)
+	}
+	root := testRootIn(t, stageDir)
+	bin := filepath.Join(root, "agentd-runtime")
+	data, err := os.ReadFile(sandboxtest.Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Options{Root: root, Binary: bin,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		sandboxtest.Unavailable(t, "the bwrap backend is not available: %v", err)
+	}
+	t.Cleanup(func() { b.Close() })
+	inst, key := startTest(t, b, sandboxtest.RuntimeSpec("stage"))
+	c := client(t, inst, key)
+	if res := runIn(t, c, "echo hi > f && cat f"); res.Output != "hi\n" {
+		t.Fatalf("workspace: %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(inst.HostWorkspace, "f")); err != nil {
+		t.Fatalf("the file written in the workspace is not on the host: %v", err)
 	}
 }
 

@@ -77,42 +77,62 @@ func (st stage) mount() error {
 	if st.workspace == "" && st.binary == "" && st.rootfs == "" {
 		return nil
 	}
+	// The sources are opened before the tmpfs hides what was below stageDir (a data directory
+	// or a binary under /dev/shm), and bound through their descriptors.
+	binds := []struct {
+		src, dst string
+		dir      bool
+	}{{st.workspace, stagedWorkspace, true}, {st.rootfs, stagedRootfs, true}, {st.binary, stagedBinary, false}}
+	fds := make([]int, len(binds))
+	for i, b := range binds {
+		fds[i] = -1
+		if b.src == "" {
+			continue
+		}
+		fd, err := unix.Open(b.src, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			closeAll(fds)
+			return fmt.Errorf("open %s: %w", b.src, err)
+		}
+		fds[i] = fd
+	}
+	defer closeAll(fds)
 	if err := unix.Mount("agentd-stage", stageDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
 		"mode=0711,size=64k"); err != nil {
 		return fmt.Errorf("mount a tmpfs on %s: %w", stageDir, err)
 	}
-	if st.workspace != "" {
-		if err := bindAt(st.workspace, stagedWorkspace, true); err != nil {
-			return err
-		}
-	}
-	if st.rootfs != "" {
-		if err := bindAt(st.rootfs, stagedRootfs, true); err != nil {
-			return err
-		}
-	}
-	if st.binary != "" {
-		if err := bindAt(st.binary, stagedBinary, false); err != nil {
-			return err
+	for i, b := range binds {
+		if fds[i] >= 0 {
+			if err := bindAt(fds[i], b.src, b.dst, b.dir); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// bindAt binds src onto a new directory or empty file dst.
-func bindAt(src, dst string, dir bool) error {
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+}
+
+// bindAt binds src, open as fd, onto a new directory or empty file dst.
+func bindAt(fd int, src, dst string, dir bool) error {
 	if dir {
 		if err := unix.Mkdir(dst, 0o711); err != nil {
 			return fmt.Errorf("create %s: %w", dst, err)
 		}
 	} else {
-		fd, err := unix.Open(dst, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o555)
+		f, err := unix.Open(dst, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o555)
 		if err != nil {
 			return fmt.Errorf("create %s: %w", dst, err)
 		}
-		unix.Close(fd)
+		unix.Close(f)
 	}
-	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+	if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", fd), dst, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("bind %s: %w", src, err)
 	}
 	return nil
