@@ -324,6 +324,27 @@ func TestReplicas(t *testing.T) {
 	if n := len(model.Requests()); n != 6 {
 		t.Errorf("%d model calls, want 6: each step once, the cut-off one again", n)
 	}
+
+	// A key revoked through one replica is refused by every replica, also by those that
+	// had just taken it (and keep the keys they found while they hear the database).
+	var made struct {
+		ID  string `json:"id"`
+		Key string `json:"key"`
+	}
+	rs[0].client(key).do("POST", "/api/keys", map[string]any{"name": "short-lived"}, http.StatusCreated, &made)
+	for _, r := range rs {
+		r.client(made.Key).do("GET", "/api/v1/users/me", nil, http.StatusOK, nil)
+	}
+	r3.do("DELETE", "/api/keys/"+made.ID, nil, http.StatusOK, nil)
+	if status, _ := rs[2].client(made.Key).call("GET", "/api/v1/users/me", nil); status != http.StatusUnauthorized {
+		t.Fatalf("the replica that revoked the key answered %d with it, want 401", status)
+	}
+	for i, r := range rs[:2] {
+		waitFor(t, 60*time.Second, fmt.Sprint("replica ", i+1, " to refuse the revoked key"), func() (bool, string) {
+			status, _ := r.client(made.Key).call("GET", "/api/v1/users/me", nil)
+			return status == http.StatusUnauthorized, fmt.Sprint(status)
+		})
+	}
 }
 
 // conversationObservations are the raw JSON bodies of the conversation's observations.

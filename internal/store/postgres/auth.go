@@ -168,8 +168,12 @@ func scanAPIKey(row pgx.Row, extra ...any) (auth.APIKey, error) {
 	return k, nil
 }
 
+// LookupAPIKey reads the key, unless the key cache holds it (keycache.go).
 func (s *Store) LookupAPIKey(ctx context.Context, hash []byte) (auth.APIKey, auth.User, error) {
-	var u auth.User
+	k, u, ok, gen := s.keys.get(hash, time.Now())
+	if ok {
+		return k, u, nil
+	}
 	k, err := scanAPIKey(s.pool.QueryRow(ctx,
 		`SELECT `+apiKeyColumns+`, u.id, u.name, u.is_admin, u.created_at
 		FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.hash = $1`, hash),
@@ -180,6 +184,7 @@ func (s *Store) LookupAPIKey(ctx context.Context, hash []byte) (auth.APIKey, aut
 	if err != nil {
 		return auth.APIKey{}, auth.User{}, fmt.Errorf("look up api key: %w", err)
 	}
+	s.keys.put(hash, k, u, gen, time.Now())
 	return k, u, nil
 }
 
@@ -192,10 +197,26 @@ func (s *Store) ListAPIKeys(ctx context.Context, userID string) ([]auth.APIKey, 
 	return ks, nil
 }
 
-// DeleteAPIKey deletes the sessions opened with the key too (ON DELETE CASCADE).
+// DeleteAPIKey deletes the sessions opened with the key too (ON DELETE CASCADE), and tells
+// every replica's key cache, in the same transaction (keycache.go).
 func (s *Store) DeleteAPIKey(ctx context.Context, userID, keyID string) error {
-	if err := s.execOne(ctx, auth.ErrNotFound, `DELETE FROM api_keys WHERE id = $1 AND user_id = $2`, keyID, userID); err != nil {
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM api_keys WHERE id = $1 AND user_id = $2`, keyID, userID)
+		if err != nil {
+			return err
+		}
+		if err := mustAffect(tag, auth.ErrNotFound); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, EventsChannel, keysChanged)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("delete api key %s: %w", keyID, err)
 	}
+	s.keys.empty()
 	return nil
 }
+
+// keysChanged is the notification of a deleted API key.
+const keysChanged = "k"

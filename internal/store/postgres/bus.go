@@ -305,6 +305,7 @@ func (b *Bus) listen(ctx context.Context) {
 	for ctx.Err() == nil {
 		err := b.listenOnce(ctx, func() { delay = listenRetryFirst })
 		b.listening.Store(false)
+		b.store.keys.use(false)
 		if ctx.Err() != nil {
 			return
 		}
@@ -327,6 +328,7 @@ func (b *Bus) listenOnce(ctx context.Context, connected func()) error {
 	if _, err := conn.Exec(ctx, `LISTEN `+EventsChannel); err != nil {
 		return err
 	}
+	b.store.keys.use(true)
 	b.listening.Store(true)
 	connected()
 	// What was appended, and the commands left, while nobody listened.
@@ -381,6 +383,8 @@ func (b *Bus) handle(payload string, handlers *sync.WaitGroup) {
 		if from != b.self {
 			b.local.End(conv)
 		}
+	case keysChanged:
+		b.store.keys.empty()
 	case "w":
 		if rest == b.self {
 			b.wakeUp()

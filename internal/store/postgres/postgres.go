@@ -43,6 +43,8 @@ type Store struct {
 	pool *pgxpool.Pool
 	// listings keeps the rows listed last (listingcache.go); nil when off.
 	listings *listingcache.Cache
+	// keys keeps the API keys found while the Bus listens (keycache.go).
+	keys keyCache
 
 	closeOnce sync.Once
 }
@@ -58,6 +60,10 @@ type Options struct {
 	// listings keep in memory to read them again by their keys and versions alone (see
 	// listingcache.go): 0 means listingcache.DefaultBytes, a negative value none.
 	ListingCacheBytes int64
+	// KeyCacheTTL is how long a key that LookupAPIKey found is used again without reading
+	// it, while a Bus on the store listens (keycache.go): 0 means DefaultKeyCacheTTL, a
+	// negative value never.
+	KeyCacheTTL time.Duration
 	// trace, when set, is told the text of every query the pool runs (tests).
 	trace func(sql string)
 }
@@ -99,7 +105,12 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	if listings == 0 {
 		listings = listingcache.DefaultBytes
 	}
-	return &Store{pool: pool, listings: listingcache.New(listings)}, nil
+	st := &Store{pool: pool, listings: listingcache.New(listings)}
+	st.keys.ttl = o.KeyCacheTTL
+	if st.keys.ttl == 0 {
+		st.keys.ttl = DefaultKeyCacheTTL
+	}
+	return st, nil
 }
 
 // Close closes the pool's connections, waiting for those in use to come back. Safe to call
