@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -65,8 +67,17 @@ func benchPools(ctx context.Context, o options, bin, dataDir string, logw io.Wri
 		}
 	}
 
+	// The same conversations on a second server whose data directory (its store, its
+	// sandboxes' workspaces) is in memory, alternated with the first's: what of the figure is
+	// the machine's disk. Where there is no /dev/shm, the figure is left out.
+	mem, closeMem, err := startMemoryPoolServer(ctx, bin, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer closeMem()
+
 	progress("timing %d conversations from creation to their first model request, with a warm pool", o.starts)
-	var convs, claims []time.Duration
+	var convs, claims, memConvs []time.Duration
 	for i := range warmups + o.starts {
 		c, err := s.timeConversation(ctx)
 		if err != nil {
@@ -76,8 +87,17 @@ func benchPools(ctx context.Context, o options, bin, dataDir string, logw io.Wri
 		if err != nil {
 			return nil, nil, err
 		}
+		var m time.Duration
+		if mem != nil {
+			if m, err = mem.timeConversation(ctx); err != nil {
+				return nil, nil, err
+			}
+		}
 		if i >= warmups {
 			convs, claims = append(convs, c), append(claims, w)
+			if mem != nil {
+				memConvs = append(memConvs, m)
+			}
 		}
 	}
 
@@ -94,7 +114,41 @@ func benchPools(ctx context.Context, o options, bin, dataDir string, logw io.Wri
 		goalNote("bwrap warm claim", percentile(warm, 50), poolBwrapGoal) + fmt.Sprintf(" The cold start of the same spec: p50 %v.", percentile(cold, 50).Round(10*time.Microsecond)),
 		goalNote("conversation creation to the first model request with a warm pool", percentile(convs, 50), poolConversationGoal),
 	}
+	if mem != nil {
+		rows = append(rows,
+			timeRow("conversation creation (POST) to its first model request, warm pool (bwrap backend), data directory in memory, p50", 50, memConvs, convs, "the same with the data directory on disk"),
+			timeRow("conversation creation (POST) to its first model request, warm pool (bwrap backend), data directory in memory, p99", 99, memConvs, convs, "the same with the data directory on disk"))
+		notes = append(notes, "data directory in memory: a second server like the first, on a data directory under /dev/shm (a tmpfs: its store, and its sandboxes' workspaces, where git init makes each conversation's repository), its conversations alternated with the first's; the difference is what the machine's disk costs the figure.")
+	}
 	return rows, notes, nil
+}
+
+// startMemoryPoolServer starts a server like benchPools' on a data directory under /dev/shm
+// (a tmpfs), and returns it with what stops it and removes that directory; no server where
+// /dev/shm is not a directory.
+func startMemoryPoolServer(ctx context.Context, bin string, log *slog.Logger) (*server, func(), error) {
+	const dir = "/dev/shm"
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, func() {}, nil
+	}
+	dataDir, err := os.MkdirTemp(dir, "agentd-bench-pools-")
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := bwrap.New(bwrap.Options{Root: filepath.Join(dataDir, "sandboxes", "bwrap"), Binary: bin, Logger: log})
+	if err != nil {
+		os.RemoveAll(dataDir)
+		return nil, nil, err
+	}
+	s, err := startPooledServer(ctx, b, dataDir, 1, log)
+	if err != nil {
+		os.RemoveAll(dataDir)
+		return nil, nil, err
+	}
+	return s, func() {
+		s.close()
+		os.RemoveAll(dataDir)
+	}, nil
 }
 
 // goalNote says whether the p50 p met goal.
