@@ -120,10 +120,11 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// ReleaseMemory empties the listing cache, which the server's next listings fill again; the
-// rest of what the store holds is PostgreSQL's, in its own processes.
+// ReleaseMemory empties the listing cache and the key cache, which the server's next requests
+// fill again; the rest of what the store holds is PostgreSQL's, in its own processes.
 func (s *Store) ReleaseMemory() error {
 	s.listings.Clear()
+	s.keys.empty()
 	return nil
 }
 
