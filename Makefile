@@ -42,7 +42,7 @@ deps:
 
 # The Kubernetes binaries that the kubernetes backend's test cluster runs, at the release
 # internal/sandbox/kubernetes/kubetest/kbuild pins, built from the Go module proxy into
-# ~/.cache/agentd-kube/<version>/bin once per machine and version: 7 to 17 minutes of 2 cores
+# ~/.cache/agentd-kube/<version>/bin once per machine and version: 6 to 17 minutes of 2 cores
 # the first time, nothing after. Without them those tests skip (fail under CI).
 kube: deps
 	@scripts/kube-build.sh

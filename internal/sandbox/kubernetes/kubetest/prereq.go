@@ -46,7 +46,7 @@ func checkPrerequisites(binDir string) error {
 	}
 	for _, b := range binaries {
 		if unix.Access(filepath.Join(binDir, b), unix.X_OK) != nil {
-			missing = append(missing, fmt.Sprintf("the Kubernetes %s binaries in %s (make kube builds them: 7 to 17 minutes the first time)", Version, binDir))
+			missing = append(missing, fmt.Sprintf("the Kubernetes %s binaries in %s (make kube builds them: 6 to 17 minutes the first time)", Version, binDir))
 			break
 		}
 	}
