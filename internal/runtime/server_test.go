@@ -56,6 +56,21 @@ func do(t *testing.T, method, url string, header http.Header, body string) (int,
 	return resp.StatusCode, strings.TrimSpace(string(b))
 }
 
+// postJSON posts req as JSON to url with the test's session key, and decodes an answer of
+// 200 into a T; it returns the status, that T and the answer's text.
+func postJSON[T any](t *testing.T, url string, req any) (int, T, string) {
+	t.Helper()
+	b, _ := json.Marshal(req)
+	code, body := do(t, "POST", url, http.Header{runtimeclient.HeaderSessionKey: {testKey}}, string(b))
+	var res T
+	if code == http.StatusOK {
+		if err := json.Unmarshal([]byte(body), &res); err != nil {
+			t.Fatalf("answer %s: %v", body, err)
+		}
+	}
+	return code, res, body
+}
+
 func TestNewServerNeedsKey(t *testing.T) {
 	if _, err := NewServer(ServerConfig{Workspace: "/tmp"}); err == nil {
 		t.Fatal("NewServer without a key succeeded")

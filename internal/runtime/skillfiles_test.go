@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,15 +22,7 @@ func skillFilesRequest() runtimeclient.SkillFilesRequest {
 
 func postSkillFiles(t *testing.T, hs string, req any) (int, runtimeclient.SkillFilesResult, string) {
 	t.Helper()
-	b, _ := json.Marshal(req)
-	code, body := do(t, "POST", hs+"/api/skill-files", http.Header{runtimeclient.HeaderSessionKey: {testKey}}, string(b))
-	var res runtimeclient.SkillFilesResult
-	if code == http.StatusOK {
-		if err := json.Unmarshal([]byte(body), &res); err != nil {
-			t.Fatalf("answer %s: %v", body, err)
-		}
-	}
-	return code, res, body
+	return postJSON[runtimeclient.SkillFilesResult](t, hs+"/api/skill-files", req)
 }
 
 func describe(res runtimeclient.SkillFilesResult) []string {

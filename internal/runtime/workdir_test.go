@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,15 +13,7 @@ import (
 
 func postWorkDir(t *testing.T, hs string, req any) (int, runtimeclient.WorkDirResult, string) {
 	t.Helper()
-	b, _ := json.Marshal(req)
-	code, body := do(t, "POST", hs+"/api/work-dir", http.Header{runtimeclient.HeaderSessionKey: {testKey}}, string(b))
-	var res runtimeclient.WorkDirResult
-	if code == http.StatusOK {
-		if err := json.Unmarshal([]byte(body), &res); err != nil {
-			t.Fatalf("answer %s: %v", body, err)
-		}
-	}
-	return code, res, body
+	return postJSON[runtimeclient.WorkDirResult](t, hs+"/api/work-dir", req)
 }
 
 // TestWorkDir: the directory is made with its parents; a repository is made there once, with

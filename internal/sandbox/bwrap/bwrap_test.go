@@ -78,9 +78,15 @@ var (
 // bubblewrap or cgroups do not work on this machine.
 func newTestBackend(t testing.TB, root string) *Backend {
 	t.Helper()
+	return newTestBackendOf(t, root, sandboxtest.Binary(t))
+}
+
+// newTestBackendOf is newTestBackend with binary as the runtime the sandboxes run.
+func newTestBackendOf(t testing.TB, root, binary string) *Backend {
+	t.Helper()
 	b, err := New(Options{
 		Root:   root,
-		Binary: sandboxtest.Binary(t),
+		Binary: binary,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
@@ -470,12 +476,7 @@ func TestRootInStageDir(t *testing.T) {
 	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(Options{Root: root, Binary: bin,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if err != nil {
-		sandboxtest.Unavailable(t, "the bwrap backend is not available: %v", err)
-	}
-	t.Cleanup(func() { b.Close() })
+	b := newTestBackendOf(t, root, bin)
 	inst, key := startTest(t, b, sandboxtest.RuntimeSpec("stage"))
 	c := client(t, inst, key)
 	if res := runIn(t, c, "echo hi > f && cat f"); res.Output != "hi\n" {

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentd/agentd/internal/auth"
@@ -39,9 +38,9 @@ const keyCacheMax = 4096
 // keyCache is the cache of keys found. Its zero value is off.
 type keyCache struct {
 	ttl time.Duration
-	on  atomic.Bool
 
 	mu sync.Mutex
+	on bool
 	// gen counts the emptyings: a key read before one is not kept after it, as its deletion
 	// may be what emptied the cache.
 	gen  uint64
@@ -59,7 +58,7 @@ type cachedKey struct {
 func (c *keyCache) get(hash []byte, now time.Time) (auth.APIKey, auth.User, bool, uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.on.Load() {
+	if !c.on {
 		return auth.APIKey{}, auth.User{}, false, c.gen
 	}
 	e, ok := c.keys[string(hash)]
@@ -74,7 +73,7 @@ func (c *keyCache) get(hash []byte, now time.Time) (auth.APIKey, auth.User, bool
 func (c *keyCache) put(hash []byte, k auth.APIKey, u auth.User, gen uint64, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.on.Load() || gen != c.gen {
+	if !c.on || gen != c.gen {
 		return
 	}
 	if len(c.keys) >= keyCacheMax {
@@ -108,5 +107,5 @@ func (c *keyCache) use(on bool) {
 	defer c.mu.Unlock()
 	c.gen++
 	c.keys = nil
-	c.on.Store(on && c.ttl > 0)
+	c.on = on && c.ttl > 0
 }

@@ -125,13 +125,7 @@ func TestKeyCache(t *testing.T) {
 	}
 	deleteBehindTheBack(k3)
 	waitGone(b, k3, "its replica's listening connection broke")
-	deadline := time.Now().Add(time.Minute)
-	for bbus.Check(ctx) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the replica does not listen again after a minute")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitListening(t, bbus, time.Minute)
 	if found(b, k3) {
 		t.Fatal("listening again, the replica takes a key it kept from before")
 	}

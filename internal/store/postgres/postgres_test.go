@@ -66,12 +66,18 @@ func newBus(t *testing.T, s *postgres.Store) *postgres.Bus {
 	t.Helper()
 	b := postgres.NewBus(s, "", nil)
 	t.Cleanup(func() { b.Close() })
-	deadline := time.Now().Add(30 * time.Second)
+	waitListening(t, b, 30*time.Second)
+	return b
+}
+
+// waitListening waits until b listens to the database's notifications, for at most within.
+func waitListening(t *testing.T, b *postgres.Bus, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for b.Check(t.Context()) != nil {
 		if time.Now().After(deadline) {
-			t.Fatal("the bus does not listen after 30s")
+			t.Fatalf("the bus does not listen after %v", within)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return b
 }
