@@ -7,7 +7,7 @@
 // served by a real net/http server, and the clients that load it; where bubblewrap works, a
 // second one with the bwrap backend for the bwrap figures. The memory curve runs the agentd
 // binary itself (`agentd serve`) in a process of its own, so that the RSS it reports is the
-// control plane's alone, without the bench's clients and model. The replicas figures run on a
+// control plane's alone, without the bench's clients and model. The replicas and PostgreSQL listing figures run on a
 // throwaway PostgreSQL server that the bench starts on loopback as the tests start theirs
 // (pgtest), with servers on it in this process and `agentd serve` processes that it kills with
 // SIGKILL. Whatever the run started is stopped and removed before it exits, also when it fails
@@ -63,7 +63,7 @@ type options struct {
 }
 
 // groups are the figures -only can pick, in the order they run.
-var groups = []string{"starts", "repository", "pause", "docker", "kubernetes", "bwrap", "pools", "idle", "search", "agent", "mcp", "streams", "memory", "web", "curve", "listing", "replicas"}
+var groups = []string{"starts", "repository", "pause", "docker", "kubernetes", "bwrap", "pools", "idle", "search", "agent", "mcp", "streams", "memory", "web", "curve", "listing", "listing-postgres", "replicas"}
 
 // runs reports whether the group of figures g is to be measured.
 func (o options) runs(g string) bool { return len(o.only) == 0 || o.only[g] }
@@ -236,8 +236,14 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 			return benchMemoryCurve(ctx, o, filepath.Join(tmp, "curve-data"), logw, progress)
 		}},
 		{"listing", func() ([]row, []string, error) { return benchListing(ctx, o, bin, tmp, seeded, logw, progress) }},
+		{"listing-postgres", func() ([]row, []string, error) {
+			dir := filepath.Join(tmp, "pl")
+			return onPostgres(ctx, dir, progress, func(pg *postgresServer) ([]row, []string, error) {
+				return benchListingPostgres(ctx, o, pg, bin, dir, seeded, logw, progress)
+			})
+		}},
 		{"replicas", func() ([]row, []string, error) {
-			return benchReplicas(ctx, o, bin, filepath.Join(tmp, "pg"), seeded, logw, progress)
+			return benchReplicas(ctx, o, bin, filepath.Join(tmp, "pg"), logw, progress)
 		}},
 	}
 	for _, st := range steps {

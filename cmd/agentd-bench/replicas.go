@@ -24,10 +24,30 @@ import (
 //
 //   - an event appended through one replica, to its arrival at an SSE subscriber on another
 //     (and on the same one), beside a bare NOTIFY → LISTEN round trip of the same bytes;
-//   - the listings on PostgreSQL, beside the same bytes from a plain handler;
 //   - agent steps on PostgreSQL, beside the same steps on SQLite;
 //   - the takeover of a killed replica's conversation by its successor (takeover.go).
-func benchReplicas(ctx context.Context, o options, bin, dir string, seeded listingSeeds, logw io.Writer, progress func(string, ...any)) (_ []row, _ []string, err error) {
+func benchReplicas(ctx context.Context, o options, bin, dir string, logw io.Writer, progress func(string, ...any)) ([]row, []string, error) {
+	return onPostgres(ctx, dir, progress, func(pg *postgresServer) ([]row, []string, error) {
+		var rows []row
+		var notes []string
+		for _, f := range []func() ([]row, []string, error){
+			func() ([]row, []string, error) { return benchReplicaStreams(ctx, o, pg, bin, dir, logw, progress) },
+			func() ([]row, []string, error) { return benchAgentPostgres(ctx, o, pg, bin, dir, logw, progress) },
+			func() ([]row, []string, error) { return benchTakeover(ctx, o, pg, bin, dir, logw, progress) },
+		} {
+			r, n, err := f()
+			if err != nil {
+				return nil, nil, err
+			}
+			rows, notes = append(rows, r...), append(notes, n...)
+		}
+		return rows, notes, nil
+	})
+}
+
+// onPostgres runs figures on a throwaway PostgreSQL server that it starts on loopback, with
+// its files under dir, and stops when they are done, also when they fail.
+func onPostgres(ctx context.Context, dir string, progress func(string, ...any), figures func(*postgresServer) ([]row, []string, error)) (_ []row, _ []string, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, err
 	}
@@ -42,24 +62,10 @@ func benchReplicas(ctx context.Context, o options, bin, dir string, seeded listi
 			err = errors.Join(err, fmt.Errorf("stop PostgreSQL: %w", cerr))
 		}
 	}()
-	notes := []string{fmt.Sprintf("replicas: PostgreSQL %s started on loopback in %.1f s (initdb and pg_ctl, as the tests' pgtest starts it: fsync, synchronous_commit and full_page_writes off, so that a commit waits for no disk, as SQLite's in WAL mode with synchronous=NORMAL does not either).",
-		pg.version(ctx), time.Since(start).Seconds())}
-	var rows []row
-	for _, f := range []func() ([]row, []string, error){
-		func() ([]row, []string, error) { return benchReplicaStreams(ctx, o, pg, bin, dir, logw, progress) },
-		func() ([]row, []string, error) {
-			return benchListingPostgres(ctx, o, pg, bin, dir, seeded, logw, progress)
-		},
-		func() ([]row, []string, error) { return benchAgentPostgres(ctx, o, pg, bin, dir, logw, progress) },
-		func() ([]row, []string, error) { return benchTakeover(ctx, o, pg, bin, dir, logw, progress) },
-	} {
-		r, n, err := f()
-		if err != nil {
-			return nil, nil, err
-		}
-		rows, notes = append(rows, r...), append(notes, n...)
-	}
-	return rows, notes, nil
+	note := fmt.Sprintf("PostgreSQL %s started on loopback in %.1f s (initdb and pg_ctl, as the tests' pgtest starts it: fsync, synchronous_commit and full_page_writes off, so that a commit waits for no disk, as SQLite's in WAL mode with synchronous=NORMAL does not either).",
+		pg.version(ctx), time.Since(start).Seconds())
+	rows, notes, err := figures(pg)
+	return rows, append([]string{note}, notes...), err
 }
 
 // startReplicas starts n servers (replicas) on the database at dbURL, each on a data
