@@ -388,6 +388,9 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Metrics: m,
 		Web:     webApp,
 		Checks:  checks(st, bus, a.Sandboxes),
+		// The listed rows' encodings are kept as the rows are: on the same budget, and not
+		// at all where the listings keep no rows.
+		EncodedCacheBytes: cfg.ListingCacheBytes,
 	})
 	if err != nil {
 		return nil, err

@@ -101,6 +101,12 @@ type View struct {
 	// SubConversationIDs are the conversations that name this one as parent. Get and GetMany
 	// fill it; searches leave it empty, as OpenHands does.
 	SubConversationIDs []string
+	// Rev is the store's version of the row, read with it: the store changes it whenever
+	// anything else the view holds changes (but SubConversationIDs), through any replica, so
+	// that a listed view's ID, CreatedAt and Rev name all it holds (see
+	// internal/store/listingcache). It says nothing of the conversation itself, and is left
+	// out of the view's JSON (which only tests write, to compare views).
+	Rev int64 `json:"-"`
 }
 
 // Filter narrows a conversation search. Zero fields do not filter.

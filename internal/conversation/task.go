@@ -41,6 +41,12 @@ type StartTask struct {
 	Request   json.RawMessage
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Rev is the store's version of the row, read with it: the store changes it whenever
+	// anything else the task holds changes, through any replica, so that a listed task's ID,
+	// CreatedAt and Rev name all it holds (see internal/store/listingcache). It says nothing
+	// of the task itself, and is left out of its JSON (which only tests write, to compare
+	// tasks).
+	Rev int64 `json:"-"`
 }
 
 // TaskSort orders start task listings.

@@ -19,6 +19,7 @@ import (
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/settings"
 	"github.com/agentd/agentd/internal/skill"
+	"github.com/agentd/agentd/internal/store/listingcache"
 	"github.com/agentd/agentd/internal/webhook"
 	"github.com/agentd/agentd/internal/wire"
 )
@@ -71,6 +72,9 @@ type Deps struct {
 	// Web is the web app, served at every path outside the API's (/api/, /agent-server/,
 	// /sockets/); nil serves none.
 	Web http.Handler
+	// EncodedCacheBytes bounds the conversations and start tasks that the listings keep as
+	// they encoded them; 0 or less keeps none.
+	EncodedCacheBytes int64
 }
 
 // API serves every HTTP endpoint of agentd serve. Close ends its WebSockets.
@@ -89,6 +93,11 @@ type API struct {
 	ready   *readiness
 	// decodedMetrics keeps the conversations' metrics as lately decoded (convert.go).
 	decodedMetrics metricsCache
+	// encoded keeps the conversations and start tasks as the listings lately encoded them,
+	// by their versions (appendListedConversation, appendListedTask): a listing answers a
+	// hundred of them, most of which it answered as they are now before, and encoding them
+	// was most of its time. Nil keeps none.
+	encoded *listingcache.Cache
 	// started and lastSeen (unix nanoseconds of the last request) answer /server_info.
 	started  time.Time
 	lastSeen atomic.Int64
@@ -119,7 +128,7 @@ func New(d Deps) (*API, error) {
 	}
 	a := &API{d: d, log: d.Logger, sockets: newSockets(d.Sockets),
 		ready:   &readiness{checks: d.Checks, now: d.Now, failing: map[string]bool{}},
-		started: d.Now().UTC()}
+		started: d.Now().UTC(), encoded: listingcache.New(d.EncodedCacheBytes)}
 	a.lastSeen.Store(a.started.UnixNano())
 	a.openapi = sync.OnceValues(OpenAPI)
 	mux := http.NewServeMux()
@@ -155,9 +164,10 @@ func apiPath(p string) bool {
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.handler.ServeHTTP(w, r) }
 
 // ReleaseMemory empties the caches that listings fill: the sandbox session keys opened (which
-// are secrets, better not kept while nobody asks for them) and the metrics decoded. The next
-// listings fill them again.
+// are secrets, better not kept while nobody asks for them), the conversations encoded (which
+// hold those keys) and the metrics decoded. The next listings fill them again.
 func (a *API) ReleaseMemory() {
 	a.keys.clear()
+	a.encoded.Clear()
 	a.decodedMetrics.clear()
 }

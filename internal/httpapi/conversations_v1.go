@@ -170,7 +170,7 @@ func (a *API) searchAppConversations(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	writePage(w, len(views), next, func(buf *bytes.Buffer, i int) { a.appendAppConversation(buf, views[i]) })
+	writePage(w, len(views), next, func(buf *bytes.Buffer, i int) { a.appendListedConversation(buf, views[i]) })
 	return nil
 }
 
@@ -239,7 +239,7 @@ func (a *API) searchStartTasks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writePage(w, len(tasks), next, func(buf *bytes.Buffer, i int) { a.appendStartTask(buf, tasks[i]) })
+	writePage(w, len(tasks), next, func(buf *bytes.Buffer, i int) { a.appendListedTask(buf, tasks[i]) })
 	return nil
 }
 

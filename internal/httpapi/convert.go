@@ -10,6 +10,7 @@ import (
 	"github.com/agentd/agentd/internal/apitypes"
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/store/listingcache"
 )
 
 // sessionKey opens a sealed sandbox key, but only for a RUNNING sandbox: clients get a key
@@ -266,14 +267,69 @@ func (a *API) appendStartTask(buf *bytes.Buffer, t conversation.StartTask) {
 	buf.WriteByte('}')
 }
 
-// appendAppConversation appends v as encoding/json writes a.appConversation(v).
-func (a *API) appendAppConversation(buf *bytes.Buffer, v conversation.View) {
+// appendAppConversation appends v as encoding/json writes a.appConversation(v), and reports
+// whether what it appended is what v encodes to for as long as the server runs: not when v's
+// sandbox session key could not be opened.
+func (a *API) appendAppConversation(buf *bytes.Buffer, v conversation.View) (lasting bool) {
 	m := a.decodedMetrics.get(v.Metrics)
 	metrics := []byte("null")
 	if m != nil {
 		metrics = m.encoded
 	}
-	appendAppConversation(buf, a.appConversationWith(v, m), metrics)
+	c := a.appConversationWith(v, m)
+	appendAppConversation(buf, c, metrics)
+	return c.SessionAPIKey != nil || v.SandboxStatus != sandbox.StatusRunning || len(v.SandboxKeySealed) == 0
+}
+
+// appendListedConversation appends a conversation of a listing (conversation.Service.Search)
+// as appendAppConversation does, from a.encoded when it holds v's version, and keeps what it
+// encoded there otherwise.
+func (a *API) appendListedConversation(buf *bytes.Buffer, v conversation.View) {
+	key, created := listingcache.Key{Kind: listingcache.KindConversation, ID: v.ID}, listingcache.TimeKey(v.CreatedAt)
+	if a.appendKept(buf, key, created, v.Rev) {
+		return
+	}
+	start := buf.Len()
+	if a.appendAppConversation(buf, v) {
+		a.keep(buf.Bytes()[start:], key, created, v.Rev)
+	}
+}
+
+// appendListedTask appends a start task of a listing (conversation.Service.SearchTasks) as
+// appendStartTask does, from a.encoded when it holds t's version, and keeps what it encoded
+// there otherwise.
+func (a *API) appendListedTask(buf *bytes.Buffer, t conversation.StartTask) {
+	key, created := listingcache.Key{Kind: listingcache.KindTask, ID: t.ID}, listingcache.TimeKey(t.CreatedAt)
+	if a.appendKept(buf, key, created, t.Rev) {
+		return
+	}
+	start := buf.Len()
+	a.appendStartTask(buf, t)
+	a.keep(buf.Bytes()[start:], key, created, t.Rev)
+}
+
+// appendKept appends the encoding a.encoded keeps of the listed row named by key at the
+// version (created, rev), and reports whether it held one. A listed row's id, creation time
+// and rev name all it holds (conversation.View.Rev, conversation.StartTask.Rev), and the rest
+// of what its encoding reads (the server's URLs, the session key a sealed one opens to) stays
+// as it is while the server runs, so a kept encoding is what the row encodes to now.
+func (a *API) appendKept(buf *bytes.Buffer, key listingcache.Key, created, rev int64) bool {
+	x := a.encoded.Get(key, created, rev)
+	if x == nil {
+		return false
+	}
+	buf.Write(x.Row.([]byte))
+	return true
+}
+
+// keep keeps a copy of encoded, the encoding of the listed row named by key at the version
+// (created, rev), in a.encoded.
+func (a *API) keep(encoded []byte, key listingcache.Key, created, rev int64) {
+	if a.encoded == nil {
+		return
+	}
+	b := bytes.Clone(encoded)
+	a.encoded.Put(&listingcache.Entry{Key: key, Created: created, Rev: rev, Row: b, Cost: len(b) + listingcache.EntryOverhead})
 }
 
 // orEmpty keeps lists serialising as [] rather than null.

@@ -3,12 +3,16 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/agentd/agentd/internal/apitypes"
 	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/store/listingcache"
 )
 
 // TestAppendJSONStringIsEncodingJSONs: appendJSONString writes what encoding/json writes
@@ -157,5 +161,89 @@ func TestAppendAppConversationIsEncodingJSONs(t *testing.T) {
 				t.Fatalf("metrics %q: wrote\n%s\nencoding/json writes\n%s", raw, got.Bytes(), want.Bytes())
 			}
 		}
+	}
+}
+
+// TestListedEncodings: a listing's conversations and start tasks are written from the
+// encodings kept by their versions exactly as they encode as they are now; a new version is
+// encoded anew; a running sandbox's session key that could not be opened is not kept; and
+// ReleaseMemory empties the kept encodings, which hold session keys.
+func TestListedEncodings(t *testing.T) {
+	at := time.Date(2025, 3, 1, 12, 30, 45, 0, time.UTC)
+	opens := true
+	a := &API{d: Deps{PublicURL: "http://127.0.0.1:1", Open: func(sealed []byte) ([]byte, error) {
+		if !opens {
+			return nil, errors.New("no key opens it")
+		}
+		return append([]byte("key of "), sealed...), nil
+	}}, log: slog.New(slog.DiscardHandler), encoded: listingcache.New(1 << 20)}
+	check := func(what string, v conversation.View) []byte {
+		t.Helper()
+		var got, want bytes.Buffer
+		a.appendListedConversation(&got, v)
+		if err := appendJSON(&want, a.appConversation(v)); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("%s: wrote\n%s\nencoding/json writes\n%s", what, got.Bytes(), want.Bytes())
+		}
+		return got.Bytes()
+	}
+	v := conversation.View{Conversation: conversation.Conversation{ID: "c1", OwnerID: "u1", SandboxID: "sb1", Version: conversation.V1,
+		Title: "first", CreatedAt: at, UpdatedAt: at, ExecutionStatus: "running"}, SandboxStatus: sandbox.StatusRunning,
+		SandboxKeySealed: []byte("sb1"), Rev: 3}
+	check("first listing", v)
+	if a.encoded.Len() != 1 {
+		t.Fatalf("%d encodings kept after a listing of one conversation, want 1", a.encoded.Len())
+	}
+	check("listed again", v)
+
+	// A new version of it: renamed, then its sandbox paused.
+	v.Title, v.Rev = "renamed", 4
+	if b := check("renamed", v); !bytes.Contains(b, []byte(`"renamed"`)) {
+		t.Fatalf("renamed conversation written as %s", b)
+	}
+	v.SandboxStatus, v.Rev = sandbox.StatusPaused, 5
+	if b := check("paused", v); bytes.Contains(b, []byte("key of")) {
+		t.Fatalf("paused conversation written with its session key: %s", b)
+	}
+
+	// A session key that does not open is written as null, and not kept.
+	a.ReleaseMemory()
+	if a.encoded.Len() != 0 {
+		t.Fatalf("%d encodings kept after ReleaseMemory, want none", a.encoded.Len())
+	}
+	v.SandboxStatus, v.Rev = sandbox.StatusRunning, 6
+	opens = false
+	check("key not opened", v)
+	if a.encoded.Len() != 0 {
+		t.Fatalf("the encoding without the session key it could not open was kept")
+	}
+	opens = true
+	if b := check("key opened", v); !bytes.Contains(b, []byte(`"session_api_key":"key of sb1"`)) {
+		t.Fatalf("conversation written without its session key once it opens: %s", b)
+	}
+
+	// Start tasks likewise, beside the conversation of the same id.
+	task := conversation.StartTask{ID: "c1", OwnerID: "u1", Status: conversation.TaskWorking, ConversationID: "c1", SandboxID: "sb1",
+		Request: json.RawMessage(`{"title":"t"}`), CreatedAt: at, UpdatedAt: at, Rev: 6}
+	checkTask := func(what string) []byte {
+		t.Helper()
+		var got, want bytes.Buffer
+		a.appendListedTask(&got, task)
+		a.appendStartTask(&want, task)
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("%s: wrote\n%s\nfresh, it writes\n%s", what, got.Bytes(), want.Bytes())
+		}
+		return got.Bytes()
+	}
+	checkTask("task listed")
+	checkTask("task listed again")
+	if b := check("the conversation of the task's id", v); !bytes.Contains(b, []byte(`"conversation_version"`)) {
+		t.Fatalf("conversation written as %s", b)
+	}
+	task.Status, task.Rev = conversation.TaskReady, 7
+	if b := checkTask("task ready"); !bytes.Contains(b, []byte(`"app_conversation_id":"c1"`)) {
+		t.Fatalf("ready task written as %s", b)
 	}
 }

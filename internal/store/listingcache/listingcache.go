@@ -19,7 +19,10 @@
 //     conversation's rev also counts the changes of its sandbox and latest start task that
 //     the view shows.
 //
-// A store may keep other entries under its own kinds of keys (the SQLite store keeps pages).
+// A store may keep other entries under its own kinds of keys (the SQLite store keeps pages). The
+// readers of its listings may keep what they make of the rows listed in caches of their own,
+// under the rows' keys and versions (the API keeps the conversations and start tasks it
+// answered, encoded: internal/httpapi).
 package listingcache
 
 import (
@@ -103,6 +106,29 @@ func (c *Cache) Get(k Key, created, rev int64) *Entry {
 	}
 	c.order.MoveToFront(el)
 	return x
+}
+
+// GetAll looks up n entries under one lock, as Get looks up each: at names the i-th entry and
+// its version, and found receives each entry that c holds at that version.
+func (c *Cache) GetAll(n int, at func(i int) (k Key, created, rev int64), found func(i int, x *Entry)) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range n {
+		k, created, rev := at(i)
+		el, ok := c.byKey[k]
+		if !ok {
+			continue
+		}
+		x := el.Value.(*Entry)
+		if x.Created != created || x.Rev != rev {
+			continue
+		}
+		c.order.MoveToFront(el)
+		found(i, x)
+	}
 }
 
 // Put keeps x in place of what its key held, and drops the least recently used entries beyond

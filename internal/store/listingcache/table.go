@@ -91,15 +91,25 @@ func (l Table[K, T]) Cost(row *T) int { return l.cost(row) }
 // returns it.
 func (l Table[K, T]) At(c *Cache, versions []Version[K], read func(keys []K) ([]Read[T], error)) ([]T, error) {
 	rows := make([]T, len(versions))
-	var missing []int // of versions
-	for i, v := range versions {
-		var ok bool
-		if rows[i], ok = l.Cached(c, v); !ok {
+	held := make([]bool, len(versions))
+	n := 0
+	// Under one lock for the page: the concurrent listings of a busy server would otherwise
+	// take turns at it a hundred times each.
+	c.GetAll(len(versions), func(i int) (Key, int64, int64) {
+		v := versions[i]
+		return l.ref(v.Key), v.Created, v.Rev
+	}, func(i int, x *Entry) {
+		rows[i], held[i] = x.Row.(T), true
+		n++
+	})
+	if n == len(versions) {
+		return rows, nil
+	}
+	missing := make([]int, 0, len(versions)-n) // of versions
+	for i := range versions {
+		if !held[i] {
 			missing = append(missing, i)
 		}
-	}
-	if len(missing) == 0 {
-		return rows, nil
 	}
 	keys := make([]K, len(missing))
 	for j, i := range missing {

@@ -143,17 +143,17 @@ func fold(s string) string { return strings.ToLower(s) }
 
 // viewSelect reads a conversation with the status of its sandbox (if the owner still has it)
 // and of its most recent start task. listSelect is the same without the sealed request, which
-// listings never use and which may be large (a replay), and with the conversation's rev after
-// the view's columns (see listingcache.go).
+// listings never use and which may be large (a replay). Both read the conversation's rev
+// (View.Rev; see listingcache.go).
 const (
 	viewSelect = `SELECT c.id, c.owner_id, c.sandbox_id, c.version, c.title, c.selected_repository,
 	c.selected_branch, c.git_provider, c.trigger_name, c.pr_numbers, c.llm_model, c.metrics, c.parent_id,
 	c.request_sealed, ` + viewRest + viewFrom
 	listSelect = `SELECT c.id, c.owner_id, c.sandbox_id, c.version, c.title, c.selected_repository,
 	c.selected_branch, c.git_provider, c.trigger_name, c.pr_numbers, c.llm_model, c.metrics, c.parent_id,
-	NULL::bytea, ` + viewRest + `, c.rev` + viewFrom
+	NULL::bytea, ` + viewRest + viewFrom
 	viewRest = `c.secret_names, c.secrets_sealed, c.public, c.tags, c.title_by_user, c.created_at, c.updated_at,
-	c.execution_status, c.confirmation_policy, c.work_dir, c.waiting_for_node, s.status, s.session_key_sealed, t.status, t.detail`
+	c.execution_status, c.confirmation_policy, c.work_dir, c.waiting_for_node, s.status, s.session_key_sealed, t.status, t.detail, c.rev`
 	viewFrom = `
 FROM conversations c
 LEFT JOIN sandboxes s ON c.sandbox_id <> '' AND s.id = c.sandbox_id AND s.owner_id = c.owner_id
@@ -163,19 +163,16 @@ LEFT JOIN LATERAL (
 	ORDER BY created_at DESC, id DESC LIMIT 1) t ON true`
 )
 
-func scanView(row pgx.Row) (conversation.View, error) { return scanViewWith(row) }
-
-// scanViewWith scans the columns of viewSelect or listSelect, and those after them into
-// extra.
-func scanViewWith(row pgx.Row, extra ...any) (conversation.View, error) {
+// scanView scans the columns of viewSelect or listSelect.
+func scanView(row pgx.Row) (conversation.View, error) {
 	var v conversation.View
 	c := &v.Conversation
 	var prs, secretNames, tags, policy string
 	var metrics, sbStatus, taskStatus, taskDetail *string
-	err := row.Scan(append([]any{&c.ID, &c.OwnerID, &c.SandboxID, &c.Version, &c.Title, &c.SelectedRepository,
+	err := row.Scan(&c.ID, &c.OwnerID, &c.SandboxID, &c.Version, &c.Title, &c.SelectedRepository,
 		&c.SelectedBranch, &c.GitProvider, &c.Trigger, &prs, &c.LLMModel, &metrics, &c.ParentID,
 		&c.RequestSealed, &secretNames, &c.SecretsSealed, &c.Public, &tags, &c.TitleByUser, &c.CreatedAt, &c.UpdatedAt,
-		&c.ExecutionStatus, &policy, &c.WorkDir, &c.WaitingForNode, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail}, extra...)...)
+		&c.ExecutionStatus, &policy, &c.WorkDir, &c.WaitingForNode, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail, &v.Rev)
 	if err != nil {
 		return conversation.View{}, err
 	}

@@ -24,17 +24,16 @@ func queueStartTask(b *pgx.Batch, t conversation.StartTask) error {
 	return nil
 }
 
-const taskColumns = `id, owner_id, conversation_id, status, detail, sandbox_id, agent_server_url, request, created_at, updated_at`
+// taskColumns are a start task's columns, its rev (StartTask.Rev) last.
+const taskColumns = `id, owner_id, conversation_id, status, detail, sandbox_id, agent_server_url, request, created_at, updated_at, rev`
 
-func scanTask(row pgx.Row) (conversation.StartTask, error) { return scanTaskWith(row) }
-
-// scanTaskWith scans taskColumns, and those after them into extra.
-func scanTaskWith(row pgx.Row, extra ...any) (conversation.StartTask, error) {
+// scanTask scans taskColumns.
+func scanTask(row pgx.Row) (conversation.StartTask, error) {
 	var t conversation.StartTask
 	var status string
 	var request *string
-	err := row.Scan(append([]any{&t.ID, &t.OwnerID, &t.ConversationID, &status, &t.Detail, &t.SandboxID, &t.AgentServerURL,
-		&request, &t.CreatedAt, &t.UpdatedAt}, extra...)...)
+	err := row.Scan(&t.ID, &t.OwnerID, &t.ConversationID, &status, &t.Detail, &t.SandboxID, &t.AgentServerURL,
+		&request, &t.CreatedAt, &t.UpdatedAt, &t.Rev)
 	if err != nil {
 		return conversation.StartTask{}, err
 	}

@@ -120,20 +120,20 @@ func fold(s string) string { return strings.ToLower(s) }
 
 // viewSelect reads a conversation with the status of its sandbox (if the owner still has it)
 // and of its most recent start task. listSelect is the same without the sealed request, which
-// listings never use and which may be large (a replay), and with the conversation's rev after
-// the view's columns; its sealed secrets are small, and a sandbox's listing of secrets reads
-// them. Migration 0013 keeps rev in step with every column the view reads.
+// listings never use and which may be large (a replay); its sealed secrets are small, and a
+// sandbox's listing of secrets reads them. Both read the conversation's rev (View.Rev), which
+// migration 0013 keeps in step with every column the view reads.
 const (
 	viewSelect = `SELECT c.id, c.owner_id, c.sandbox_id, c.version, c.title, c.selected_repository,
 	c.selected_branch, c.git_provider, c.trigger_name, c.pr_numbers, c.llm_model, c.metrics, c.parent_id,
 	c.request_sealed, ` + viewRest + viewFrom
 	listSelect = `SELECT c.id, c.owner_id, c.sandbox_id, c.version, c.title, c.selected_repository,
 	c.selected_branch, c.git_provider, c.trigger_name, c.pr_numbers, c.llm_model, c.metrics, c.parent_id,
-	NULL, ` + viewRest + `, c.rev` + viewFrom
+	NULL, ` + viewRest + viewFrom
 )
 
 const (
-	viewRest = `c.secret_names, c.secrets_sealed, c.public, c.tags, c.title_by_user, c.created_at, c.updated_at, c.execution_status, c.confirmation_policy, c.work_dir, c.waiting_for_node, s.status, s.session_key_sealed, t.status, t.detail`
+	viewRest = `c.secret_names, c.secrets_sealed, c.public, c.tags, c.title_by_user, c.created_at, c.updated_at, c.execution_status, c.confirmation_policy, c.work_dir, c.waiting_for_node, s.status, s.session_key_sealed, t.status, t.detail, c.rev`
 	viewFrom = `
 FROM conversations c
 LEFT JOIN sandboxes s ON c.sandbox_id <> '' AND s.id = c.sandbox_id AND s.owner_id = c.owner_id
@@ -143,19 +143,17 @@ LEFT JOIN start_tasks t ON t.id = (
 	ORDER BY created_at DESC, id DESC LIMIT 1)`
 )
 
-func scanView(sc scanner) (conversation.View, error) { return scanViewWith(sc) }
-
-// scanViewWith scans the view's columns, then the columns after them into extra.
-func scanViewWith(sc scanner, extra ...any) (conversation.View, error) {
+// scanView scans the columns of viewSelect or listSelect.
+func scanView(sc scanner) (conversation.View, error) {
 	var v conversation.View
 	c := &v.Conversation
 	var prs, secretNames, tags, policy string
 	var metrics, sbStatus, taskStatus, taskDetail sql.NullString
 	var created, updated int64
-	err := sc.Scan(append([]any{&c.ID, &c.OwnerID, &c.SandboxID, &c.Version, &c.Title, &c.SelectedRepository,
+	err := sc.Scan(&c.ID, &c.OwnerID, &c.SandboxID, &c.Version, &c.Title, &c.SelectedRepository,
 		&c.SelectedBranch, &c.GitProvider, &c.Trigger, &prs, &c.LLMModel, &metrics, &c.ParentID,
 		&c.RequestSealed, &secretNames, &c.SecretsSealed, &c.Public, &tags, &c.TitleByUser, &created, &updated, &c.ExecutionStatus, &policy,
-		&c.WorkDir, &c.WaitingForNode, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail}, extra...)...)
+		&c.WorkDir, &c.WaitingForNode, &sbStatus, &v.SandboxKeySealed, &taskStatus, &taskDetail, &v.Rev)
 	if err != nil {
 		return conversation.View{}, err
 	}

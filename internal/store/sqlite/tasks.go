@@ -27,17 +27,16 @@ func insertStartTask(ctx context.Context, tx *sql.Tx, t conversation.StartTask) 
 	return err
 }
 
-const taskColumns = `id, owner_id, conversation_id, status, detail, sandbox_id, agent_server_url, request, created_at, updated_at`
+// taskColumns are a start task's columns, its rev (StartTask.Rev) last.
+const taskColumns = `id, owner_id, conversation_id, status, detail, sandbox_id, agent_server_url, request, created_at, updated_at, rev`
 
-func scanTask(sc scanner) (conversation.StartTask, error) { return scanTaskWith(sc) }
-
-// scanTaskWith scans taskColumns, then the columns after them into extra.
-func scanTaskWith(sc scanner, extra ...any) (conversation.StartTask, error) {
+// scanTask scans taskColumns.
+func scanTask(sc scanner) (conversation.StartTask, error) {
 	var t conversation.StartTask
 	var request sql.NullString
 	var created, updated int64
-	err := sc.Scan(append([]any{&t.ID, &t.OwnerID, &t.ConversationID, &t.Status, &t.Detail, &t.SandboxID, &t.AgentServerURL,
-		&request, &created, &updated}, extra...)...)
+	err := sc.Scan(&t.ID, &t.OwnerID, &t.ConversationID, &t.Status, &t.Detail, &t.SandboxID, &t.AgentServerURL,
+		&request, &created, &updated, &t.Rev)
 	if err != nil {
 		return conversation.StartTask{}, err
 	}

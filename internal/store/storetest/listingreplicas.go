@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"slices"
 	"testing"
 
@@ -50,6 +51,9 @@ func testListingsSeeOtherWriters(t *testing.T, s, other store.Store) {
 				ok(t, what+": get conversation "+v.ID, err)
 				got.RequestSealed = nil // a listing does not read it
 				equal(t, what+": listed conversation "+v.ID, v, got)
+				if v.Rev != got.Rev {
+					t.Fatalf("%s: conversation %s listed at rev %d, read alone at rev %d", what, v.ID, v.Rev, got.Rev)
+				}
 				l.convs[v.ID] = v
 			}
 			for _, sort := range []conversation.TaskSort{conversation.SortCreatedAtDesc, conversation.SortUpdatedAt} {
@@ -59,6 +63,9 @@ func testListingsSeeOtherWriters(t *testing.T, s, other store.Store) {
 					got, err := s.GetStartTask(ctx, ownerA, task.ID)
 					ok(t, what+": get start task "+task.ID, err)
 					equal(t, what+": listed start task "+task.ID, task, got)
+					if task.Rev != got.Rev {
+						t.Fatalf("%s: start task %s listed at rev %d, read alone at rev %d", what, task.ID, task.Rev, got.Rev)
+					}
 					l.tasks[task.ID] = task
 				}
 			}
@@ -90,16 +97,35 @@ func testListingsSeeOtherWriters(t *testing.T, s, other store.Store) {
 		}
 		return l
 	}
-	// shows fails the test unless cond holds of what s lists after other made a change.
+	// shows fails the test unless cond holds of what s lists after other made a change, and
+	// unless every conversation and start task listed differently has a new rev (by which the
+	// API keeps their encodings: see conversation.View.Rev).
+	var last listings
 	shows := func(what string, change error, cond func(l listings) bool) {
 		t.Helper()
 		ok(t, what, change)
-		if l := agree("after " + what); !cond(l) {
+		l := agree("after " + what)
+		if !cond(l) {
 			t.Fatalf("after %s through another store, the listings do not show it: %+v", what, l)
 		}
+		for id, v := range l.convs {
+			before, listed := last.convs[id]
+			if listed && v.Rev == before.Rev && !bytes.Equal(canonical(t, v), canonical(t, before)) {
+				t.Fatalf("after %s through another store, conversation %s is listed differently at the same rev %d:\n now %s\nbefore %s",
+					what, id, v.Rev, canonical(t, v), canonical(t, before))
+			}
+		}
+		for id, task := range l.tasks {
+			before, listed := last.tasks[id]
+			if listed && task.Rev == before.Rev && !bytes.Equal(canonical(t, task), canonical(t, before)) {
+				t.Fatalf("after %s through another store, start task %s is listed differently at the same rev %d:\n now %s\nbefore %s",
+					what, id, task.Rev, canonical(t, task), canonical(t, before))
+			}
+		}
+		last = l
 	}
 
-	agree("before any change")
+	last = agree("before any change")
 	shows("an agent step", func() error {
 		_, err := other.RecordEvents(ctx, c0.ID, []event.Event{newEvent(c0.ID, "ev-2", 2)},
 			conversation.StateUpdate{ExecutionStatus: "running", UpdatedAt: at(50)})
