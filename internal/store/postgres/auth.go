@@ -102,7 +102,7 @@ func (s *Store) ListUsers(ctx context.Context, q paging.Query) ([]auth.User, str
 	var w where
 	keyset(&w, "created_at", "id", false, c)
 	us, err := collect(ctx, s.pool, scanUser,
-		`SELECT `+userColumns+` FROM users`+w.String()+order("created_at", "id", false)+` LIMIT `+w.arg(q.Limit+1),
+		`SELECT `+userColumns+` FROM users`+w.String()+order("created_at", "id", false)+limit(q.Limit+1),
 		w.args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list users: %w", err)

@@ -73,7 +73,7 @@ func (s *Store) ListCustomSecrets(ctx context.Context, userID, nameContains stri
 		w.add(`name > ` + w.arg(c.id))
 	}
 	ss, err := collect(ctx, s.pool, scanCustomSecret,
-		`SELECT `+customSecretColumns+` FROM custom_secrets`+w.String()+` ORDER BY name LIMIT `+w.arg(q.Limit+1),
+		`SELECT `+customSecretColumns+` FROM custom_secrets`+w.String()+` ORDER BY name`+limit(q.Limit+1),
 		w.args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list secrets: %w", err)

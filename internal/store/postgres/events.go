@@ -258,7 +258,7 @@ func (s *Store) SearchEvents(ctx context.Context, ownerID string, f event.Filter
 	}
 	// The page's sequence numbers first (from an index alone, for one conversation or all of
 	// an owner's events), then the events the cache does not hold: stored events never change.
-	seqs, err := readSeqs(ctx, s, `SELECT e.seq FROM events e`+w.String()+` ORDER BY e.seq`+dir+` LIMIT `+w.arg(q.Limit+1), w.args, q.Limit+1)
+	seqs, err := readSeqs(ctx, s, `SELECT e.seq FROM events e`+w.String()+` ORDER BY e.seq`+dir+limit(q.Limit+1), w.args, q.Limit+1)
 	if err != nil {
 		return nil, "", fmt.Errorf("search events: %w", err)
 	}

@@ -75,17 +75,17 @@ func readSeqs(ctx context.Context, s *Store, query string, args []any, n int) ([
 	return out, rows.Err()
 }
 
-// listPage is a listing of l's rows by versions: it reads the versions of the page and one
-// more row with query (without its LIMIT) and w's arguments (readVersions), then the rows at
-// those versions (at). The next page's cursor is made from the versions, where each row
+// listPage is a listing of l's rows by versions: it reads the versions of a page of size
+// rows and one more with query (without its LIMIT) and w's arguments (readVersions), then the
+// rows at those versions (at). The next page's cursor is made from the versions, where each row
 // stood when the page was read.
 func listPage[T any](ctx context.Context, s *Store, l listingcache.Rows[string, T, pgx.Row], byPos bool,
-	query string, w *where, limit int) ([]T, string, error) {
-	versions, err := readVersions(ctx, s, byPos, query+` LIMIT `+w.arg(limit+1), w.args, limit+1)
+	query string, w *where, size int) ([]T, string, error) {
+	versions, err := readVersions(ctx, s, byPos, query+limit(size+1), w.args, size+1)
 	if err != nil {
 		return nil, "", err
 	}
-	versions, next := page(versions, limit, func(v listingcache.Version[string]) (int64, string) { return v.Pos, v.Key })
+	versions, next := page(versions, size, func(v listingcache.Version[string]) (int64, string) { return v.Pos, v.Key })
 	rows, err := at(ctx, s, l, versions)
 	if err != nil {
 		return nil, "", err

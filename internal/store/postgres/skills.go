@@ -103,7 +103,7 @@ func (s *Store) ListUserSkills(ctx context.Context, userID string, q paging.Quer
 	w.add("user_id = " + w.arg(userID))
 	keyset(&w, "created_at", "name", false, c)
 	us, err := collect(ctx, s.pool, scanUserSkill,
-		`SELECT `+userSkillColumns+` FROM user_skills`+w.String()+order("created_at", "name", false)+` LIMIT `+w.arg(q.Limit+1),
+		`SELECT `+userSkillColumns+` FROM user_skills`+w.String()+order("created_at", "name", false)+limit(q.Limit+1),
 		w.args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list skills: %w", err)

@@ -98,7 +98,7 @@ func (s *Store) ListSpecs(ctx context.Context, q paging.Query) ([]sandbox.Spec, 
 		w.add(`id > ` + w.arg(c.id))
 	}
 	sps, err := collect(ctx, s.pool, scanSpec,
-		`SELECT `+specColumns+` FROM sandbox_specs`+w.String()+` ORDER BY id LIMIT `+w.arg(q.Limit+1), w.args...)
+		`SELECT `+specColumns+` FROM sandbox_specs`+w.String()+` ORDER BY id`+limit(q.Limit+1), w.args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list sandbox specs: %w", err)
 	}

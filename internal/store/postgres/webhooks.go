@@ -182,7 +182,7 @@ func (s *Store) ListDeliveries(ctx context.Context, ownerID, webhookID string, s
 	}
 	keyset(&w, "created_at", "id", true, c)
 	ds, err := collect(ctx, s.pool, scanDelivery,
-		`SELECT `+deliveryColumns+` FROM webhook_deliveries`+w.String()+order("created_at", "id", true)+` LIMIT `+w.arg(q.Limit+1),
+		`SELECT `+deliveryColumns+` FROM webhook_deliveries`+w.String()+order("created_at", "id", true)+limit(q.Limit+1),
 		w.args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list deliveries: %w", err)
