@@ -41,6 +41,11 @@ var listingEndpoints = []listingEndpoint{
 			_, _, err := st.ListConversations(ctx, owner, conversation.Filter{}, page100)
 			return err
 		}},
+	{"V0 conversations (GET /api/conversations)", func(listingSeed) string { return "/api/conversations?limit=100" },
+		func(ctx context.Context, st store.Store, owner string, _ listingSeed) error {
+			_, _, err := st.ListConversations(ctx, owner, conversation.Filter{}, page100)
+			return err
+		}},
 	{"start tasks (GET /api/v1/app-conversations/start-tasks/search)", func(listingSeed) string {
 		return "/api/v1/app-conversations/start-tasks/search?limit=100"
 	}, func(ctx context.Context, st store.Store, owner string, _ listingSeed) error {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"net/http"
 	"strings"
 
@@ -127,11 +128,8 @@ func (a *API) listConversationsV0(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	out := apitypes.ConversationInfoResultSet{Results: make([]apitypes.ConversationInfo, len(views)), NextPageID: optString(next)}
-	for i, v := range views {
-		out.Results[i] = a.conversationInfo(v)
-	}
-	writeJSON(w, http.StatusOK, out)
+	// As writeJSON writes an apitypes.ConversationInfoResultSet.
+	writeList(w, "results", len(views), next, func(buf *bytes.Buffer, i int) { a.appendListedInfo(buf, views[i]) })
 	return nil
 }
 

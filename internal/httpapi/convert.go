@@ -278,19 +278,48 @@ func (a *API) appendAppConversation(buf *bytes.Buffer, v conversation.View) (las
 	}
 	c := a.appConversationWith(v, m)
 	appendAppConversation(buf, c, metrics)
-	return c.SessionAPIKey != nil || v.SandboxStatus != sandbox.StatusRunning || len(v.SandboxKeySealed) == 0
+	return keyShown(v, c.SessionAPIKey)
 }
+
+// keyShown reports whether key is what an answer shows of v's sandbox session key for as long
+// as the server runs: not when the key of a running sandbox could not be opened.
+func keyShown(v conversation.View, key *string) bool {
+	return key != nil || v.SandboxStatus != sandbox.StatusRunning || len(v.SandboxKeySealed) == 0
+}
+
+// The shapes a.encoded keeps a listed conversation in, as the Seq of its key there (a
+// conversation's own key has none).
+const (
+	shapeAppConversation  int64 = iota // apitypes.AppConversation (V1)
+	shapeConversationInfo              // apitypes.ConversationInfo (V0)
+)
 
 // appendListedConversation appends a conversation of a listing (conversation.Service.Search)
 // as appendAppConversation does, from a.encoded when it holds v's version, and keeps what it
 // encoded there otherwise.
 func (a *API) appendListedConversation(buf *bytes.Buffer, v conversation.View) {
-	key, created := listingcache.Key{Kind: listingcache.KindConversation, ID: v.ID}, listingcache.TimeKey(v.CreatedAt)
+	key, created := listingcache.Key{Kind: listingcache.KindConversation, Seq: shapeAppConversation, ID: v.ID}, listingcache.TimeKey(v.CreatedAt)
 	if a.appendKept(buf, key, created, v.Rev) {
 		return
 	}
 	start := buf.Len()
 	if a.appendAppConversation(buf, v) {
+		a.keep(buf.Bytes()[start:], key, created, v.Rev)
+	}
+}
+
+// appendListedInfo appends a conversation of a V0 listing as encoding/json writes
+// a.conversationInfo(v), from a.encoded when it holds v's version, and keeps what it encoded
+// there otherwise (unless v's sandbox session key could not be opened).
+func (a *API) appendListedInfo(buf *bytes.Buffer, v conversation.View) {
+	key, created := listingcache.Key{Kind: listingcache.KindConversation, Seq: shapeConversationInfo, ID: v.ID}, listingcache.TimeKey(v.CreatedAt)
+	if a.appendKept(buf, key, created, v.Rev) {
+		return
+	}
+	start := buf.Len()
+	info := a.conversationInfo(v)
+	appendJSON(buf, info) // of fixed types: never fails
+	if keyShown(v, info.SessionAPIKey) {
 		a.keep(buf.Bytes()[start:], key, created, v.Rev)
 	}
 }

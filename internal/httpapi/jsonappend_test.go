@@ -6,6 +6,8 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -164,8 +166,8 @@ func TestAppendAppConversationIsEncodingJSONs(t *testing.T) {
 	}
 }
 
-// TestListedEncodings: a listing's conversations and start tasks are written from the
-// encodings kept by their versions exactly as they encode as they are now; a new version is
+// TestListedEncodings: a listing's conversations (V1 and V0) and start tasks are written from
+// the encodings kept by their versions exactly as they encode as they are now; a new version is
 // encoded anew; a running sandbox's session key that could not be opened is not kept; and
 // ReleaseMemory empties the kept encodings, which hold session keys.
 func TestListedEncodings(t *testing.T) {
@@ -177,9 +179,10 @@ func TestListedEncodings(t *testing.T) {
 		}
 		return append([]byte("key of "), sealed...), nil
 	}}, log: slog.New(slog.DiscardHandler), encoded: listingcache.New(1 << 20)}
+	// check writes v as a V1 and a V0 listing do, and returns the V1 bytes.
 	check := func(what string, v conversation.View) []byte {
 		t.Helper()
-		var got, want bytes.Buffer
+		var got, want, gotInfo, wantInfo bytes.Buffer
 		a.appendListedConversation(&got, v)
 		if err := appendJSON(&want, a.appConversation(v)); err != nil {
 			t.Fatal(err)
@@ -187,14 +190,21 @@ func TestListedEncodings(t *testing.T) {
 		if !bytes.Equal(got.Bytes(), want.Bytes()) {
 			t.Fatalf("%s: wrote\n%s\nencoding/json writes\n%s", what, got.Bytes(), want.Bytes())
 		}
+		a.appendListedInfo(&gotInfo, v)
+		if err := appendJSON(&wantInfo, a.conversationInfo(v)); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(gotInfo.Bytes(), wantInfo.Bytes()) {
+			t.Fatalf("%s, V0: wrote\n%s\nencoding/json writes\n%s", what, gotInfo.Bytes(), wantInfo.Bytes())
+		}
 		return got.Bytes()
 	}
 	v := conversation.View{Conversation: conversation.Conversation{ID: "c1", OwnerID: "u1", SandboxID: "sb1", Version: conversation.V1,
 		Title: "first", CreatedAt: at, UpdatedAt: at, ExecutionStatus: "running"}, SandboxStatus: sandbox.StatusRunning,
 		SandboxKeySealed: []byte("sb1"), Rev: 3}
 	check("first listing", v)
-	if a.encoded.Len() != 1 {
-		t.Fatalf("%d encodings kept after a listing of one conversation, want 1", a.encoded.Len())
+	if a.encoded.Len() != 2 {
+		t.Fatalf("%d encodings kept after a V1 and a V0 listing of one conversation, want 2", a.encoded.Len())
 	}
 	check("listed again", v)
 
@@ -241,6 +251,22 @@ func TestListedEncodings(t *testing.T) {
 	checkTask("task listed again")
 	if b := check("the conversation of the task's id", v); !bytes.Contains(b, []byte(`"conversation_version"`)) {
 		t.Fatalf("conversation written as %s", b)
+	}
+
+	// A V0 page whole, as writeJSON writes its result set.
+	views := []conversation.View{v, {Conversation: conversation.Conversation{ID: "c2", OwnerID: "u1", Version: conversation.V1,
+		Title: "second", CreatedAt: at, UpdatedAt: at}, SandboxStatus: sandbox.StatusMissing, Rev: 1}}
+	for _, next := range []string{"", "page-2"} {
+		got, want := httptest.NewRecorder(), httptest.NewRecorder()
+		writeList(got, "results", len(views), next, func(buf *bytes.Buffer, i int) { a.appendListedInfo(buf, views[i]) })
+		set := apitypes.ConversationInfoResultSet{NextPageID: optString(next)}
+		for _, v := range views {
+			set.Results = append(set.Results, a.conversationInfo(v))
+		}
+		writeJSON(want, http.StatusOK, set)
+		if !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
+			t.Fatalf("V0 page: wrote\n%s\nwriteJSON writes\n%s", got.Body.Bytes(), want.Body.Bytes())
+		}
 	}
 	task.Status, task.Rev = conversation.TaskReady, 7
 	if b := checkTask("task ready"); !bytes.Contains(b, []byte(`"app_conversation_id":"c1"`)) {

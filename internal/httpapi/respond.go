@@ -42,9 +42,17 @@ func writeBuffer(w http.ResponseWriter, status int, buf *bytes.Buffer) {
 // writePage writes a page as writeJSON writes the page types of apitypes: {"items":[...],
 // "next_page_id":...}, each item appended to buf by item.
 func writePage(w http.ResponseWriter, n int, next string, item func(buf *bytes.Buffer, i int)) {
+	writeList(w, "items", n, next, item)
+}
+
+// writeList writes a page as writePage does, its items under field: the V0 result sets'
+// {"results":[...],"next_page_id":...}.
+func writeList(w http.ResponseWriter, field string, n int, next string, item func(buf *bytes.Buffer, i int)) {
 	buf := getBuffer()
 	defer putBuffer(buf)
-	buf.WriteString(`{"items":[`)
+	buf.WriteString(`{"`)
+	buf.WriteString(field)
+	buf.WriteString(`":[`)
 	for i := range n {
 		if i > 0 {
 			buf.WriteByte(',')
