@@ -162,3 +162,20 @@ func WithRev[S, T any](scan func(S, ...any) (T, error)) func(S) (Read[T], error)
 		return Read[T]{Row: r, Rev: rev}, err
 	}
 }
+
+// ScanTask and ScanView turn a store's scan of a start task or a conversation view, which
+// reads the row's rev into it (StartTask.Rev, View.Rev), into a scan as Rows.Scan is.
+func ScanTask[S any](scan func(S) (conversation.StartTask, error)) func(S) (Read[conversation.StartTask], error) {
+	return withRowRev(scan, func(t *conversation.StartTask) int64 { return t.Rev })
+}
+
+func ScanView[S any](scan func(S) (conversation.View, error)) func(S) (Read[conversation.View], error) {
+	return withRowRev(scan, func(v *conversation.View) int64 { return v.Rev })
+}
+
+func withRowRev[S, T any](scan func(S) (T, error), rev func(*T) int64) func(S) (Read[T], error) {
+	return func(row S) (Read[T], error) {
+		r, err := scan(row)
+		return Read[T]{Row: r, Rev: rev(&r)}, err
+	}
+}

@@ -103,17 +103,11 @@ var (
 		},
 	}
 	listedTasks = listingcache.Rows[string, conversation.StartTask, pgx.Row]{Table: listingcache.Tasks,
-		Select: `SELECT ` + taskColumns + ` FROM start_tasks`, KeyColumn: "id", Scan: func(row pgx.Row) (listingcache.Read[conversation.StartTask], error) {
-			t, err := scanTask(row)
-			return listingcache.Read[conversation.StartTask]{Row: t, Rev: t.Rev}, err
-		}}
+		Select: `SELECT ` + taskColumns + ` FROM start_tasks`, KeyColumn: "id", Scan: listingcache.ScanTask(scanTask)}
 	listedSandboxes = listingcache.Rows[string, sandbox.Sandbox, pgx.Row]{Table: listingcache.Sandboxes,
 		Select: `SELECT ` + listedSandboxColumns + `, rev FROM sandboxes`, KeyColumn: "id", Scan: listingcache.WithRev(scanSandboxWith)}
 	listedConversations = listingcache.Rows[string, conversation.View, pgx.Row]{Table: listingcache.Conversations,
-		Select: listSelect, KeyColumn: "c.id", Scan: func(row pgx.Row) (listingcache.Read[conversation.View], error) {
-			v, err := scanView(row)
-			return listingcache.Read[conversation.View]{Row: v, Rev: v.Rev}, err
-		}}
+		Select: listSelect, KeyColumn: "c.id", Scan: listingcache.ScanView(scanView)}
 )
 
 // at returns the rows at versions, in their order: from s's cache where it holds that
