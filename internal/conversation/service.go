@@ -533,6 +533,17 @@ func (s *Service) Search(ctx context.Context, ownerID string, f Filter, q paging
 	return s.o.Store.ListConversations(ctx, ownerID, f, q)
 }
 
+// SearchVersions pages through the owner's conversations as Search does, naming each by its
+// version alone; At reads the conversations at such versions (Store.ListConversationVersions,
+// Store.ConversationsAt).
+func (s *Service) SearchVersions(ctx context.Context, ownerID string, f Filter, q paging.Query) ([]Listed, string, error) {
+	return s.o.Store.ListConversationVersions(ctx, ownerID, f, q)
+}
+
+func (s *Service) At(ctx context.Context, ownerID string, ls []Listed) ([]View, error) {
+	return s.o.Store.ConversationsAt(ctx, ownerID, ls)
+}
+
 // Count counts the owner's conversations that match f.
 func (s *Service) Count(ctx context.Context, ownerID string, f Filter) (int, error) {
 	return s.o.Store.CountConversations(ctx, ownerID, f)

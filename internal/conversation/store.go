@@ -11,6 +11,15 @@ import (
 	"github.com/agentd/agentd/internal/paging"
 )
 
+// Listed names a row of a listing (a conversation, a start task) at the version the listing
+// read: its id, its creation time as unix nanoseconds (the least int64 for the zero time) and
+// its rev (View.Rev, StartTask.Rev). A row listed again at the same version holds what it
+// held then.
+type Listed struct {
+	ID           string
+	Created, Rev int64
+}
+
 // Store persists conversations and start tasks. Safe for concurrent use. ownerID scopes every
 // call: another user's rows are ErrNotFound and never counted or listed.
 type Store interface {
@@ -21,6 +30,15 @@ type Store interface {
 	// ListConversations pages through the owner's conversations, newest first (created_at, id).
 	// Listed views leave RequestSealed empty: GetConversation reads it.
 	ListConversations(ctx context.Context, ownerID string, f Filter, q paging.Query) (vs []View, next string, err error)
+	// ListConversationVersions is the first half of ListConversations: the page's
+	// conversations as versions (Listed), in the same order, and the same next cursor.
+	// ConversationsAt is its second half: the owner's conversations named by ls, in their
+	// order, each as it was at its version where the store still holds that version, and
+	// otherwise as it is now (with its new Rev; left out when deleted since); never another
+	// owner's. A caller that holds what it needs of some rows at their versions reads only
+	// the others.
+	ListConversationVersions(ctx context.Context, ownerID string, f Filter, q paging.Query) (ls []Listed, next string, err error)
+	ConversationsAt(ctx context.Context, ownerID string, ls []Listed) ([]View, error)
 	CountConversations(ctx context.Context, ownerID string, f Filter) (int, error)
 	// SubConversationIDs returns, for each of the parents, the ids of the owner's
 	// conversations that name it as parent, oldest first. Parents without any are absent.

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"net/http"
 	"strings"
 
@@ -124,13 +123,15 @@ func (a *API) listConversationsV0(w http.ResponseWriter, r *http.Request) error 
 	if q.ConversationTrigger != nil {
 		f.Trigger = string(*q.ConversationTrigger)
 	}
-	views, next, err := a.d.Conversations.Search(r.Context(), caller(r).ID, f, paging.Query{Cursor: q.PageID, Limit: q.Limit})
+	owner := caller(r).ID
+	ls, next, err := a.d.Conversations.SearchVersions(r.Context(), owner, f, paging.Query{Cursor: q.PageID, Limit: q.Limit})
 	if err != nil {
 		return err
 	}
 	// As writeJSON writes an apitypes.ConversationInfoResultSet.
-	writeList(w, "results", len(views), next, func(buf *bytes.Buffer, i int) { a.appendListedInfo(buf, views[i]) })
-	return nil
+	return writeListed(a, w, listedConversationInfos, "results", ls, next, func(ls []conversation.Listed) ([]conversation.View, error) {
+		return a.d.Conversations.At(r.Context(), owner, ls)
+	})
 }
 
 func (a *API) getConversationV0(w http.ResponseWriter, r *http.Request) error {

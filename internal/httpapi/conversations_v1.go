@@ -166,12 +166,14 @@ func (a *API) searchAppConversations(w http.ResponseWriter, r *http.Request) err
 	}
 	f := conversationFilter(q.TitleContains, q.CreatedAtGTE, q.CreatedAtLT, q.UpdatedAtGTE, q.UpdatedAtLT)
 	f.IncludeSub, f.SandboxID = q.IncludeSubConversations, q.SandboxIDEq
-	views, next, err := a.d.Conversations.Search(r.Context(), caller(r).ID, f, paging.Query{Cursor: q.PageID, Limit: q.Limit})
+	owner := caller(r).ID
+	ls, next, err := a.d.Conversations.SearchVersions(r.Context(), owner, f, paging.Query{Cursor: q.PageID, Limit: q.Limit})
 	if err != nil {
 		return err
 	}
-	writePage(w, len(views), next, func(buf *bytes.Buffer, i int) { a.appendListedConversation(buf, views[i]) })
-	return nil
+	return writeListed(a, w, listedAppConversations, "items", ls, next, func(ls []conversation.Listed) ([]conversation.View, error) {
+		return a.d.Conversations.At(r.Context(), owner, ls)
+	})
 }
 
 func (a *API) countAppConversations(w http.ResponseWriter, r *http.Request) error {

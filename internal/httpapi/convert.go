@@ -3,7 +3,9 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -294,34 +296,93 @@ const (
 	shapeConversationInfo              // apitypes.ConversationInfo (V0)
 )
 
-// appendListedConversation appends a conversation of a listing (conversation.Service.Search)
-// as appendAppConversation does, from a.encoded when it holds v's version, and keeps what it
-// encoded there otherwise.
-func (a *API) appendListedConversation(buf *bytes.Buffer, v conversation.View) {
-	key, created := listingcache.Key{Kind: listingcache.KindConversation, Seq: shapeAppConversation, ID: v.ID}, listingcache.TimeKey(v.CreatedAt)
-	if a.appendKept(buf, key, created, v.Rev) {
-		return
+// listed is a kind of listed row as writeListed writes it: key names a row's encoding in
+// a.encoded (by its id), version is a row's version, and encode appends a row's encoding and
+// reports whether it is what the row encodes to for as long as the server runs (keyShown).
+type listed[T any] struct {
+	key     func(id string) listingcache.Key
+	version func(*T) conversation.Listed
+	encode  func(a *API, buf *bytes.Buffer, row *T) bool
+}
+
+// The kinds of listed rows.
+var (
+	// listedAppConversations: apitypes.AppConversation (V1).
+	listedAppConversations = listed[conversation.View]{
+		key:     conversationKey(shapeAppConversation),
+		version: viewVersion,
+		encode:  func(a *API, buf *bytes.Buffer, v *conversation.View) bool { return a.appendAppConversation(buf, *v) },
 	}
-	start := buf.Len()
-	if a.appendAppConversation(buf, v) {
-		a.keep(buf.Bytes()[start:], key, created, v.Rev)
+	// listedConversationInfos: apitypes.ConversationInfo (V0), as encoding/json writes it.
+	listedConversationInfos = listed[conversation.View]{
+		key:     conversationKey(shapeConversationInfo),
+		version: viewVersion,
+		encode: func(a *API, buf *bytes.Buffer, v *conversation.View) bool {
+			info := a.conversationInfo(*v)
+			appendJSON(buf, info) // of fixed types: never fails
+			return keyShown(*v, info.SessionAPIKey)
+		},
+	}
+)
+
+func conversationKey(shape int64) func(string) listingcache.Key {
+	return func(id string) listingcache.Key {
+		return listingcache.Key{Kind: listingcache.KindConversation, Seq: shape, ID: id}
 	}
 }
 
-// appendListedInfo appends a conversation of a V0 listing as encoding/json writes
-// a.conversationInfo(v), from a.encoded when it holds v's version, and keeps what it encoded
-// there otherwise (unless v's sandbox session key could not be opened).
-func (a *API) appendListedInfo(buf *bytes.Buffer, v conversation.View) {
-	key, created := listingcache.Key{Kind: listingcache.KindConversation, Seq: shapeConversationInfo, ID: v.ID}, listingcache.TimeKey(v.CreatedAt)
-	if a.appendKept(buf, key, created, v.Rev) {
-		return
+func viewVersion(v *conversation.View) conversation.Listed {
+	return conversation.Listed{ID: v.ID, Created: listingcache.TimeKey(v.CreatedAt), Rev: v.Rev}
+}
+
+// writeListed writes a page of rows of kind l, named by their versions ls (as a store's
+// listing names them, with the next page's cursor next), as writeList writes a page under
+// field. Each row whose encoding a.encoded keeps at its version is written from it, without
+// reading the row; the others are read, all in one call of read, encoded, and kept (when their
+// encodings last). A row that read leaves out (deleted since it was listed) is left out of the
+// page; one read at a newer version is written and kept at that version.
+func writeListed[T any](a *API, w http.ResponseWriter, l listed[T], field string, ls []conversation.Listed, next string,
+	read func([]conversation.Listed) ([]T, error)) error {
+	rows := make([][]byte, len(ls))
+	held := 0
+	a.encoded.GetAll(len(ls), func(i int) (listingcache.Key, int64, int64) {
+		return l.key(ls[i].ID), ls[i].Created, ls[i].Rev
+	}, func(i int, x *listingcache.Entry) {
+		rows[i] = x.Row.([]byte)
+		held++
+	})
+	if held < len(ls) {
+		missing := make([]conversation.Listed, 0, len(ls)-held)
+		for i, b := range rows {
+			if b == nil {
+				missing = append(missing, ls[i])
+			}
+		}
+		fresh, err := read(missing)
+		if err != nil {
+			return err
+		}
+		byID := make(map[string][]byte, len(fresh))
+		buf := getBuffer()
+		for i := range fresh {
+			buf.Reset()
+			lasting := l.encode(a, buf, &fresh[i])
+			b, v := bytes.Clone(buf.Bytes()), l.version(&fresh[i])
+			byID[v.ID] = b
+			if lasting && a.encoded != nil {
+				a.encoded.Put(&listingcache.Entry{Key: l.key(v.ID), Created: v.Created, Rev: v.Rev, Row: b, Cost: len(b) + listingcache.EntryOverhead})
+			}
+		}
+		putBuffer(buf)
+		for i, b := range rows {
+			if b == nil {
+				rows[i] = byID[ls[i].ID]
+			}
+		}
+		rows = slices.DeleteFunc(rows, func(b []byte) bool { return b == nil })
 	}
-	start := buf.Len()
-	info := a.conversationInfo(v)
-	appendJSON(buf, info) // of fixed types: never fails
-	if keyShown(v, info.SessionAPIKey) {
-		a.keep(buf.Bytes()[start:], key, created, v.Rev)
-	}
+	writeList(w, field, len(rows), next, func(buf *bytes.Buffer, i int) { buf.Write(rows[i]) })
+	return nil
 }
 
 // appendListedTask appends a start task of a listing (conversation.Service.SearchTasks) as

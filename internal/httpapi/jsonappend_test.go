@@ -179,34 +179,71 @@ func TestListedEncodings(t *testing.T) {
 		}
 		return append([]byte("key of "), sealed...), nil
 	}}, log: slog.New(slog.DiscardHandler), encoded: listingcache.New(1 << 20)}
-	// check writes v as a V1 and a V0 listing do, and returns the V1 bytes.
+	// page writes views as the V1 and V0 listings do (writeListed), each page read from views
+	// as the store's ConversationsAt reads it, and checks both against writeJSON's encoding of
+	// their page types as they are now. It returns the V1 page and the number of views read.
+	page := func(what string, views []conversation.View, next string) ([]byte, int) {
+		t.Helper()
+		ls := make([]conversation.Listed, len(views))
+		for i := range views {
+			ls[i] = viewVersion(&views[i])
+		}
+		read := 0
+		at := func(ls []conversation.Listed) ([]conversation.View, error) {
+			var out []conversation.View
+			for _, l := range ls {
+				for _, v := range views {
+					if v.ID == l.ID {
+						out = append(out, v)
+					}
+				}
+			}
+			read += len(out)
+			return out, nil
+		}
+		got, want := httptest.NewRecorder(), httptest.NewRecorder()
+		if err := writeListed(a, got, listedAppConversations, "items", ls, next, at); err != nil {
+			t.Fatal(err)
+		}
+		set := apitypes.AppConversationPage{NextPageID: optString(next)}
+		for _, v := range views {
+			set.Items = append(set.Items, a.appConversation(v))
+		}
+		writeJSON(want, http.StatusOK, set)
+		if !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
+			t.Fatalf("%s: wrote\n%s\nwriteJSON writes\n%s", what, got.Body.Bytes(), want.Body.Bytes())
+		}
+		gotInfo, wantInfo := httptest.NewRecorder(), httptest.NewRecorder()
+		if err := writeListed(a, gotInfo, listedConversationInfos, "results", ls, next, at); err != nil {
+			t.Fatal(err)
+		}
+		infos := apitypes.ConversationInfoResultSet{NextPageID: optString(next)}
+		for _, v := range views {
+			infos.Results = append(infos.Results, a.conversationInfo(v))
+		}
+		writeJSON(wantInfo, http.StatusOK, infos)
+		if !bytes.Equal(gotInfo.Body.Bytes(), wantInfo.Body.Bytes()) {
+			t.Fatalf("%s, V0: wrote\n%s\nwriteJSON writes\n%s", what, gotInfo.Body.Bytes(), wantInfo.Body.Bytes())
+		}
+		return got.Body.Bytes(), read
+	}
 	check := func(what string, v conversation.View) []byte {
 		t.Helper()
-		var got, want, gotInfo, wantInfo bytes.Buffer
-		a.appendListedConversation(&got, v)
-		if err := appendJSON(&want, a.appConversation(v)); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got.Bytes(), want.Bytes()) {
-			t.Fatalf("%s: wrote\n%s\nencoding/json writes\n%s", what, got.Bytes(), want.Bytes())
-		}
-		a.appendListedInfo(&gotInfo, v)
-		if err := appendJSON(&wantInfo, a.conversationInfo(v)); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(gotInfo.Bytes(), wantInfo.Bytes()) {
-			t.Fatalf("%s, V0: wrote\n%s\nencoding/json writes\n%s", what, gotInfo.Bytes(), wantInfo.Bytes())
-		}
-		return got.Bytes()
+		b, _ := page(what, []conversation.View{v}, "")
+		return b
 	}
 	v := conversation.View{Conversation: conversation.Conversation{ID: "c1", OwnerID: "u1", SandboxID: "sb1", Version: conversation.V1,
 		Title: "first", CreatedAt: at, UpdatedAt: at, ExecutionStatus: "running"}, SandboxStatus: sandbox.StatusRunning,
 		SandboxKeySealed: []byte("sb1"), Rev: 3}
-	check("first listing", v)
+	if _, read := page("first listing", []conversation.View{v}, ""); read != 2 {
+		t.Fatalf("first listings read %d views, want 1 each", read)
+	}
 	if a.encoded.Len() != 2 {
 		t.Fatalf("%d encodings kept after a V1 and a V0 listing of one conversation, want 2", a.encoded.Len())
 	}
-	check("listed again", v)
+	if _, read := page("listed again", []conversation.View{v}, ""); read != 0 {
+		t.Fatalf("listed again at the same version, %d views were read", read)
+	}
 
 	// A new version of it: renamed, then its sandbox paused.
 	v.Title, v.Rev = "renamed", 4
@@ -253,20 +290,33 @@ func TestListedEncodings(t *testing.T) {
 		t.Fatalf("conversation written as %s", b)
 	}
 
-	// A V0 page whole, as writeJSON writes its result set.
+	// Pages whole, one row kept and one not, with and without a next page.
 	views := []conversation.View{v, {Conversation: conversation.Conversation{ID: "c2", OwnerID: "u1", Version: conversation.V1,
 		Title: "second", CreatedAt: at, UpdatedAt: at}, SandboxStatus: sandbox.StatusMissing, Rev: 1}}
 	for _, next := range []string{"", "page-2"} {
-		got, want := httptest.NewRecorder(), httptest.NewRecorder()
-		writeList(got, "results", len(views), next, func(buf *bytes.Buffer, i int) { a.appendListedInfo(buf, views[i]) })
-		set := apitypes.ConversationInfoResultSet{NextPageID: optString(next)}
-		for _, v := range views {
-			set.Results = append(set.Results, a.conversationInfo(v))
-		}
-		writeJSON(want, http.StatusOK, set)
-		if !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
-			t.Fatalf("V0 page: wrote\n%s\nwriteJSON writes\n%s", got.Body.Bytes(), want.Body.Bytes())
-		}
+		page("two rows, next "+next, views, next)
+	}
+
+	// A row deleted between the listing of its version and the read of it is left out; one
+	// changed in between is written as read, and kept at the version read.
+	third := views[1]
+	third.ID, third.Title = "c3", "third"
+	changed := third
+	changed.Title, changed.Rev = "changed in between", 2
+	ls := []conversation.Listed{viewVersion(&views[0]), {ID: "gone", Created: third.CreatedAt.UnixNano(), Rev: 1}, viewVersion(&third)}
+	got := httptest.NewRecorder()
+	if err := writeListed(a, got, listedAppConversations, "items", ls, "", func([]conversation.Listed) ([]conversation.View, error) {
+		return []conversation.View{changed}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := httptest.NewRecorder()
+	writeJSON(want, http.StatusOK, apitypes.AppConversationPage{Items: []apitypes.AppConversation{a.appConversation(views[0]), a.appConversation(changed)}})
+	if !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
+		t.Fatalf("a page with a row deleted and one changed since listed: wrote\n%s\nwant\n%s", got.Body.Bytes(), want.Body.Bytes())
+	}
+	if _, read := page("the changed row listed at its new version", []conversation.View{changed}, ""); read != 1 {
+		t.Fatalf("the row changed in between was read again %d times at its new version, want once (V0)", read)
 	}
 	task.Status, task.Rev = conversation.TaskReady, 7
 	if b := checkTask("task ready"); !bytes.Contains(b, []byte(`"app_conversation_id":"c1"`)) {

@@ -1,6 +1,8 @@
 package listingcache
 
 import (
+	"slices"
+
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/sandbox"
@@ -29,6 +31,8 @@ type Table[K comparable, T any] struct {
 	// created is a row's creation time as TimeKey (0 for events, which are not versioned).
 	created func(T) int64
 	cost    func(*T) int
+	// owner is a row's owner's id (nil for events, which are read by conversation).
+	owner func(*T) string
 }
 
 func byID(kind Kind) func(string) Key {
@@ -51,18 +55,21 @@ var (
 		ref:     byID(KindTask),
 		created: func(t conversation.StartTask) int64 { return TimeKey(t.CreatedAt) },
 		cost:    taskCost,
+		owner:   func(t *conversation.StartTask) string { return t.OwnerID },
 	}
 	Sandboxes = Table[string, sandbox.Sandbox]{
 		key:     func(sb sandbox.Sandbox) string { return sb.ID },
 		ref:     byID(KindSandbox),
 		created: func(sb sandbox.Sandbox) int64 { return TimeKey(sb.CreatedAt) },
 		cost:    sandboxCost,
+		owner:   func(sb *sandbox.Sandbox) string { return sb.OwnerID },
 	}
 	Conversations = Table[string, conversation.View]{
 		key:     func(v conversation.View) string { return v.ID },
 		ref:     byID(KindConversation),
 		created: func(v conversation.View) int64 { return TimeKey(v.CreatedAt) },
 		cost:    viewCost,
+		owner:   func(v *conversation.View) string { return v.OwnerID },
 	}
 )
 
@@ -141,6 +148,29 @@ func (l Table[K, T]) At(c *Cache, versions []Version[K], read func(keys []K) ([]
 		}
 	}
 	return out, nil
+}
+
+// Owned leaves out of rows, in place, those another owner than ownerID has.
+func (l Table[K, T]) Owned(rows []T, ownerID string) []T {
+	return slices.DeleteFunc(rows, func(row T) bool { return l.owner(&row) != ownerID })
+}
+
+// Listed names the rows at versions as conversation.Listed does; Versions is the reverse, the
+// rows' positions left out (a row is read at a version by its key and version alone).
+func Listed(versions []Version[string]) []conversation.Listed {
+	ls := make([]conversation.Listed, len(versions))
+	for i, v := range versions {
+		ls[i] = conversation.Listed{ID: v.Key, Created: v.Created, Rev: v.Rev}
+	}
+	return ls
+}
+
+func Versions(ls []conversation.Listed) []Version[string] {
+	versions := make([]Version[string], len(ls))
+	for i, l := range ls {
+		versions[i] = Version[string]{Key: l.ID, Created: l.Created, Rev: l.Rev}
+	}
+	return versions
 }
 
 // Rows is a Table as a store reads it whole from its database, whose rows scan from S (the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/store/listingcache"
 )
 
 // conversationWhere turns a filter into conditions on conversations c.
@@ -50,6 +51,36 @@ func conversationWhere(ownerID string, f conversation.Filter) where {
 }
 
 func (s *Store) ListConversations(ctx context.Context, ownerID string, f conversation.Filter, q paging.Query) ([]conversation.View, string, error) {
+	versions, next, err := s.conversationVersions(ctx, ownerID, f, q)
+	if err != nil {
+		return nil, "", err
+	}
+	vs, err := at(ctx, s, listedConversations, versions)
+	if err != nil {
+		return nil, "", fmt.Errorf("list conversations: %w", err)
+	}
+	return vs, next, nil
+}
+
+func (s *Store) ListConversationVersions(ctx context.Context, ownerID string, f conversation.Filter, q paging.Query) ([]conversation.Listed, string, error) {
+	versions, next, err := s.conversationVersions(ctx, ownerID, f, q)
+	if err != nil {
+		return nil, "", err
+	}
+	return listingcache.Listed(versions), next, nil
+}
+
+func (s *Store) ConversationsAt(ctx context.Context, ownerID string, ls []conversation.Listed) ([]conversation.View, error) {
+	vs, err := at(ctx, s, listedConversations, listingcache.Versions(ls))
+	if err != nil {
+		return nil, fmt.Errorf("conversations: %w", err)
+	}
+	return listedConversations.Owned(vs, ownerID), nil
+}
+
+// conversationVersions reads the versions of a page of the owner's conversations (from the
+// owner's index alone when nothing but time and parent filters), and the next page's cursor.
+func (s *Store) conversationVersions(ctx context.Context, ownerID string, f conversation.Filter, q paging.Query) ([]listingcache.Version[string], string, error) {
 	q = q.Normalize()
 	c, err := decodeCursor(q.Cursor)
 	if err != nil {
@@ -57,15 +88,12 @@ func (s *Store) ListConversations(ctx context.Context, ownerID string, f convers
 	}
 	w := conversationWhere(ownerID, f)
 	keyset(&w, "c.created_at", "c.id", true, c)
-	// The page's conversations and their versions first (from the owner's index alone when
-	// nothing but time and parent filters), then the views the cache does not hold as they
-	// are now.
-	vs, next, err := listPage(ctx, s, listedConversations, false,
+	versions, next, err := pageVersions(ctx, s, false,
 		`SELECT c.id, c.created_at, c.rev FROM conversations c`+w.String()+order("c.created_at", "c.id", true), &w, q.Limit)
 	if err != nil {
 		return nil, "", fmt.Errorf("list conversations: %w", err)
 	}
-	return vs, next, nil
+	return versions, next, nil
 }
 
 func (s *Store) CountConversations(ctx context.Context, ownerID string, f conversation.Filter) (int, error) {

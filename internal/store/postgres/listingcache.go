@@ -81,16 +81,26 @@ func readSeqs(ctx context.Context, s *Store, query string, args []any, n int) ([
 // stood when the page was read.
 func listPage[T any](ctx context.Context, s *Store, l listingcache.Rows[string, T, pgx.Row], byPos bool,
 	query string, w *where, size int) ([]T, string, error) {
-	versions, err := readVersions(ctx, s, byPos, query+limit(size+1), w.args, size+1)
+	versions, next, err := pageVersions(ctx, s, byPos, query, w, size)
 	if err != nil {
 		return nil, "", err
 	}
-	versions, next := page(versions, size, func(v listingcache.Version[string]) (int64, string) { return v.Pos, v.Key })
 	rows, err := at(ctx, s, l, versions)
 	if err != nil {
 		return nil, "", err
 	}
 	return rows, next, nil
+}
+
+// pageVersions is listPage's first half: the versions of the page's rows, and the next
+// page's cursor.
+func pageVersions(ctx context.Context, s *Store, byPos bool, query string, w *where, size int) ([]listingcache.Version[string], string, error) {
+	versions, err := readVersions(ctx, s, byPos, query+limit(size+1), w.args, size+1)
+	if err != nil {
+		return nil, "", err
+	}
+	versions, next := page(versions, size, func(v listingcache.Version[string]) (int64, string) { return v.Pos, v.Key })
+	return versions, next, nil
 }
 
 // listed are the tables whose listings read versions first: how their rows are kept in the

@@ -48,16 +48,27 @@ func scanCreatedVersion(sc scanner) (listingcache.Version[string], error) {
 // where each row stood when the page was read.
 func listPage[T any](ctx context.Context, s *Store, l listingcache.Rows[string, T, scanner], scan func(scanner) (listingcache.Version[string], error),
 	query string, args []any, limit int) ([]T, string, error) {
-	versions, err := pageVersions(ctx, s, scan, query, args, limit+1)
+	versions, next, err := listVersions(ctx, s, scan, query, args, limit)
 	if err != nil {
 		return nil, "", err
 	}
-	versions, next := page(versions, limit, func(v listingcache.Version[string]) (int64, string) { return v.Pos, v.Key })
 	rows, err := at(ctx, s, l, versions)
 	if err != nil {
 		return nil, "", err
 	}
 	return rows, next, nil
+}
+
+// listVersions is listPage's first half: the versions of the page's rows, and the next
+// page's cursor. They may be shared with other callers, who only read them.
+func listVersions(ctx context.Context, s *Store, scan func(scanner) (listingcache.Version[string], error),
+	query string, args []any, limit int) ([]listingcache.Version[string], string, error) {
+	versions, err := pageVersions(ctx, s, scan, query, args, limit+1)
+	if err != nil {
+		return nil, "", err
+	}
+	versions, next := page(versions, limit, func(v listingcache.Version[string]) (int64, string) { return v.Pos, v.Key })
+	return versions, next, nil
 }
 
 // pageVersions reads the versions of up to n rows with query (without its LIMIT) and args,

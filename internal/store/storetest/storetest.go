@@ -90,6 +90,7 @@ func Run(t *testing.T, f Factory) {
 		{"PendingMessages", testPendingMessages},
 		{"ConversationFilters", testConversationFilters},
 		{"ConversationPaging", testConversationPaging},
+		{"ConversationVersions", testConversationVersions},
 		{"ConversationPagingWithInserts", testConversationPagingWithInserts},
 		{"BadCursor", testBadCursor},
 		{"StartTasks", testStartTasks},

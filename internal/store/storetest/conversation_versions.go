@@ -1,0 +1,100 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/store"
+	"github.com/agentd/agentd/internal/store/listingcache"
+)
+
+// testConversationVersions: a listing in two halves (ListConversationVersions, then
+// ConversationsAt) lists what ListConversations lists, page for page and cursor for cursor;
+// ConversationsAt reads none of another owner's conversations; at a version it does not hold,
+// it leaves out a conversation deleted since and reads one changed since as it is now, at a
+// new rev.
+func testConversationVersions(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	for i := range 25 {
+		// Every two conversations share a creation time.
+		createConversation(t, s, newConversation(ownerA, fmt.Sprintf("cv-%02d", (i*7)%25), i/2))
+	}
+	createConversation(t, s, newConversation(ownerB, "cv-b", 3))
+	listed := func(v conversation.View) conversation.Listed {
+		return conversation.Listed{ID: v.ID, Created: listingcache.TimeKey(v.CreatedAt), Rev: v.Rev}
+	}
+	var first []conversation.Listed
+	q, pages := paging.Query{Limit: 10}, 0
+	for {
+		vs, next, err := s.ListConversations(ctx, ownerA, conversation.Filter{}, q)
+		ok(t, "list conversations", err)
+		ls, lsNext, err := s.ListConversationVersions(ctx, ownerA, conversation.Filter{}, q)
+		ok(t, "list conversation versions", err)
+		if lsNext != next || len(ls) != len(vs) {
+			t.Fatalf("page %d: %d versions and next page %q, the listing has %d conversations and next page %q", pages, len(ls), lsNext, len(vs), next)
+		}
+		for i, v := range vs {
+			if ls[i] != listed(v) {
+				t.Fatalf("page %d, row %d: version %+v, the listing's conversation is %+v", pages, i, ls[i], listed(v))
+			}
+		}
+		at, err := s.ConversationsAt(ctx, ownerA, ls)
+		ok(t, "conversations at versions", err)
+		equal(t, fmt.Sprintf("page %d read at its versions", pages), at, vs)
+		if pages == 0 {
+			first = ls
+		}
+		pages++
+		if next == "" {
+			break
+		}
+		q.Cursor = next
+	}
+	if pages != 3 {
+		t.Fatalf("%d pages of 25 conversations at 10 a page, want 3", pages)
+	}
+
+	// Another owner's conversation, named beside the owner's, is left out.
+	theirs, _, err := s.ListConversationVersions(ctx, ownerB, conversation.Filter{}, paging.Query{})
+	ok(t, "list B's versions", err)
+	if len(theirs) != 1 {
+		t.Fatalf("B has %d conversation versions, want 1", len(theirs))
+	}
+	got, err := s.ConversationsAt(ctx, ownerA, []conversation.Listed{theirs[0], first[0]})
+	ok(t, "conversations at versions", err)
+	if len(got) != 1 || got[0].ID != first[0].ID {
+		t.Fatalf("A read %v at B's conversation's version and A's, want A's %s alone", ids(got, viewID), first[0].ID)
+	}
+
+	// Deleted and changed since they were listed: read at versions that the store cannot hold
+	// (as a listing on another replica named them), they are read as they are now.
+	ok(t, "delete", s.DeleteConversation(ctx, ownerA, first[0].ID))
+	title := "renamed since listed"
+	ok(t, "rename", s.PatchConversation(ctx, ownerA, first[1].ID, conversation.Patch{Title: &title}, time.Now()))
+	unheld := make([]conversation.Listed, 3)
+	for i := range unheld {
+		unheld[i] = first[i]
+		unheld[i].Rev += 1000
+	}
+	got, err = s.ConversationsAt(ctx, ownerA, unheld)
+	ok(t, "conversations at versions", err)
+	if len(got) != 2 || got[0].ID != first[1].ID || got[1].ID != first[2].ID {
+		t.Fatalf("read %v after %s was deleted, want %s and %s", ids(got, viewID), first[0].ID, first[1].ID, first[2].ID)
+	}
+	if got[0].Title != title || got[0].Rev == first[1].Rev {
+		t.Fatalf("renamed conversation read with title %q at rev %d (listed at rev %d), want %q at a new rev", got[0].Title, got[0].Rev, first[1].Rev, title)
+	}
+	if got[1].Rev != first[2].Rev {
+		t.Fatalf("unchanged conversation read at rev %d, listed at rev %d", got[1].Rev, first[2].Rev)
+	}
+	// At the versions listed, each is read as it was then, where the store still holds that
+	// version, or as it is now: its rev always names what it holds.
+	got, err = s.ConversationsAt(ctx, ownerA, first[1:2])
+	ok(t, "conversations at versions", err)
+	if len(got) != 1 || (got[0].Title == title) == (got[0].Rev == first[1].Rev) {
+		t.Fatalf("renamed conversation read at its listed version as %+v, want its title then at rev %d or %q at a new rev", got, first[1].Rev, title)
+	}
+}
