@@ -51,23 +51,32 @@ func conversationWhere(ownerID string, f conversation.Filter) where {
 }
 
 func (s *Store) ListConversations(ctx context.Context, ownerID string, f conversation.Filter, q paging.Query) ([]conversation.View, string, error) {
-	versions, next, err := s.conversationVersions(ctx, ownerID, f, q)
+	ls, next, err := s.ListConversationVersions(ctx, ownerID, f, q)
 	if err != nil {
 		return nil, "", err
 	}
-	vs, err := at(ctx, s, listedConversations, versions)
+	vs, err := at(ctx, s, listedConversations, listingcache.Versions(ls))
 	if err != nil {
 		return nil, "", fmt.Errorf("list conversations: %w", err)
 	}
 	return vs, next, nil
 }
 
+// ListConversationVersions reads the page's conversations and their versions from the owner's
+// index alone when nothing but time and parent filters.
 func (s *Store) ListConversationVersions(ctx context.Context, ownerID string, f conversation.Filter, q paging.Query) ([]conversation.Listed, string, error) {
-	versions, next, err := s.conversationVersions(ctx, ownerID, f, q)
+	q = q.Normalize()
+	c, err := decodeCursor(q.Cursor)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("list conversations: %w", err)
 	}
-	return listingcache.Listed(versions), next, nil
+	w := conversationWhere(ownerID, f)
+	keyset(&w, "c.created_at", "c.id", true, c)
+	ls, next, err := readListed(ctx, s, `SELECT c.id, c.created_at, c.rev FROM conversations c`+w.String()+order("c.created_at", "c.id", true), &w, q.Limit)
+	if err != nil {
+		return nil, "", fmt.Errorf("list conversations: %w", err)
+	}
+	return ls, next, nil
 }
 
 func (s *Store) ConversationsAt(ctx context.Context, ownerID string, ls []conversation.Listed) ([]conversation.View, error) {
@@ -76,24 +85,6 @@ func (s *Store) ConversationsAt(ctx context.Context, ownerID string, ls []conver
 		return nil, fmt.Errorf("conversations: %w", err)
 	}
 	return listedConversations.Owned(vs, ownerID), nil
-}
-
-// conversationVersions reads the versions of a page of the owner's conversations (from the
-// owner's index alone when nothing but time and parent filters), and the next page's cursor.
-func (s *Store) conversationVersions(ctx context.Context, ownerID string, f conversation.Filter, q paging.Query) ([]listingcache.Version[string], string, error) {
-	q = q.Normalize()
-	c, err := decodeCursor(q.Cursor)
-	if err != nil {
-		return nil, "", fmt.Errorf("list conversations: %w", err)
-	}
-	w := conversationWhere(ownerID, f)
-	keyset(&w, "c.created_at", "c.id", true, c)
-	versions, next, err := pageVersions(ctx, s, false,
-		`SELECT c.id, c.created_at, c.rev FROM conversations c`+w.String()+order("c.created_at", "c.id", true), &w, q.Limit)
-	if err != nil {
-		return nil, "", fmt.Errorf("list conversations: %w", err)
-	}
-	return versions, next, nil
 }
 
 func (s *Store) CountConversations(ctx context.Context, ownerID string, f conversation.Filter) (int, error) {

@@ -28,49 +28,63 @@ import (
 
 // readVersions reads the versions of a page, with query and args: each row's id, creation
 // time and rev, and, when byPos, its position (a time) after them; a listing in order of
-// creation reads no position, as its position is its creation time. Every row is scanned into
-// the same variables, which would otherwise each be allocated for each row.
+// creation reads no position, as its position is its creation time.
 func readVersions(ctx context.Context, s *Store, byPos bool, query string, args []any, n int) ([]listingcache.Version[string], error) {
-	rows, err := s.pool.Query(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var v listingcache.Version[string]
 	var created, pos time.Time
 	dest := []any{&v.Key, &created, &v.Rev, &pos}
 	if !byPos {
 		dest = dest[:3]
 	}
-	out := make([]listingcache.Version[string], 0, n)
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return nil, err
-		}
+	return readPage(ctx, s, query, args, n, dest, func() listingcache.Version[string] {
 		v.Created, v.Pos = listingcache.TimeKey(created), listingcache.TimeKey(created)
 		if byPos {
 			v.Pos = timeKey(pos)
 		}
-		out = append(out, v)
+		return v
+	})
+}
+
+// readListed reads the versions of a page in order of creation, as readVersions does, as the
+// conversation.Listed that a store returns them as (ListConversationVersions), and the next
+// page's cursor: a page of size rows, read with query (without its LIMIT) and w's arguments.
+// It reads them straight into what it returns, as a page's versions and their copy were a
+// quarter of what a conversation listing allocated.
+func readListed(ctx context.Context, s *Store, query string, w *where, size int) ([]conversation.Listed, string, error) {
+	var l conversation.Listed
+	var created time.Time
+	ls, err := readPage(ctx, s, query+limit(size+1), w.args, size+1, []any{&l.ID, &created, &l.Rev}, func() conversation.Listed {
+		l.Created = listingcache.TimeKey(created)
+		return l
+	})
+	if err != nil {
+		return nil, "", err
 	}
-	return out, rows.Err()
+	ls, next := page(ls, size, func(l conversation.Listed) (int64, string) { return l.Created, l.ID })
+	return ls, next, nil
 }
 
 // readSeqs reads the sequence numbers of a page of events, with query and args.
 func readSeqs(ctx context.Context, s *Store, query string, args []any, n int) ([]listingcache.Version[int64], error) {
+	var v listingcache.Version[int64]
+	return readPage(ctx, s, query, args, n, []any{&v.Key}, func() listingcache.Version[int64] { return v })
+}
+
+// readPage reads up to n rows with query and args: each is scanned into dest, the same
+// variables for every row (which would otherwise each be allocated for each row), and row
+// returns what they hold.
+func readPage[V any](ctx context.Context, s *Store, query string, args []any, n int, dest []any, row func() V) ([]V, error) {
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var v listingcache.Version[int64]
-	dest := []any{&v.Key}
-	out := make([]listingcache.Version[int64], 0, n)
+	out := make([]V, 0, n)
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
-		out = append(out, v)
+		out = append(out, row())
 	}
 	return out, rows.Err()
 }
