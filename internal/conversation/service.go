@@ -559,6 +559,16 @@ func (s *Service) SearchTasks(ctx context.Context, ownerID string, f TaskFilter,
 	return s.o.Store.ListStartTasks(ctx, ownerID, f, sort, q)
 }
 
+// SearchTaskVersions and TasksAt are SearchTasks in two halves, as SearchVersions and At are
+// Search (Store.ListStartTaskVersions, Store.StartTasksAt).
+func (s *Service) SearchTaskVersions(ctx context.Context, ownerID string, f TaskFilter, sort TaskSort, q paging.Query) ([]Listed, string, error) {
+	return s.o.Store.ListStartTaskVersions(ctx, ownerID, f, sort, q)
+}
+
+func (s *Service) TasksAt(ctx context.Context, ownerID string, ls []Listed) ([]StartTask, error) {
+	return s.o.Store.StartTasksAt(ctx, ownerID, ls)
+}
+
 // CountTasks counts the owner's start tasks that match f.
 func (s *Service) CountTasks(ctx context.Context, ownerID string, f TaskFilter) (int, error) {
 	return s.o.Store.CountStartTasks(ctx, ownerID, f)

@@ -128,6 +128,10 @@ type Store interface {
 
 	GetStartTask(ctx context.Context, ownerID, id string) (StartTask, error)
 	ListStartTasks(ctx context.Context, ownerID string, f TaskFilter, sort TaskSort, q paging.Query) (ts []StartTask, next string, err error)
+	// ListStartTaskVersions and StartTasksAt are ListStartTasks in two halves, as
+	// ListConversationVersions and ConversationsAt are ListConversations.
+	ListStartTaskVersions(ctx context.Context, ownerID string, f TaskFilter, sort TaskSort, q paging.Query) (ls []Listed, next string, err error)
+	StartTasksAt(ctx context.Context, ownerID string, ls []Listed) ([]StartTask, error)
 	CountStartTasks(ctx context.Context, ownerID string, f TaskFilter) (int, error)
 	// UpdateStartTask writes Status, Detail, SandboxID, AgentServerURL and UpdatedAt.
 	UpdateStartTask(ctx context.Context, t StartTask) error

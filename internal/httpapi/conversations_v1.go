@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"errors"
 	"net/http"
 	"strings"
@@ -237,12 +236,14 @@ func (a *API) searchStartTasks(w http.ResponseWriter, r *http.Request) error {
 	if q.SortOrder != nil {
 		sort = conversation.TaskSort(*q.SortOrder)
 	}
-	tasks, next, err := a.d.Conversations.SearchTasks(r.Context(), caller(r).ID, f, sort, paging.Query{Cursor: q.PageID, Limit: q.Limit})
+	owner := caller(r).ID
+	ls, next, err := a.d.Conversations.SearchTaskVersions(r.Context(), owner, f, sort, paging.Query{Cursor: q.PageID, Limit: q.Limit})
 	if err != nil {
 		return err
 	}
-	writePage(w, len(tasks), next, func(buf *bytes.Buffer, i int) { a.appendListedTask(buf, tasks[i]) })
-	return nil
+	return writeListed(a, w, listedStartTasks, "items", ls, next, func(ls []conversation.Listed) ([]conversation.StartTask, error) {
+		return a.d.Conversations.TasksAt(r.Context(), owner, ls)
+	})
 }
 
 func (a *API) countStartTasks(w http.ResponseWriter, r *http.Request) error {

@@ -313,6 +313,17 @@ var (
 		version: viewVersion,
 		encode:  func(a *API, buf *bytes.Buffer, v *conversation.View) bool { return a.appendAppConversation(buf, *v) },
 	}
+	// listedStartTasks: apitypes.AppConversationStartTask.
+	listedStartTasks = listed[conversation.StartTask]{
+		key: func(id string) listingcache.Key { return listingcache.Key{Kind: listingcache.KindTask, ID: id} },
+		version: func(t *conversation.StartTask) conversation.Listed {
+			return conversation.Listed{ID: t.ID, Created: listingcache.TimeKey(t.CreatedAt), Rev: t.Rev}
+		},
+		encode: func(a *API, buf *bytes.Buffer, t *conversation.StartTask) bool {
+			a.appendStartTask(buf, *t)
+			return true
+		},
+	}
 	// listedConversationInfos: apitypes.ConversationInfo (V0), as encoding/json writes it.
 	listedConversationInfos = listed[conversation.View]{
 		key:     conversationKey(shapeConversationInfo),
@@ -383,43 +394,6 @@ func writeListed[T any](a *API, w http.ResponseWriter, l listed[T], field string
 	}
 	writeList(w, field, len(rows), next, func(buf *bytes.Buffer, i int) { buf.Write(rows[i]) })
 	return nil
-}
-
-// appendListedTask appends a start task of a listing (conversation.Service.SearchTasks) as
-// appendStartTask does, from a.encoded when it holds t's version, and keeps what it encoded
-// there otherwise.
-func (a *API) appendListedTask(buf *bytes.Buffer, t conversation.StartTask) {
-	key, created := listingcache.Key{Kind: listingcache.KindTask, ID: t.ID}, listingcache.TimeKey(t.CreatedAt)
-	if a.appendKept(buf, key, created, t.Rev) {
-		return
-	}
-	start := buf.Len()
-	a.appendStartTask(buf, t)
-	a.keep(buf.Bytes()[start:], key, created, t.Rev)
-}
-
-// appendKept appends the encoding a.encoded keeps of the listed row named by key at the
-// version (created, rev), and reports whether it held one. A listed row's id, creation time
-// and rev name all it holds (conversation.View.Rev, conversation.StartTask.Rev), and the rest
-// of what its encoding reads (the server's URLs, the session key a sealed one opens to) stays
-// as it is while the server runs, so a kept encoding is what the row encodes to now.
-func (a *API) appendKept(buf *bytes.Buffer, key listingcache.Key, created, rev int64) bool {
-	x := a.encoded.Get(key, created, rev)
-	if x == nil {
-		return false
-	}
-	buf.Write(x.Row.([]byte))
-	return true
-}
-
-// keep keeps a copy of encoded, the encoding of the listed row named by key at the version
-// (created, rev), in a.encoded.
-func (a *API) keep(encoded []byte, key listingcache.Key, created, rev int64) {
-	if a.encoded == nil {
-		return
-	}
-	b := bytes.Clone(encoded)
-	a.encoded.Put(&listingcache.Entry{Key: key, Created: created, Rev: rev, Row: b, Cost: len(b) + listingcache.EntryOverhead})
 }
 
 // orEmpty keeps lists serialising as [] rather than null.

@@ -274,18 +274,28 @@ func TestListedEncodings(t *testing.T) {
 	// Start tasks likewise, beside the conversation of the same id.
 	task := conversation.StartTask{ID: "c1", OwnerID: "u1", Status: conversation.TaskWorking, ConversationID: "c1", SandboxID: "sb1",
 		Request: json.RawMessage(`{"title":"t"}`), CreatedAt: at, UpdatedAt: at, Rev: 6}
+	tasksRead := 0
 	checkTask := func(what string) []byte {
 		t.Helper()
-		var got, want bytes.Buffer
-		a.appendListedTask(&got, task)
-		a.appendStartTask(&want, task)
-		if !bytes.Equal(got.Bytes(), want.Bytes()) {
-			t.Fatalf("%s: wrote\n%s\nfresh, it writes\n%s", what, got.Bytes(), want.Bytes())
+		got, want := httptest.NewRecorder(), httptest.NewRecorder()
+		ls := []conversation.Listed{listedStartTasks.version(&task)}
+		if err := writeListed(a, got, listedStartTasks, "items", ls, "", func(ls []conversation.Listed) ([]conversation.StartTask, error) {
+			tasksRead += len(ls)
+			return []conversation.StartTask{task}, nil
+		}); err != nil {
+			t.Fatal(err)
 		}
-		return got.Bytes()
+		writePage(want, 1, "", func(buf *bytes.Buffer, _ int) { a.appendStartTask(buf, task) })
+		if !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
+			t.Fatalf("%s: wrote\n%s\nfresh, it writes\n%s", what, got.Body.Bytes(), want.Body.Bytes())
+		}
+		return got.Body.Bytes()
 	}
 	checkTask("task listed")
 	checkTask("task listed again")
+	if tasksRead != 1 {
+		t.Fatalf("a start task listed twice at one version was read %d times, want once", tasksRead)
+	}
 	if b := check("the conversation of the task's id", v); !bytes.Contains(b, []byte(`"conversation_version"`)) {
 		t.Fatalf("conversation written as %s", b)
 	}
@@ -321,5 +331,8 @@ func TestListedEncodings(t *testing.T) {
 	task.Status, task.Rev = conversation.TaskReady, 7
 	if b := checkTask("task ready"); !bytes.Contains(b, []byte(`"app_conversation_id":"c1"`)) {
 		t.Fatalf("ready task written as %s", b)
+	}
+	if tasksRead != 2 {
+		t.Fatalf("a start task listed at a new version was not read again")
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/store/listingcache"
 )
 
 // Start tasks are created only with their conversation (CreateConversation).
@@ -100,6 +101,36 @@ func taskOrder(sort conversation.TaskSort) (col string, desc bool, err error) {
 // ListStartTasks pages with a cursor on (sort time, id); a cursor is only meaningful with the
 // sort that produced it.
 func (s *Store) ListStartTasks(ctx context.Context, ownerID string, f conversation.TaskFilter, sort conversation.TaskSort, q paging.Query) ([]conversation.StartTask, string, error) {
+	versions, next, err := s.taskVersions(ctx, ownerID, f, sort, q)
+	if err != nil {
+		return nil, "", err
+	}
+	ts, err := at(ctx, s, listedTasks, versions)
+	if err != nil {
+		return nil, "", fmt.Errorf("list start tasks: %w", err)
+	}
+	return ts, next, nil
+}
+
+func (s *Store) ListStartTaskVersions(ctx context.Context, ownerID string, f conversation.TaskFilter, sort conversation.TaskSort, q paging.Query) ([]conversation.Listed, string, error) {
+	versions, next, err := s.taskVersions(ctx, ownerID, f, sort, q)
+	if err != nil {
+		return nil, "", err
+	}
+	return listingcache.Listed(versions), next, nil
+}
+
+func (s *Store) StartTasksAt(ctx context.Context, ownerID string, ls []conversation.Listed) ([]conversation.StartTask, error) {
+	ts, err := at(ctx, s, listedTasks, listingcache.Versions(ls))
+	if err != nil {
+		return nil, fmt.Errorf("start tasks: %w", err)
+	}
+	return listedTasks.Owned(ts, ownerID), nil
+}
+
+// taskVersions reads the versions of a page of the owner's start tasks, and the next page's
+// cursor.
+func (s *Store) taskVersions(ctx context.Context, ownerID string, f conversation.TaskFilter, sort conversation.TaskSort, q paging.Query) ([]listingcache.Version[string], string, error) {
 	q = q.Normalize()
 	col, desc, err := taskOrder(sort)
 	if err != nil {
@@ -111,17 +142,15 @@ func (s *Store) ListStartTasks(ctx context.Context, ownerID string, f conversati
 	}
 	w := taskWhere(ownerID, f, col)
 	keyset(&w, col, "id", desc, c)
-	// The page's tasks and their versions first, then the tasks the cache does not hold as
-	// they are now.
 	columns, scan := `id, created_at, rev, `+col, scanRowVersion
 	if col == "created_at" {
 		columns, scan = `id, created_at, rev`, scanCreatedVersion
 	}
-	ts, next, err := listPage(ctx, s, listedTasks, scan, `SELECT `+columns+` FROM start_tasks`+w.String()+order(col, "id", desc), w.args, q.Limit)
+	versions, next, err := listVersions(ctx, s, scan, `SELECT `+columns+` FROM start_tasks`+w.String()+order(col, "id", desc), w.args, q.Limit)
 	if err != nil {
 		return nil, "", fmt.Errorf("list start tasks: %w", err)
 	}
-	return ts, next, nil
+	return versions, next, nil
 }
 
 func (s *Store) CountStartTasks(ctx context.Context, ownerID string, f conversation.TaskFilter) (int, error) {

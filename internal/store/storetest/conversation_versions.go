@@ -12,7 +12,8 @@ import (
 )
 
 // testConversationVersions: a listing in two halves (ListConversationVersions, then
-// ConversationsAt) lists what ListConversations lists, page for page and cursor for cursor;
+// ConversationsAt) lists what ListConversations lists, page for page and cursor for cursor,
+// and so do the start task listings, in every order (ListStartTaskVersions, StartTasksAt);
 // ConversationsAt reads none of another owner's conversations; at a version it does not hold,
 // it leaves out a conversation deleted since and reads one changed since as it is now, at a
 // new rev.
@@ -55,6 +56,48 @@ func testConversationVersions(t *testing.T, s store.Store) {
 	}
 	if pages != 3 {
 		t.Fatalf("%d pages of 25 conversations at 10 a page, want 3", pages)
+	}
+
+	// The start tasks of the conversations, likewise, in each order.
+	for _, sort := range []conversation.TaskSort{conversation.SortCreatedAtDesc, conversation.SortCreatedAt, conversation.SortUpdatedAt, conversation.SortUpdatedAtDesc} {
+		q, pages := paging.Query{Limit: 10}, 0
+		for {
+			ts, next, err := s.ListStartTasks(ctx, ownerA, conversation.TaskFilter{}, sort, q)
+			ok(t, "list start tasks", err)
+			ls, lsNext, err := s.ListStartTaskVersions(ctx, ownerA, conversation.TaskFilter{}, sort, q)
+			ok(t, "list start task versions", err)
+			if lsNext != next || len(ls) != len(ts) {
+				t.Fatalf("%s, page %d: %d versions and next page %q, the listing has %d start tasks and next page %q", sort, pages, len(ls), lsNext, len(ts), next)
+			}
+			for i, task := range ts {
+				if want := (conversation.Listed{ID: task.ID, Created: listingcache.TimeKey(task.CreatedAt), Rev: task.Rev}); ls[i] != want {
+					t.Fatalf("%s, page %d, row %d: version %+v, the listing's start task is %+v", sort, pages, i, ls[i], want)
+				}
+			}
+			at, err := s.StartTasksAt(ctx, ownerA, ls)
+			ok(t, "start tasks at versions", err)
+			equal(t, fmt.Sprintf("%s, page %d read at its versions", sort, pages), at, ts)
+			pages++
+			if next == "" {
+				break
+			}
+			q.Cursor = next
+		}
+		if pages != 3 {
+			t.Fatalf("%s: %d pages of 25 start tasks at 10 a page, want 3", sort, pages)
+		}
+	}
+	tasks, _, err := s.ListStartTaskVersions(ctx, ownerA, conversation.TaskFilter{}, conversation.SortCreatedAtDesc, paging.Query{Limit: 1})
+	ok(t, "list start task versions", err)
+	theirTasks, _, err := s.ListStartTaskVersions(ctx, ownerB, conversation.TaskFilter{}, conversation.SortCreatedAtDesc, paging.Query{})
+	ok(t, "list B's start task versions", err)
+	if len(tasks) != 1 || len(theirTasks) != 1 {
+		t.Fatalf("%d and %d start task versions, want 1 of A's and B's one", len(tasks), len(theirTasks))
+	}
+	gotTasks, err := s.StartTasksAt(ctx, ownerA, []conversation.Listed{theirTasks[0], tasks[0]})
+	ok(t, "start tasks at versions", err)
+	if len(gotTasks) != 1 || gotTasks[0].ID != tasks[0].ID {
+		t.Fatalf("A read %d start tasks at B's task's version and A's, want A's %s alone", len(gotTasks), tasks[0].ID)
 	}
 
 	// Another owner's conversation, named beside the owner's, is left out.
