@@ -94,7 +94,7 @@ type API struct {
 	// decodedMetrics keeps the conversations' metrics as lately decoded (convert.go).
 	decodedMetrics metricsCache
 	// encoded keeps the conversations and start tasks as the listings lately encoded them,
-	// by their versions (writeListed, appendListedTask): a listing answers a
+	// by their versions (writeListed): a listing answers a
 	// hundred of them, most of which it answered as they are now before, and encoding them
 	// was most of its time. Nil keeps none.
 	encoded *listingcache.Cache
