@@ -335,4 +335,12 @@ func TestListedEncodings(t *testing.T) {
 	if tasksRead != 2 {
 		t.Fatalf("a start task listed at a new version was not read again")
 	}
+
+	// Without kept encodings (the listing cache off), every listing reads and encodes its rows.
+	a.encoded = nil
+	for range 2 {
+		if _, read := page("without kept encodings", views, "page-2"); read != 2*len(views) {
+			t.Fatalf("without kept encodings, a V1 and a V0 listing of %d views read %d", len(views), read)
+		}
+	}
 }
