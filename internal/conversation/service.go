@@ -536,11 +536,11 @@ func (s *Service) Search(ctx context.Context, ownerID string, f Filter, q paging
 // SearchVersions pages through the owner's conversations as Search does, naming each by its
 // version alone; At reads the conversations at such versions (Store.ListConversationVersions,
 // Store.ConversationsAt).
-func (s *Service) SearchVersions(ctx context.Context, ownerID string, f Filter, q paging.Query) ([]Listed, string, error) {
+func (s *Service) SearchVersions(ctx context.Context, ownerID string, f Filter, q paging.Query) ([]paging.Listed, string, error) {
 	return s.o.Store.ListConversationVersions(ctx, ownerID, f, q)
 }
 
-func (s *Service) At(ctx context.Context, ownerID string, ls []Listed) ([]View, error) {
+func (s *Service) At(ctx context.Context, ownerID string, ls []paging.Listed) ([]View, error) {
 	return s.o.Store.ConversationsAt(ctx, ownerID, ls)
 }
 
@@ -561,11 +561,11 @@ func (s *Service) SearchTasks(ctx context.Context, ownerID string, f TaskFilter,
 
 // SearchTaskVersions and TasksAt are SearchTasks in two halves, as SearchVersions and At are
 // Search (Store.ListStartTaskVersions, Store.StartTasksAt).
-func (s *Service) SearchTaskVersions(ctx context.Context, ownerID string, f TaskFilter, sort TaskSort, q paging.Query) ([]Listed, string, error) {
+func (s *Service) SearchTaskVersions(ctx context.Context, ownerID string, f TaskFilter, sort TaskSort, q paging.Query) ([]paging.Listed, string, error) {
 	return s.o.Store.ListStartTaskVersions(ctx, ownerID, f, sort, q)
 }
 
-func (s *Service) TasksAt(ctx context.Context, ownerID string, ls []Listed) ([]StartTask, error) {
+func (s *Service) TasksAt(ctx context.Context, ownerID string, ls []paging.Listed) ([]StartTask, error) {
 	return s.o.Store.StartTasksAt(ctx, ownerID, ls)
 }
 

@@ -11,15 +11,6 @@ import (
 	"github.com/agentd/agentd/internal/paging"
 )
 
-// Listed names a row of a listing (a conversation, a start task) at the version the listing
-// read: its id, its creation time as unix nanoseconds (the least int64 for the zero time) and
-// its rev (View.Rev, StartTask.Rev). A row listed again at the same version holds what it
-// held then.
-type Listed struct {
-	ID           string
-	Created, Rev int64
-}
-
 // Store persists conversations and start tasks. Safe for concurrent use. ownerID scopes every
 // call: another user's rows are ErrNotFound and never counted or listed.
 type Store interface {
@@ -37,8 +28,8 @@ type Store interface {
 	// otherwise as it is now (with its new Rev; left out when deleted since); never another
 	// owner's. A caller that holds what it needs of some rows at their versions reads only
 	// the others.
-	ListConversationVersions(ctx context.Context, ownerID string, f Filter, q paging.Query) (ls []Listed, next string, err error)
-	ConversationsAt(ctx context.Context, ownerID string, ls []Listed) ([]View, error)
+	ListConversationVersions(ctx context.Context, ownerID string, f Filter, q paging.Query) (ls []paging.Listed, next string, err error)
+	ConversationsAt(ctx context.Context, ownerID string, ls []paging.Listed) ([]View, error)
 	CountConversations(ctx context.Context, ownerID string, f Filter) (int, error)
 	// SubConversationIDs returns, for each of the parents, the ids of the owner's
 	// conversations that name it as parent, oldest first. Parents without any are absent.
@@ -130,8 +121,8 @@ type Store interface {
 	ListStartTasks(ctx context.Context, ownerID string, f TaskFilter, sort TaskSort, q paging.Query) (ts []StartTask, next string, err error)
 	// ListStartTaskVersions and StartTasksAt are ListStartTasks in two halves, as
 	// ListConversationVersions and ConversationsAt are ListConversations.
-	ListStartTaskVersions(ctx context.Context, ownerID string, f TaskFilter, sort TaskSort, q paging.Query) (ls []Listed, next string, err error)
-	StartTasksAt(ctx context.Context, ownerID string, ls []Listed) ([]StartTask, error)
+	ListStartTaskVersions(ctx context.Context, ownerID string, f TaskFilter, sort TaskSort, q paging.Query) (ls []paging.Listed, next string, err error)
+	StartTasksAt(ctx context.Context, ownerID string, ls []paging.Listed) ([]StartTask, error)
 	CountStartTasks(ctx context.Context, ownerID string, f TaskFilter) (int, error)
 	// UpdateStartTask writes Status, Detail, SandboxID, AgentServerURL and UpdatedAt.
 	UpdateStartTask(ctx context.Context, t StartTask) error

@@ -129,7 +129,7 @@ func (a *API) listConversationsV0(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	// As writeJSON writes an apitypes.ConversationInfoResultSet.
-	return writeListed(a, w, listedConversationInfos, "results", ls, next, func(ls []conversation.Listed) ([]conversation.View, error) {
+	return writeListed(a, w, listedConversationInfos, "results", ls, next, func(ls []paging.Listed) ([]conversation.View, error) {
 		return a.d.Conversations.At(r.Context(), owner, ls)
 	})
 }

@@ -170,7 +170,7 @@ func (a *API) searchAppConversations(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	return writeListed(a, w, listedAppConversations, "items", ls, next, func(ls []conversation.Listed) ([]conversation.View, error) {
+	return writeListed(a, w, listedAppConversations, "items", ls, next, func(ls []paging.Listed) ([]conversation.View, error) {
 		return a.d.Conversations.At(r.Context(), owner, ls)
 	})
 }
@@ -241,7 +241,7 @@ func (a *API) searchStartTasks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeListed(a, w, listedStartTasks, "items", ls, next, func(ls []conversation.Listed) ([]conversation.StartTask, error) {
+	return writeListed(a, w, listedStartTasks, "items", ls, next, func(ls []paging.Listed) ([]conversation.StartTask, error) {
 		return a.d.Conversations.TasksAt(r.Context(), owner, ls)
 	})
 }

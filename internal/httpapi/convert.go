@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentd/agentd/internal/apitypes"
 	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/store/listingcache"
 )
@@ -280,13 +281,14 @@ func (a *API) appendAppConversation(buf *bytes.Buffer, v conversation.View) (las
 	}
 	c := a.appConversationWith(v, m)
 	appendAppConversation(buf, c, metrics)
-	return keyShown(v, c.SessionAPIKey)
+	return keyShown(v.SandboxStatus, v.SandboxKeySealed, c.SessionAPIKey)
 }
 
-// keyShown reports whether key is what an answer shows of v's sandbox session key for as long
-// as the server runs: not when the key of a running sandbox could not be opened.
-func keyShown(v conversation.View, key *string) bool {
-	return key != nil || v.SandboxStatus != sandbox.StatusRunning || len(v.SandboxKeySealed) == 0
+// keyShown reports whether key is what an answer shows of a sandbox's session key (sealed,
+// of a sandbox in status) for as long as the server runs: not when the key of a running
+// sandbox could not be opened.
+func keyShown(status sandbox.Status, sealed []byte, key *string) bool {
+	return key != nil || status != sandbox.StatusRunning || len(sealed) == 0
 }
 
 // The shapes a.encoded keeps a listed conversation in, as the Seq of its key there (a
@@ -301,7 +303,7 @@ const (
 // reports whether it is what the row encodes to for as long as the server runs (keyShown).
 type listed[T any] struct {
 	key     func(id string) listingcache.Key
-	version func(*T) conversation.Listed
+	version func(*T) paging.Listed
 	encode  func(a *API, buf *bytes.Buffer, row *T) bool
 }
 
@@ -316,12 +318,24 @@ var (
 	// listedStartTasks: apitypes.AppConversationStartTask.
 	listedStartTasks = listed[conversation.StartTask]{
 		key: func(id string) listingcache.Key { return listingcache.Key{Kind: listingcache.KindTask, ID: id} },
-		version: func(t *conversation.StartTask) conversation.Listed {
-			return conversation.Listed{ID: t.ID, Created: listingcache.TimeKey(t.CreatedAt), Rev: t.Rev}
+		version: func(t *conversation.StartTask) paging.Listed {
+			return paging.Listed{ID: t.ID, Created: listingcache.TimeKey(t.CreatedAt), Rev: t.Rev}
 		},
 		encode: func(a *API, buf *bytes.Buffer, t *conversation.StartTask) bool {
 			a.appendStartTask(buf, *t)
 			return true
+		},
+	}
+	// listedSandboxes: apitypes.SandboxInfo.
+	listedSandboxes = listed[sandbox.Sandbox]{
+		key: func(id string) listingcache.Key { return listingcache.Key{Kind: listingcache.KindSandbox, ID: id} },
+		version: func(sb *sandbox.Sandbox) paging.Listed {
+			return paging.Listed{ID: sb.ID, Created: listingcache.TimeKey(sb.CreatedAt), Rev: sb.Rev}
+		},
+		encode: func(a *API, buf *bytes.Buffer, sb *sandbox.Sandbox) bool {
+			info := a.sandboxInfo(*sb)
+			appendSandbox(buf, info)
+			return keyShown(sb.Status, sb.SessionKeySealed, info.SessionAPIKey)
 		},
 	}
 	// listedConversationInfos: apitypes.ConversationInfo (V0), as encoding/json writes it.
@@ -331,7 +345,7 @@ var (
 		encode: func(a *API, buf *bytes.Buffer, v *conversation.View) bool {
 			info := a.conversationInfo(*v)
 			appendJSON(buf, info) // of fixed types: never fails
-			return keyShown(*v, info.SessionAPIKey)
+			return keyShown(v.SandboxStatus, v.SandboxKeySealed, info.SessionAPIKey)
 		},
 	}
 )
@@ -342,8 +356,8 @@ func conversationKey(shape int64) func(string) listingcache.Key {
 	}
 }
 
-func viewVersion(v *conversation.View) conversation.Listed {
-	return conversation.Listed{ID: v.ID, Created: listingcache.TimeKey(v.CreatedAt), Rev: v.Rev}
+func viewVersion(v *conversation.View) paging.Listed {
+	return paging.Listed{ID: v.ID, Created: listingcache.TimeKey(v.CreatedAt), Rev: v.Rev}
 }
 
 // writeListed writes a page of rows of kind l, named by their versions ls (as a store's
@@ -352,8 +366,8 @@ func viewVersion(v *conversation.View) conversation.Listed {
 // reading the row; the others are read, all in one call of read, encoded, and kept (when their
 // encodings last). A row that read leaves out (deleted since it was listed) is left out of the
 // page; one read at a newer version is written and kept at that version.
-func writeListed[T any](a *API, w http.ResponseWriter, l listed[T], field string, ls []conversation.Listed, next string,
-	read func([]conversation.Listed) ([]T, error)) error {
+func writeListed[T any](a *API, w http.ResponseWriter, l listed[T], field string, ls []paging.Listed, next string,
+	read func([]paging.Listed) ([]T, error)) error {
 	rows := make([][]byte, len(ls))
 	held := 0
 	a.encoded.GetAll(len(ls), func(i int) (listingcache.Key, int64, int64) {
@@ -363,7 +377,7 @@ func writeListed[T any](a *API, w http.ResponseWriter, l listed[T], field string
 		held++
 	})
 	if held < len(ls) {
-		missing := make([]conversation.Listed, 0, len(ls)-held)
+		missing := make([]paging.Listed, 0, len(ls)-held)
 		for i, b := range rows {
 			if b == nil {
 				missing = append(missing, ls[i])

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentd/agentd/internal/apitypes"
 	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/store/listingcache"
 )
@@ -184,12 +185,12 @@ func TestListedEncodings(t *testing.T) {
 	// their page types as they are now. It returns the V1 page and the number of views read.
 	page := func(what string, views []conversation.View, next string) ([]byte, int) {
 		t.Helper()
-		ls := make([]conversation.Listed, len(views))
+		ls := make([]paging.Listed, len(views))
 		for i := range views {
 			ls[i] = viewVersion(&views[i])
 		}
 		read := 0
-		at := func(ls []conversation.Listed) ([]conversation.View, error) {
+		at := func(ls []paging.Listed) ([]conversation.View, error) {
 			var out []conversation.View
 			for _, l := range ls {
 				for _, v := range views {
@@ -278,8 +279,8 @@ func TestListedEncodings(t *testing.T) {
 	checkTask := func(what string) []byte {
 		t.Helper()
 		got, want := httptest.NewRecorder(), httptest.NewRecorder()
-		ls := []conversation.Listed{listedStartTasks.version(&task)}
-		if err := writeListed(a, got, listedStartTasks, "items", ls, "", func(ls []conversation.Listed) ([]conversation.StartTask, error) {
+		ls := []paging.Listed{listedStartTasks.version(&task)}
+		if err := writeListed(a, got, listedStartTasks, "items", ls, "", func(ls []paging.Listed) ([]conversation.StartTask, error) {
 			tasksRead += len(ls)
 			return []conversation.StartTask{task}, nil
 		}); err != nil {
@@ -313,9 +314,9 @@ func TestListedEncodings(t *testing.T) {
 	third.ID, third.Title = "c3", "third"
 	changed := third
 	changed.Title, changed.Rev = "changed in between", 2
-	ls := []conversation.Listed{viewVersion(&views[0]), {ID: "gone", Created: third.CreatedAt.UnixNano(), Rev: 1}, viewVersion(&third)}
+	ls := []paging.Listed{viewVersion(&views[0]), {ID: "gone", Created: third.CreatedAt.UnixNano(), Rev: 1}, viewVersion(&third)}
 	got := httptest.NewRecorder()
-	if err := writeListed(a, got, listedAppConversations, "items", ls, "", func([]conversation.Listed) ([]conversation.View, error) {
+	if err := writeListed(a, got, listedAppConversations, "items", ls, "", func([]paging.Listed) ([]conversation.View, error) {
 		return []conversation.View{changed}, nil
 	}); err != nil {
 		t.Fatal(err)
@@ -334,6 +335,44 @@ func TestListedEncodings(t *testing.T) {
 	}
 	if tasksRead != 2 {
 		t.Fatalf("a start task listed at a new version was not read again")
+	}
+
+	// Sandboxes likewise: kept at their versions, a new version read again, and a running
+	// sandbox's key that does not open written as null and not kept.
+	sb := sandbox.Sandbox{ID: "sb1", OwnerID: "u1", SpecID: "default", Backend: "process", Status: sandbox.StatusRunning,
+		SessionKeySealed: []byte("sb1"), CreatedAt: at, UpdatedAt: at, Rev: 2}
+	sandboxesRead := 0
+	checkSandbox := func(what string) []byte {
+		t.Helper()
+		got, want := httptest.NewRecorder(), httptest.NewRecorder()
+		ls := []paging.Listed{listedSandboxes.version(&sb)}
+		if err := writeListed(a, got, listedSandboxes, "items", ls, "", func(ls []paging.Listed) ([]sandbox.Sandbox, error) {
+			sandboxesRead += len(ls)
+			return []sandbox.Sandbox{sb}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		writeJSON(want, http.StatusOK, apitypes.SandboxPage{Items: []apitypes.SandboxInfo{a.sandboxInfo(sb)}})
+		if !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
+			t.Fatalf("%s: wrote\n%s\nwriteJSON writes\n%s", what, got.Body.Bytes(), want.Body.Bytes())
+		}
+		return got.Body.Bytes()
+	}
+	checkSandbox("sandbox listed")
+	if b := checkSandbox("sandbox listed again"); sandboxesRead != 1 || !bytes.Contains(b, []byte(`"session_api_key":"key of sb1"`)) {
+		t.Fatalf("a sandbox listed twice at one version was read %d times (want once), and written as %s", sandboxesRead, b)
+	}
+	sb.Status, sb.Rev = sandbox.StatusPaused, 3
+	if b := checkSandbox("sandbox paused"); sandboxesRead != 2 || bytes.Contains(b, []byte("key of")) {
+		t.Fatalf("a paused sandbox listed at its new version was read %d times in all (want 2), and written as %s", sandboxesRead, b)
+	}
+	sb.Status, sb.Rev = sandbox.StatusRunning, 4
+	opens = false
+	a.ReleaseMemory()
+	checkSandbox("sandbox key not opened")
+	opens = true
+	if b := checkSandbox("sandbox key opened"); sandboxesRead != 4 || !bytes.Contains(b, []byte(`"session_api_key":"key of sb1"`)) {
+		t.Fatalf("a sandbox whose key did not open was kept (read %d times in all, want 4), or written without its key once it opens: %s", sandboxesRead, b)
 	}
 
 	// Without kept encodings (the listing cache off), every listing reads and encodes its rows.

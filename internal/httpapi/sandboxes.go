@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"errors"
 	"net/http"
 
@@ -15,13 +14,15 @@ func (a *API) searchSandboxes(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeQuery(r, &q); err != nil {
 		return err
 	}
-	sbs, next, err := a.d.Sandboxes.Search(r.Context(), caller(r).ID, paging.Query{Cursor: q.PageID, Limit: q.Limit})
+	owner := caller(r).ID
+	ls, next, err := a.d.Sandboxes.SearchVersions(r.Context(), owner, paging.Query{Cursor: q.PageID, Limit: q.Limit})
 	if err != nil {
 		return err
 	}
 	// As an apitypes.SandboxPage.
-	writePage(w, len(sbs), next, func(buf *bytes.Buffer, i int) { appendSandbox(buf, a.sandboxInfo(sbs[i])) })
-	return nil
+	return writeListed(a, w, listedSandboxes, "items", ls, next, func(ls []paging.Listed) ([]sandbox.Sandbox, error) {
+		return a.d.Sandboxes.At(r.Context(), owner, ls)
+	})
 }
 
 func (a *API) batchGetSandboxes(w http.ResponseWriter, r *http.Request) error {

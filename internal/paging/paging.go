@@ -68,3 +68,12 @@ func (q Query) Normalize() Query {
 	}
 	return q
 }
+
+// Listed names a row of a listing (a conversation, a start task, a sandbox) at the version the
+// listing read: its id, its creation time as unix nanoseconds (the least int64 for the zero
+// time) and its rev, which counts the changes of what a listing shows of it. A row listed
+// again at the same version holds what it held then.
+type Listed struct {
+	ID           string
+	Created, Rev int64
+}

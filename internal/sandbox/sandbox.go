@@ -85,6 +85,10 @@ type Sandbox struct {
 	// an agent working in it); zero when none did. The replica that pauses idle sandboxes
 	// reads it beside the use it saw itself.
 	ActiveAt time.Time
+	// Rev is the version a listing read the record at (Store.ListSandboxes,
+	// Store.SandboxesAt): it counts the changes of what a listing shows of it. The other
+	// reads leave it 0. Not part of any answer.
+	Rev int64 `json:"-"`
 }
 
 // Limits bound the resources of a sandbox. Zero means unlimited; the server's configuration

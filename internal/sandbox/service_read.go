@@ -49,6 +49,24 @@ func (s *Service) Search(ctx context.Context, ownerID string, q paging.Query) ([
 	return sbs, next, nil
 }
 
+// SearchVersions and At are Search in two halves (Store.ListSandboxVersions,
+// Store.SandboxesAt).
+func (s *Service) SearchVersions(ctx context.Context, ownerID string, q paging.Query) ([]paging.Listed, string, error) {
+	ls, next, err := s.store.ListSandboxVersions(ctx, ownerID, q.Normalize())
+	if err != nil {
+		return nil, "", fmt.Errorf("search sandboxes: %w", err)
+	}
+	return ls, next, nil
+}
+
+func (s *Service) At(ctx context.Context, ownerID string, ls []paging.Listed) ([]Sandbox, error) {
+	sbs, err := s.store.SandboxesAt(ctx, ownerID, ls)
+	if err != nil {
+		return nil, fmt.Errorf("search sandboxes: %w", err)
+	}
+	return sbs, nil
+}
+
 // WaitRunning returns as soon as the sandbox is RUNNING. It fails when the sandbox is (or
 // becomes) ERROR or MISSING, when it is deleted, and when ctx ends. A PAUSED sandbox is
 // waited for: someone may be resuming it.

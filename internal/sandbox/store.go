@@ -37,6 +37,13 @@ type Store interface {
 	// The records carry no Instance: a listing never reaches a runtime, and GetSandbox reads
 	// the whole record.
 	ListSandboxes(ctx context.Context, ownerID string, q paging.Query) (sbs []Sandbox, next string, err error)
+	// ListSandboxVersions and SandboxesAt are ListSandboxes in two halves, as the
+	// conversation store's ListConversationVersions and ConversationsAt are its
+	// ListConversations: the page's sandboxes as versions, then the owner's sandboxes named by
+	// them, each as it was at its version where the store still holds that version, and
+	// otherwise as it is now (left out when deleted since); never another owner's.
+	ListSandboxVersions(ctx context.Context, ownerID string, q paging.Query) (ls []paging.Listed, next string, err error)
+	SandboxesAt(ctx context.Context, ownerID string, ls []paging.Listed) ([]Sandbox, error)
 	// AllSandboxes returns every record of every owner, for reconciliation at start-up.
 	AllSandboxes(ctx context.Context) ([]Sandbox, error)
 	// LiveSandboxes returns the STARTING, RUNNING and PAUSED records of every owner (those

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -108,7 +109,9 @@ func (s *MemStore) CreateSandbox(_ context.Context, sb sandbox.Sandbox, maxLive 
 			return fmt.Errorf("create sandbox %s: %w", sb.ID, sandbox.ErrLimit)
 		}
 	}
-	s.sandboxes[sb.ID] = cloneSandbox(sb)
+	c := cloneSandbox(sb)
+	c.Rev = 0
+	s.sandboxes[sb.ID] = c
 	return nil
 }
 
@@ -119,6 +122,7 @@ func (s *MemStore) TouchSandboxes(_ context.Context, ids []string, at time.Time)
 	for _, id := range ids {
 		if sb, ok := s.sandboxes[id]; ok && sb.ActiveAt.Before(at) {
 			sb.ActiveAt = at
+			sb.Rev++
 			s.sandboxes[id] = sb
 		}
 	}
@@ -133,6 +137,7 @@ func (s *MemStore) AdoptSandboxes(_ context.Context, backend, node string) (int,
 	for id, sb := range s.sandboxes {
 		if sb.Backend == backend && sb.Node == "" {
 			sb.Node = node
+			sb.Rev++
 			s.sandboxes[id] = sb
 			n++
 		}
@@ -172,6 +177,7 @@ func (s *MemStore) SetSessionKeyHash(_ context.Context, id string, hash []byte) 
 		return fmt.Errorf("set session key hash of sandbox %s: %w", id, sandbox.ErrNotFound)
 	}
 	sb.SessionKeyHash = slices.Clone(hash)
+	sb.Rev++
 	s.sandboxes[id] = sb
 	return nil
 }
@@ -211,6 +217,40 @@ func (s *MemStore) ListSandboxes(_ context.Context, ownerID string, q paging.Que
 	return page, paging.Encode(last.CreatedAt, last.ID), nil
 }
 
+// ListSandboxVersions lists as ListSandboxes does, naming each record by its version: every
+// write to a record increments its Rev, as the stores' triggers do.
+func (s *MemStore) ListSandboxVersions(ctx context.Context, ownerID string, q paging.Query) ([]paging.Listed, string, error) {
+	sbs, next, err := s.ListSandboxes(ctx, ownerID, q)
+	if err != nil {
+		return nil, "", err
+	}
+	ls := make([]paging.Listed, len(sbs))
+	for i, sb := range sbs {
+		created := sb.CreatedAt.UnixNano()
+		if sb.CreatedAt.IsZero() {
+			created = math.MinInt64
+		}
+		ls[i] = paging.Listed{ID: sb.ID, Created: created, Rev: sb.Rev}
+	}
+	return ls, next, nil
+}
+
+// SandboxesAt reads the owner's records that ls names as they are now (it keeps no earlier
+// versions), leaving out those deleted.
+func (s *MemStore) SandboxesAt(_ context.Context, ownerID string, ls []paging.Listed) ([]sandbox.Sandbox, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []sandbox.Sandbox
+	for _, l := range ls {
+		if sb, ok := s.sandboxes[l.ID]; ok && sb.OwnerID == ownerID {
+			listed := cloneSandbox(sb)
+			listed.Instance = sandbox.Instance{} // as sandbox.Store specifies
+			out = append(out, listed)
+		}
+	}
+	return out, nil
+}
+
 // AllSandboxes returns every record.
 func (s *MemStore) AllSandboxes(_ context.Context) ([]sandbox.Sandbox, error) {
 	s.mu.Lock()
@@ -244,6 +284,7 @@ func (s *MemStore) UpdateSandbox(_ context.Context, sb sandbox.Sandbox, prev san
 	}
 	c := cloneSandbox(sb)
 	cur.Status, cur.Detail, cur.Instance, cur.UpdatedAt = c.Status, c.Detail, c.Instance, c.UpdatedAt
+	cur.Rev++
 	s.sandboxes[sb.ID] = cur
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/sandbox"
 )
 
@@ -155,17 +156,17 @@ func (l Table[K, T]) Owned(rows []T, ownerID string) []T {
 	return slices.DeleteFunc(rows, func(row T) bool { return l.owner(&row) != ownerID })
 }
 
-// Listed names the rows at versions as conversation.Listed does; Versions is the reverse, the
+// Listed names the rows at versions as paging.Listed does; Versions is the reverse, the
 // rows' positions left out (a row is read at a version by its key and version alone).
-func Listed(versions []Version[string]) []conversation.Listed {
-	ls := make([]conversation.Listed, len(versions))
+func Listed(versions []Version[string]) []paging.Listed {
+	ls := make([]paging.Listed, len(versions))
 	for i, v := range versions {
-		ls[i] = conversation.Listed{ID: v.Key, Created: v.Created, Rev: v.Rev}
+		ls[i] = paging.Listed{ID: v.Key, Created: v.Created, Rev: v.Rev}
 	}
 	return ls
 }
 
-func Versions(ls []conversation.Listed) []Version[string] {
+func Versions(ls []paging.Listed) []Version[string] {
 	versions := make([]Version[string], len(ls))
 	for i, l := range ls {
 		versions[i] = Version[string]{Key: l.ID, Created: l.Created, Rev: l.Rev}
@@ -183,13 +184,15 @@ type Rows[K comparable, T, S any] struct {
 	Scan              func(S) (Read[T], error)
 }
 
-// WithRev turns a scan of a table's columns and those after them into extra into a scan of
-// the columns and rev after them, as Rows.Scan is.
-func WithRev[S, T any](scan func(S, ...any) (T, error)) func(S) (Read[T], error) {
-	return func(row S) (Read[T], error) {
+// ScanSandbox turns a store's scan of a sandbox's listed columns and those after them into
+// extra into a scan of the columns and rev after them, as Rows.Scan is, the rev read into
+// Sandbox.Rev too.
+func ScanSandbox[S any](scan func(S, ...any) (sandbox.Sandbox, error)) func(S) (Read[sandbox.Sandbox], error) {
+	return func(row S) (Read[sandbox.Sandbox], error) {
 		var rev int64
-		r, err := scan(row, &rev)
-		return Read[T]{Row: r, Rev: rev}, err
+		sb, err := scan(row, &rev)
+		sb.Rev = rev
+		return Read[sandbox.Sandbox]{Row: sb, Rev: rev}, err
 	}
 }
 

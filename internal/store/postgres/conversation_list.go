@@ -64,7 +64,7 @@ func (s *Store) ListConversations(ctx context.Context, ownerID string, f convers
 
 // ListConversationVersions reads the page's conversations and their versions from the owner's
 // index alone when nothing but time and parent filters.
-func (s *Store) ListConversationVersions(ctx context.Context, ownerID string, f conversation.Filter, q paging.Query) ([]conversation.Listed, string, error) {
+func (s *Store) ListConversationVersions(ctx context.Context, ownerID string, f conversation.Filter, q paging.Query) ([]paging.Listed, string, error) {
 	q = q.Normalize()
 	c, err := decodeCursor(q.Cursor)
 	if err != nil {
@@ -79,7 +79,7 @@ func (s *Store) ListConversationVersions(ctx context.Context, ownerID string, f 
 	return ls, next, nil
 }
 
-func (s *Store) ConversationsAt(ctx context.Context, ownerID string, ls []conversation.Listed) ([]conversation.View, error) {
+func (s *Store) ConversationsAt(ctx context.Context, ownerID string, ls []paging.Listed) ([]conversation.View, error) {
 	vs, err := at(ctx, s, listedConversations, listingcache.Versions(ls))
 	if err != nil {
 		return nil, fmt.Errorf("conversations: %w", err)

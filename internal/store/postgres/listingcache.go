@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/store/listingcache"
 )
@@ -46,21 +47,21 @@ func readVersions(ctx context.Context, s *Store, byPos bool, query string, args 
 }
 
 // readListed reads the versions of a page in order of creation, as readVersions does, as the
-// conversation.Listed that a store returns them as (ListConversationVersions), and the next
+// paging.Listed that a store returns them as (ListConversationVersions), and the next
 // page's cursor: a page of size rows, read with query (without its LIMIT) and w's arguments.
 // It reads them straight into what it returns, as a page's versions and their copy were a
 // quarter of what a conversation listing allocated.
-func readListed(ctx context.Context, s *Store, query string, w *where, size int) ([]conversation.Listed, string, error) {
-	var l conversation.Listed
+func readListed(ctx context.Context, s *Store, query string, w *where, size int) ([]paging.Listed, string, error) {
+	var l paging.Listed
 	var created time.Time
-	ls, err := readPage(ctx, s, query+limit(size+1), w.args, size+1, []any{&l.ID, &created, &l.Rev}, func() conversation.Listed {
+	ls, err := readPage(ctx, s, query+limit(size+1), w.args, size+1, []any{&l.ID, &created, &l.Rev}, func() paging.Listed {
 		l.Created = listingcache.TimeKey(created)
 		return l
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	ls, next := page(ls, size, func(l conversation.Listed) (int64, string) { return l.Created, l.ID })
+	ls, next := page(ls, size, func(l paging.Listed) (int64, string) { return l.Created, l.ID })
 	return ls, next, nil
 }
 
@@ -129,7 +130,7 @@ var (
 	listedTasks = listingcache.Rows[string, conversation.StartTask, pgx.Row]{Table: listingcache.Tasks,
 		Select: `SELECT ` + taskColumns + ` FROM start_tasks`, KeyColumn: "id", Scan: listingcache.ScanTask(scanTask)}
 	listedSandboxes = listingcache.Rows[string, sandbox.Sandbox, pgx.Row]{Table: listingcache.Sandboxes,
-		Select: `SELECT ` + listedSandboxColumns + `, rev FROM sandboxes`, KeyColumn: "id", Scan: listingcache.WithRev(scanSandboxWith)}
+		Select: `SELECT ` + listedSandboxColumns + `, rev FROM sandboxes`, KeyColumn: "id", Scan: listingcache.ScanSandbox(scanSandboxWith)}
 	listedConversations = listingcache.Rows[string, conversation.View, pgx.Row]{Table: listingcache.Conversations,
 		Select: listSelect, KeyColumn: "c.id", Scan: listingcache.ScanView(scanView)}
 )

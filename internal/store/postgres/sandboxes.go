@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/store/listingcache"
 )
 
 // An empty ownerID means any owner throughout, as sandbox.Store specifies. Instance is a JSON
@@ -147,6 +148,18 @@ func (s *Store) SetSessionKeyHash(ctx context.Context, id string, hash []byte) e
 }
 
 func (s *Store) ListSandboxes(ctx context.Context, ownerID string, q paging.Query) ([]sandbox.Sandbox, string, error) {
+	ls, next, err := s.ListSandboxVersions(ctx, ownerID, q)
+	if err != nil {
+		return nil, "", err
+	}
+	sbs, err := at(ctx, s, listedSandboxes, listingcache.Versions(ls))
+	if err != nil {
+		return nil, "", fmt.Errorf("list sandboxes: %w", err)
+	}
+	return sbs, next, nil
+}
+
+func (s *Store) ListSandboxVersions(ctx context.Context, ownerID string, q paging.Query) ([]paging.Listed, string, error) {
 	q = q.Normalize()
 	c, err := decodeCursor(q.Cursor)
 	if err != nil {
@@ -155,14 +168,19 @@ func (s *Store) ListSandboxes(ctx context.Context, ownerID string, q paging.Quer
 	var w where
 	ownedBy(&w, "owner_id", ownerID)
 	keyset(&w, "created_at", "id", true, c)
-	// The page's sandboxes and their versions first, then the sandboxes the cache does not
-	// hold as they are now.
-	sbs, next, err := listPage(ctx, s, listedSandboxes, false,
-		`SELECT id, created_at, rev FROM sandboxes`+w.String()+order("created_at", "id", true), &w, q.Limit)
+	ls, next, err := readListed(ctx, s, `SELECT id, created_at, rev FROM sandboxes`+w.String()+order("created_at", "id", true), &w, q.Limit)
 	if err != nil {
 		return nil, "", fmt.Errorf("list sandboxes: %w", err)
 	}
-	return sbs, next, nil
+	return ls, next, nil
+}
+
+func (s *Store) SandboxesAt(ctx context.Context, ownerID string, ls []paging.Listed) ([]sandbox.Sandbox, error) {
+	sbs, err := at(ctx, s, listedSandboxes, listingcache.Versions(ls))
+	if err != nil {
+		return nil, fmt.Errorf("sandboxes: %w", err)
+	}
+	return listedSandboxes.Owned(sbs, ownerID), nil
 }
 
 // LiveSandboxes reads through the partial index sandboxes_live.

@@ -97,7 +97,7 @@ func (s *Store) ListStartTasks(ctx context.Context, ownerID string, f conversati
 	return ts, next, nil
 }
 
-func (s *Store) ListStartTaskVersions(ctx context.Context, ownerID string, f conversation.TaskFilter, sort conversation.TaskSort, q paging.Query) ([]conversation.Listed, string, error) {
+func (s *Store) ListStartTaskVersions(ctx context.Context, ownerID string, f conversation.TaskFilter, sort conversation.TaskSort, q paging.Query) ([]paging.Listed, string, error) {
 	versions, next, err := s.taskVersions(ctx, ownerID, f, sort, q)
 	if err != nil {
 		return nil, "", err
@@ -105,7 +105,7 @@ func (s *Store) ListStartTaskVersions(ctx context.Context, ownerID string, f con
 	return listingcache.Listed(versions), next, nil
 }
 
-func (s *Store) StartTasksAt(ctx context.Context, ownerID string, ls []conversation.Listed) ([]conversation.StartTask, error) {
+func (s *Store) StartTasksAt(ctx context.Context, ownerID string, ls []paging.Listed) ([]conversation.StartTask, error) {
 	ts, err := at(ctx, s, listedTasks, listingcache.Versions(ls))
 	if err != nil {
 		return nil, fmt.Errorf("start tasks: %w", err)

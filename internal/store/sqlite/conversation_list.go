@@ -59,7 +59,7 @@ func (s *Store) ListConversations(ctx context.Context, ownerID string, f convers
 	return vs, next, nil
 }
 
-func (s *Store) ListConversationVersions(ctx context.Context, ownerID string, f conversation.Filter, q paging.Query) ([]conversation.Listed, string, error) {
+func (s *Store) ListConversationVersions(ctx context.Context, ownerID string, f conversation.Filter, q paging.Query) ([]paging.Listed, string, error) {
 	versions, next, err := s.conversationVersions(ctx, ownerID, f, q)
 	if err != nil {
 		return nil, "", err
@@ -67,7 +67,7 @@ func (s *Store) ListConversationVersions(ctx context.Context, ownerID string, f 
 	return listingcache.Listed(versions), next, nil
 }
 
-func (s *Store) ConversationsAt(ctx context.Context, ownerID string, ls []conversation.Listed) ([]conversation.View, error) {
+func (s *Store) ConversationsAt(ctx context.Context, ownerID string, ls []paging.Listed) ([]conversation.View, error) {
 	vs, err := at(ctx, s, listedConversations, listingcache.Versions(ls))
 	if err != nil {
 		return nil, fmt.Errorf("conversations: %w", err)

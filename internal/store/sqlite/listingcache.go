@@ -153,7 +153,7 @@ var (
 	listedTasks = listingcache.Rows[string, conversation.StartTask, scanner]{Table: listingcache.Tasks,
 		Select: `SELECT ` + taskColumns + ` FROM start_tasks`, KeyColumn: "id", Scan: listingcache.ScanTask(scanTask)}
 	listedSandboxes = listingcache.Rows[string, sandbox.Sandbox, scanner]{Table: listingcache.Sandboxes,
-		Select: `SELECT ` + listedSandboxColumns + `, rev FROM sandboxes`, KeyColumn: "id", Scan: listingcache.WithRev(scanSandboxWith)}
+		Select: `SELECT ` + listedSandboxColumns + `, rev FROM sandboxes`, KeyColumn: "id", Scan: listingcache.ScanSandbox(scanSandboxWith)}
 	listedConversations = listingcache.Rows[string, conversation.View, scanner]{Table: listingcache.Conversations,
 		Select: listSelect, KeyColumn: "c.id", Scan: listingcache.ScanView(scanView)}
 )

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/store/listingcache"
 )
 
 // An empty ownerID means any owner throughout, as sandbox.Store specifies. Instance is a JSON
@@ -166,6 +167,36 @@ func (s *Store) SetSessionKeyHash(ctx context.Context, id string, hash []byte) e
 }
 
 func (s *Store) ListSandboxes(ctx context.Context, ownerID string, q paging.Query) ([]sandbox.Sandbox, string, error) {
+	versions, next, err := s.sandboxVersions(ctx, ownerID, q)
+	if err != nil {
+		return nil, "", err
+	}
+	sbs, err := at(ctx, s, listedSandboxes, versions)
+	if err != nil {
+		return nil, "", fmt.Errorf("list sandboxes: %w", err)
+	}
+	return sbs, next, nil
+}
+
+func (s *Store) ListSandboxVersions(ctx context.Context, ownerID string, q paging.Query) ([]paging.Listed, string, error) {
+	versions, next, err := s.sandboxVersions(ctx, ownerID, q)
+	if err != nil {
+		return nil, "", err
+	}
+	return listingcache.Listed(versions), next, nil
+}
+
+func (s *Store) SandboxesAt(ctx context.Context, ownerID string, ls []paging.Listed) ([]sandbox.Sandbox, error) {
+	sbs, err := at(ctx, s, listedSandboxes, listingcache.Versions(ls))
+	if err != nil {
+		return nil, fmt.Errorf("sandboxes: %w", err)
+	}
+	return listedSandboxes.Owned(sbs, ownerID), nil
+}
+
+// sandboxVersions reads the versions of a page of the owner's sandboxes, and the next page's
+// cursor.
+func (s *Store) sandboxVersions(ctx context.Context, ownerID string, q paging.Query) ([]listingcache.Version[string], string, error) {
 	q = q.Normalize()
 	c, err := decodeCursor(q.Cursor)
 	if err != nil {
@@ -174,14 +205,12 @@ func (s *Store) ListSandboxes(ctx context.Context, ownerID string, q paging.Quer
 	var w where
 	ownedBy(&w, "owner_id", ownerID)
 	keyset(&w, "created_at", "id", true, c)
-	// The page's sandboxes and their versions first, then the sandboxes the cache does not
-	// hold as they are now.
-	sbs, next, err := listPage(ctx, s, listedSandboxes, scanCreatedVersion,
+	versions, next, err := listVersions(ctx, s, scanCreatedVersion,
 		`SELECT id, created_at, rev FROM sandboxes`+w.String()+order("created_at", "id", true), w.args, q.Limit)
 	if err != nil {
 		return nil, "", fmt.Errorf("list sandboxes: %w", err)
 	}
-	return sbs, next, nil
+	return versions, next, nil
 }
 
 // LiveSandboxes reads through the partial index sandboxes_live.
