@@ -90,25 +90,9 @@ func readPage[V any](ctx context.Context, s *Store, query string, args []any, n 
 	return out, rows.Err()
 }
 
-// listPage is a listing of l's rows by versions: it reads the versions of a page of size
-// rows and one more with query (without its LIMIT) and w's arguments (readVersions), then the
-// rows at those versions (at). The next page's cursor is made from the versions, where each row
-// stood when the page was read.
-func listPage[T any](ctx context.Context, s *Store, l listingcache.Rows[string, T, pgx.Row], byPos bool,
-	query string, w *where, size int) ([]T, string, error) {
-	versions, next, err := pageVersions(ctx, s, byPos, query, w, size)
-	if err != nil {
-		return nil, "", err
-	}
-	rows, err := at(ctx, s, l, versions)
-	if err != nil {
-		return nil, "", err
-	}
-	return rows, next, nil
-}
-
-// pageVersions is listPage's first half: the versions of the page's rows, and the next
-// page's cursor.
+// pageVersions reads the versions of a page of size rows (readVersions), with query (without
+// its LIMIT) and w's arguments, and makes the next page's cursor from them: where its last row
+// stood when the page was read. A listing then reads the rows at those versions (at).
 func pageVersions(ctx context.Context, s *Store, byPos bool, query string, w *where, size int) ([]listingcache.Version[string], string, error) {
 	versions, err := readVersions(ctx, s, byPos, query+limit(size+1), w.args, size+1)
 	if err != nil {

@@ -42,25 +42,11 @@ func scanCreatedVersion(sc scanner) (listingcache.Version[string], error) {
 	return v, err
 }
 
-// listPage is a listing of l's rows by versions: it reads the page's versions with query
-// (without its LIMIT) and args, scanned by scan (scanRowVersion or scanCreatedVersion), then
-// the rows at those versions (at). The next page's cursor is made from the versions,
-// where each row stood when the page was read.
-func listPage[T any](ctx context.Context, s *Store, l listingcache.Rows[string, T, scanner], scan func(scanner) (listingcache.Version[string], error),
-	query string, args []any, limit int) ([]T, string, error) {
-	versions, next, err := listVersions(ctx, s, scan, query, args, limit)
-	if err != nil {
-		return nil, "", err
-	}
-	rows, err := at(ctx, s, l, versions)
-	if err != nil {
-		return nil, "", err
-	}
-	return rows, next, nil
-}
-
-// listVersions is listPage's first half: the versions of the page's rows, and the next
-// page's cursor. They may be shared with other callers, who only read them.
+// listVersions reads the versions of a page of limit rows (pageVersions), with query
+// (without its LIMIT) and args, scanned by scan (scanRowVersion or scanCreatedVersion), and
+// makes the next page's cursor from them: where its last row stood when the page was read. A
+// listing then reads the rows at those versions (at). The versions may be shared with other
+// callers, who only read them.
 func listVersions(ctx context.Context, s *Store, scan func(scanner) (listingcache.Version[string], error),
 	query string, args []any, limit int) ([]listingcache.Version[string], string, error) {
 	versions, err := pageVersions(ctx, s, scan, query, args, limit+1)
