@@ -89,7 +89,7 @@ func main() {
 	flag.StringVar(&o.profileDir, "profile", "", "write CPU and heap profiles of the heaviest figures (the listing loads, the agent steps; the memory curve: its server's heap, allocations, goroutines and /metrics at the peak, its heap, goroutines and /metrics after) into this directory")
 	only := flag.String("only", "", "comma-separated groups of figures to measure (default all): "+strings.Join(groups, ", "))
 	flag.IntVar(&o.mcpCalls, "mcp-calls", 500, "MCP tool calls to time per transport, through the tool router and directly")
-	flag.IntVar(&o.streamRounds, "stream-rounds", 200, "events to time on each kind and number of stream subscribers")
+	flag.IntVar(&o.streamRounds, "stream-rounds", 1000, "events to time on each kind and number of stream subscribers (a p99 over 200 is decided by two events)")
 	flag.IntVar(&o.idleRounds, "idle-rounds", 5, "idle bwrap sandboxes to measure, one after the other")
 	flag.IntVar(&o.takeoverRounds, "takeover-rounds", 5, "replicas to kill in the middle of a model call, and as many in the middle of a command, for the takeover figure")
 	flag.DurationVar(&o.idleWait, "idle-wait", runtime.IdleTrimAfter+5*time.Second, "how long an idle sandbox gets no request before it is measured (its runtime trims its memory after "+runtime.IdleTrimAfter.String()+")")
