@@ -298,40 +298,38 @@ const (
 	shapeConversationInfo              // apitypes.ConversationInfo (V0)
 )
 
-// listed is a kind of listed row as writeListed writes it: key names a row's encoding in
-// a.encoded (by its id), version is a row's version, and encode appends a row's encoding and
+// listed is a kind of listed row as writeListed writes it: table is how the listing cache
+// names its rows and their versions (listingcache.ListedRow), shape the shape its encodings
+// are kept in (the Seq of their keys in a.encoded), and encode appends a row's encoding and
 // reports whether it is what the row encodes to for as long as the server runs (keyShown).
 type listed[T any] struct {
-	key     func(id string) listingcache.Key
-	version func(*T) paging.Listed
-	encode  func(a *API, buf *bytes.Buffer, row *T) bool
+	table  listingcache.Table[string, T]
+	kind   listingcache.Kind
+	shape  int64
+	encode func(a *API, buf *bytes.Buffer, row *T) bool
+}
+
+// key names a row's encoding in a.encoded, by the row's id.
+func (l listed[T]) key(id string) listingcache.Key {
+	return listingcache.Key{Kind: l.kind, Seq: l.shape, ID: id}
 }
 
 // The kinds of listed rows.
 var (
 	// listedAppConversations: apitypes.AppConversation (V1).
-	listedAppConversations = listed[conversation.View]{
-		key:     conversationKey(shapeAppConversation),
-		version: viewVersion,
-		encode:  func(a *API, buf *bytes.Buffer, v *conversation.View) bool { return a.appendAppConversation(buf, *v) },
+	listedAppConversations = listed[conversation.View]{table: listingcache.Conversations, kind: listingcache.KindConversation,
+		shape:  shapeAppConversation,
+		encode: func(a *API, buf *bytes.Buffer, v *conversation.View) bool { return a.appendAppConversation(buf, *v) },
 	}
 	// listedStartTasks: apitypes.AppConversationStartTask.
-	listedStartTasks = listed[conversation.StartTask]{
-		key: func(id string) listingcache.Key { return listingcache.Key{Kind: listingcache.KindTask, ID: id} },
-		version: func(t *conversation.StartTask) paging.Listed {
-			return paging.Listed{ID: t.ID, Created: listingcache.TimeKey(t.CreatedAt), Rev: t.Rev}
-		},
+	listedStartTasks = listed[conversation.StartTask]{table: listingcache.Tasks, kind: listingcache.KindTask,
 		encode: func(a *API, buf *bytes.Buffer, t *conversation.StartTask) bool {
 			a.appendStartTask(buf, *t)
 			return true
 		},
 	}
 	// listedSandboxes: apitypes.SandboxInfo.
-	listedSandboxes = listed[sandbox.Sandbox]{
-		key: func(id string) listingcache.Key { return listingcache.Key{Kind: listingcache.KindSandbox, ID: id} },
-		version: func(sb *sandbox.Sandbox) paging.Listed {
-			return paging.Listed{ID: sb.ID, Created: listingcache.TimeKey(sb.CreatedAt), Rev: sb.Rev}
-		},
+	listedSandboxes = listed[sandbox.Sandbox]{table: listingcache.Sandboxes, kind: listingcache.KindSandbox,
 		encode: func(a *API, buf *bytes.Buffer, sb *sandbox.Sandbox) bool {
 			info := a.sandboxInfo(*sb)
 			appendSandbox(buf, info)
@@ -339,9 +337,8 @@ var (
 		},
 	}
 	// listedConversationInfos: apitypes.ConversationInfo (V0), as encoding/json writes it.
-	listedConversationInfos = listed[conversation.View]{
-		key:     conversationKey(shapeConversationInfo),
-		version: viewVersion,
+	listedConversationInfos = listed[conversation.View]{table: listingcache.Conversations, kind: listingcache.KindConversation,
+		shape: shapeConversationInfo,
 		encode: func(a *API, buf *bytes.Buffer, v *conversation.View) bool {
 			info := a.conversationInfo(*v)
 			appendJSON(buf, info) // of fixed types: never fails
@@ -349,16 +346,6 @@ var (
 		},
 	}
 )
-
-func conversationKey(shape int64) func(string) listingcache.Key {
-	return func(id string) listingcache.Key {
-		return listingcache.Key{Kind: listingcache.KindConversation, Seq: shape, ID: id}
-	}
-}
-
-func viewVersion(v *conversation.View) paging.Listed {
-	return paging.Listed{ID: v.ID, Created: listingcache.TimeKey(v.CreatedAt), Rev: v.Rev}
-}
 
 // writeListed writes a page of rows of kind l, named by their versions ls (as a store's
 // listing names them, with the next page's cursor next), as writeList writes a page under
@@ -392,7 +379,7 @@ func writeListed[T any](a *API, w http.ResponseWriter, l listed[T], field string
 		for i := range fresh {
 			buf.Reset()
 			lasting := l.encode(a, buf, &fresh[i])
-			b, v := bytes.Clone(buf.Bytes()), l.version(&fresh[i])
+			b, v := bytes.Clone(buf.Bytes()), listingcache.ListedRow(l.table, &fresh[i])
 			byID[v.ID] = b
 			if lasting && a.encoded != nil {
 				a.encoded.Put(&listingcache.Entry{Key: l.key(v.ID), Created: v.Created, Rev: v.Rev, Row: b, Cost: len(b) + listingcache.EntryOverhead})

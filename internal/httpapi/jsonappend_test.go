@@ -187,7 +187,7 @@ func TestListedEncodings(t *testing.T) {
 		t.Helper()
 		ls := make([]paging.Listed, len(views))
 		for i := range views {
-			ls[i] = viewVersion(&views[i])
+			ls[i] = listingcache.ListedRow(listingcache.Conversations, &views[i])
 		}
 		read := 0
 		at := func(ls []paging.Listed) ([]conversation.View, error) {
@@ -279,7 +279,7 @@ func TestListedEncodings(t *testing.T) {
 	checkTask := func(what string) []byte {
 		t.Helper()
 		got, want := httptest.NewRecorder(), httptest.NewRecorder()
-		ls := []paging.Listed{listedStartTasks.version(&task)}
+		ls := []paging.Listed{listingcache.ListedRow(listingcache.Tasks, &task)}
 		if err := writeListed(a, got, listedStartTasks, "items", ls, "", func(ls []paging.Listed) ([]conversation.StartTask, error) {
 			tasksRead += len(ls)
 			return []conversation.StartTask{task}, nil
@@ -314,7 +314,7 @@ func TestListedEncodings(t *testing.T) {
 	third.ID, third.Title = "c3", "third"
 	changed := third
 	changed.Title, changed.Rev = "changed in between", 2
-	ls := []paging.Listed{viewVersion(&views[0]), {ID: "gone", Created: third.CreatedAt.UnixNano(), Rev: 1}, viewVersion(&third)}
+	ls := []paging.Listed{listingcache.ListedRow(listingcache.Conversations, &views[0]), {ID: "gone", Created: third.CreatedAt.UnixNano(), Rev: 1}, listingcache.ListedRow(listingcache.Conversations, &third)}
 	got := httptest.NewRecorder()
 	if err := writeListed(a, got, listedAppConversations, "items", ls, "", func([]paging.Listed) ([]conversation.View, error) {
 		return []conversation.View{changed}, nil
@@ -345,7 +345,7 @@ func TestListedEncodings(t *testing.T) {
 	checkSandbox := func(what string) []byte {
 		t.Helper()
 		got, want := httptest.NewRecorder(), httptest.NewRecorder()
-		ls := []paging.Listed{listedSandboxes.version(&sb)}
+		ls := []paging.Listed{listingcache.ListedRow(listingcache.Sandboxes, &sb)}
 		if err := writeListed(a, got, listedSandboxes, "items", ls, "", func(ls []paging.Listed) ([]sandbox.Sandbox, error) {
 			sandboxesRead += len(ls)
 			return []sandbox.Sandbox{sb}, nil

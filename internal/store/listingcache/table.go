@@ -32,8 +32,10 @@ type Table[K comparable, T any] struct {
 	// created is a row's creation time as TimeKey (0 for events, which are not versioned).
 	created func(T) int64
 	cost    func(*T) int
-	// owner is a row's owner's id (nil for events, which are read by conversation).
+	// owner is a row's owner's id, and rev the rev it was read at (nil for events, which are
+	// read by conversation and never change).
 	owner func(*T) string
+	rev   func(*T) int64
 }
 
 func byID(kind Kind) func(string) Key {
@@ -57,6 +59,7 @@ var (
 		created: func(t conversation.StartTask) int64 { return TimeKey(t.CreatedAt) },
 		cost:    taskCost,
 		owner:   func(t *conversation.StartTask) string { return t.OwnerID },
+		rev:     func(t *conversation.StartTask) int64 { return t.Rev },
 	}
 	Sandboxes = Table[string, sandbox.Sandbox]{
 		key:     func(sb sandbox.Sandbox) string { return sb.ID },
@@ -64,6 +67,7 @@ var (
 		created: func(sb sandbox.Sandbox) int64 { return TimeKey(sb.CreatedAt) },
 		cost:    sandboxCost,
 		owner:   func(sb *sandbox.Sandbox) string { return sb.OwnerID },
+		rev:     func(sb *sandbox.Sandbox) int64 { return sb.Rev },
 	}
 	Conversations = Table[string, conversation.View]{
 		key:     func(v conversation.View) string { return v.ID },
@@ -71,6 +75,7 @@ var (
 		created: func(v conversation.View) int64 { return TimeKey(v.CreatedAt) },
 		cost:    viewCost,
 		owner:   func(v *conversation.View) string { return v.OwnerID },
+		rev:     func(v *conversation.View) int64 { return v.Rev },
 	}
 )
 
@@ -166,6 +171,12 @@ func Listed(versions []Version[string]) []paging.Listed {
 	return ls
 }
 
+// ListedRow names row, a start task, a sandbox or a conversation of table l, as paging.Listed
+// does, at the version it was read at.
+func ListedRow[T any](l Table[string, T], row *T) paging.Listed {
+	return paging.Listed{ID: l.key(*row), Created: l.created(*row), Rev: l.rev(row)}
+}
+
 func Versions(ls []paging.Listed) []Version[string] {
 	versions := make([]Version[string], len(ls))
 	for i, l := range ls {
@@ -199,11 +210,11 @@ func ScanSandbox[S any](scan func(S, ...any) (sandbox.Sandbox, error)) func(S) (
 // ScanTask and ScanView turn a store's scan of a start task or a conversation view, which
 // reads the row's rev into it (StartTask.Rev, View.Rev), into a scan as Rows.Scan is.
 func ScanTask[S any](scan func(S) (conversation.StartTask, error)) func(S) (Read[conversation.StartTask], error) {
-	return withRowRev(scan, func(t *conversation.StartTask) int64 { return t.Rev })
+	return withRowRev(scan, Tasks.rev)
 }
 
 func ScanView[S any](scan func(S) (conversation.View, error)) func(S) (Read[conversation.View], error) {
-	return withRowRev(scan, func(v *conversation.View) int64 { return v.Rev })
+	return withRowRev(scan, Conversations.rev)
 }
 
 func withRowRev[S, T any](scan func(S) (T, error), rev func(*T) int64) func(S) (Read[T], error) {

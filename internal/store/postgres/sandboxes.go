@@ -176,11 +176,7 @@ func (s *Store) ListSandboxVersions(ctx context.Context, ownerID string, q pagin
 }
 
 func (s *Store) SandboxesAt(ctx context.Context, ownerID string, ls []paging.Listed) ([]sandbox.Sandbox, error) {
-	sbs, err := at(ctx, s, listedSandboxes, listingcache.Versions(ls))
-	if err != nil {
-		return nil, fmt.Errorf("sandboxes: %w", err)
-	}
-	return listedSandboxes.Owned(sbs, ownerID), nil
+	return ownedAt(ctx, s, listedSandboxes, ownerID, ls, "sandboxes")
 }
 
 // LiveSandboxes reads through the partial index sandboxes_live.

@@ -106,11 +106,7 @@ func (s *Store) ListStartTaskVersions(ctx context.Context, ownerID string, f con
 }
 
 func (s *Store) StartTasksAt(ctx context.Context, ownerID string, ls []paging.Listed) ([]conversation.StartTask, error) {
-	ts, err := at(ctx, s, listedTasks, listingcache.Versions(ls))
-	if err != nil {
-		return nil, fmt.Errorf("start tasks: %w", err)
-	}
-	return listedTasks.Owned(ts, ownerID), nil
+	return ownedAt(ctx, s, listedTasks, ownerID, ls, "start tasks")
 }
 
 // taskVersions reads the versions of a page of the owner's start tasks, and the next page's

@@ -68,11 +68,7 @@ func (s *Store) ListConversationVersions(ctx context.Context, ownerID string, f 
 }
 
 func (s *Store) ConversationsAt(ctx context.Context, ownerID string, ls []paging.Listed) ([]conversation.View, error) {
-	vs, err := at(ctx, s, listedConversations, listingcache.Versions(ls))
-	if err != nil {
-		return nil, fmt.Errorf("conversations: %w", err)
-	}
-	return listedConversations.Owned(vs, ownerID), nil
+	return ownedAt(ctx, s, listedConversations, ownerID, ls, "conversations")
 }
 
 // conversationVersions reads the versions of a page of the owner's conversations (from the

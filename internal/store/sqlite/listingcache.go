@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/store/listingcache"
 )
@@ -143,6 +144,16 @@ var (
 	listedConversations = listingcache.Rows[string, conversation.View, scanner]{Table: listingcache.Conversations,
 		Select: listSelect, KeyColumn: "c.id", Scan: listingcache.ScanView(scanView)}
 )
+
+// ownedAt returns the rows of l that ls names, at those versions (at), and leaves out those
+// another owner than ownerID has; what names the rows in an error.
+func ownedAt[T any](ctx context.Context, s *Store, l listingcache.Rows[string, T, scanner], ownerID string, ls []paging.Listed, what string) ([]T, error) {
+	rows, err := at(ctx, s, l, listingcache.Versions(ls))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return l.Owned(rows, ownerID), nil
+}
 
 // at returns the rows at versions, in their order: from s's cache where it holds that
 // version, and otherwise from the database, in one statement whatever their number (the keys

@@ -187,11 +187,7 @@ func (s *Store) ListSandboxVersions(ctx context.Context, ownerID string, q pagin
 }
 
 func (s *Store) SandboxesAt(ctx context.Context, ownerID string, ls []paging.Listed) ([]sandbox.Sandbox, error) {
-	sbs, err := at(ctx, s, listedSandboxes, listingcache.Versions(ls))
-	if err != nil {
-		return nil, fmt.Errorf("sandboxes: %w", err)
-	}
-	return listedSandboxes.Owned(sbs, ownerID), nil
+	return ownedAt(ctx, s, listedSandboxes, ownerID, ls, "sandboxes")
 }
 
 // sandboxVersions reads the versions of a page of the owner's sandboxes, and the next page's
