@@ -38,6 +38,9 @@ type Agent struct {
 	// stepRead says the last step ended by reading the log, after its last append: the next
 	// iteration need not read it again at once.
 	stepRead bool
+	// held are the events prepare made, stored with the next append: on a conversation's
+	// first run, its system prompt and its running status are one write.
+	held []event.Event
 	// interned are the strings intern shares.
 	interned map[string]string
 }
@@ -103,12 +106,24 @@ func (a *Agent) Run(ctx context.Context) (Status, error) {
 var ErrPaused = errors.New("the user paused the agent")
 
 func (a *Agent) run(ctx context.Context) (Status, error) {
+	st, err := a.steps(ctx)
+	if err == nil && len(a.held) > 0 {
+		// The run ended without an append: what prepare made is stored on its own.
+		err = a.append(ctx)
+	}
+	return st, err
+}
+
+func (a *Agent) steps(ctx context.Context) (Status, error) {
 	if err := a.refresh(ctx); err != nil {
 		return a.status, err
 	}
+	a.held = nil
 	if err := a.prepare(ctx); err != nil {
 		return a.status, err
 	}
+	// The log was read just before: the first step need not read it again.
+	a.stepRead = true
 	if a.status == StatusWaitingForConfirmation {
 		if err := a.answerPending(ctx); err != nil {
 			return a.fail(ctx, err)
@@ -173,6 +188,10 @@ func (a *Agent) run(ctx context.Context) (Status, error) {
 		if err := a.activateKnowledge(ctx); err != nil {
 			return a.status, err
 		}
+		// The model reads the log with what prepare made in it.
+		if err := a.append(ctx); err != nil {
+			return a.status, err
+		}
 		if err := a.step(ctx); err != nil {
 			if errors.Is(err, errWaiting) {
 				return a.status, nil
@@ -193,9 +212,10 @@ func (a *Agent) overBudget() (spent float64, over bool) {
 	return spent, spent >= a.cfg.MaxBudget
 }
 
-// prepare records the system prompt the first time, and answers the tool calls a previous
-// process left without a result: they were cut short by a restart. Actions waiting for the
-// user's confirmation have no result either, and keep waiting.
+// prepare makes the system prompt's event the first time, and answers the tool calls a
+// previous process left without a result: they were cut short by a restart. Actions waiting
+// for the user's confirmation have no result either, and keep waiting. The events are held
+// for the next append.
 func (a *Agent) prepare(ctx context.Context) error {
 	var evs []event.Event
 	if !a.hasSystemPrompt {
@@ -223,7 +243,8 @@ func (a *Agent) prepare(ctx context.Context) error {
 		}
 		evs = append(evs, ev)
 	}
-	return a.append(ctx, evs...)
+	a.held = evs
+	return nil
 }
 
 // orphans are the actions without a result.
@@ -659,6 +680,10 @@ func (a *Agent) appendNew(ctx context.Context, mk func(id string, at time.Time) 
 // log's order even when others appended meanwhile: when nothing was logged between the last
 // read and evs, evs as stored are all that is new; else the log is read back.
 func (a *Agent) append(ctx context.Context, evs ...event.Event) error {
+	if len(a.held) > 0 {
+		evs = append(a.held, evs...)
+		a.held = nil
+	}
 	if len(evs) == 0 {
 		return nil
 	}

@@ -414,9 +414,10 @@ func TestStepsReadTheLogBackOnlyAfterOthersAppended(t *testing.T) {
 	r.log.mu.Lock()
 	loads, appends := r.log.loads, r.log.appends-2 // less the user's two messages
 	r.log.mu.Unlock()
-	// One read to start and one as the loop begins; then one, after the terminal's result.
-	if loads != 3 || appends < 8 {
-		t.Errorf("%d reads of the log for %d appends, want 3: two to start, one after the user's message", loads, appends)
+	// One read to start (the loop's first step reads nothing more; the system prompt is
+	// stored with the running status); then one, after the terminal's result.
+	if loads != 2 || appends < 7 {
+		t.Errorf("%d reads of the log for %d appends, want 2: one to start, one after the user's message", loads, appends)
 	}
 	reqs := r.srv.Requests()
 	if len(reqs) != 4 || reqs[2].Last().Text() != "and then stop" {
@@ -495,5 +496,28 @@ func TestLoopHoldsWhatTheModelSees(t *testing.T) {
 				t.Errorf("the stored stats event %s lost its value", e.ID)
 			}
 		}
+	}
+}
+
+// TestRunWithNothingToDoStoresItsSystemPrompt: a first run that appends nothing else (the
+// log's last word is the agent's, and its status is kept) still stores the system prompt it
+// made, on its own.
+func TestRunWithNothingToDoStoresItsSystemPrompt(t *testing.T) {
+	r := newRig(t, 0)
+	msg, err := event.NewAgentMessage("agent-1", time.Now(), "Done before.", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := event.NewStateUpdate("status-1", time.Now(), event.StateExecutionStatus, StatusFinished)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.log.Append(t.Context(), []event.Event{msg, status})
+	if st := r.run(); st != StatusFinished {
+		t.Fatalf("status %s, want finished", st)
+	}
+	r.wantKinds("MessageEvent:agent", "execution_status=finished", "SystemPromptEvent")
+	if n := len(r.srv.Requests()); n != 0 {
+		t.Fatalf("%d model calls, want none", n)
 	}
 }
