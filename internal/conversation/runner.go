@@ -336,12 +336,14 @@ func (s *Service) recordAs(ctx context.Context, c Conversation, evs []event.Even
 	return s.recordWith(ctx, c, evs, StateUpdate{Holder: holder})
 }
 
-// recordWith records evs with the conditions of cond (Holder, IfStatus).
+// recordWith records evs with the conditions of cond (Holder, IfStatus), and its Task and
+// SandboxID.
 func (s *Service) recordWith(ctx context.Context, c Conversation, evs []event.Event, cond StateUpdate) (prev int64, err error) {
 	if err := s.redact(ctx, c, evs); err != nil {
 		return 0, fmt.Errorf("record events: %w", err)
 	}
-	u := StateUpdate{UpdatedAt: s.o.Now().UTC(), Holder: cond.Holder, IfStatus: cond.IfStatus}
+	u := StateUpdate{UpdatedAt: s.o.Now().UTC(), Holder: cond.Holder, IfStatus: cond.IfStatus,
+		Task: cond.Task, SandboxID: cond.SandboxID}
 	for _, e := range evs {
 		if e.Kind != event.KindStateUpdate {
 			continue

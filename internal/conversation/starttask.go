@@ -105,93 +105,100 @@ func (s *Service) walk(ctx context.Context, t *StartTask, specID string) error {
 	if err := s.saveTask(ctx, t); err != nil {
 		return err
 	}
+	v, err := s.o.Store.GetConversation(ctx, t.OwnerID, t.ConversationID)
+	if err != nil {
+		return err
+	}
+	var made <-chan error
 	if t.SandboxID == "" {
 		sb, err := s.o.Sandboxes.Start(ctx, t.OwnerID, specID)
 		if err != nil {
 			return fmt.Errorf("start sandbox: %w", err)
 		}
-		t.SandboxID = sb.ID
+		t.SandboxID, v.SandboxID = sb.ID, sb.ID // the save below stores it as the conversation's too
 		logctx.Add(ctx, slog.String("sandbox_id", sb.ID))
+		if sb.Status == sandbox.StatusRunning {
+			// Claimed from a warm pool, it runs already: the conversation's directory is
+			// made while the task records the sandbox.
+			made = s.makeWorkDir(ctx, t, v.Conversation, sb)
+		}
 		// The sandbox exists now: record it even if ctx ended meanwhile (Close during the
 		// start), so that the task resumed by the next process uses it instead of starting
 		// another one and leaving this one running for nobody.
 		if err := s.saveTask(context.WithoutCancel(ctx), t); err != nil {
+			if made != nil {
+				<-made
+			}
 			return err
 		}
 	}
-	if err := s.setSandbox(ctx, t.OwnerID, t.ConversationID, t.SandboxID); err != nil {
+	if made == nil {
+		v.SandboxID = t.SandboxID // as the first save stored it
+		running, err := s.runningSandbox(ctx, t)
+		if err != nil {
+			return err
+		}
+		made = s.makeWorkDir(ctx, t, v.Conversation, running)
+	}
+	if err := s.prepareWorkspace(ctx, t, v.Conversation, made); err != nil {
 		return err
 	}
+	// OpenHands' last step before READY, when its agent server takes the conversation; here
+	// the conversation is the control plane's already, so the step is recorded and passed.
+	t.Status = TaskReady
+	t.Detail = ""
+	return s.saveTask(ctx, t, TaskStartingConversation)
+}
+
+// runningSandbox returns the task's sandbox once it runs: it resumes a paused one and waits
+// for one that starts.
+func (s *Service) runningSandbox(ctx context.Context, t *StartTask) (sandbox.Sandbox, error) {
 	sb, err := s.o.Sandboxes.Get(ctx, t.OwnerID, t.SandboxID)
 	if err != nil {
-		return fmt.Errorf("get sandbox: %w", err)
+		return sandbox.Sandbox{}, fmt.Errorf("get sandbox: %w", err)
 	}
 	switch sb.Status {
 	case sandbox.StatusPaused:
 		if err := s.o.Sandboxes.Resume(ctx, t.OwnerID, sb.ID); err != nil && !errors.Is(err, sandbox.ErrState) {
-			return fmt.Errorf("resume sandbox: %w", err)
+			return sandbox.Sandbox{}, fmt.Errorf("resume sandbox: %w", err)
 		}
 	case sandbox.StatusError, sandbox.StatusMissing:
-		return &sandbox.NotRunningError{ID: sb.ID, Status: sb.Status, Detail: sb.Detail}
+		return sandbox.Sandbox{}, &sandbox.NotRunningError{ID: sb.ID, Status: sb.Status, Detail: sb.Detail}
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, s.o.StartTimeout)
 	defer cancel()
 	running, err := s.o.Sandboxes.WaitRunning(waitCtx, t.OwnerID, sb.ID)
 	if err != nil {
-		return fmt.Errorf("wait for sandbox: %w", err)
+		return sandbox.Sandbox{}, fmt.Errorf("wait for sandbox: %w", err)
 	}
-	if err := s.prepareWorkspace(ctx, t, running); err != nil {
-		return err
-	}
-	// OpenHands' last step before READY, when its agent server takes the conversation; here
-	// the conversation is the control plane's already, so the step is saved and passed.
-	t.Status = TaskStartingConversation
-	if err := s.saveTask(ctx, t); err != nil {
-		return err
-	}
-	t.Status = TaskReady
-	t.Detail = ""
-	return s.saveTask(ctx, t)
+	return running, nil
 }
 
-// prepareWorkspace makes the conversation's directory, clones its repository there and
-// reads the skills of both. Without a repository, the skills are read while the directory is
-// made: they cannot depend on each other (making the directory writes no file but git's own),
-// and both are on the way to the agent's first step.
-func (s *Service) prepareWorkspace(ctx context.Context, t *StartTask, sb sandbox.Sandbox) error {
-	v, err := s.o.Store.GetConversation(ctx, t.OwnerID, t.ConversationID)
-	if err != nil {
-		return err
-	}
-	if deref(v.SelectedRepository) != "" {
-		if err := s.prepareWorkDir(ctx, t, v.Conversation, sb); err != nil {
-			return err
-		}
-		if err := s.prepareRepository(ctx, t, v.Conversation); err != nil {
-			return err
-		}
-		return s.setUpSkills(ctx, t, v.Conversation)
-	}
+// makeWorkDir makes the conversation's directory in the running sandbox sb, in the
+// background; the channel has the outcome.
+func (s *Service) makeWorkDir(ctx context.Context, t *StartTask, v Conversation, sb sandbox.Sandbox) <-chan error {
 	made := make(chan error, 1)
-	go func() { made <- s.prepareWorkDir(ctx, t, v.Conversation, sb) }()
-	err = s.setUpSkills(ctx, t, v.Conversation)
+	go func() { made <- s.prepareWorkDir(ctx, t, v, sb) }()
+	return made
+}
+
+// prepareWorkspace waits for the conversation's directory to be made (made), clones its
+// repository there and reads the skills of both. Without a repository, the skills are read
+// while the directory is made: they cannot depend on each other (making the directory
+// writes no file but git's own), and both are on the way to the agent's first step.
+func (s *Service) prepareWorkspace(ctx context.Context, t *StartTask, v Conversation, made <-chan error) error {
+	if deref(v.SelectedRepository) != "" {
+		if err := <-made; err != nil {
+			return err
+		}
+		if err := s.prepareRepository(ctx, t, v); err != nil {
+			return err
+		}
+		return s.setUpSkills(ctx, t, v)
+	}
+	err := s.setUpSkills(ctx, t, v)
 	if werr := <-made; werr != nil {
 		return werr
 	}
 	return err
-}
-
-// setSandbox records the conversation's sandbox as soon as it is known.
-func (s *Service) setSandbox(ctx context.Context, ownerID, convID, sandboxID string) error {
-	v, err := s.o.Store.GetConversation(ctx, ownerID, convID)
-	if err != nil {
-		return err
-	}
-	if v.SandboxID == sandboxID {
-		return nil
-	}
-	c := v.Conversation
-	c.SandboxID = sandboxID
-	c.UpdatedAt = s.o.Now().UTC()
-	return s.o.Store.UpdateConversation(ctx, c)
 }

@@ -34,16 +34,42 @@ func optional(s string) *string {
 	return &s
 }
 
-// saveTask stores t's step and records it in the conversation's log. A step that was stored
-// but could not be recorded is logged: the task goes on.
-func (s *Service) saveTask(ctx context.Context, t *StartTask) error {
+// saveTask stores t's step, with its sandbox as the conversation's, and records it in the
+// conversation's log, in one transaction; then it tells the task's watches. The steps of
+// passed, recorded before t's own, are steps the task went through without stopping at: the
+// log and the watches have each, the stored task is at t's.
+func (s *Service) saveTask(ctx context.Context, t *StartTask, passed ...TaskStatus) error {
 	t.UpdatedAt = s.o.Now().UTC()
-	if err := s.o.Store.UpdateStartTask(ctx, *t); err != nil {
+	v, err := s.o.Store.GetConversation(ctx, t.OwnerID, t.ConversationID)
+	if err != nil {
 		return err
 	}
-	s.notifyWatches(*t)
-	if err := s.recordTask(ctx, *t); err != nil {
-		s.log.Error("record start task step", "task_id", t.ID, "conversation_id", t.ConversationID, "err", err)
+	// The conversation as it is once t is stored.
+	v.TaskStatus, v.TaskDetail = t.Status, t.Detail
+	steps := make([]StartTask, 0, len(passed)+1)
+	for _, st := range passed {
+		step := *t
+		step.Status, step.Detail = st, ""
+		steps = append(steps, step)
+	}
+	steps = append(steps, *t)
+	var updates []stateUpdate
+	for _, step := range steps {
+		updates = append(updates, taskUpdates(step, v)...)
+	}
+	u := StateUpdate{Task: t}
+	if t.SandboxID != v.SandboxID {
+		u.SandboxID = t.SandboxID
+	}
+	evs, err := s.stateEvents(updates)
+	if err == nil {
+		_, err = s.recordWith(ctx, v.Conversation, evs, u)
+	}
+	if err != nil {
+		return fmt.Errorf("save start task %s at %s: %w", t.ID, t.Status, err)
+	}
+	for _, step := range steps {
+		s.notifyWatches(step)
 	}
 	return nil
 }
@@ -73,13 +99,9 @@ func (s *Service) saveTaskProgress(ctx context.Context, t *StartTask) error {
 	return nil
 }
 
-// recordTask records t's step, and the conversation status it implies at the first step,
-// READY and ERROR.
-func (s *Service) recordTask(ctx context.Context, t StartTask) error {
-	v, err := s.o.Store.GetConversation(ctx, t.OwnerID, t.ConversationID)
-	if err != nil {
-		return err
-	}
+// taskUpdates are the state updates that record t's step: the step, and the conversation
+// status it implies (v's, with t stored) at the first step, READY and ERROR.
+func taskUpdates(t StartTask, v View) []stateUpdate {
 	updates := []stateUpdate{{event.StateStartTask, t.State()}}
 	switch t.Status {
 	case TaskReady:
@@ -88,7 +110,7 @@ func (s *Service) recordTask(ctx context.Context, t StartTask) error {
 	case TaskWaitingForSandbox, TaskError:
 		updates = append(updates, stateUpdate{event.StateConversationStatus, StatusOf(v)})
 	}
-	return s.recordState(ctx, v.Conversation, updates...)
+	return updates
 }
 
 // SandboxStatusChanged records, on every conversation of the owner that uses the sandbox, its
@@ -153,13 +175,22 @@ type stateUpdate struct {
 
 // recordState records the updates, in one batch, in c's log.
 func (s *Service) recordState(ctx context.Context, c Conversation, updates ...stateUpdate) error {
+	evs, err := s.stateEvents(updates)
+	if err != nil {
+		return err
+	}
+	return s.record(ctx, c, evs)
+}
+
+// stateEvents are the state update events of updates, in order.
+func (s *Service) stateEvents(updates []stateUpdate) ([]event.Event, error) {
 	evs := make([]event.Event, len(updates))
 	for i, u := range updates {
 		ev, err := event.NewStateUpdate(s.o.NewEventID(), s.o.Now(), u.key, u.value)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		evs[i] = ev
 	}
-	return s.record(ctx, c, evs)
+	return evs, nil
 }

@@ -137,7 +137,9 @@ type StateUpdate struct {
 	ConfirmationPolicy *confirm.Policy
 	// WaitingForNode, when set, sets Conversation.WaitingForNode ("" clears it).
 	WaitingForNode *string
-	UpdatedAt      time.Time
+	// SandboxID, when not empty, becomes the conversation's sandbox.
+	SandboxID string
+	UpdatedAt time.Time
 	// Holder, when set, makes the append conditional: it fails with ErrLeaseLost, writing
 	// nothing, unless Holder has the conversation's lease (expired or not, as long as no
 	// other replica took it).
@@ -146,6 +148,11 @@ type StateUpdate struct {
 	// writing nothing, unless the conversation's execution status is *IfStatus (compare and
 	// set: of two replicas answering one pending action, one does).
 	IfStatus *string
+	// Task, when set, is stored with the events, in the same transaction, as UpdateStartTask
+	// stores it: a start task's step and the events that record it are written together or
+	// not at all. It must be a task of the conversation: when it is not, the append fails
+	// with ErrNotFound, writing nothing.
+	Task *StartTask
 }
 
 // SecretSet is what a conversation keeps of its secrets: their names (Conversation.SecretNames)

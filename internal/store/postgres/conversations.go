@@ -307,6 +307,11 @@ func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []e
 	var seqs []int64
 	var prev int64
 	err := checkTimes(u.UpdatedAt)
+	if err == nil && u.Task != nil {
+		if err = checkTimes(u.Task.UpdatedAt); err != nil {
+			err = fmt.Errorf("start task %s: %w", u.Task.ID, err)
+		}
+	}
 	if err == nil {
 		err = s.write(ctx, func(tx pgx.Tx) error {
 			owner, err := lockConversation(ctx, tx, conversationID)
@@ -374,12 +379,18 @@ func recordEvents(ctx context.Context, tx pgx.Tx, conversationID, owner string, 
 	if u.WaitingForNode != nil {
 		sets = append(sets, "waiting_for_node = "+w.arg(*u.WaitingForNode))
 	}
+	if u.SandboxID != "" {
+		sets = append(sets, "sandbox_id = "+w.arg(u.SandboxID))
+	}
 	if !u.UpdatedAt.IsZero() {
 		sets = append(sets, "updated_at = "+w.arg(u.UpdatedAt))
 	}
 	if len(sets) > 0 {
 		w.add("id = " + w.arg(conversationID))
 		b.Queue(`UPDATE conversations SET `+strings.Join(sets, ", ")+w.String(), w.args...)
+	}
+	if u.Task != nil {
+		b.Queue(taskUpdate+` AND conversation_id = $8`, append(taskUpdateArgs(*u.Task), conversationID)...)
 	}
 	if err := queueEvents(&b, evs, map[string]string{conversationID: owner}); err != nil {
 		return nil, 0, err
@@ -395,6 +406,15 @@ func recordEvents(ctx context.Context, tx pgx.Tx, conversationID, owner string, 
 	if len(sets) > 0 {
 		if _, err := br.Exec(); err != nil {
 			return nil, 0, err
+		}
+	}
+	if u.Task != nil {
+		tag, err := br.Exec()
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := mustAffect(tag, conversation.ErrNotFound); err != nil {
+			return nil, 0, fmt.Errorf("start task %s: %w", u.Task.ID, err)
 		}
 	}
 	if seqs, err = readEvents(br, evs); err != nil {

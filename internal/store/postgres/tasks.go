@@ -154,9 +154,7 @@ func (s *Store) UpdateStartTask(ctx context.Context, t conversation.StartTask) e
 			var b pgx.Batch
 			b.Queue(`SELECT 1 FROM conversations WHERE id = (SELECT conversation_id FROM start_tasks WHERE id = $1 AND owner_id = $2)
 				FOR NO KEY UPDATE`, t.ID, t.OwnerID)
-			b.Queue(`UPDATE start_tasks SET status = $1, detail = $2, sandbox_id = $3, agent_server_url = $4, updated_at = $5
-				WHERE id = $6 AND owner_id = $7`,
-				string(t.Status), t.Detail, t.SandboxID, t.AgentServerURL, t.UpdatedAt, t.ID, t.OwnerID)
+			b.Queue(taskUpdate, taskUpdateArgs(t)...)
 			br := tx.SendBatch(ctx, &b)
 			defer br.Close()
 			if _, err := br.Exec(); err != nil {
@@ -176,6 +174,15 @@ func (s *Store) UpdateStartTask(ctx context.Context, t conversation.StartTask) e
 		return fmt.Errorf("update start task %s: %w", t.ID, err)
 	}
 	return nil
+}
+
+// taskUpdate stores what a start task's step changes, from taskUpdateArgs; the task is
+// found by its id and owner.
+const taskUpdate = `UPDATE start_tasks SET status = $1, detail = $2, sandbox_id = $3, agent_server_url = $4, updated_at = $5
+	WHERE id = $6 AND owner_id = $7`
+
+func taskUpdateArgs(t conversation.StartTask) []any {
+	return []any{string(t.Status), t.Detail, t.SandboxID, t.AgentServerURL, t.UpdatedAt, t.ID, t.OwnerID}
 }
 
 // PendingStartTasks lists unfinished tasks, oldest first. The status list repeats the partial

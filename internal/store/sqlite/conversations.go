@@ -288,6 +288,11 @@ func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []e
 	if err := checkTimes(u.UpdatedAt); err != nil {
 		return 0, fmt.Errorf("record events of conversation %s: %w", conversationID, err)
 	}
+	if u.Task != nil {
+		if err := checkTimes(u.Task.UpdatedAt); err != nil {
+			return 0, fmt.Errorf("record events of conversation %s: start task %s: %w", conversationID, u.Task.ID, err)
+		}
+	}
 	r := &recordReq{ctx: ctx, conversationID: conversationID, evs: evs, u: u}
 	s.record(r)
 	if r.err != nil {
@@ -347,6 +352,9 @@ func (s *Store) recordEvents(ctx context.Context, tx *sql.Tx, conversationID str
 	if u.WaitingForNode != nil {
 		sets, args = append(sets, "waiting_for_node = ?"), append(args, *u.WaitingForNode)
 	}
+	if u.SandboxID != "" {
+		sets, args = append(sets, "sandbox_id = ?"), append(args, u.SandboxID)
+	}
 	if !u.UpdatedAt.IsZero() {
 		sets, args = append(sets, "updated_at = ?"), append(args, nanos(u.UpdatedAt))
 	}
@@ -360,6 +368,16 @@ func (s *Store) recordEvents(ctx context.Context, tx *sql.Tx, conversationID str
 		}
 		if err := mustAffect(res, conversation.ErrNotFound); err != nil {
 			return nil, 0, err
+		}
+	}
+	if t := u.Task; t != nil {
+		res, err := s.w.execIn(ctx, tx, `UPDATE start_tasks SET `+taskUpdate+` WHERE id = ? AND owner_id = ? AND conversation_id = ?`,
+			append(taskUpdateArgs(*t), t.ID, t.OwnerID, conversationID)...)
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := mustAffect(res, conversation.ErrNotFound); err != nil {
+			return nil, 0, fmt.Errorf("start task %s: %w", t.ID, err)
 		}
 	}
 	seqs, err = s.insertEvents(ctx, tx, evs)

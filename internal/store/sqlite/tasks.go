@@ -163,10 +163,8 @@ func (s *Store) UpdateStartTask(ctx context.Context, t conversation.StartTask) e
 	err := checkTimes(t.UpdatedAt)
 	if err == nil {
 		var res sql.Result
-		res, err = s.one.ExecContext(ctx,
-			`UPDATE start_tasks SET status = ?, detail = ?, sandbox_id = ?, agent_server_url = ?, updated_at = ?
-			WHERE id = ? AND owner_id = ?`,
-			string(t.Status), t.Detail, t.SandboxID, t.AgentServerURL, nanos(t.UpdatedAt), t.ID, t.OwnerID)
+		res, err = s.one.ExecContext(ctx, `UPDATE start_tasks SET `+taskUpdate+` WHERE id = ? AND owner_id = ?`,
+			append(taskUpdateArgs(t), t.ID, t.OwnerID)...)
 		if err == nil {
 			err = mustAffect(res, conversation.ErrNotFound)
 		}
@@ -175,6 +173,13 @@ func (s *Store) UpdateStartTask(ctx context.Context, t conversation.StartTask) e
 		return fmt.Errorf("update start task %s: %w", t.ID, err)
 	}
 	return nil
+}
+
+// taskUpdate sets what a start task's step changes, from taskUpdateArgs.
+const taskUpdate = `status = ?, detail = ?, sandbox_id = ?, agent_server_url = ?, updated_at = ?`
+
+func taskUpdateArgs(t conversation.StartTask) []any {
+	return []any{string(t.Status), t.Detail, t.SandboxID, t.AgentServerURL, nanos(t.UpdatedAt)}
 }
 
 // PendingStartTasks lists unfinished tasks, oldest first. The status list repeats the partial

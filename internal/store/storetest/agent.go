@@ -164,3 +164,49 @@ func testEventSourceFilter(t *testing.T, s store.Store) {
 		t.Fatalf("environment events: %d, want 1", n)
 	}
 }
+
+// testRecordTaskStep: a start task's step, the conversation's sandbox and the events that
+// record them are written together; a task that is not the conversation's (another's, or
+// another owner's) fails the append, which then writes nothing.
+func testRecordTaskStep(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(ownerA, "conv-step", 1)
+	task := createConversation(t, s, c)
+	other := newConversation(ownerA, "conv-step-other", 2)
+	otherTask := createConversation(t, s, other)
+
+	step := task
+	step.Status, step.Detail, step.SandboxID, step.UpdatedAt = conversation.TaskWaitingForSandbox, "", "sb-step", at(7)
+	ok(t, "record a step", recordEvents(s, ctx, c.ID, []event.Event{newEvent("", "e-step", 7)},
+		conversation.StateUpdate{Task: &step, SandboxID: "sb-step", UpdatedAt: at(7)}))
+	gotTask, err := s.GetStartTask(ctx, ownerA, task.ID)
+	ok(t, "get start task", err)
+	equal(t, "task after its step", gotTask, step)
+	got, err := s.GetConversation(ctx, ownerA, c.ID)
+	ok(t, "get conversation", err)
+	if got.SandboxID != "sb-step" || got.TaskStatus != conversation.TaskWaitingForSandbox || !got.UpdatedAt.Equal(at(7)) {
+		t.Fatalf("conversation after the step: sandbox %q, task status %s, updated %v", got.SandboxID, got.TaskStatus, got.UpdatedAt)
+	}
+
+	// Another conversation's task, and the task under another owner, are not found.
+	wrong := otherTask
+	wrong.Status, wrong.UpdatedAt = conversation.TaskReady, at(8)
+	is(t, "record another conversation's task", recordEvents(s, ctx, c.ID, []event.Event{newEvent("", "e-wrong", 8)},
+		conversation.StateUpdate{Task: &wrong, SandboxID: "sb-wrong", ExecutionStatus: "running", UpdatedAt: at(8)}), conversation.ErrNotFound)
+	stranger := step
+	stranger.OwnerID, stranger.Status = ownerB, conversation.TaskReady
+	is(t, "record the task as another owner's", recordEvents(s, ctx, c.ID, []event.Event{newEvent("", "e-stranger", 9)},
+		conversation.StateUpdate{Task: &stranger, UpdatedAt: at(9)}), conversation.ErrNotFound)
+	after, err := s.GetConversation(ctx, ownerA, c.ID)
+	ok(t, "get conversation", err)
+	equal(t, "conversation after the refused steps", after, got)
+	gotTask, err = s.GetStartTask(ctx, ownerA, task.ID)
+	ok(t, "get start task", err)
+	equal(t, "task after the refused steps", gotTask, step)
+	gotOther, err := s.GetStartTask(ctx, ownerA, otherTask.ID)
+	ok(t, "get the other task", err)
+	equal(t, "the other conversation's task", gotOther, otherTask)
+	read, err := s.ConversationEvents(ctx, c.ID, 0)
+	ok(t, "conversation events", err)
+	equal(t, "events after the refused steps", ids(read, func(e event.Event) string { return e.ID }), []string{"e-step"})
+}

@@ -112,6 +112,7 @@ func Run(t *testing.T, f Factory) {
 			testListingsSeeOtherWriters(t, s, f.Replica(t, s))
 		}},
 		{"RecordEvents", testRecordEvents},
+		{"RecordTaskStep", testRecordTaskStep},
 		{"ExecutionStatusQueries", testExecutionStatusQueries},
 		{"Leases", testLeases},
 		{"LeaseFencing", testLeaseFencing},
