@@ -8,12 +8,13 @@ import (
 )
 
 // TestConversationFromWarmPool: with a warm pool, a conversation's sandbox is claimed from it
-// (a claim, no cold start) and holds its owner's session key, its agent runs there, the claim's
-// log line names the conversation, and the pool fills again.
+// (a claim, no cold start) and holds its owner's session key, its directory is made there (a
+// git repository, whose making starts as the claim returns), its agent runs there, the
+// claim's log line names the conversation, and the pool fills again.
 func TestConversationFromWarmPool(t *testing.T) {
 	e := newEnv(t, withPool)
 	_, alice := e.newUser("alice")
-	e.scripted(alice, terminal(t, "echo from-the-pool"), llmtest.Text("Done."))
+	e.scripted(alice, terminal(t, "test -d .git && echo from-the-pool-$((6*7))"), llmtest.Text("Done."))
 	const (
 		ready = `agentd_sandbox_pool_ready{backend="process",spec="default"}`
 		claim = `agentd_sandbox_operation_duration_seconds_count{backend="process",operation="claim"}`
@@ -37,10 +38,10 @@ func TestConversationFromWarmPool(t *testing.T) {
 	}
 	var ran bool
 	for _, ev := range c.events() {
-		ran = ran || (ev.Kind == "ObservationEvent" && strings.Contains(observationText(ev), "from-the-pool"))
+		ran = ran || (ev.Kind == "ObservationEvent" && strings.Contains(observationText(ev), "from-the-pool-42"))
 	}
 	if !ran {
-		t.Error("the agent's command did not run in the claimed sandbox")
+		t.Error("the agent's command did not run in the claimed sandbox, in a git repository")
 	}
 	var claimed string
 	for _, l := range strings.Split(e.logs.String(), "\n") {
