@@ -129,6 +129,13 @@ func (s *Service) walk(ctx context.Context, t *StartTask, specID string) error {
 			if made != nil {
 				<-made
 			}
+			if errors.Is(err, ErrNotFound) {
+				// The conversation was deleted while its sandbox started (the deletion found
+				// no sandbox to delete): the sandbox goes too, rather than run for nobody.
+				if derr := s.o.Sandboxes.Delete(context.WithoutCancel(ctx), t.OwnerID, sb.ID); derr != nil && !errors.Is(derr, sandbox.ErrNotFound) {
+					s.log.ErrorContext(ctx, "delete the sandbox of a conversation deleted while it started", "err", derr)
+				}
+			}
 			return err
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/agentd/agentd/internal/gitprovider/providertest"
 	"github.com/agentd/agentd/internal/gitproxy/gittest"
 	"github.com/agentd/agentd/internal/httpapi"
+	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/sandbox/process"
 	"github.com/agentd/agentd/internal/sandbox/sandboxtest"
 	"github.com/agentd/agentd/internal/store/postgres/pgtest"
@@ -44,6 +45,8 @@ type env struct {
 	agentHandler atomic.Pointer[http.Handler]
 	app          *apptest.Server
 	backend      *process.Backend
+	// wrapBackend, if set, wraps the backend the next start gives the app.
+	wrapBackend func(sandbox.Backend) sandbox.Backend
 	// agent tunes the agent loop of the app (iteration limit, condensation).
 	agent conversation.AgentOptions
 	// sockets tunes the app's WebSockets (timeouts).
@@ -239,7 +242,11 @@ func (e *env) start() {
 	if watch == 0 {
 		watch = 100 * time.Millisecond
 	}
-	o := app.Options{Config: e.cfg, Backend: e.backend, Version: "test",
+	var backend sandbox.Backend = e.backend
+	if e.wrapBackend != nil {
+		backend = e.wrapBackend(backend)
+	}
+	o := app.Options{Config: e.cfg, Backend: backend, Version: "test",
 		LLMRetry: fastRetry, Agent: e.agent, SandboxWatchInterval: watch,
 		SandboxNow: e.sandboxClock.Now, Sockets: e.sockets,
 		Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
