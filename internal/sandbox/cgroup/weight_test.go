@@ -43,7 +43,8 @@ func TestWeighCPU(t *testing.T) {
 	if err := g.Create(Limits{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { g.Destroy(context.Background()); l.Prune(other + "/g") })
+	// Destroy removes g itself; Prune then removes the group above it.
+	t.Cleanup(func() { g.Destroy(context.Background()); l.Prune(other) })
 	if got, err := l.CPUWeight(other); err != nil || got != DefaultCPUWeight {
 		t.Errorf("weight of a group outside %s: %d (%v)", top, got, err)
 	}
