@@ -88,22 +88,26 @@ func TestListingsAlikeOnBothStores(t *testing.T) {
 	for _, name := range []string{"API_TOKEN", "deploy_token", "Z_KEY"} {
 		src.must("POST", "/api/v1/secrets", userKey, map[string]any{"name": name, "value": "value-of-" + name}, 201, nil)
 	}
-	// Settled is finished: a message that reaches a finished agent makes it idle before it runs
-	// again, and an agent still under way would go on, at different times, in both copies.
+	// Settled is finished, with no loop left and the last message answered: a message that
+	// reaches a finished agent makes it idle before it runs again, a message that arrives as a
+	// run ends makes the loop run once more after it recorded finished, and an agent still
+	// under way would go on, at different times, in both copies.
 	src.eventually("the agents to settle", func() bool {
 		var all struct {
 			Items []struct {
+				ID              string `json:"id"`
+				CreatedBy       string `json:"created_by_user_id"`
 				ExecutionStatus string `json:"execution_status"`
 			} `json:"items"`
 		}
 		src.must("GET", "/api/v1/app-conversations/search?limit=100", userKey, nil, 200, &all)
-		finished := 0
+		settled := 0
 		for _, it := range all.Items {
-			if it.ExecutionStatus == "finished" {
-				finished++
+			if it.ExecutionStatus == "finished" && !src.app.Conversations.AgentRunning(it.ID) && src.answered(it.CreatedBy, it.ID) {
+				settled++
 			}
 		}
-		return finished == 4
+		return settled == 4
 	})
 	var page struct {
 		Items []struct {
