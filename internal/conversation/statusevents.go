@@ -57,13 +57,9 @@ func (s *Service) saveTask(ctx context.Context, t *StartTask, passed ...TaskStat
 	for _, step := range steps {
 		updates = append(updates, taskUpdates(step, v)...)
 	}
-	u := StateUpdate{Task: t}
-	if t.SandboxID != v.SandboxID {
-		u.SandboxID = t.SandboxID
-	}
 	evs, err := s.stateEvents(updates)
 	if err == nil {
-		_, err = s.recordWith(ctx, v.Conversation, evs, u)
+		_, err = s.recordWith(ctx, v.Conversation, evs, StateUpdate{Task: t, SandboxID: t.SandboxID})
 	}
 	if err != nil {
 		return fmt.Errorf("save start task %s at %s: %w", t.ID, t.Status, err)

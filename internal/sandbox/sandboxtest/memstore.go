@@ -6,13 +6,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/sandbox"
+	"github.com/agentd/agentd/internal/store/listingcache"
 )
 
 // MemStore is an in-memory sandbox.Store for tests. It keeps copies, so callers can never
@@ -225,12 +225,8 @@ func (s *MemStore) ListSandboxVersions(ctx context.Context, ownerID string, q pa
 		return nil, "", err
 	}
 	ls := make([]paging.Listed, len(sbs))
-	for i, sb := range sbs {
-		created := sb.CreatedAt.UnixNano()
-		if sb.CreatedAt.IsZero() {
-			created = math.MinInt64
-		}
-		ls[i] = paging.Listed{ID: sb.ID, Created: created, Rev: sb.Rev}
+	for i := range sbs {
+		ls[i] = listingcache.ListedRow(listingcache.Sandboxes, &sbs[i])
 	}
 	return ls, next, nil
 }
