@@ -376,11 +376,12 @@ func (s *Service) Agent(ctx context.Context, ownerID string, v View) AgentInfo {
 	return info
 }
 
-// Busy reports whether start tasks or agent loops run in the background.
+// Busy reports whether start tasks or agent loops run in the background, or one that ended
+// has yet to release its conversation's lease.
 func (s *Service) Busy() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.tasks) > 0 || len(s.loops) > 0
+	return len(s.tasks) > 0 || len(s.loops) > 0 || s.settling > 0
 }
 
 // idleLocked reports, with s.mu held, whether an OnIdle is to be told that the service runs

@@ -123,6 +123,15 @@ func (s *Service) reaches(ctx context.Context, c Conversation) bool {
 	return s.o.Sandboxes.Reaches(sb.Node, sb.Backend)
 }
 
+// settled is settle for a task or loop that has just ended, which counted itself in
+// s.settling when it left s.tasks or s.loops.
+func (s *Service) settled(convID string) {
+	s.settle(convID)
+	s.mu.Lock()
+	s.settling--
+	s.mu.Unlock()
+}
+
 // settle releases the conversation's lease once neither its start task nor its agent loop
 // runs here. A command left meanwhile makes it work again, which the next pass takes.
 func (s *Service) settle(convID string) {

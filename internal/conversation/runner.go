@@ -103,6 +103,7 @@ func (s *Service) startLoop(ownerID, convID string) bool {
 			l.rearm = false
 			if !again {
 				delete(s.loops, convID)
+				s.settling++
 			}
 			idle := !again && s.idleLocked()
 			s.mu.Unlock()
@@ -110,7 +111,7 @@ func (s *Service) startLoop(ownerID, convID string) bool {
 				s.o.OnIdle()
 			}
 			if !again {
-				s.settle(convID)
+				s.settled(convID)
 				return
 			}
 		}

@@ -150,6 +150,9 @@ type Service struct {
 	mu    sync.Mutex
 	tasks map[string]context.CancelFunc // conversation id → its start task's cancel
 	loops map[string]*loop              // conversation id → its agent loop
+	// settling counts the tasks and loops that ended and are releasing their conversation's
+	// lease (settle): Busy until they have.
+	settling int
 
 	// leaseMu makes a lease's release (settle: nothing runs here, so free it) and a claim
 	// followed by what then runs under it (a loop, a start task) exclusive per conversation,

@@ -28,6 +28,7 @@ func (s *Service) launch(t StartTask, specID string, attrs ...slog.Attr) {
 		defer func() {
 			s.mu.Lock()
 			delete(s.tasks, t.ConversationID)
+			s.settling++
 			idle := s.idleLocked()
 			s.mu.Unlock()
 			if idle {
@@ -35,7 +36,7 @@ func (s *Service) launch(t StartTask, specID string, attrs ...slog.Attr) {
 			}
 			cancel()
 			s.endWatches(t.ID)
-			s.settle(t.ConversationID)
+			s.settled(t.ConversationID)
 		}()
 		s.runTask(ctx, t, specID)
 	}()
