@@ -138,6 +138,10 @@ func (s *Service) prepareWorkDir(ctx context.Context, t *StartTask, v Conversati
 	if deref(v.SelectedRepository) == "" {
 		name, email := s.author(ctx, t.OwnerID, gitprovider.Remote{})
 		req.Git = &runtimeclient.WorkDirGit{Name: oneLine(name), Email: oneLine(email)}
+		// The repository need not be whole before the agent's first model request, only
+		// before anything reads or writes the workspace: the runtime answers once the
+		// directory is made and holds every such request until git init has run.
+		req.GitAfterAnswer = true
 	}
 	// One request, since it is on the way to the agent's first step.
 	res, err := rt.WorkDir(ctx, req)

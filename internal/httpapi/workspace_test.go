@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -408,10 +407,11 @@ func TestConversationWorkDir(t *testing.T) {
 	e.must("POST", "/api/v1/app-conversations", alice, map[string]any{"sandbox_id": sandboxID}, http.StatusOK, &task)
 	e.waitTaskReady(alice, task.ID)
 	dir := e.projectDir(sandboxID)
+	// Read through the runtime, as the agent does: git init may still run after READY, and
+	// what goes through the runtime waits for it.
 	for key, want := range map[string]string{"user.name": `Alice "A." Liddell`, "user.email": "alice@example.com"} {
-		out, err := exec.Command("git", "-C", dir, "config", "--get", key).Output()
-		if err != nil || strings.TrimSpace(string(out)) != want {
-			t.Fatalf("git config %s: %q %v, want %q", key, out, err, want)
+		if out := e.run(alice, sandboxID, "git -C "+conversation.ProjectDir+" config --get "+key); strings.TrimSpace(out) != want {
+			t.Fatalf("git config %s: %q, want %q", key, out, want)
 		}
 	}
 	// A second conversation in the sandbox keeps the repository as it is.

@@ -65,6 +65,7 @@ type Server struct {
 	mcp       *mcpHubs
 	relay     *gitRelay
 	bash      *bashEvents
+	inits     *workInits
 }
 
 // NewServer checks cfg and builds the handler.
@@ -99,6 +100,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		env:       withoutVar(env, runtimeclient.KeyEnv),
 		startedAt: cfg.Now().UTC(),
 		mux:       http.NewServeMux(),
+		inits:     newWorkInits(),
 	}
 	s.tools = newToolSessions(s)
 	s.mcp = newMCPHubs(s)
@@ -142,19 +144,32 @@ func (s *Server) Close() error {
 	s.bash.close()
 	s.mcp.closeAll()
 	s.relay.close()
+	s.inits.close()
 	return nil
 }
 
-// ServeHTTP checks the session key, except on the liveness probes, then routes the request.
+// ServeHTTP checks the session key, except on the liveness probes, then routes the request,
+// once the repositories being made after their answer are whole (POST /api/work-dir with
+// Prefer: respond-async) unless it is one that never touches the workspace's repositories.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !isProbe(r.URL.Path) && !s.authorized(r) {
 		writeDetail(w, http.StatusUnauthorized, "Unauthorized")
 		return
 	}
+	if !passesInits(r.URL.Path) && s.inits.wait(r.Context()) != nil {
+		return // the client went away
+	}
 	s.mux.ServeHTTP(w, r)
 }
 
 func isProbe(path string) bool { return path == "/alive" || path == "/health" }
+
+// passesInits: the paths that need not wait for a repository being made. The skill files are
+// read while a conversation's directory is made (they are no git file), and the identity is
+// the runtime's answer to a probe.
+func passesInits(path string) bool {
+	return isProbe(path) || path == "/api/identity" || path == "/api/skill-files"
+}
 
 func only(method string, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

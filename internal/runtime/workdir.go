@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
@@ -18,19 +20,33 @@ func (s *Server) handleWorkDir(w http.ResponseWriter, r *http.Request) {
 	if !s.decodeBody(w, r, 64<<10, &req) {
 		return
 	}
+	req.GitAfterAnswer = preferAsync(r)
 	res, err := s.makeWorkDir(r.Context(), req)
 	if err != nil {
 		s.writeFileError(w, "make a work directory", err)
 		return
 	}
+	if res.Git == runtimeclient.WorkDirGitStarted {
+		w.Header().Set("Preference-Applied", runtimeclient.PreferAsync)
+	}
 	writeJSON(w, http.StatusOK, res)
 }
 
+// preferAsync reports whether r prefers an answer before its slow part is done (RFC 7240).
+func preferAsync(r *http.Request) bool {
+	for _, v := range r.Header.Values("Prefer") {
+		for p := range strings.SplitSeq(v, ",") {
+			if name, _, _ := strings.Cut(p, ";"); strings.EqualFold(strings.TrimSpace(name), runtimeclient.PreferAsync) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // makeWorkDir makes req's directory through an os.Root of the workspace (no symbolic link
-// leads it out), as the sandbox user the runtime works as, then the repository req asks for:
-// git init as that user, in the image's way (its templates, its default branch), and the
-// author appended to the repository's configuration here rather than by two more git
-// processes.
+// leads it out), as the sandbox user the runtime works as, then the repository req asks for,
+// before the answer or, when req.GitAfterAnswer, after it (s.inits).
 func (s *Server) makeWorkDir(ctx context.Context, req runtimeclient.WorkDirRequest) (runtimeclient.WorkDirResult, error) {
 	root, err := os.OpenRoot(s.cfg.Workspace)
 	if err != nil {
@@ -47,23 +63,131 @@ func (s *Server) makeWorkDir(ctx context.Context, req runtimeclient.WorkDirReque
 	if _, err := root.Lstat(path.Join(req.Dir, ".git")); err == nil {
 		return runtimeclient.WorkDirResult{Git: runtimeclient.WorkDirGitExists}, nil
 	}
+	if _, err := exec.LookPath("git"); err != nil {
+		return runtimeclient.WorkDirResult{Git: runtimeclient.WorkDirGitMissing}, nil
+	}
+	if !req.GitAfterAnswer {
+		return s.initRepository(ctx, req), nil
+	}
+	if !s.inits.begin() {
+		return runtimeclient.WorkDirResult{}, &fileError{status: http.StatusServiceUnavailable, detail: "The runtime is shutting down"}
+	}
+	go func() {
+		defer s.inits.end()
+		res := s.initRepository(s.inits.ctx, req)
+		if res.Git != runtimeclient.WorkDirGitCreated {
+			s.log.Warn("the directory is no git repository: git init failed", "dir", req.Dir, "git", res.Git, "detail", res.Detail)
+		}
+	}()
+	return runtimeclient.WorkDirResult{Git: runtimeclient.WorkDirGitStarted}, nil
+}
+
+// initRepository makes a git repository in req's directory, which exists: git init as the
+// sandbox user, in the image's way (its templates, its default branch), and the author
+// appended to the repository's configuration here rather than by two more git processes.
+func (s *Server) initRepository(ctx context.Context, req runtimeclient.WorkDirRequest) runtimeclient.WorkDirResult {
 	if _, err := s.git(filepath.Join(s.cfg.Workspace, filepath.FromSlash(req.Dir))).run(ctx, "init", "-q"); err != nil {
 		if errors.Is(err, errNoGit) {
-			return runtimeclient.WorkDirResult{Git: runtimeclient.WorkDirGitMissing}, nil
+			return runtimeclient.WorkDirResult{Git: runtimeclient.WorkDirGitMissing}
 		}
-		return runtimeclient.WorkDirResult{Git: runtimeclient.WorkDirGitFailed, Detail: err.Error()}, nil
+		return runtimeclient.WorkDirResult{Git: runtimeclient.WorkDirGitFailed, Detail: err.Error()}
 	}
-	f, err := root.OpenFile(path.Join(req.Dir, ".git", "config"), os.O_WRONLY|os.O_APPEND, 0)
+	root, err := os.OpenRoot(s.cfg.Workspace)
 	if err == nil {
-		_, err = fmt.Fprintf(f, "[user]\n\tname = %s\n\temail = %s\n", gitConfigValue(req.Git.Name), gitConfigValue(req.Git.Email))
-		if cerr := f.Close(); err == nil {
-			err = cerr
+		var f *os.File
+		f, err = root.OpenFile(path.Join(req.Dir, ".git", "config"), os.O_WRONLY|os.O_APPEND, 0)
+		if err == nil {
+			_, err = fmt.Fprintf(f, "[user]\n\tname = %s\n\temail = %s\n", gitConfigValue(req.Git.Name), gitConfigValue(req.Git.Email))
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
 		}
+		root.Close()
 	}
 	if err != nil {
-		return runtimeclient.WorkDirResult{Git: runtimeclient.WorkDirGitFailed, Detail: "set the commit author: " + problemOf(err)}, nil
+		return runtimeclient.WorkDirResult{Git: runtimeclient.WorkDirGitFailed, Detail: "set the commit author: " + problemOf(err)}
 	}
-	return runtimeclient.WorkDirResult{Git: runtimeclient.WorkDirGitCreated}, nil
+	return runtimeclient.WorkDirResult{Git: runtimeclient.WorkDirGitCreated}
+}
+
+// workInits counts the repositories being made after their request's answer. Every request
+// that may touch the workspace waits until none is left (Server.ServeHTTP), so that the
+// agent's first command, or a listing of its changes, finds the repository whole.
+type workInits struct {
+	ctx    context.Context // ends with the server: a git init still running is killed
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	n      int
+	idle   chan struct{} // closed when n drops to 0; nil while n is 0
+	closed bool
+	held   int // requests waiting for idle
+}
+
+func newWorkInits() *workInits {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &workInits{ctx: ctx, cancel: cancel}
+}
+
+// begin counts one more; false once the server is closed.
+func (p *workInits) begin() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	if p.n == 0 {
+		p.idle = make(chan struct{})
+	}
+	p.n++
+	return true
+}
+
+func (p *workInits) end() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n--; p.n == 0 {
+		close(p.idle)
+		p.idle = nil
+	}
+}
+
+// wait returns once no repository is being made, or when ctx ends.
+func (p *workInits) wait(ctx context.Context) error {
+	p.mu.Lock()
+	idle := p.idle
+	if idle != nil {
+		p.held++
+	}
+	p.mu.Unlock()
+	if idle == nil {
+		return nil
+	}
+	defer func() {
+		p.mu.Lock()
+		p.held--
+		p.mu.Unlock()
+	}()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// waiting is how many requests wait for the repositories being made.
+func (p *workInits) waiting() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
+}
+
+// close kills the git inits still running and refuses new ones.
+func (p *workInits) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.cancel()
 }
 
 // gitConfigValue quotes v as a value of git's configuration files: in double quotes, where a

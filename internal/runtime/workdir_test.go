@@ -1,12 +1,17 @@
 package runtime
 
 import (
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
@@ -107,5 +112,166 @@ func TestWorkDirWithoutGit(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(ws, "project")); err != nil || !fi.IsDir() {
 		t.Fatalf("the directory: %v", err)
+	}
+}
+
+// heldGit puts first on PATH a git that, for its first `init`, waits until release is called
+// before it runs the real git, so that a test can act while a repository is being made.
+// Release only once that git runs, or the call waits for it.
+func heldGit(t *testing.T) (release func()) {
+	t.Helper()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "hold")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\nfor a; do [ \"$a\" = init ] && [ -p " + fifo + " ] && { read _ < " + fifo + "; rm -f " + fifo + "; break; }; done\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			// Opening the FIFO for writing lets the held git's read return.
+			f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			f.WriteString("go\n")
+			f.Close()
+		})
+	}
+	return release
+}
+
+// TestWorkDirGitAfterAnswer: with Prefer: respond-async, the runtime answers once the
+// directory is made, with git init still to run; a command sent meanwhile runs only once the
+// repository is whole, while the skill files and the identity are answered at once.
+func TestWorkDirGitAfterAnswer(t *testing.T) {
+	release := heldGit(t)
+	ws := t.TempDir()
+	s, err := NewServer(ServerConfig{SandboxID: "sb1", Workspace: ws, SessionKey: testKey, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	t.Cleanup(func() { s.Close(); hs.Close() }) // Close kills a git still held, which lets the requests waiting for it go
+	c, err := runtimeclient.NewClient(hs.URL, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+
+	author := runtimeclient.WorkDirGit{Name: "Ada Lovelace", Email: "ada@example.com"}
+	res, err := c.WorkDir(ctx, runtimeclient.WorkDirRequest{Dir: "project", Git: &author, GitAfterAnswer: true})
+	if err != nil || res.Git != runtimeclient.WorkDirGitStarted {
+		t.Fatalf("work-dir: %+v %v", res, err)
+	}
+	if fi, err := os.Stat(filepath.Join(ws, "project")); err != nil || !fi.IsDir() {
+		t.Fatalf("the directory is not made before the answer: %v", err)
+	}
+
+	// git init is held: the skill files and the identity do not wait for it.
+	if _, err := c.SkillFiles(ctx, skillFilesRequest()); err != nil {
+		t.Fatalf("skill files while the repository is made: %v", err)
+	}
+	if _, err := c.Identity(ctx); err != nil {
+		t.Fatalf("identity while the repository is made: %v", err)
+	}
+
+	type ran struct {
+		res runtimeclient.CommandResult
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		r, err := c.Run(ctx, runtimeclient.CommandRequest{Cwd: "project", Command: "git rev-parse --is-inside-work-tree && git config user.name"})
+		done <- ran{r, err}
+	}()
+	// Release git init once the command waits for it; a command that ran at once fails.
+	for s.inits.waiting() == 0 {
+		select {
+		case got := <-done:
+			t.Fatalf("a command ran while the repository was made: %+v %v", got.res, got.err)
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	release()
+	got := <-done
+	if got.err != nil || got.res.ExitCode != 0 || got.res.Output != "true\nAda Lovelace\n" {
+		t.Fatalf("a command sent while the repository was made: %+v %v", got.res, got.err)
+	}
+
+	// Without the preference (a control plane from before it), the answer follows git init.
+	res, err = c.WorkDir(ctx, runtimeclient.WorkDirRequest{Dir: "other", Git: &author})
+	if err != nil || res.Git != runtimeclient.WorkDirGitCreated {
+		t.Fatalf("work-dir without the preference: %+v %v", res, err)
+	}
+}
+
+// TestWorkDirGitAfterAnswerHeader: the preference is honoured among others, and said to be.
+func TestWorkDirGitAfterAnswerHeader(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	hs, ws := newTestServer(t, nil)
+	body := `{"dir":"p","git":{"name":"a","email":"b"}}`
+	req, err := http.NewRequest(http.MethodPost, hs.URL+"/api/work-dir", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(runtimeclient.HeaderSessionKey, testKey)
+	req.Header.Set("Prefer", "wait=10, Respond-Async")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Preference-Applied") != runtimeclient.PreferAsync {
+		t.Fatalf("%d, Preference-Applied %q", resp.StatusCode, resp.Header.Get("Preference-Applied"))
+	}
+	// Any request that touches the workspace waits for the repository.
+	code, out := do(t, http.MethodPost, hs.URL+"/api/command", http.Header{runtimeclient.HeaderSessionKey: {testKey}}, `{"command":"test -f p/.git/HEAD && echo whole"}`)
+	if code != http.StatusOK || !strings.Contains(out, `whole`) {
+		t.Fatalf("%d %s (workspace %s)", code, out, ws)
+	}
+}
+
+// TestWorkDirGitAfterAnswerClose: Close kills a git init still running, so that nothing waits
+// for it any longer, and refuses to start another.
+func TestWorkDirGitAfterAnswerClose(t *testing.T) {
+	heldGit(t) // never released
+	ws := t.TempDir()
+	s, err := NewServer(ServerConfig{SandboxID: "sb1", Workspace: ws, SessionKey: testKey, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	c, err := runtimeclient.NewClient(hs.URL, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	author := runtimeclient.WorkDirGit{Name: "a", Email: "b"}
+	res, err := c.WorkDir(t.Context(), runtimeclient.WorkDirRequest{Dir: "project", Git: &author, GitAfterAnswer: true})
+	if err != nil || res.Git != runtimeclient.WorkDirGitStarted {
+		t.Fatalf("work-dir: %+v %v", res, err)
+	}
+	s.Close()
+	if err := s.inits.wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.WorkDir(t.Context(), runtimeclient.WorkDirRequest{Dir: "other", Git: &author, GitAfterAnswer: true})
+	var st *runtimeclient.StatusError
+	if !errors.As(err, &st) || st.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("work-dir after Close: %v", err)
 	}
 }

@@ -254,6 +254,11 @@ func (c *Client) CloseToolSession(ctx context.Context, conversationID string) (b
 
 // call sends in (if not nil) as JSON and decodes a 200 answer into out (if not nil).
 func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
+	return c.callWith(ctx, method, path, nil, in, out)
+}
+
+// callWith is call with the headers h added to the request.
+func (c *Client) callWith(ctx context.Context, method, path string, h http.Header, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -268,6 +273,9 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) err
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, vs := range h {
+		req.Header[k] = vs
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -18,6 +18,12 @@ type WorkDirRequest struct {
 	// Dir is relative to the workspace.
 	Dir string      `json:"dir" wire:"required"`
 	Git *WorkDirGit `json:"git"`
+	// GitAfterAnswer asks for the answer as soon as the directory is made, before the
+	// repository, which the runtime then makes while every later request but the probes,
+	// the identity and the skill files waits for it (WorkDirGitStarted). It travels as the
+	// header "Prefer: respond-async" (RFC 7240), so that a runtime from before it, which
+	// does not know the preference, makes the repository first, as it always did.
+	GitAfterAnswer bool `json:"-"`
 }
 
 // WorkDirGit is the commit author of a repository made by POST /api/work-dir.
@@ -32,7 +38,14 @@ const (
 	WorkDirGitExists  = "exists"  // the directory held a repository already: left as it was
 	WorkDirGitMissing = "missing" // git is not installed in the sandbox
 	WorkDirGitFailed  = "failed"  // git init failed: Detail says how
+	// The repository is being made after the answer (GitAfterAnswer); the runtime logs a
+	// failure.
+	WorkDirGitStarted = "started"
 )
+
+// PreferAsync is the preference (RFC 7240) a request sends in its Prefer header to have its
+// slow part done after the answer; a server that does so says it in Preference-Applied.
+const PreferAsync = "respond-async"
 
 // WorkDirResult is the answer to POST /api/work-dir. The directory exists when it is given;
 // the repository is a best effort, whose outcome Git says ("" when none was asked for).
@@ -63,7 +76,11 @@ func (r *WorkDirRequest) ValidateWire(c *wire.Checker) {
 // asks.
 func (c *Client) WorkDir(ctx context.Context, req WorkDirRequest) (WorkDirResult, error) {
 	var res WorkDirResult
-	if err := c.call(ctx, http.MethodPost, "/api/work-dir", req, &res); err != nil {
+	var h http.Header
+	if req.GitAfterAnswer && req.Git != nil {
+		h = http.Header{"Prefer": {PreferAsync}}
+	}
+	if err := c.callWith(ctx, http.MethodPost, "/api/work-dir", h, req, &res); err != nil {
 		return WorkDirResult{}, fmt.Errorf("runtime work directory: %w", err)
 	}
 	return res, nil
