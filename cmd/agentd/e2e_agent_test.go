@@ -78,6 +78,13 @@ func logLabels(evs []logEvent) []string {
 
 var workspaceRE = regexp.MustCompile(`a workspace directory at (\S+)\. `)
 
+// waitForFile is a shell command that waits until the file at path exists, for a minute at
+// most: a command a test kills something in the middle of, whatever the machine's speed.
+// path holds no single quote.
+func waitForFile(path string) string {
+	return "i=0; while [ ! -e '" + path + "' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done"
+}
+
 // TestAgentSurvivesKill9: kill -9 of agentd serve in the middle of a tool call and in the
 // middle of a model call loses no recorded event; each restarted server picks the
 // conversation up again, answering the interrupted tool call with an error the model sees.
@@ -87,12 +94,16 @@ func TestAgentSurvivesKill9(t *testing.T) {
 	env := []string{"AGENTD_ADMIN_KEY=" + agentAdminKey}
 	var workspace atomic.Value // the sandbox's workspace, read from the system prompt
 	workspace.Store("")
+	// The command the server is killed in waits for this file, which only the end of the test
+	// makes (or at most a minute): it runs until the kill however slow the machine.
+	release := filepath.Join(t.TempDir(), "release")
+	t.Cleanup(func() { os.WriteFile(release, nil, 0o644) })
 	model := llmtest.NewOpenAI(t,
 		llmtest.Step{Func: func(req llmtest.RecordedRequest) llmtest.Step {
 			if m := workspaceRE.FindStringSubmatch(req.System); m != nil {
 				workspace.Store(m[1])
 			}
-			return llmtest.Calls(llmtest.Call("terminal", `{"command":"sleep 3; echo first"}`))
+			return llmtest.Calls(llmtest.Call("terminal", `{"command":"`+waitForFile(release)+`; echo first"}`))
 		}},
 		llmtest.Step{Func: func(req llmtest.RecordedRequest) llmtest.Step {
 			if last := req.Last(); last.Role != llm.RoleTool || !strings.Contains(last.Text(), "restart") {

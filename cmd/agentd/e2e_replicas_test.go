@@ -176,6 +176,10 @@ func TestReplicas(t *testing.T) {
 	const key = "replicas-admin-key-0123456789"
 	const token = "sekrit-changed-on-r2-7741"
 	gate := make(chan struct{})
+	// The command the first replica is killed in waits for this file, which only the end of
+	// the test makes (or at most a minute): it runs until the kill however slow the machine.
+	release := filepath.Join(t.TempDir(), "release")
+	t.Cleanup(func() { os.WriteFile(release, nil, 0o644) })
 	model := llmtest.NewOpenAI(t,
 		llmtest.Calls(llmtest.Call("terminal", `{"command":"echo hello-one"}`)),
 		llmtest.Text("First answer."),
@@ -189,7 +193,7 @@ func TestReplicas(t *testing.T) {
 			}
 		}},
 		// The first replica is killed while this command runs.
-		llmtest.Calls(llmtest.Call("terminal", `{"command":"sleep 3; echo slow"}`)),
+		llmtest.Calls(llmtest.Call("terminal", `{"command":"`+waitForFile(release)+`; echo slow"}`)),
 		llmtest.Step{Func: func(req llmtest.RecordedRequest) llmtest.Step {
 			if last := req.Last(); last.Role != llm.RoleTool || !strings.Contains(last.Text(), "restart") {
 				t.Errorf("after the restart the model was sent %+v, want the interrupted call's error", last)

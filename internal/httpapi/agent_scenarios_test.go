@@ -25,7 +25,8 @@ func TestMessageDuringARun(t *testing.T) {
 	e := newEnv(t)
 	_, alice := e.newUser("alice")
 	srv := e.scripted(alice,
-		terminal(t, "sleep 1; echo built"),
+		// The command ends once the test has sent its message (or after a minute).
+		terminal(t, "i=0; while [ ! -e go-build ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; echo built"),
 		llmtest.Step{Func: func(req llmtest.RecordedRequest) llmtest.Step {
 			last := req.Last()
 			if last.Role != llm.RoleUser || last.Text() != "also say bye" {
@@ -44,6 +45,9 @@ func TestMessageDuringARun(t *testing.T) {
 		t.Errorf("run while running: %q", conflict.Detail)
 	}
 	c.api("POST", "/events", message("also say bye", true), http.StatusOK, nil)
+	if err := os.WriteFile(filepath.Join(e.projectDir(c.sandboxID), "go-build"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	c.waitStatus("finished")
 	wantLabels(t, c.events(),
 		"MessageEvent:user", "SystemPromptEvent", "execution_status=running",
