@@ -93,13 +93,12 @@ func (b *bashEvents) run(cmd runtimeclient.BashEvent, dir string) runtimeclient.
 	stdout := &headTailBuffer{limit: maxBashStreamBytes}
 	stderr := &headTailBuffer{limit: maxBashStreamBytes}
 	c := b.s.shellCommand(ctx, cmd.Command, dir, nil)
-	c.Stdout, c.Stderr = stdout, stderr
 	code := -1
 	var note string
-	if err := c.Start(); err != nil {
+	if wait, err := startWithOutput(c, stdout, stderr); err != nil {
 		note = fmt.Sprintf("could not start the command: %v", err)
 	} else {
-		_ = c.Wait() // the exit status is in ProcessState
+		_ = wait() // the exit status is in ProcessState
 		switch {
 		case ctx.Err() != nil && b.ctx.Err() != nil:
 			note = "killed: the runtime is shutting down"

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"os"
 	"os/exec"
 	"slices"
 	"syscall"
@@ -16,6 +18,135 @@ import (
 // pipeGrace is how long a finished command's output pipe may stay open. A command that
 // leaves a background process holding its stdout would otherwise never return.
 const pipeGrace = 100 * time.Millisecond
+
+// maxDrain bounds what is read of an output pipe after pipeGrace, when a process the command
+// left behind may go on writing to it.
+const maxDrain = 1 << 20
+
+// startWithOutput starts cmd with its standard output and error on pipes whose ends this
+// process reads into stdout and stderr (one pipe when they are the same writer, so that the
+// two keep their order). The returned wait waits for the command to exit, then for its output:
+// until the pipes are at their end, or pipeGrace at most when a process it left in the
+// background holds one open. After pipeGrace what a pipe holds is still read, so no byte
+// written before the command exited is lost, however late this process gets a CPU to read
+// it (os/exec's WaitDelay closes the pipes and drops what is unread).
+func startWithOutput(cmd *exec.Cmd, stdout, stderr io.Writer) (wait func() error, err error) {
+	var pipes []*outPipe
+	var ends []*os.File // the command's ends, closed here once it has them
+	defer func() {
+		for _, f := range ends {
+			f.Close()
+		}
+		if err != nil {
+			for _, p := range pipes {
+				p.r.Close()
+			}
+		}
+	}()
+	for _, w := range []io.Writer{stdout, stderr} {
+		if len(pipes) == 1 && sameWriter(w, stdout) {
+			cmd.Stderr = cmd.Stdout
+			break
+		}
+		r, end, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		ends = append(ends, end)
+		pipes = append(pipes, &outPipe{r: r, done: make(chan struct{})})
+		if len(pipes) == 1 {
+			cmd.Stdout = end
+		} else {
+			cmd.Stderr = end
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	for i, p := range pipes {
+		go p.copyTo([]io.Writer{stdout, stderr}[i])
+	}
+	return func() error {
+		err := cmd.Wait()
+		grace := time.NewTimer(pipeGrace)
+		defer grace.Stop()
+	waiting:
+		for _, p := range pipes {
+			select {
+			case <-p.done:
+			case <-grace.C:
+				for _, q := range pipes {
+					if q.r.SetReadDeadline(time.Now()) != nil {
+						q.r.Close() // a pipe without deadlines: what it holds is lost, as with os/exec
+					}
+				}
+				break waiting
+			}
+		}
+		for _, p := range pipes {
+			<-p.done
+			p.r.Close()
+		}
+		return err
+	}, nil
+}
+
+// sameWriter reports whether a and b are the same writer (false for writers that cannot be
+// compared).
+func sameWriter(a, b io.Writer) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
+}
+
+// outPipe is the end of an output pipe this process reads; done is closed once it is read.
+type outPipe struct {
+	r    *os.File
+	done chan struct{}
+}
+
+// copyTo copies the pipe to w until its end or, once a deadline is set, what it holds then.
+func (p *outPipe) copyTo(w io.Writer) {
+	defer close(p.done)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := p.r.Read(buf)
+		if n > 0 {
+			w.Write(buf[:n])
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			p.drain(w, buf)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// drain reads what the pipe holds without waiting for more, up to maxDrain bytes.
+func (p *outPipe) drain(w io.Writer, buf []byte) {
+	if p.r.SetReadDeadline(time.Time{}) != nil {
+		return
+	}
+	rc, err := p.r.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Read(func(fd uintptr) bool {
+		for read := 0; read < maxDrain; {
+			n, err := syscall.Read(int(fd), buf)
+			if n <= 0 || err != nil {
+				break
+			}
+			w.Write(buf[:n])
+			read += n
+		}
+		return true
+	})
+}
 
 // runCommand runs req (already validated, Cwd absolute) and collects its output; onOutput,
 // when set, is given the output as it is kept.
@@ -30,14 +161,13 @@ func (s *Server) runCommand(ctx context.Context, req runtimeclient.CommandReques
 
 	out := &cappedBuffer{limit: runtimeclient.MaxOutputBytes, onKeep: onOutput}
 	cmd := s.shellCommand(runCtx, req.Command, req.Cwd, req.Env)
-	cmd.Stdout = out
-	cmd.Stderr = out
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	wait, err := startWithOutput(cmd, out, out)
+	if err != nil {
 		return runtimeclient.CommandResult{}, fmt.Errorf("start command: %w", err)
 	}
-	err := cmd.Wait()
+	err = wait()
 	timedOut := errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 
 	res := runtimeclient.CommandResult{TimedOut: timedOut}

@@ -348,3 +348,37 @@ func TestCommandBackground(t *testing.T) {
 	}
 	waitGone(t, strconv.Itoa(pid))
 }
+
+// TestOutputPipeReadAfterGrace: what a command wrote before it exited is kept even when this
+// process only gets to read it after pipeGrace (a starved runtime), while a process the
+// command left behind still holds the pipe: the deadline ends the wait for more output, not
+// the read of what the pipe holds.
+func TestOutputPipeReadAfterGrace(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close() // held open, as by a process left in the background
+	if _, err := w.Write([]byte("listening\n")); err != nil {
+		t.Fatal(err)
+	}
+	p := &outPipe{r: r, done: make(chan struct{})}
+	if err := r.SetReadDeadline(time.Now()); err != nil { // the grace ran out before any read
+		t.Fatal(err)
+	}
+	out := &cappedBuffer{limit: 1 << 20}
+	p.copyTo(out)
+	r.Close()
+	if got, _ := out.result(); got != "listening\n" {
+		t.Fatalf("read %q, want what the pipe held", got)
+	}
+}
+
+// TestCommandOutputOrder: standard output and error share one pipe, in the order written.
+func TestCommandOutputOrder(t *testing.T) {
+	hs, _ := newTestServer(t, nil)
+	got := runCmd(t, hs.URL, runtimeclient.CommandRequest{Command: "echo 1; echo 2 >&2; echo 3; echo 4 >&2"})
+	if got.Output != "1\n2\n3\n4\n" {
+		t.Fatalf("output %q", got.Output)
+	}
+}
