@@ -46,19 +46,31 @@ func (b *Backend) setPaused(ctx context.Context, inst sandbox.Instance, pause bo
 	if c.State.Paused == pause {
 		return nil
 	}
-	if pause {
-		_, err = b.cli.ContainerPause(ctx, c.ID, client.ContainerPauseOptions{})
-	} else {
-		_, err = b.cli.ContainerUnpause(ctx, c.ID, client.ContainerUnpauseOptions{})
+	for attempt := 1; ; attempt++ {
+		if pause {
+			_, err = b.cli.ContainerPause(ctx, c.ID, client.ContainerPauseOptions{})
+		} else {
+			_, err = b.cli.ContainerUnpause(ctx, c.ID, client.ContainerUnpauseOptions{})
+		}
+		if err == nil {
+			return nil
+		}
+		now, ferr := b.find(ctx, inst)
+		if ferr == nil && now != nil && now.State.Running && now.State.Paused == pause {
+			return nil // a concurrent call got there first
+		}
+		// On a busy machine runc may give up freezing the container's cgroup before every
+		// task in it stopped ("unable to freeze"), and thaws it again: the container runs as
+		// before, and runc leaves trying again to its caller.
+		if !pause || attempt == pauseAttempts || ferr != nil || now == nil || !now.State.Running || ctx.Err() != nil {
+			return err
+		}
+		b.log.Warn("the engine did not pause the container; trying again", "sandbox_id", inst.ID, "attempt", attempt, "err", err)
 	}
-	if err == nil {
-		return nil
-	}
-	if now, ferr := b.find(ctx, inst); ferr == nil && now != nil && now.State.Running && now.State.Paused == pause {
-		return nil // a concurrent call got there first
-	}
-	return err
 }
+
+// pauseAttempts bounds the pauses asked of the engine for one Pause.
+const pauseAttempts = 3
 
 // Inspect reports paused or running from the container's state, and gone when there is no
 // container or it no longer runs (it exited, or is being removed).
