@@ -43,28 +43,24 @@ func startWithOutput(cmd *exec.Cmd, stdout, stderr io.Writer) (wait func() error
 			}
 		}
 	}()
-	for _, w := range []io.Writer{stdout, stderr} {
-		if len(pipes) == 1 && sameWriter(w, stdout) {
-			cmd.Stderr = cmd.Stdout
-			break
-		}
+	writers := []io.Writer{stdout}
+	if !sameWriter(stderr, stdout) {
+		writers = append(writers, stderr)
+	}
+	for _, w := range writers {
 		r, end, err := os.Pipe()
 		if err != nil {
 			return nil, err
 		}
 		ends = append(ends, end)
-		pipes = append(pipes, &outPipe{r: r, done: make(chan struct{})})
-		if len(pipes) == 1 {
-			cmd.Stdout = end
-		} else {
-			cmd.Stderr = end
-		}
+		pipes = append(pipes, &outPipe{r: r, w: w, done: make(chan struct{})})
 	}
+	cmd.Stdout, cmd.Stderr = ends[0], ends[len(ends)-1]
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	for i, p := range pipes {
-		go p.copyTo([]io.Writer{stdout, stderr}[i])
+	for _, p := range pipes {
+		go p.copy()
 	}
 	return func() error {
 		err := cmd.Wait()
@@ -102,23 +98,25 @@ func sameWriter(a, b io.Writer) (same bool) {
 	return a == b
 }
 
-// outPipe is the end of an output pipe this process reads; done is closed once it is read.
+// outPipe is the end of an output pipe this process reads into w; done is closed once it
+// is read.
 type outPipe struct {
 	r    *os.File
+	w    io.Writer
 	done chan struct{}
 }
 
-// copyTo copies the pipe to w until its end or, once a deadline is set, what it holds then.
-func (p *outPipe) copyTo(w io.Writer) {
+// copy copies the pipe to w until its end or, once a deadline is set, what it holds then.
+func (p *outPipe) copy() {
 	defer close(p.done)
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := p.r.Read(buf)
 		if n > 0 {
-			w.Write(buf[:n])
+			p.w.Write(buf[:n])
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			p.drain(w, buf)
+			p.drain(buf)
 		}
 		if err != nil {
 			return
@@ -127,7 +125,7 @@ func (p *outPipe) copyTo(w io.Writer) {
 }
 
 // drain reads what the pipe holds without waiting for more, up to maxDrain bytes.
-func (p *outPipe) drain(w io.Writer, buf []byte) {
+func (p *outPipe) drain(buf []byte) {
 	if p.r.SetReadDeadline(time.Time{}) != nil {
 		return
 	}
@@ -141,7 +139,7 @@ func (p *outPipe) drain(w io.Writer, buf []byte) {
 			if n <= 0 || err != nil {
 				break
 			}
-			w.Write(buf[:n])
+			p.w.Write(buf[:n])
 			read += n
 		}
 		return true

@@ -362,12 +362,12 @@ func TestOutputPipeReadAfterGrace(t *testing.T) {
 	if _, err := w.Write([]byte("listening\n")); err != nil {
 		t.Fatal(err)
 	}
-	p := &outPipe{r: r, done: make(chan struct{})}
+	out := &cappedBuffer{limit: 1 << 20}
+	p := &outPipe{r: r, w: out, done: make(chan struct{})}
 	if err := r.SetReadDeadline(time.Now()); err != nil { // the grace ran out before any read
 		t.Fatal(err)
 	}
-	out := &cappedBuffer{limit: 1 << 20}
-	p.copyTo(out)
+	p.copy()
 	r.Close()
 	if got, _ := out.result(); got != "listening\n" {
 		t.Fatalf("read %q, want what the pipe held", got)

@@ -119,8 +119,7 @@ type workInits struct {
 	mu     sync.Mutex
 	n      int
 	idle   chan struct{} // closed when n drops to 0; nil while n is 0
-	closed bool
-	held   int // requests waiting for idle
+	held   int           // requests waiting for idle
 }
 
 func newWorkInits() *workInits {
@@ -132,7 +131,7 @@ func newWorkInits() *workInits {
 func (p *workInits) begin() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.ctx.Err() != nil {
 		return false
 	}
 	if p.n == 0 {
@@ -183,12 +182,7 @@ func (p *workInits) waiting() int {
 }
 
 // close kills the git inits still running and refuses new ones.
-func (p *workInits) close() {
-	p.mu.Lock()
-	p.closed = true
-	p.mu.Unlock()
-	p.cancel()
-}
+func (p *workInits) close() { p.cancel() }
 
 // gitConfigValue quotes v as a value of git's configuration files: in double quotes, where a
 // backslash and a double quote are escaped and nothing else is special (v is one line, as

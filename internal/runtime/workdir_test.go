@@ -150,22 +150,31 @@ func heldGit(t *testing.T) (release func()) {
 	return release
 }
 
-// TestWorkDirGitAfterAnswer: with Prefer: respond-async, the runtime answers once the
-// directory is made, with git init still to run; a command sent meanwhile runs only once the
-// repository is whole, while the skill files and the identity are answered at once.
-func TestWorkDirGitAfterAnswer(t *testing.T) {
-	release := heldGit(t)
+// newClientServer starts a runtime on a workspace of its own and returns it with a client
+// of it. The cleanup closes the runtime before its HTTP server: Close kills a git still
+// held, which lets the requests waiting for it go.
+func newClientServer(t *testing.T) (*Server, *runtimeclient.Client, string) {
+	t.Helper()
 	ws := t.TempDir()
 	s, err := NewServer(ServerConfig{SandboxID: "sb1", Workspace: ws, SessionKey: testKey, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(s)
-	t.Cleanup(func() { s.Close(); hs.Close() }) // Close kills a git still held, which lets the requests waiting for it go
+	t.Cleanup(func() { s.Close(); hs.Close() })
 	c, err := runtimeclient.NewClient(hs.URL, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, c, ws
+}
+
+// TestWorkDirGitAfterAnswer: with Prefer: respond-async, the runtime answers once the
+// directory is made, with git init still to run; a command sent meanwhile runs only once the
+// repository is whole, while the skill files and the identity are answered at once.
+func TestWorkDirGitAfterAnswer(t *testing.T) {
+	release := heldGit(t)
+	s, c, ws := newClientServer(t)
 	ctx := t.Context()
 
 	author := runtimeclient.WorkDirGit{Name: "Ada Lovelace", Email: "ada@example.com"}
@@ -249,17 +258,7 @@ func TestWorkDirGitAfterAnswerHeader(t *testing.T) {
 // for it any longer, and refuses to start another.
 func TestWorkDirGitAfterAnswerClose(t *testing.T) {
 	heldGit(t) // never released
-	ws := t.TempDir()
-	s, err := NewServer(ServerConfig{SandboxID: "sb1", Workspace: ws, SessionKey: testKey, Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s)
-	t.Cleanup(hs.Close)
-	c, err := runtimeclient.NewClient(hs.URL, testKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, c, _ := newClientServer(t)
 	author := runtimeclient.WorkDirGit{Name: "a", Email: "b"}
 	res, err := c.WorkDir(t.Context(), runtimeclient.WorkDirRequest{Dir: "project", Git: &author, GitAfterAnswer: true})
 	if err != nil || res.Git != runtimeclient.WorkDirGitStarted {

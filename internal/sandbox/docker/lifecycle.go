@@ -62,7 +62,8 @@ func (b *Backend) setPaused(ctx context.Context, inst sandbox.Instance, pause bo
 		// On a busy machine runc may give up freezing the container's cgroup before every
 		// task in it stopped ("unable to freeze"), and thaws it again: the container runs as
 		// before, and runc leaves trying again to its caller.
-		if !pause || attempt == pauseAttempts || ferr != nil || now == nil || !now.State.Running || ctx.Err() != nil {
+		stillRunning := ferr == nil && now != nil && now.State.Running
+		if !pause || !stillRunning || attempt == pauseAttempts || ctx.Err() != nil {
 			return err
 		}
 		b.log.Warn("the engine did not pause the container; trying again", "sandbox_id", inst.ID, "attempt", attempt, "err", err)
