@@ -149,8 +149,8 @@ func (s *Server) Close() error {
 }
 
 // ServeHTTP checks the session key, except on the liveness probes, then routes the request,
-// once the repositories being made after their answer are whole (POST /api/work-dir with
-// Prefer: respond-async) unless it is one that never touches the workspace's repositories.
+// once no repository is being made (POST /api/work-dir) unless it is one that never touches
+// the workspace's repositories.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !isProbe(r.URL.Path) && !s.authorized(r) {
 		writeDetail(w, http.StatusUnauthorized, "Unauthorized")

@@ -46,7 +46,9 @@ func preferAsync(r *http.Request) bool {
 
 // makeWorkDir makes req's directory through an os.Root of the workspace (no symbolic link
 // leads it out), as the sandbox user the runtime works as, then the repository req asks for,
-// before the answer or, when req.GitAfterAnswer, after it (s.inits).
+// before the answer or, when req.GitAfterAnswer, after it. One repository is made at a time
+// (s.inits): a second request for the same directory finds the first one's .git, where it
+// would otherwise make its own and append the author again.
 func (s *Server) makeWorkDir(ctx context.Context, req runtimeclient.WorkDirRequest) (runtimeclient.WorkDirResult, error) {
 	root, err := os.OpenRoot(s.cfg.Workspace)
 	if err != nil {
@@ -60,17 +62,20 @@ func (s *Server) makeWorkDir(ctx context.Context, req runtimeclient.WorkDirReque
 	if req.Git == nil {
 		return runtimeclient.WorkDirResult{}, nil
 	}
+	if err := s.inits.begin(ctx); err != nil {
+		return runtimeclient.WorkDirResult{}, err
+	}
 	if _, err := root.Lstat(path.Join(req.Dir, ".git")); err == nil {
+		s.inits.end()
 		return runtimeclient.WorkDirResult{Git: runtimeclient.WorkDirGitExists}, nil
 	}
 	if _, err := exec.LookPath("git"); err != nil {
+		s.inits.end()
 		return runtimeclient.WorkDirResult{Git: runtimeclient.WorkDirGitMissing}, nil
 	}
 	if !req.GitAfterAnswer {
+		defer s.inits.end()
 		return s.initRepository(ctx, req), nil
-	}
-	if !s.inits.begin() {
-		return runtimeclient.WorkDirResult{}, &fileError{status: http.StatusServiceUnavailable, detail: "The runtime is shutting down"}
 	}
 	go func() {
 		defer s.inits.end()
@@ -110,55 +115,63 @@ func (s *Server) initRepository(ctx context.Context, req runtimeclient.WorkDirRe
 	return runtimeclient.WorkDirResult{Git: runtimeclient.WorkDirGitCreated}
 }
 
-// workInits counts the repositories being made after their request's answer. Every request
-// that may touch the workspace waits until none is left (Server.ServeHTTP), so that the
-// agent's first command, or a listing of its changes, finds the repository whole.
+// workInits lets one repository be made at a time (a work-dir request's git init, before or
+// after its answer). Every request that may touch the workspace waits until none is being
+// made (Server.ServeHTTP), so that the agent's first command, or a listing of its changes,
+// finds the repository whole.
 type workInits struct {
 	ctx    context.Context // ends with the server: a git init still running is killed
 	cancel context.CancelFunc
 	mu     sync.Mutex
-	n      int
-	idle   chan struct{} // closed when n drops to 0; nil while n is 0
-	held   int           // requests waiting for idle
+	busy   chan struct{} // closed when the repository being made is whole; nil while none is
+	held   int           // requests waiting for busy
 }
+
+// errClosing: the runtime is closed and makes no more repositories.
+var errClosing = &fileError{status: http.StatusServiceUnavailable, detail: "The runtime is shutting down"}
 
 func newWorkInits() *workInits {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &workInits{ctx: ctx, cancel: cancel}
 }
 
-// begin counts one more; false once the server is closed.
-func (p *workInits) begin() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ctx.Err() != nil {
-		return false
+// begin waits until no repository is being made, then marks one as being made until end. It
+// fails with errClosing once the server is closed, or with ctx's error.
+func (p *workInits) begin(ctx context.Context) error {
+	for {
+		if err := p.wait(ctx); err != nil {
+			return err
+		}
+		p.mu.Lock()
+		switch {
+		case p.ctx.Err() != nil:
+			p.mu.Unlock()
+			return errClosing
+		case p.busy == nil:
+			p.busy = make(chan struct{})
+			p.mu.Unlock()
+			return nil
+		}
+		p.mu.Unlock() // another began first: wait for it too
 	}
-	if p.n == 0 {
-		p.idle = make(chan struct{})
-	}
-	p.n++
-	return true
 }
 
 func (p *workInits) end() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.n--; p.n == 0 {
-		close(p.idle)
-		p.idle = nil
-	}
+	close(p.busy)
+	p.busy = nil
 }
 
 // wait returns once no repository is being made, or when ctx ends.
 func (p *workInits) wait(ctx context.Context) error {
 	p.mu.Lock()
-	idle := p.idle
-	if idle != nil {
+	busy := p.busy
+	if busy != nil {
 		p.held++
 	}
 	p.mu.Unlock()
-	if idle == nil {
+	if busy == nil {
 		return nil
 	}
 	defer func() {
@@ -167,7 +180,7 @@ func (p *workInits) wait(ctx context.Context) error {
 		p.mu.Unlock()
 	}()
 	select {
-	case <-idle:
+	case <-busy:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

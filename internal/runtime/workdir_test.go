@@ -254,6 +254,53 @@ func TestWorkDirGitAfterAnswerHeader(t *testing.T) {
 	}
 }
 
+// TestWorkDirOneRepositoryAtOnce: two requests for the same directory at once make one
+// repository, with the author once; the second waits for the first and finds its .git.
+func TestWorkDirOneRepositoryAtOnce(t *testing.T) {
+	release := heldGit(t)
+	s, c, ws := newClientServer(t)
+	ctx := t.Context()
+	author := runtimeclient.WorkDirGit{Name: "Ada Lovelace", Email: "ada@example.com"}
+	type made struct {
+		res runtimeclient.WorkDirResult
+		err error
+	}
+	done := make(chan made, 2)
+	for range 2 {
+		go func() {
+			res, err := c.WorkDir(ctx, runtimeclient.WorkDirRequest{Dir: "project", Git: &author})
+			done <- made{res, err}
+		}()
+	}
+	// One git init is held; release it once the other request waits for it.
+	deadline := time.Now().Add(30 * time.Second)
+	for s.inits.waiting() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second request did not wait for the repository the first makes")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	got := map[string]int{}
+	for range 2 {
+		m := <-done
+		if m.err != nil {
+			t.Fatal(m.err)
+		}
+		got[m.res.Git]++
+	}
+	if got[runtimeclient.WorkDirGitCreated] != 1 || got[runtimeclient.WorkDirGitExists] != 1 {
+		t.Fatalf("results: %v, want one created and one exists", got)
+	}
+	config, err := os.ReadFile(filepath.Join(ws, "project", ".git", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(config), "[user]"); n != 1 {
+		t.Fatalf("the author is in the configuration %d times:\n%s", n, config)
+	}
+}
+
 // TestWorkDirGitAfterAnswerClose: Close kills a git init still running, so that nothing waits
 // for it any longer, and refuses to start another.
 func TestWorkDirGitAfterAnswerClose(t *testing.T) {
