@@ -32,15 +32,16 @@ type serveProcess struct {
 }
 
 // startServeProcess runs agentd serve on dataDir, with benchModel as its model, conversation
-// titles off (as the in-process server) and args besides, and waits until it serves. Its
-// warnings and errors go to logw.
+// titles off and no bound on one user's running sandboxes (as the in-process server) and
+// args besides, and waits until it serves. Its warnings and errors go to logw.
 func startServeProcess(ctx context.Context, agentd, dataDir string, logw io.Writer, args ...string) (_ *serveProcess, err error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, err
 	}
 	key := "bench-" + rand.Text()
 	argv := append([]string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
-		"--sandbox-backend", "process", "--conversation-titles", "off", "--sandbox-pool", "0"}, llmFlags()...)
+		"--sandbox-backend", "process", "--conversation-titles", "off", "--sandbox-pool", "0",
+		"--max-running-sandboxes", "0"}, llmFlags()...)
 	cmd := exec.Command(agentd, append(argv, args...)...)
 	// A clean environment: nothing of the caller's AGENTD_* or GOMEMLIMIT reaches it.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dataDir, "AGENTD_ADMIN_KEY=" + key}

@@ -82,10 +82,13 @@ func startPostgresServer(ctx context.Context, binary, dataDir, dbURL string, cli
 
 // startServerOn is startServerWith on database (config.DatabaseSQLite or a PostgreSQL URL),
 // with a warm pool of pool sandboxes of the default spec; flags are more of agentd serve's.
+// Every request comes from one user, who does what many would (200 sandboxes started at
+// once, the memory curve's conversations), so no user's bound on running sandboxes applies.
 func startServerOn(ctx context.Context, b sandbox.Backend, dataDir, database string, clients int, log *slog.Logger, githubAPI string, pool int, flags ...string) (_ *server, err error) {
 	key := "bench-" + rand.Text()
 	args := append([]string{"--data-dir", dataDir, "--admin-key", key, "--database", database,
-		"--sandbox-backend", b.Name(), "--addr", "127.0.0.1:0", "--sandbox-pool", strconv.Itoa(pool)}, llmFlags()...)
+		"--sandbox-backend", b.Name(), "--addr", "127.0.0.1:0", "--sandbox-pool", strconv.Itoa(pool),
+		"--max-running-sandboxes", "0"}, llmFlags()...)
 	cfg, err := config.Load(append(args, flags...), func(string) string { return "" })
 	if err != nil {
 		b.Close()
