@@ -185,7 +185,7 @@ func benchTakeover(ctx context.Context, o options, pg *postgresServer, bin, dir 
 	}
 	notes := []string{"takeover: `agentd serve` on PostgreSQL (--database, --keyring-file made by agentd keyring create, the process backend, the default --conversation-lease of 10 s) in a process of its own, killed with SIGKILL while its conversation's agent waits for a model call that never answers, or runs a command (sleep 60) in the sandbox; its successor is the same node's replica started again at once on the same data directory, which frees its earlier run's leases at once, finds the sandbox still running and takes the conversation over from its log. " +
 		"The figure runs from the SIGKILL to the arrival, at a connection of the bench that LISTENs, of the notification of the first event the successor commits for the conversation (" + strings.Join(kinds, "; ") + "). " +
-		"A takeover by another replica waits for the dead one's lease to lapse (--conversation-lease, 10 s), then for that replica's next look (every tenth of the lease, at most 1 s): it needs a sandbox backend that every replica reaches (Kubernetes), which agentd does not have yet, and is not measured."}
+		"A takeover by another replica waits for the dead one's lease to lapse (--conversation-lease, 10 s), then for that replica's next look (every tenth of the lease, at most 1 s): it needs a sandbox backend that every replica reaches (kubernetes), and is not measured here: the deployment's end-to-end test on the test cluster (deploy) kills the replica that holds a conversation and logs how long the other took to ask the model for its next step."}
 	return rows, notes, nil
 }
 
