@@ -199,6 +199,24 @@ func (s *mcpServer) converse(sb string, mcpConfig map[string]any) string {
 	return conv
 }
 
+// useModel makes the model at url the admin's.
+func (s *mcpServer) useModel(url string) {
+	s.t.Helper()
+	s.api("POST", "/api/settings", map[string]any{"llm_model": "gpt-4o", "llm_base_url": url, "llm_api_key": llmtest.APIKey}, http.StatusOK, nil)
+}
+
+// serverErrors are the details of the conversation's MCPServerErrorEvents, by server.
+func (s *mcpServer) serverErrors(conv string) map[string]string {
+	s.t.Helper()
+	reasons := map[string]string{}
+	for _, ev := range s.events(conv) {
+		if ev.Kind == "MCPServerErrorEvent" {
+			reasons[ev.Server] = ev.Detail
+		}
+	}
+	return reasons
+}
+
 // mcpEvent is what these tests read of an event.
 type mcpEvent struct {
 	Kind        string          `json:"kind"`
@@ -280,7 +298,7 @@ func TestMCPEndToEnd(t *testing.T) {
 		llmtest.Calls(llmtest.Call(host+"_3_echo", `{"text":"hello over streamable http"}`)),
 		llmtest.Calls(llmtest.Call("finish", `{"message":"done"}`)),
 	)
-	s.api("POST", "/api/settings", map[string]any{"llm_model": "gpt-4o", "llm_base_url": model.URL(), "llm_api_key": llmtest.APIKey}, http.StatusOK, nil)
+	s.useModel(model.URL())
 
 	marker := "mcp-e2e-" + sandboxtest.NewID()
 	self := func(name, mode string, args ...string) map[string]any {
@@ -406,15 +424,10 @@ func TestMCPEndToEnd(t *testing.T) {
 func TestMCPServerHangs(t *testing.T) {
 	s := newMCPServer(t, time.Second)
 	model := llmtest.NewOpenAI(t, llmtest.Text("Nothing to call."))
-	s.api("POST", "/api/settings", map[string]any{"llm_model": "gpt-4o", "llm_base_url": model.URL(), "llm_api_key": llmtest.APIKey}, http.StatusOK, nil)
+	s.useModel(model.URL())
 	server := map[string]any{"name": "hangs", "command": "/proc/self/exe", "env": map[string]any{mcptest.ModeEnv: "hang"}}
 	conv := s.converse(s.startSandbox("default"), map[string]any{"stdio_servers": []any{server}})
-	reasons := map[string]string{}
-	for _, ev := range s.events(conv) {
-		if ev.Kind == "MCPServerErrorEvent" {
-			reasons[ev.Server] = ev.Detail
-		}
-	}
+	reasons := s.serverErrors(conv)
 	if len(reasons) != 1 || !strings.Contains(reasons["hangs"], "timed out") {
 		t.Errorf("events about the servers that failed: %q", reasons)
 	}
@@ -478,14 +491,9 @@ func TestMCPNetworkNone(t *testing.T) {
 	remote, _, _ := mcpOnInternet(t, "")
 	local, _ := mcptest.HTTP(t, "")
 	model := llmtest.NewOpenAI(t, llmtest.Text("Nothing to call."))
-	s.api("POST", "/api/settings", map[string]any{"llm_model": "gpt-4o", "llm_base_url": model.URL(), "llm_api_key": llmtest.APIKey}, http.StatusOK, nil)
+	s.useModel(model.URL())
 	conv := s.converse(s.startSandbox("isolated"), map[string]any{"sse_servers": []any{remote, local}})
-	reasons := map[string]string{}
-	for _, ev := range s.events(conv) {
-		if ev.Kind == "MCPServerErrorEvent" {
-			reasons[ev.Server] = ev.Detail
-		}
-	}
+	reasons := s.serverErrors(conv)
 	if len(reasons) != 2 || !strings.HasPrefix(reasons["127_0_0_1"], "connect: ") {
 		t.Errorf("events about the unreachable servers: %q", reasons)
 	}

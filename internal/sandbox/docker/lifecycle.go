@@ -56,14 +56,14 @@ func (b *Backend) setPaused(ctx context.Context, inst sandbox.Instance, pause bo
 			return nil
 		}
 		now, ferr := b.find(ctx, inst)
-		if ferr == nil && now != nil && now.State.Running && now.State.Paused == pause {
+		running := ferr == nil && now != nil && now.State.Running
+		if running && now.State.Paused == pause {
 			return nil // a concurrent call got there first
 		}
 		// On a busy machine runc may give up freezing the container's cgroup before every
 		// task in it stopped ("unable to freeze"), and thaws it again: the container runs as
 		// before, and runc leaves trying again to its caller.
-		stillRunning := ferr == nil && now != nil && now.State.Running
-		if !pause || !stillRunning || attempt == pauseAttempts || ctx.Err() != nil {
+		if !pause || !running || attempt == pauseAttempts || ctx.Err() != nil {
 			return err
 		}
 		b.log.Warn("the engine did not pause the container; trying again", "sandbox_id", inst.ID, "attempt", attempt, "err", err)
