@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -178,6 +179,68 @@ func TestAgentSurvivesKill9(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(workspace.Load().(string), "after.txt")); err != nil || string(b) != "ok\n" {
 		t.Errorf("after.txt: %q, %v", b, err)
+	}
+	if code, _ := s.stop(); code != 0 {
+		t.Errorf("server exited %d", code)
+	}
+}
+
+// TestServeWithoutItsPortDoesNothing: a server that cannot bind one of its addresses exits
+// before it takes anything up. The conversation a killed server left in the middle of a model
+// call is not run again (no model call, no sandbox touched) by a server whose agent-server
+// address is someone else's; the next server that can listen runs it to its end.
+func TestServeWithoutItsPortDoesNothing(t *testing.T) {
+	t.Parallel()
+	dir := newDataDir(t)
+	env := []string{"AGENTD_ADMIN_KEY=" + agentAdminKey}
+	model := llmtest.NewOpenAI(t,
+		// The server is killed while it waits for this answer.
+		llmtest.Step{HTTP: func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }},
+		llmtest.Text("All done."),
+	)
+	s := startServer(t, dir, env)
+	admin := s.client(agentAdminKey)
+	admin.do("POST", "/api/settings", map[string]any{"llm_model": "gpt-4o", "llm_base_url": model.URL(), "llm_api_key": llmtest.APIKey}, http.StatusOK, nil)
+	task := admin.startConversationV1("Say that you are done.")
+	conv := *admin.waitTaskReady(task.ID).AppConversationID
+	waitFor(t, 20*time.Second, "the first model call", func() (bool, string) {
+		return len(model.Requests()) == 1, strings.Join(logLabels(conversationLog(admin, conv)), ",")
+	})
+	s.kill()
+	waitDataDirFree(t, dir)
+
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	stdout, stderr := new(syncBuffer), new(syncBuffer)
+	refused := launchServer(t, dir, freeAddr(t), env, []string{"--agent-server-addr", taken.Addr().String()}, stdout, stderr)
+	select {
+	case <-refused.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("agentd serve without its agent-server address still runs after a minute\nstderr:\n%s", stderr)
+	}
+	if code := exitCode(refused.waitErr); code == 0 || !strings.Contains(stderr.String(), "agent_server_addr") {
+		t.Fatalf("agentd serve without its agent-server address exited %d:\n%s", code, stderr)
+	}
+	for _, did := range []string{"running conversation", "sandbox reconciled", "sandbox started", "orphan"} {
+		if strings.Contains(stderr.String(), did) {
+			t.Errorf("agentd serve without its agent-server address logged %q:\n%s", did, stderr)
+		}
+	}
+	if n := len(model.Requests()); n != 1 {
+		t.Errorf("the model had %d calls after the server that could not listen, want 1", n)
+	}
+
+	s = startServer(t, dir, env)
+	admin = s.client(agentAdminKey)
+	waitFor(t, 20*time.Second, "the agent to finish", func() (bool, string) {
+		got := logLabels(conversationLog(admin, conv))
+		return got[len(got)-1] == "execution_status=finished", strings.Join(got, ",")
+	})
+	if n := len(model.Requests()); n != 2 {
+		t.Errorf("%d model calls, want 2 (the interrupted one made again once)", n)
 	}
 	if code, _ := s.stop(); code != 0 {
 		t.Errorf("server exited %d", code)

@@ -79,6 +79,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer unlock()
+	// The addresses are bound before anything else starts: a server that cannot have them
+	// stops having done nothing, rather than after it took up the conversations (whose agents
+	// would have called the model) and reconciled the sandboxes.
+	ls, err := listen(cfg)
+	if err != nil {
+		return err
+	}
+	defer ls.close()
 	rt, err := runtimeBinary(cfg, log)
 	if err != nil {
 		return err
@@ -115,40 +123,22 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "\nagentd created the admin user. Its API key is shown this once:\n\n    %s\n\n"+
 			"Send it as the X-Session-API-Key header (or Authorization: Bearer).\n\n", a.BootstrapKey)
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
 	servers := []*http.Server{a.Server()}
-	listeners := []net.Listener{ln}
-	agentAddr := "off"
-	if agentSrv := a.AgentServer(); agentSrv != nil {
-		aln, err := net.Listen("tcp", cfg.AgentServerAddr)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("listen for the agent-server API (agent_server_addr): %w", err)
-		}
-		servers, listeners = append(servers, agentSrv), append(listeners, aln)
-		agentAddr = aln.Addr().String()
+	if srv := a.AgentServer(); srv != nil {
+		servers = append(servers, srv)
 	}
-	adminAddr := "off"
-	if adminSrv := a.AdminServer(); adminSrv != nil {
-		mln, err := net.Listen("tcp", cfg.AdminAddr)
-		if err != nil {
-			for _, l := range listeners {
-				l.Close()
-			}
-			return fmt.Errorf("listen for the admin listener (admin_addr): %w", err)
-		}
-		servers, listeners = append(servers, adminSrv), append(listeners, mln)
-		adminAddr = mln.Addr().String()
+	if srv := a.AdminServer(); srv != nil {
+		servers = append(servers, srv)
 	}
-	log.Info("agentd serving", "addr", ln.Addr().String(), "public_url", cfg.PublicURL,
-		"agent_server_addr", agentAddr, "agent_server_url", cfg.AgentServerPublicURL, "admin_addr", adminAddr,
+	if len(servers) != len(ls.all) {
+		return fmt.Errorf("the server has %d listeners for %d servers", len(ls.all), len(servers))
+	}
+	log.Info("agentd serving", "addr", ls.all[0].Addr().String(), "public_url", cfg.PublicURL,
+		"agent_server_addr", ls.agent, "agent_server_url", cfg.AgentServerPublicURL, "admin_addr", ls.admin,
 		"data_dir", cfg.DataDir, "sandbox_backend", backend.Name(), "version", version)
 	errc := make(chan error, len(servers))
 	for i, srv := range servers {
-		go func() { errc <- srv.Serve(app.Listener(listeners[i])) }()
+		go func() { errc <- srv.Serve(app.Listener(ls.all[i])) }()
 	}
 	var serveErr error
 	select {
@@ -165,4 +155,53 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return serveErr
+}
+
+// listeners are the server's bound addresses: the main one first, then the agent-server
+// base's and the admin listener's when the configuration has them.
+type listeners struct {
+	all []net.Listener
+	// agent and admin are the addresses of the agent-server base and the admin listener,
+	// "off" when the configuration has none.
+	agent, admin string
+}
+
+// listen binds every address the configuration names, in the order of listeners; when one
+// cannot be bound, it closes those it bound.
+func listen(cfg config.Config) (ls listeners, err error) {
+	ls.agent, ls.admin = "off", "off"
+	defer func() {
+		if err != nil {
+			ls.close()
+		}
+	}()
+	bind := func(addr, what string) (string, error) {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", what, err)
+		}
+		ls.all = append(ls.all, ln)
+		return ln.Addr().String(), nil
+	}
+	if _, err := bind(cfg.Addr, "listen"); err != nil {
+		return ls, err
+	}
+	if cfg.AgentServerAddr != "" {
+		if ls.agent, err = bind(cfg.AgentServerAddr, "listen for the agent-server API (agent_server_addr)"); err != nil {
+			return ls, err
+		}
+	}
+	if cfg.AdminAddr != "" {
+		if ls.admin, err = bind(cfg.AdminAddr, "listen for the admin listener (admin_addr)"); err != nil {
+			return ls, err
+		}
+	}
+	return ls, nil
+}
+
+// close closes every listener; one that its server closed already answers an error, ignored.
+func (ls listeners) close() {
+	for _, ln := range ls.all {
+		ln.Close()
+	}
 }
