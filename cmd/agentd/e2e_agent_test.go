@@ -215,7 +215,7 @@ func TestServeWithoutItsPortDoesNothing(t *testing.T) {
 	}
 	defer taken.Close()
 	stdout, stderr := new(syncBuffer), new(syncBuffer)
-	refused := launchServer(t, dir, freeAddr(t), env, []string{"--agent-server-addr", taken.Addr().String()}, stdout, stderr)
+	refused := launchServer(t, dir, "127.0.0.1:0", env, []string{"--agent-server-addr", taken.Addr().String()}, stdout, stderr)
 	select {
 	case <-refused.done:
 	case <-time.After(time.Minute):

@@ -32,7 +32,7 @@ func TestDataDirInUse(t *testing.T) {
 	s := startServer(t, dir, env)
 	sb := s.client(key).startSandbox()
 
-	stdout, stderr, code := runAgentd(t, env, "serve", "--data-dir", dir, "--addr", freeAddr(t), "--sandbox-backend", "process")
+	stdout, stderr, code := runAgentd(t, env, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0", "--sandbox-backend", "process")
 	if code == 0 {
 		t.Errorf("second server exited 0")
 	}

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -352,37 +351,15 @@ type server struct {
 	waitErr error         // cmd.Wait's answer, once done is closed
 }
 
-// freeAddr returns a loopback address that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
-// startServer starts `agentd serve` on dir with the process backend and waits for GET /alive.
-// env is added to the environment, args to the command line. A start that loses its port to
-// someone else is retried on another; its output stays in the same buffers, so stdout and
-// stderr hold everything this start printed.
+// startServer starts `agentd serve` on dir with the process backend, on ports the system
+// picks, and waits for GET /alive. env is added to the environment, args to the command line.
 func startServer(t *testing.T, dir string, env []string, args ...string) *server {
 	t.Helper()
-	stdout, stderr := new(syncBuffer), new(syncBuffer)
-	for attempt := 1; ; attempt++ {
-		s := launchServer(t, dir, freeAddr(t), env, args, stdout, stderr)
-		err := s.waitAlive(20 * time.Second)
-		if err == nil {
-			return s
-		}
-		s.kill()
-		if attempt < 5 && strings.Contains(stderr.String(), "address already in use") {
-			continue
-		}
-		t.Fatalf("agentd serve did not come up: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	s := launchServer(t, dir, "127.0.0.1:0", env, args, new(syncBuffer), new(syncBuffer))
+	if err := s.waitAlive(20 * time.Second); err != nil {
+		t.Fatalf("agentd serve did not come up: %v\nstdout:\n%s\nstderr:\n%s", err, s.stdout, s.stderr)
 	}
+	return s
 }
 
 func launchServer(t *testing.T, dir, addr string, env, args []string, stdout, stderr *syncBuffer) *server {
@@ -403,7 +380,7 @@ func launchServer(t *testing.T, dir, addr string, env, args []string, stdout, st
 	t.Cleanup(func() {
 		s.kill()
 		if t.Failed() {
-			t.Logf("agentd serve on %s\nstdout:\n%s\nstderr:\n%s", addr, stdout, stderr)
+			t.Logf("agentd serve on %s\nstdout:\n%s\nstderr:\n%s", s.url, stdout, stderr)
 		}
 	})
 	return s
@@ -418,19 +395,30 @@ func (s *server) exited() bool {
 	}
 }
 
-// waitAlive polls GET /alive until it answers 200, the process exits, or timeout passes. An
-// answer counts only once this process has logged that it listens on the address: tests run
-// in parallel, and another test's server may have taken the port freeAddr chose and answer
-// /alive in its place.
+// waitAlive waits until the process logs the address it serves on, when the port was the
+// system's to pick, then polls GET /alive there until it answers 200, the process exits, or
+// timeout passes.
 func (s *server) waitAlive(timeout time.Duration) error {
-	hc := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(timeout)
-	bound := "addr=" + strings.TrimPrefix(s.url, "http://") + " "
+	for strings.HasSuffix(s.url, ":0") {
+		if addr := s.logged("addr"); addr != "" {
+			s.url = "http://" + addr
+			break
+		}
+		if s.exited() {
+			return fmt.Errorf("exited: %v", s.waitErr)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no address logged after %v", timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	hc := &http.Client{Timeout: time.Second}
 	for {
 		resp, err := hc.Get(s.url + "/alive")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK && s.listens(bound) {
+			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
 		}
@@ -458,16 +446,6 @@ func (s *server) logged(key string) string {
 		}
 	}
 	return ""
-}
-
-// listens reports whether this process has logged that it serves on the address in bound.
-func (s *server) listens(bound string) bool {
-	for _, line := range strings.Split(s.stderr.String(), "\n") {
-		if strings.Contains(line, "agentd serving") && strings.Contains(line, bound) {
-			return true
-		}
-	}
-	return false
 }
 
 // stop sends SIGTERM and waits for the process to exit; it returns the exit code and how

@@ -87,6 +87,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ls.close()
+	cfg = cfg.Bound(ls.all[0].Addr().String(), ls.agent)
 	rt, err := runtimeBinary(cfg, log)
 	if err != nil {
 		return err

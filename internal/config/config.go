@@ -231,7 +231,7 @@ type Option struct {
 func Options() []Option {
 	return []Option{
 		{Flag: "addr", Env: []string{"AGENTD_ADDR"}, File: "addr", Default: "127.0.0.1:3000",
-			Doc: "Listen address of the HTTP server.",
+			Doc: "Listen address of the HTTP server. Port 0: a free port the system picks, which the `agentd serving` log line names and the URLs made from addr use.",
 			set: func(c *Config, v string) error { c.Addr = v; return nil }},
 		{Flag: "data-dir", Env: []string{"AGENTD_DATA_DIR"}, File: "data_dir", Default: "./.agentd",
 			Doc: "Directory for the database, the server keyring and sandbox directories.",
@@ -258,7 +258,7 @@ func Options() []Option {
 			Doc: "Base URL clients use to reach this server (default: http://<addr>).",
 			set: func(c *Config, v string) error { c.PublicURL = strings.TrimRight(v, "/"); return nil }},
 		{Flag: "agent-server-addr", Env: []string{"AGENTD_AGENT_SERVER_ADDR"}, File: "agent_server_addr", Default: "auto",
-			Doc: "Listen address of the agent-server API: the conversation API at the root of a listener of its own (/api/conversations/…, /sockets/events/…, /api/file/…, /api/git/…, /api/bash/…), where OpenHands' web app and SDK clients look for it; conversation_url and AGENT_SERVER URLs lead there. auto: the host of addr with the next port (127.0.0.1:3001 beside the default addr). off: no such listener; those URLs then lead to the main server's /agent-server/<sandbox id> prefix, which clients that keep only the host of a conversation_url cannot use.",
+			Doc: "Listen address of the agent-server API: the conversation API at the root of a listener of its own (/api/conversations/…, /sockets/events/…, /api/file/…, /api/git/…, /api/bash/…), where OpenHands' web app and SDK clients look for it; conversation_url and AGENT_SERVER URLs lead there. auto: the host of addr with the next port (127.0.0.1:3001 beside the default addr; a port the system picks when addr's is 0). off: no such listener; those URLs then lead to the main server's /agent-server/<sandbox id> prefix, which clients that keep only the host of a conversation_url cannot use.",
 			set: func(c *Config, v string) error { c.AgentServerAddr = v; return nil }},
 		{Flag: "agent-server-public-url", Env: []string{"AGENTD_AGENT_SERVER_PUBLIC_URL"}, File: "agent_server_public_url", Default: "",
 			Doc: "Base URL clients use to reach the agent-server API (default: http://<agent-server-addr>). It must keep the API at its root: a path in it is lost on clients that keep only the host.",
@@ -897,6 +897,27 @@ func validNodeName(s string) bool {
 		}
 	}
 	return true
+}
+
+// Bound is the configuration of a server that listens on addr and, when it has an
+// agent-server base, on agentAddr. An address whose port was 0 (the system picks one) becomes
+// the one bound, and so does a public URL that was made from it: a URL whose port is 0
+// reaches nobody.
+func (c Config) Bound(addr, agentAddr string) Config {
+	rebind := func(configured, url *string, bound string) {
+		if _, port, err := net.SplitHostPort(*configured); err != nil || port != "0" || bound == "" {
+			return
+		}
+		if *url == localURL(*configured) {
+			*url = localURL(bound)
+		}
+		*configured = bound
+	}
+	rebind(&c.Addr, &c.PublicURL, addr)
+	if c.AgentServerAddr != "" {
+		rebind(&c.AgentServerAddr, &c.AgentServerPublicURL, agentAddr)
+	}
+	return c
 }
 
 // localURL is the URL of a listen address for a client on this machine.
