@@ -299,6 +299,8 @@ func timePageInBrowser(ctx context.Context, exe, agentdURL, bareURL string, cook
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx,
 		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(dir), chromedp.WindowSize(1280, 900),
+		// Chromium's singleton socket, in a directory under TMPDIR, goes with dir too.
+		chromedp.Env("TMPDIR="+dir),
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true))
 	defer cancelAlloc()

@@ -79,6 +79,9 @@ func newBrowser(t *testing.T, e *env) *browser {
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.Flag("mute-audio", true),
 		chromedp.UserDataDir(t.TempDir()),
+		// Chromium keeps its singleton socket in a directory of its own under TMPDIR, which
+		// a browser that is killed leaves behind: the test's directory goes with the test.
+		chromedp.Env("TMPDIR=" + t.TempDir()),
 		chromedp.WindowSize(desktop, 900),
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
