@@ -86,6 +86,26 @@ func waitForFile(path string) string {
 	return "i=0; while [ ! -e '" + path + "' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done"
 }
 
+// untilKilled is a model's step that never answers: the server is killed while it waits.
+var untilKilled = llmtest.Step{HTTP: func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }}
+
+// startAgent points the admin's model at model and starts a conversation with message; it
+// returns the conversation's id once its start task is ready.
+func startAgent(admin *client, model *llmtest.Server, message string) string {
+	admin.do("POST", "/api/settings", map[string]any{"llm_model": "gpt-4o", "llm_base_url": model.URL(), "llm_api_key": llmtest.APIKey}, http.StatusOK, nil)
+	task := admin.startConversationV1(message)
+	return *admin.waitTaskReady(task.ID).AppConversationID
+}
+
+// waitFinished waits until the conversation's log ends with the agent finished.
+func waitFinished(t *testing.T, admin *client, conv string) {
+	t.Helper()
+	waitFor(t, 20*time.Second, "the agent to finish", func() (bool, string) {
+		got := logLabels(conversationLog(admin, conv))
+		return got[len(got)-1] == "execution_status=finished", strings.Join(got, ",")
+	})
+}
+
 // TestAgentSurvivesKill9: kill -9 of agentd serve in the middle of a tool call and in the
 // middle of a model call loses no recorded event; each restarted server picks the
 // conversation up again, answering the interrupted tool call with an error the model sees.
@@ -113,16 +133,13 @@ func TestAgentSurvivesKill9(t *testing.T) {
 			args, _ := json.Marshal(map[string]string{"command": "create", "path": filepath.Join(workspace.Load().(string), "after.txt"), "file_text": "ok\n"})
 			return llmtest.Calls(llm.ToolCall{Name: "file_editor", Arguments: string(args)})
 		}},
-		// The server is killed while it waits for this answer.
-		llmtest.Step{HTTP: func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }},
+		untilKilled,
 		llmtest.Text("All done."),
 	)
 
 	s := startServer(t, dir, env)
 	admin := s.client(agentAdminKey)
-	admin.do("POST", "/api/settings", map[string]any{"llm_model": "gpt-4o", "llm_base_url": model.URL(), "llm_api_key": llmtest.APIKey}, http.StatusOK, nil)
-	task := admin.startConversationV1("Run the slow command, then write after.txt.")
-	conv := *admin.waitTaskReady(task.ID).AppConversationID
+	conv := startAgent(admin, model, "Run the slow command, then write after.txt.")
 
 	// Kill 1: while the command runs in the sandbox.
 	waitFor(t, 20*time.Second, "the command to start", func() (bool, string) {
@@ -145,11 +162,7 @@ func TestAgentSurvivesKill9(t *testing.T) {
 
 	s = startServer(t, dir, env)
 	admin = s.client(agentAdminKey)
-	waitFor(t, 20*time.Second, "the agent to finish", func() (bool, string) {
-		evs := conversationLog(admin, conv)
-		got := logLabels(evs)
-		return got[len(got)-1] == "execution_status=finished", strings.Join(got, ",")
-	})
+	waitFinished(t, admin, conv)
 	after := conversationLog(admin, conv)
 
 	for _, prefix := range [][]logEvent{before, middle} {
@@ -194,15 +207,12 @@ func TestServeWithoutItsPortDoesNothing(t *testing.T) {
 	dir := newDataDir(t)
 	env := []string{"AGENTD_ADMIN_KEY=" + agentAdminKey}
 	model := llmtest.NewOpenAI(t,
-		// The server is killed while it waits for this answer.
-		llmtest.Step{HTTP: func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }},
+		untilKilled,
 		llmtest.Text("All done."),
 	)
 	s := startServer(t, dir, env)
 	admin := s.client(agentAdminKey)
-	admin.do("POST", "/api/settings", map[string]any{"llm_model": "gpt-4o", "llm_base_url": model.URL(), "llm_api_key": llmtest.APIKey}, http.StatusOK, nil)
-	task := admin.startConversationV1("Say that you are done.")
-	conv := *admin.waitTaskReady(task.ID).AppConversationID
+	conv := startAgent(admin, model, "Say that you are done.")
 	waitFor(t, 20*time.Second, "the first model call", func() (bool, string) {
 		return len(model.Requests()) == 1, strings.Join(logLabels(conversationLog(admin, conv)), ",")
 	})
@@ -214,8 +224,8 @@ func TestServeWithoutItsPortDoesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	stdout, stderr := new(syncBuffer), new(syncBuffer)
-	refused := launchServer(t, dir, "127.0.0.1:0", env, []string{"--agent-server-addr", taken.Addr().String()}, stdout, stderr)
+	refused := launchServer(t, dir, env, "--agent-server-addr", taken.Addr().String())
+	stderr := refused.stderr
 	select {
 	case <-refused.done:
 	case <-time.After(time.Minute):
@@ -235,10 +245,7 @@ func TestServeWithoutItsPortDoesNothing(t *testing.T) {
 
 	s = startServer(t, dir, env)
 	admin = s.client(agentAdminKey)
-	waitFor(t, 20*time.Second, "the agent to finish", func() (bool, string) {
-		got := logLabels(conversationLog(admin, conv))
-		return got[len(got)-1] == "execution_status=finished", strings.Join(got, ",")
-	})
+	waitFinished(t, admin, conv)
 	if n := len(model.Requests()); n != 2 {
 		t.Errorf("%d model calls, want 2 (the interrupted one made again once)", n)
 	}

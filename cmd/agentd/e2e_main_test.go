@@ -355,21 +355,23 @@ type server struct {
 // picks, and waits for GET /alive. env is added to the environment, args to the command line.
 func startServer(t *testing.T, dir string, env []string, args ...string) *server {
 	t.Helper()
-	s := launchServer(t, dir, "127.0.0.1:0", env, args, new(syncBuffer), new(syncBuffer))
+	s := launchServer(t, dir, env, args...)
 	if err := s.waitAlive(20 * time.Second); err != nil {
 		t.Fatalf("agentd serve did not come up: %v\nstdout:\n%s\nstderr:\n%s", err, s.stdout, s.stderr)
 	}
 	return s
 }
 
-func launchServer(t *testing.T, dir, addr string, env, args []string, stdout, stderr *syncBuffer) *server {
+// launchServer starts `agentd serve` as startServer does, without waiting for it; its url is
+// known once waitAlive found it.
+func launchServer(t *testing.T, dir string, env []string, args ...string) *server {
 	t.Helper()
-	argv := append([]string{"serve", "--data-dir", dir, "--addr", addr, "--sandbox-backend", "process"}, args...)
+	argv := append([]string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0", "--sandbox-backend", "process"}, args...)
 	cmd := exec.Command(agentdBin, argv...)
 	cmd.Env = testEnv(env...)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
+	s := &server{t: t, dir: dir, cmd: cmd, stdout: new(syncBuffer), stderr: new(syncBuffer), done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
 	cmd.WaitDelay = 5 * time.Second
-	s := &server{t: t, dir: dir, url: "http://" + addr, cmd: cmd, stdout: stdout, stderr: stderr, done: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start agentd serve: %v", err)
 	}
@@ -380,7 +382,7 @@ func launchServer(t *testing.T, dir, addr string, env, args []string, stdout, st
 	t.Cleanup(func() {
 		s.kill()
 		if t.Failed() {
-			t.Logf("agentd serve on %s\nstdout:\n%s\nstderr:\n%s", s.url, stdout, stderr)
+			t.Logf("agentd serve at %q\nstdout:\n%s\nstderr:\n%s", s.url, s.stdout, s.stderr)
 		}
 	})
 	return s
@@ -395,38 +397,34 @@ func (s *server) exited() bool {
 	}
 }
 
-// waitAlive waits until the process logs the address it serves on, when the port was the
-// system's to pick, then polls GET /alive there until it answers 200, the process exits, or
-// timeout passes.
+// waitAlive waits until the process logs the address it serves on, then polls GET /alive
+// there until it answers 200, the process exits, or timeout passes.
 func (s *server) waitAlive(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for strings.HasSuffix(s.url, ":0") {
-		if addr := s.logged("addr"); addr != "" {
-			s.url = "http://" + addr
-			break
-		}
-		if s.exited() {
-			return fmt.Errorf("exited: %v", s.waitErr)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no address logged after %v", timeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	hc := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(timeout)
+	last := errors.New("no address logged")
 	for {
-		resp, err := hc.Get(s.url + "/alive")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
+		if s.url == "" {
+			if addr := s.logged("addr"); addr != "" {
+				s.url = "http://" + addr
 			}
 		}
+		if s.url != "" {
+			resp, err := hc.Get(s.url + "/alive")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return nil
+				}
+				err = fmt.Errorf("status %d", resp.StatusCode)
+			}
+			last = err
+		}
 		if s.exited() {
 			return fmt.Errorf("exited: %v", s.waitErr)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("no answer on %s/alive after %v (last error %v)", s.url, timeout, err)
+			return fmt.Errorf("no answer on %s/alive after %v (last error %v)", s.url, timeout, last)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

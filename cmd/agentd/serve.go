@@ -87,7 +87,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ls.close()
-	cfg = cfg.Bound(ls.all[0].Addr().String(), ls.agent)
+	cfg = cfg.Bound(listenAddr(ls.main), listenAddr(ls.agent))
 	rt, err := runtimeBinary(cfg, log)
 	if err != nil {
 		return err
@@ -124,22 +124,21 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "\nagentd created the admin user. Its API key is shown this once:\n\n    %s\n\n"+
 			"Send it as the X-Session-API-Key header (or Authorization: Bearer).\n\n", a.BootstrapKey)
 	}
-	servers := []*http.Server{a.Server()}
-	if srv := a.AgentServer(); srv != nil {
-		servers = append(servers, srv)
+	// Each server with its listener: the agent-server base and the admin listener are the
+	// app's when the configuration names their addresses, as listen bound them.
+	servers, lns := []*http.Server{a.Server()}, []net.Listener{ls.main}
+	if ls.agent != nil {
+		servers, lns = append(servers, a.AgentServer()), append(lns, ls.agent)
 	}
-	if srv := a.AdminServer(); srv != nil {
-		servers = append(servers, srv)
+	if ls.admin != nil {
+		servers, lns = append(servers, a.AdminServer()), append(lns, ls.admin)
 	}
-	if len(servers) != len(ls.all) {
-		return fmt.Errorf("the server has %d listeners for %d servers", len(ls.all), len(servers))
-	}
-	log.Info("agentd serving", "addr", ls.all[0].Addr().String(), "public_url", cfg.PublicURL,
-		"agent_server_addr", ls.agent, "agent_server_url", cfg.AgentServerPublicURL, "admin_addr", ls.admin,
+	log.Info("agentd serving", "addr", listenAddr(ls.main), "public_url", cfg.PublicURL,
+		"agent_server_addr", listenAddr(ls.agent), "agent_server_url", cfg.AgentServerPublicURL, "admin_addr", listenAddr(ls.admin),
 		"data_dir", cfg.DataDir, "sandbox_backend", backend.Name(), "version", version)
 	errc := make(chan error, len(servers))
 	for i, srv := range servers {
-		go func() { errc <- srv.Serve(app.Listener(ls.all[i])) }()
+		go func() { errc <- srv.Serve(app.Listener(lns[i])) }()
 	}
 	var serveErr error
 	select {
@@ -158,51 +157,49 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return serveErr
 }
 
-// listeners are the server's bound addresses: the main one first, then the agent-server
-// base's and the admin listener's when the configuration has them.
-type listeners struct {
-	all []net.Listener
-	// agent and admin are the addresses of the agent-server base and the admin listener,
-	// "off" when the configuration has none.
-	agent, admin string
-}
+// listeners are the server's bound addresses: the main one, and the agent-server base's and
+// the admin listener's when the configuration has them (nil when not).
+type listeners struct{ main, agent, admin net.Listener }
 
-// listen binds every address the configuration names, in the order of listeners; when one
-// cannot be bound, it closes those it bound.
+// listen binds every address the configuration names; when one cannot be bound, it closes
+// those it bound.
 func listen(cfg config.Config) (ls listeners, err error) {
-	ls.agent, ls.admin = "off", "off"
 	defer func() {
 		if err != nil {
 			ls.close()
 		}
 	}()
-	bind := func(addr, what string) (string, error) {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", what, err)
+	for _, b := range []struct {
+		ln         *net.Listener
+		addr, what string
+	}{
+		{&ls.main, cfg.Addr, "listen"},
+		{&ls.agent, cfg.AgentServerAddr, "listen for the agent-server API (agent_server_addr)"},
+		{&ls.admin, cfg.AdminAddr, "listen for the admin listener (admin_addr)"},
+	} {
+		if b.addr == "" {
+			continue
 		}
-		ls.all = append(ls.all, ln)
-		return ln.Addr().String(), nil
-	}
-	if _, err := bind(cfg.Addr, "listen"); err != nil {
-		return ls, err
-	}
-	if cfg.AgentServerAddr != "" {
-		if ls.agent, err = bind(cfg.AgentServerAddr, "listen for the agent-server API (agent_server_addr)"); err != nil {
-			return ls, err
-		}
-	}
-	if cfg.AdminAddr != "" {
-		if ls.admin, err = bind(cfg.AdminAddr, "listen for the admin listener (admin_addr)"); err != nil {
-			return ls, err
+		if *b.ln, err = net.Listen("tcp", b.addr); err != nil {
+			return ls, fmt.Errorf("%s: %w", b.what, err)
 		}
 	}
 	return ls, nil
 }
 
+// listenAddr is ln's address, "off" for a listener the configuration does not have.
+func listenAddr(ln net.Listener) string {
+	if ln == nil {
+		return "off"
+	}
+	return ln.Addr().String()
+}
+
 // close closes every listener; one that its server closed already answers an error, ignored.
 func (ls listeners) close() {
-	for _, ln := range ls.all {
-		ln.Close()
+	for _, ln := range []net.Listener{ls.main, ls.agent, ls.admin} {
+		if ln != nil {
+			ln.Close()
+		}
 	}
 }

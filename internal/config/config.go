@@ -905,7 +905,7 @@ func validNodeName(s string) bool {
 // reaches nobody.
 func (c Config) Bound(addr, agentAddr string) Config {
 	rebind := func(configured, url *string, bound string) {
-		if _, port, err := net.SplitHostPort(*configured); err != nil || port != "0" || bound == "" {
+		if _, port, _ := net.SplitHostPort(*configured); port != "0" {
 			return
 		}
 		if *url == localURL(*configured) {
