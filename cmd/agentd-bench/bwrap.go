@@ -143,6 +143,8 @@ func timeFunc(f func() error) (time.Duration, error) {
 // kernel reports FROZEN) and a thaw of a cgroup holding one sleeping process; and the resume
 // beside its own raw steps: a thaw of the sandbox's cgroup, frozen directly, and one request
 // its runtime answers (GET /api/identity on a new connection, as the service's probe asks).
+// The bare freeze and thaw run while the backend holds the freezer (its first pause takes the
+// hold), so they pay what the sandbox's do, not the kernel's switching the freezer on and off.
 func bwrapPause(ctx context.Context, s *server, b *bwrap.Backend, n int) ([]row, error) {
 	svc := s.app.Sandboxes
 	sb, done, err := s.runningSandbox(ctx)

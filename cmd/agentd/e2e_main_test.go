@@ -112,7 +112,8 @@ func newDataDir(t *testing.T) string {
 }
 
 // killBwrapSandboxes kills the processes of the bwrap sandboxes of the data directory dir,
-// found by their cgroups (named as the backend names them), and removes the cgroups. A server that stops drains its warm pool and
+// found by their cgroups (named as the backend names them), and removes the cgroups and the
+// backend's freezer hold. A server that stops drains its warm pool, releases the hold, and
 // tests delete the sandboxes they start; this is for a server killed with SIGKILL or one that
 // did not stop in time, whose sandboxes run on by design, and whose command lines do not name
 // the directory.
@@ -123,6 +124,8 @@ func killBwrapSandboxes(t *testing.T, dir string) {
 	if _, err := os.Stat("/sys/fs/cgroup/" + parent); err == nil {
 		tops = append(tops, "/sys/fs/cgroup/"+parent) // cgroup v2
 	}
+	holds, _ := filepath.Glob("/sys/fs/cgroup/freezer/" + bwrap.FreezerHoldOf(parent)) // frozen, empty
+	tops = append(tops, holds...)
 	if len(tops) == 0 {
 		return
 	}

@@ -129,6 +129,11 @@ type Backend struct {
 	reaper *hostproc.Reaper
 	// background runs the slow closes Start leaves behind; Close waits for them.
 	background sync.WaitGroup
+	// hold keeps the kernel's v1 freezer switched on from the first pause or resume to Close
+	// (cgroup.HoldFreezer); release is nil until it is taken.
+	holdMu            sync.Mutex
+	holdTried, closed bool
+	release           func() error
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -253,14 +258,49 @@ func (b *Backend) Capabilities() sandbox.Capabilities {
 }
 
 // Close stops reaping the bwrap processes this value started; the sandboxes keep running,
-// and whoever inherits their processes reaps them. Where no sandbox is left, it removes the
-// backend's cgroup parent, so that a data directory that is removed leaves no cgroup behind.
-// Safe to call twice.
+// and whoever inherits their processes reaps them. It releases the freezer hold and, where no
+// sandbox is left, removes the backend's cgroup parent, so that a data directory that is
+// removed leaves no cgroup behind. Safe to call twice.
 func (b *Backend) Close() error {
 	b.reaper.Close()
 	b.background.Wait()
+	b.holdMu.Lock()
+	b.closed = true
+	if b.release != nil {
+		if err := b.release(); err != nil {
+			b.log.Warn("release the freezer", "err", err)
+		}
+		b.release = nil
+	}
+	b.holdMu.Unlock()
 	b.cg.Prune(b.cgParent)
 	return nil
+}
+
+// FreezerHold is the cgroup path of the empty group the backend keeps frozen from its first
+// pause or resume until Close (see cgroup.HoldFreezer): FreezerHoldOf its cgroup parent.
+func (b *Backend) FreezerHold() string { return FreezerHoldOf(b.cgParent) }
+
+// FreezerHoldOf is the freezer hold of the backend with cgroup parent parent: its sibling,
+// "<parent>-freezer-hold", which no sandbox can be named and List, reading the parent's
+// children, does not see.
+func FreezerHoldOf(parent string) string { return parent + "-freezer-hold" }
+
+// holdFreezer takes the freezer hold once. Failing to is only logged: pauses and resumes
+// work without it, each a millisecond or so slower where the kernel switches its freezer.
+func (b *Backend) holdFreezer(ctx context.Context) {
+	b.holdMu.Lock()
+	defer b.holdMu.Unlock()
+	if b.holdTried || b.closed {
+		return
+	}
+	b.holdTried = true
+	release, err := b.cg.HoldFreezer(ctx, b.FreezerHold())
+	if err != nil {
+		b.log.Warn("pauses and resumes go without the freezer hold", "err", err)
+		return
+	}
+	b.release = release
 }
 
 // CgroupParent is the cgroup path (relative to each hierarchy's root) of this backend's

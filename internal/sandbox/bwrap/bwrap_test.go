@@ -52,6 +52,11 @@ func testRootIn(t testing.TB, parent string) string {
 		if kids, err := cg.Children(CgroupParentOf(root)); err != nil || len(kids) > 0 {
 			t.Errorf("cgroups left under %s: %q (%v)", CgroupParentOf(root), kids, err)
 		}
+		if hold, err := cg.Group(FreezerHoldOf(CgroupParentOf(root))); err == nil && hold.Exists() {
+			t.Errorf("the freezer hold %s is left after Close", hold.Path())
+			_ = hold.Thaw(context.Background())
+			_ = hold.Destroy(context.Background())
+		}
 		g, err := cg.Group(CgroupParentOf(root))
 		if err == nil {
 			err = g.Destroy(context.Background())
@@ -330,6 +335,57 @@ func startTest(t *testing.T, b *Backend, spec sandbox.Spec) (sandbox.Instance, s
 	key := sandboxtest.NewKey()
 	inst := sandboxtest.StartSandbox(t, b, sandbox.StartRequest{ID: sandboxtest.NewID(), Spec: spec, SessionKey: key})
 	return inst, key
+}
+
+// TestFreezerHold: the first pause takes the freezer hold, an empty group beside the
+// backend's cgroup parent that stays frozen through the sandbox's resume, is no sandbox to
+// List, and goes at Close. On a v2 freezer there is none.
+func TestFreezerHold(t *testing.T) {
+	b := newTestBackend(t, testRoot(t))
+	ctx := context.Background()
+	hold, err := b.cg.Group(b.FreezerHold())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, key := startTest(t, b, sandboxtest.RuntimeSpec("s"))
+	if hold.Exists() {
+		t.Fatal("the freezer is held before any pause")
+	}
+	if err := b.Pause(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	v1 := b.cg.FreezerVersion() == "v1"
+	if frozen, err := hold.Frozen(); v1 && (err != nil || !frozen) {
+		t.Fatalf("after a pause the hold is frozen %v (%v), want frozen", frozen, err)
+	}
+	if err := b.Resume(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	if res := runIn(t, client(t, inst, key), "echo thawed"); res.Output != "thawed\n" {
+		t.Fatalf("command after resume: %+v", res)
+	}
+	if frozen, err := hold.Frozen(); v1 && (err != nil || !frozen) {
+		t.Fatalf("after the resume the hold is frozen %v (%v), want frozen", frozen, err)
+	}
+	if !v1 && hold.Exists() {
+		t.Fatal("a hold exists on a v2 freezer")
+	}
+	insts, err := b.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(insts) != 1 || insts[0].ID != inst.ID {
+		t.Fatalf("List: %+v, want only %s", insts, inst.ID)
+	}
+	if err := b.Destroy(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if hold.Exists() {
+		t.Fatal("the hold is left after Close")
+	}
 }
 
 // TestRecordedCgroupMustBeOwn: a recorded cgroup that is not the sandbox's own is refused,

@@ -15,6 +15,7 @@ var errGone = errors.New("its processes are gone")
 
 // Pause freezes the sandbox's cgroup and returns once the kernel reports every process in
 // it frozen, including those the agent put in the background.
+// The first pause or resume takes the freezer hold (FreezerHold).
 func (b *Backend) Pause(ctx context.Context, inst sandbox.Instance) error {
 	g, err := b.Group(inst)
 	if err != nil {
@@ -27,6 +28,7 @@ func (b *Backend) Pause(ctx context.Context, inst sandbox.Instance) error {
 	if len(pids) == 0 {
 		return fmt.Errorf("pause sandbox %s: %w", inst.ID, errGone)
 	}
+	b.holdFreezer(ctx)
 	if err := g.Freeze(ctx); err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", inst.ID, err)
 	}
@@ -39,6 +41,7 @@ func (b *Backend) Resume(ctx context.Context, inst sandbox.Instance) error {
 	if err != nil {
 		return fmt.Errorf("resume sandbox %s: %w", inst.ID, err)
 	}
+	b.holdFreezer(ctx)
 	if err := g.Thaw(ctx); err != nil {
 		if errors.Is(err, cgroup.ErrGone) {
 			err = errGone

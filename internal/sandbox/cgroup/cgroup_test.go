@@ -310,3 +310,62 @@ func checkLimits(t *testing.T, l *Layout, g *Group, lim Limits) {
 		}
 	}
 }
+
+// TestHoldFreezer: on a v1 freezer the hold is an empty group, frozen until it is released,
+// which removes it; a hold left behind (by a process that ended without releasing it) is
+// taken up again, and releasing twice does no harm. On a v2 freezer it creates nothing.
+func TestHoldFreezer(t *testing.T) {
+	l := liveLayout(t)
+	ctx := context.Background()
+	parent := "agentd-hold-test-" + strconv.Itoa(os.Getpid())
+	rel := parent + "/hold"
+	g, err := l.Group(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = g.Thaw(ctx)
+		_ = g.Destroy(ctx)
+		l.Prune(parent)
+	})
+	release, err := l.HoldFreezer(ctx, rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.byCtrl[Freezer].v2 {
+		if g.Exists() {
+			t.Fatal("a hold on a v2 freezer created a group")
+		}
+		if err := release(); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	held := func() {
+		t.Helper()
+		if frozen, err := g.Frozen(); err != nil || !frozen {
+			t.Fatalf("the held group: frozen %v, %v", frozen, err)
+		}
+		if pids, err := g.PIDs(); err != nil || len(pids) != 0 {
+			t.Fatalf("the held group has processes %v (%v)", pids, err)
+		}
+	}
+	held()
+	again, err := l.HoldFreezer(ctx, rel) // as a restarted server takes up a hold left behind
+	if err != nil {
+		t.Fatalf("hold a group held already: %v", err)
+	}
+	held()
+	if err := again(); err != nil {
+		t.Fatal(err)
+	}
+	if g.Exists() {
+		t.Fatal("the group is left after release")
+	}
+	if err := release(); err != nil {
+		t.Fatalf("release a hold released already: %v", err)
+	}
+	if _, err := l.HoldFreezer(ctx, "../escape"); err == nil {
+		t.Fatal("a hold on an unclean path succeeded")
+	}
+}
