@@ -227,35 +227,35 @@ func (s *Store) AllSandboxes(ctx context.Context) ([]sandbox.Sandbox, error) {
 	return sbs, nil
 }
 
-// UpdateSandbox is scoped to sb.OwnerID unless it is empty. When the conditional update changes
-// nothing, a second look in the same transaction tells ErrNotFound from ErrState.
+// UpdateSandbox is scoped to sb.OwnerID unless it is empty. It is one statement, committed as
+// it runs: in a transaction a status change (every pause and resume writes one) took 180 to
+// 195 µs instead of 140. When it changes nothing, a second look tells ErrNotFound from
+// ErrState.
 func (s *Store) UpdateSandbox(ctx context.Context, sb sandbox.Sandbox, prev sandbox.Status) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		if err := checkTimes(sb.UpdatedAt); err != nil {
-			return err
-		}
-		inst, err := jsonArg(sb.Instance)
-		if err != nil {
-			return err
-		}
+	err := checkTimes(sb.UpdatedAt)
+	var inst string
+	if err == nil {
+		inst, err = jsonArg(sb.Instance)
+	}
+	if err == nil {
 		w := where{}
 		w.add("id = ?", sb.ID)
 		ownedBy(&w, "owner_id", sb.OwnerID)
-		res, err := tx.ExecContext(ctx,
+		var res sql.Result
+		res, err = s.one.ExecContext(ctx,
 			`UPDATE sandboxes SET status = ?, detail = ?, instance = ?, updated_at = ?`+w.String()+` AND status = ?`,
 			append([]any{string(sb.Status), sb.Detail, inst, nanos(sb.UpdatedAt)}, append(w.args, string(prev))...)...)
-		if err != nil {
-			return err
+		var n int64
+		if err == nil {
+			n, err = res.RowsAffected()
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
-			return err
+		if err == nil && n == 0 {
+			var cur sandbox.Sandbox
+			if cur, err = getSandbox(ctx, s.r, sb.OwnerID, sb.ID); err == nil {
+				err = fmt.Errorf("status is %s, not %s: %w", cur.Status, prev, sandbox.ErrState)
+			}
 		}
-		cur, err := getSandbox(ctx, tx, sb.OwnerID, sb.ID)
-		if err != nil {
-			return err
-		}
-		return fmt.Errorf("status is %s, not %s: %w", cur.Status, prev, sandbox.ErrState)
-	})
+	}
 	if err != nil {
 		return fmt.Errorf("update sandbox %s: %w", sb.ID, err)
 	}
