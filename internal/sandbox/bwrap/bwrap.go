@@ -129,11 +129,10 @@ type Backend struct {
 	reaper *hostproc.Reaper
 	// background runs the slow closes Start leaves behind; Close waits for them.
 	background sync.WaitGroup
-	// hold keeps the kernel's v1 freezer switched on from the first pause or resume to Close
-	// (cgroup.HoldFreezer); release is nil until it is taken.
+	// The freezer hold (FreezerHold) is taken once, at the first pause or resume, and
+	// released at Close.
 	holdMu            sync.Mutex
 	holdTried, closed bool
-	release           func() error
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -266,11 +265,9 @@ func (b *Backend) Close() error {
 	b.background.Wait()
 	b.holdMu.Lock()
 	b.closed = true
-	if b.release != nil {
-		if err := b.release(); err != nil {
-			b.log.Warn("release the freezer", "err", err)
-		}
-		b.release = nil
+	// Also a hold a killed server left, should this one have paused nothing.
+	if err := b.cg.ReleaseFreezer(b.FreezerHold()); err != nil {
+		b.log.Warn("release the freezer hold", "err", err)
 	}
 	b.holdMu.Unlock()
 	b.cg.Prune(b.cgParent)
@@ -295,12 +292,9 @@ func (b *Backend) holdFreezer(ctx context.Context) {
 		return
 	}
 	b.holdTried = true
-	release, err := b.cg.HoldFreezer(ctx, b.FreezerHold())
-	if err != nil {
+	if err := b.cg.HoldFreezer(ctx, b.FreezerHold()); err != nil {
 		b.log.Warn("pauses and resumes go without the freezer hold", "err", err)
-		return
 	}
-	b.release = release
 }
 
 // CgroupParent is the cgroup path (relative to each hierarchy's root) of this backend's

@@ -388,6 +388,25 @@ func TestFreezerHold(t *testing.T) {
 	}
 }
 
+// TestFreezerHoldLeftBehind: a backend that pauses nothing still removes, at Close, the hold a
+// killed server on its root left frozen.
+func TestFreezerHoldLeftBehind(t *testing.T) {
+	b := newTestBackend(t, testRoot(t))
+	if err := b.cg.HoldFreezer(context.Background(), b.FreezerHold()); err != nil {
+		t.Fatal(err)
+	}
+	hold, err := b.cg.Group(b.FreezerHold())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if hold.Exists() {
+		t.Fatal("the hold left behind is there after Close")
+	}
+}
+
 // TestRecordedCgroupMustBeOwn: a recorded cgroup that is not the sandbox's own is refused,
 // not destroyed, so a damaged record cannot point Destroy at someone else's processes.
 func TestRecordedCgroupMustBeOwn(t *testing.T) {

@@ -43,44 +43,61 @@ func (g *Group) Thaw(ctx context.Context) error {
 	return nil
 }
 
-// HoldFreezer freezes an empty group at rel in the cgroup v1 freezer hierarchy and keeps it
-// frozen until release is called, which thaws and removes it. It is an optimisation only.
-// Since Linux 6.1 the v1 freezer is switched on by a static key while any group is frozen,
-// and the kernel patches its own code, on every CPU, whenever that count goes from zero to
-// one or back: on a virtual machine that costs about a millisecond and a half, paid by every
-// freeze and every thaw of the only frozen group. While the held group is frozen the key
-// stays on, so a sandbox's freeze and thaw cost what the freezer itself does. What it costs:
-// an empty group, and the kernel's freezer check (at signal delivery and the like) takes its
-// slow path of a few nanoseconds on every process, as it does whenever any container on the
-// machine is paused. On a v2 freezer, which has no such key, it does nothing. A group left
-// by a process that ended without release (still frozen, still empty) is taken up again by
-// the next HoldFreezer of rel.
-func (l *Layout) HoldFreezer(ctx context.Context, rel string) (release func() error, err error) {
-	h := l.byCtrl[Freezer]
-	if h == nil || h.v2 {
-		return func() error { return nil }, nil
-	}
-	g, err := l.Group(rel)
-	if err != nil {
-		return nil, fmt.Errorf("hold the freezer: %w", err)
+// HoldFreezer freezes an empty group at rel in the cgroup v1 freezer hierarchy, where it stays
+// frozen until ReleaseFreezer. It is an optimisation only. Since Linux 6.1 the v1 freezer is
+// switched on by a static key while any group is frozen, and the kernel patches its own code,
+// on every CPU, whenever that count goes from zero to one or back: on a virtual machine that
+// costs about a millisecond and a half, paid by every freeze and every thaw of the only frozen
+// group. While the held group is frozen the key stays on, so a sandbox's freeze and thaw cost
+// what the freezer itself does. What it costs: an empty group, and the kernel's freezer check
+// (at signal delivery and the like) takes its slow path of a few nanoseconds on every process,
+// as it does whenever any container on the machine is paused. A group left by a process that
+// ended without releasing it (still frozen, still empty) is taken up again. On a v2 freezer,
+// which has no such key, it does nothing.
+func (l *Layout) HoldFreezer(ctx context.Context, rel string) error {
+	g, h, err := l.freezerHold(rel)
+	if err != nil || h == nil {
+		return err
 	}
 	if err := g.mkdir(h); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, fmt.Errorf("hold the freezer: create cgroup %s: %w", rel, err)
+		return fmt.Errorf("hold the freezer: create cgroup %s: %w", rel, err)
 	}
 	if err := g.Freeze(ctx); err != nil {
 		_ = os.Remove(g.dir(h))
-		return nil, fmt.Errorf("hold the freezer: %w", err)
+		return fmt.Errorf("hold the freezer: %w", err)
 	}
-	return func() error {
-		err := g.Thaw(context.WithoutCancel(ctx))
-		if rerr := os.Remove(g.dir(h)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-			err = errors.Join(err, rerr)
-		}
-		if err != nil && !errors.Is(err, ErrGone) {
-			return fmt.Errorf("release the freezer: %w", err)
-		}
-		return nil
-	}, nil
+	return nil
+}
+
+// ReleaseFreezer thaws and removes the group HoldFreezer made at rel, or one a process that
+// ended without releasing it left. Where there is none it does nothing.
+func (l *Layout) ReleaseFreezer(rel string) error {
+	g, h, err := l.freezerHold(rel)
+	if err != nil || h == nil {
+		return err
+	}
+	err = g.Thaw(context.Background())
+	if rerr := os.Remove(g.dir(h)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		err = errors.Join(err, rerr)
+	}
+	if err != nil && !errors.Is(err, ErrGone) {
+		return fmt.Errorf("release the freezer: %w", err)
+	}
+	return nil
+}
+
+// freezerHold returns the group of a freezer hold at rel and the v1 freezer hierarchy it is
+// made in; no hierarchy where the freezer is v2.
+func (l *Layout) freezerHold(rel string) (*Group, *hierarchy, error) {
+	h := l.byCtrl[Freezer]
+	if h == nil || h.v2 {
+		return nil, nil, nil
+	}
+	g, err := l.Group(rel)
+	if err != nil {
+		return nil, nil, fmt.Errorf("freezer hold: %w", err)
+	}
+	return g, h, nil
 }
 
 // Frozen reports whether the group is frozen or being frozen.
