@@ -162,8 +162,11 @@ func (s *suite) checkMemoryLimit(t *testing.T, lim sandbox.Limits) {
 	spec := s.spec()
 	spec.Limits = lim
 	hog, other := s.start(t, b, spec), s.start(t, b, s.spec())
-	// tail keeps the whole of a line in memory, and /dev/zero has no newline.
-	res := runWithin(t, hog.client, fmt.Sprintf("head -c %d /dev/zero | tail > /dev/null; echo status=$?", 8*lim.MemoryBytes), hogTimeout)
+	// dd holds its block in memory: one of twice the limit is killed at the limit, and where
+	// the limit does not hold it ends (status 0) having taken twice the limit, no more. One
+	// process filling its own buffer needs little CPU; two that pass a pipe's worth at a time
+	// (head | tail) took most of hogTimeout at a sandbox's CPU weight on a busy machine.
+	res := runWithin(t, hog.client, fmt.Sprintf("dd if=/dev/zero of=/dev/null bs=%d count=1 iflag=fullblock 2>/dev/null; echo status=$?", 2*lim.MemoryBytes), hogTimeout)
 	if !strings.Contains(res.Output, "status=137") {
 		t.Fatalf("a memory hog in a sandbox limited to %d MiB was not killed (SIGKILL, status 137): %+v", lim.MemoryBytes>>20, res)
 	}
