@@ -292,7 +292,9 @@ func TestRepositorySetupTimeout(t *testing.T) {
 	if err := srv.Create("octo/slow", gittest.Commit{Files: map[string]string{".openhands/setup.sh": "echo starting\nsleep 600\n"}}); err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvGit(t, srv, func(c *config.Config) { c.SetupScriptTimeout = time.Second })
+	// The bound leaves the script room to print its first line first: at a sandbox's CPU
+	// weight, on a machine kept busy, starting bash took more than a second.
+	e := newEnvGit(t, srv, func(c *config.Config) { c.SetupScriptTimeout = 5 * time.Second })
 	_, alice := e.newUser("alice")
 	// The repositories are the user's at the provider, as conversation creation checks.
 	e.repo(alice, "github", "octo/slow")
@@ -312,7 +314,7 @@ func TestRepositorySetupTimeout(t *testing.T) {
 	if err := json.Unmarshal(evs[1].Observation, &obs); err != nil {
 		t.Fatal(err)
 	}
-	if out := observationText(evs[1]); out != "starting\n" || !obs.Timeout || !strings.Contains(obs.Metadata.Suffix, "stopped after 1s") {
+	if out := observationText(evs[1]); out != "starting\n" || !obs.Timeout || !strings.Contains(obs.Metadata.Suffix, "stopped after 5s") {
 		t.Fatalf("the setup script's observation: %q, %+v", out, obs)
 	}
 }
