@@ -130,9 +130,9 @@ type Backend struct {
 	// background runs the slow closes Start leaves behind; Close waits for them.
 	background sync.WaitGroup
 	// The freezer hold (FreezerHold) is taken once, at the first pause or resume, and
-	// released at Close.
-	holdMu            sync.Mutex
-	holdTried, closed bool
+	// released at Close. holdDone: taken, tried in vain, or closed; no more attempts.
+	holdMu   sync.Mutex
+	holdDone bool
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -264,7 +264,7 @@ func (b *Backend) Close() error {
 	b.reaper.Close()
 	b.background.Wait()
 	b.holdMu.Lock()
-	b.closed = true
+	b.holdDone = true
 	// Also a hold a killed server left, should this one have paused nothing.
 	if err := b.cg.ReleaseFreezer(b.FreezerHold()); err != nil {
 		b.log.Warn("release the freezer hold", "err", err)
@@ -288,10 +288,10 @@ func FreezerHoldOf(parent string) string { return parent + "-freezer-hold" }
 func (b *Backend) holdFreezer(ctx context.Context) {
 	b.holdMu.Lock()
 	defer b.holdMu.Unlock()
-	if b.holdTried || b.closed {
+	if b.holdDone {
 		return
 	}
-	b.holdTried = true
+	b.holdDone = true
 	if err := b.cg.HoldFreezer(ctx, b.FreezerHold()); err != nil {
 		b.log.Warn("pauses and resumes go without the freezer hold", "err", err)
 	}

@@ -54,8 +54,7 @@ func testRootIn(t testing.TB, parent string) string {
 		}
 		if hold, err := cg.Group(FreezerHoldOf(CgroupParentOf(root))); err == nil && hold.Exists() {
 			t.Errorf("the freezer hold %s is left after Close", hold.Path())
-			_ = hold.Thaw(context.Background())
-			_ = hold.Destroy(context.Background())
+			_ = cg.ReleaseFreezer(hold.Path())
 		}
 		g, err := cg.Group(CgroupParentOf(root))
 		if err == nil {
@@ -380,11 +379,17 @@ func TestFreezerHold(t *testing.T) {
 	if err := b.Destroy(ctx, inst); err != nil {
 		t.Fatal(err)
 	}
+	closeReleases(t, b, hold)
+}
+
+// closeReleases closes b and fails the test if the freezer hold is still there.
+func closeReleases(t *testing.T, b *Backend, hold *cgroup.Group) {
+	t.Helper()
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if hold.Exists() {
-		t.Fatal("the hold is left after Close")
+		t.Fatal("the freezer hold is left after Close")
 	}
 }
 
@@ -399,12 +404,7 @@ func TestFreezerHoldLeftBehind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if hold.Exists() {
-		t.Fatal("the hold left behind is there after Close")
-	}
+	closeReleases(t, b, hold)
 }
 
 // TestRecordedCgroupMustBeOwn: a recorded cgroup that is not the sandbox's own is refused,

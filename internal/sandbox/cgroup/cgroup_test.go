@@ -324,8 +324,7 @@ func TestHoldFreezer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = g.Thaw(ctx)
-		_ = g.Destroy(ctx)
+		_ = l.ReleaseFreezer(rel)
 		l.Prune(parent)
 	})
 	if err := l.HoldFreezer(ctx, rel); err != nil {

@@ -69,18 +69,15 @@ func (l *Layout) HoldFreezer(ctx context.Context, rel string) error {
 	return nil
 }
 
-// ReleaseFreezer thaws and removes the group HoldFreezer made at rel, or one a process that
-// ended without releasing it left. Where there is none it does nothing.
+// ReleaseFreezer removes the group HoldFreezer made at rel, or one a process that ended
+// without releasing it left; the kernel removes an empty group frozen as it is. Where there is
+// none it does nothing.
 func (l *Layout) ReleaseFreezer(rel string) error {
 	g, h, err := l.freezerHold(rel)
 	if err != nil || h == nil {
 		return err
 	}
-	err = g.Thaw(context.Background())
-	if rerr := os.Remove(g.dir(h)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-		err = errors.Join(err, rerr)
-	}
-	if err != nil && !errors.Is(err, ErrGone) {
+	if err := os.Remove(g.dir(h)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("release the freezer: %w", err)
 	}
 	return nil
