@@ -134,7 +134,9 @@ func TestBrowserPages(t *testing.T) {
 	// The list follows its conversations: a row is rendered again when its conversation
 	// moves, without a reload.
 	b.open("/conversations")
-	b.waitFor("the finished rows", `document.querySelectorAll(".conv-row").length === 2 && `+contains(textOf(".conv-row"), "Finished"))
+	// Both rows finished, so neither changes again before the mark: a row still running when
+	// the page was read is rendered again by the stream once it finishes.
+	b.waitFor("the finished rows", `Array.from(document.querySelectorAll(".conv-row")).filter(r => r.textContent.includes("Finished")).length === 2`)
 	first := eval[string](b, `document.querySelector(".conv-row").dataset.id`)
 	eval[bool](b, `(document.querySelectorAll(".conv-row").forEach(r => r.dataset.old = "1"), window.__mark = 3) === 3`)
 	model.Push(llmtest.Step{Reply: &llmtest.Reply{Text: "More.", Usage: llm.Usage{PromptTokens: 500000, CompletionTokens: 1000}}})
