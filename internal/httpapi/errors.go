@@ -97,6 +97,10 @@ func mapError(err error) (status int, body any, internal bool) {
 		return http.StatusUnprocessableEntity, detail(stateMessage(err)), false
 	case errors.Is(err, sandbox.ErrOtherNode):
 		return http.StatusServiceUnavailable, detail(stateMessage(err)), false
+	case errors.Is(err, sandbox.ErrFailed):
+		// The backend failed or the machine was too busy: the server says why (its log has
+		// the cause), and the client may try again.
+		return http.StatusServiceUnavailable, detail(stateMessage(err)), false
 	case errors.Is(err, conversation.ErrNotFound):
 		return http.StatusNotFound, detail("Conversation not found"), false
 	case errors.Is(err, sandbox.ErrNotFound):

@@ -35,7 +35,32 @@ var (
 	ErrUnsupported = errors.New("not supported by this sandbox backend")
 	// ErrOtherNode: the sandbox lives on another node, whose replica alone can reach it.
 	ErrOtherNode = errors.New("the sandbox runs on another node")
+	// ErrFailed: the backend could not start or resume the sandbox, or its runtime did not
+	// answer in time. A *FailedError says why in its owner's words; trying again may work.
+	ErrFailed = errors.New("the sandbox backend failed")
 )
+
+// FailedError is a start or resume the backend could not carry out. It matches ErrFailed.
+type FailedError struct {
+	// Op is "start" or "resume"; ID is the sandbox's.
+	Op, ID string
+	// Detail says what happened, for the owner (a started sandbox's record in ERROR holds
+	// the same); Err is the cause, which may name host paths, for the log.
+	Detail string
+	Err    error
+}
+
+func (e *FailedError) Error() string { return e.Op + " sandbox " + e.ID + ": " + e.Err.Error() }
+
+func (e *FailedError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrFailed) hold.
+func (e *FailedError) Is(target error) bool { return target == ErrFailed }
+
+// ClientMessage is the text shown to clients.
+func (e *FailedError) ClientMessage() string {
+	return "sandbox " + e.ID + " could not " + e.Op + ": " + e.Detail
+}
 
 // NodeError says which node a sandbox lives on, when this replica is on another. It
 // matches ErrOtherNode.

@@ -49,8 +49,9 @@ func (s *Service) pauseLocked(ctx context.Context, sb Sandbox) (Sandbox, error) 
 
 // Resume thaws a PAUSED sandbox and returns once its runtime answers; a RUNNING one is left as
 // it is, and that is no error (clients resume "just in case"). It counts toward
-// MaxRunningPerUser (ErrLimit). If the runtime does not answer, the sandbox is frozen again
-// and stays PAUSED.
+// MaxRunningPerUser (ErrLimit). If the backend fails or the runtime does not answer, the
+// answer is a *FailedError and the sandbox is frozen again and stays PAUSED, or is MISSING
+// when its processes are gone.
 func (s *Service) Resume(ctx context.Context, ownerID, id string) error {
 	unlock := s.locks.lock(id)
 	defer unlock()
@@ -78,17 +79,20 @@ func (s *Service) Resume(ctx context.Context, ownerID, id string) error {
 	defer cancel()
 	began := time.Now()
 	var c *runtimeclient.Client
-	err = s.backend.Resume(bctx, sb.Instance)
-	if err == nil {
-		c, err = s.waitHealthy(bctx, sb, key)
+	var detail string // what went wrong, for the owner
+	if err = s.backend.Resume(bctx, sb.Instance); err != nil {
+		detail = "the " + s.backend.Name() + " backend could not resume it; the server log has the cause"
+		if errors.Is(context.Cause(bctx), errStartTimeout) {
+			detail = fmt.Sprintf("the %s backend did not resume it within %v (the machine may be busy)", s.backend.Name(), s.startTimeout)
+		}
+	} else if c, err = s.waitHealthy(bctx, sb, key); err != nil {
+		detail = readinessDetail(err, s.startTimeout)
 	}
 	s.observe(OpResume, began, err)
 	if err != nil {
-		cctx := context.WithoutCancel(ctx)
-		if perr := s.backend.Pause(cctx, sb.Instance); perr != nil {
-			s.log.ErrorContext(ctx, "pause again after failed resume", "sandbox_id", id, "err", perr)
-		}
-		return fmt.Errorf("resume sandbox %s: %w", id, err)
+		s.log.ErrorContext(ctx, "sandbox resume failed", "sandbox_id", id, "err", err)
+		detail += s.afterFailedResume(context.WithoutCancel(ctx), sb)
+		return &FailedError{Op: "resume", ID: id, Detail: detail, Err: err}
 	}
 	if _, err := s.setStatus(context.WithoutCancel(ctx), sb, StatusRunning, ""); err != nil {
 		c.CloseIdleConnections()
@@ -96,6 +100,23 @@ func (s *Service) Resume(ctx context.Context, ownerID, id string) error {
 	}
 	s.keepClient(sb, c)
 	return nil
+}
+
+// afterFailedResume leaves a sandbox that did not resume as the watcher would find it:
+// PAUSED, frozen again, or MISSING when its processes are gone. It returns what the owner is
+// told of that, to follow the failure's detail.
+func (s *Service) afterFailedResume(ctx context.Context, sb Sandbox) string {
+	if st, err := s.backend.Inspect(ctx, sb.Instance); err == nil && st == StateGone {
+		if _, err := s.setStatus(ctx, sb, StatusMissing, detailGone); err != nil {
+			s.log.ErrorContext(ctx, "mark vanished sandbox", "sandbox_id", sb.ID, "err", err)
+		}
+		return "; its processes are gone: delete it"
+	}
+	if err := s.backend.Pause(ctx, sb.Instance); err != nil {
+		s.log.ErrorContext(ctx, "pause again after failed resume", "sandbox_id", sb.ID, "err", err)
+		return "; it could not be paused again, so it may still run: delete it"
+	}
+	return "; it is paused again"
 }
 
 // Delete destroys the sandbox's processes and everything it owned, then its record. It works

@@ -78,7 +78,7 @@ func (s *Service) Start(ctx context.Context, ownerID, specID string) (Sandbox, e
 
 	// From here the record exists; finish under a context the caller cannot cancel, so the
 	// record and the processes never disagree.
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.startTimeout)
+	bctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), s.startTimeout, errStartTimeout)
 	defer cancel()
 	began := time.Now()
 	inst, err := s.backend.Start(bctx, StartRequest{ID: sb.ID, OwnerID: ownerID, Spec: spec, SessionKey: key})
@@ -115,20 +115,26 @@ func (s *Service) checkLimit(ctx context.Context, ownerID string) error {
 	return nil
 }
 
-// failStart records a failed start as ERROR and returns the record and the error. The
+// failStart records a failed start as ERROR and returns the record and a *FailedError. The
 // record's detail is for the owner; the cause, which may name host paths, goes to the log.
+// ctx is the start's, which may have run out (a start that timed out): the record is
+// written beyond it.
 func (s *Service) failStart(ctx context.Context, sb Sandbox, cause error) (Sandbox, error) {
 	s.log.ErrorContext(ctx, "sandbox start failed", "sandbox_id", sb.ID, "err", cause)
 	detail := "the " + s.backend.Name() + " backend could not start the sandbox; the server log has the cause"
 	var cm interface{ ClientMessage() string }
-	if errors.As(cause, &cm) {
+	switch {
+	case errors.Is(context.Cause(ctx), errStartTimeout):
+		detail = fmt.Sprintf("the sandbox did not start within %v on the %s backend (the machine may be busy); the server log has the cause",
+			s.startTimeout, s.backend.Name())
+	case errors.As(cause, &cm):
 		detail = cm.ClientMessage()
 	}
-	failed, err := s.setStatus(ctx, sb, StatusError, detail)
+	failed, err := s.setStatus(context.WithoutCancel(ctx), sb, StatusError, detail)
 	if err != nil {
 		s.log.ErrorContext(ctx, "record failed start", "sandbox_id", sb.ID, "err", err)
 	}
-	return failed, fmt.Errorf("start sandbox %s: %w", sb.ID, cause)
+	return failed, &FailedError{Op: "start", ID: sb.ID, Detail: detail, Err: cause}
 }
 
 // awaitReady waits in the background for the runtime of the STARTING sandbox sb, then moves

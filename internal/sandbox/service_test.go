@@ -251,6 +251,32 @@ func TestServiceStartErrors(t *testing.T) {
 	}
 }
 
+// TestServiceStartFailed: a start the backend cannot carry out leaves the record in ERROR,
+// saying why in the owner's words (no host path), and answers a *FailedError saying the same.
+func TestServiceStartFailed(t *testing.T) {
+	e := newEnv(t)
+	ctx := testContext(t)
+	must(t, e.store.PutSpec(ctx, sandbox.Spec{ID: "broken", Command: []string{"/nonexistent/agentd-runtime"}}))
+	s := e.service(e.backend(), nil)
+
+	got, err := s.Start(ctx, "alice", "broken")
+	var fe *sandbox.FailedError
+	if !errors.Is(err, sandbox.ErrFailed) || !errors.As(err, &fe) || fe.Op != "start" || fe.ID != got.ID || got.ID == "" {
+		t.Fatalf("start: %+v, %v; want a failed start of the record returned", got, err)
+	}
+	if !strings.Contains(err.Error(), "/nonexistent/agentd-runtime") {
+		t.Errorf("the error for the log %q does not name the cause", err)
+	}
+	want := "sandbox " + got.ID + " could not start: the process backend could not start the sandbox; the server log has the cause"
+	if msg := fe.ClientMessage(); msg != want {
+		t.Errorf("client message %q, want %q", msg, want)
+	}
+	stored, err := s.Get(ctx, "alice", got.ID)
+	if err != nil || stored.Status != sandbox.StatusError || stored.Detail != fe.Detail || got.Status != sandbox.StatusError {
+		t.Fatalf("stored %+v, %v (returned %s); want ERROR with the detail %q", stored, err, got.Status, fe.Detail)
+	}
+}
+
 // TestServiceStartTimeout: while a sandbox starts, pause and resume are refused with a
 // reason; a runtime that never answers ends in ERROR and is destroyed.
 func TestServiceStartTimeout(t *testing.T) {
@@ -316,6 +342,30 @@ func TestServicePauseResume(t *testing.T) {
 	if err := c.Alive(ctx); err != nil {
 		t.Fatalf("runtime after resume: %v", err)
 	}
+}
+
+// TestServiceResumeFailed: a paused sandbox whose runtime died meanwhile does not resume:
+// the answer is a *FailedError saying so, the record reads MISSING, and it can be deleted.
+func TestServiceResumeFailed(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(e.backend(), nil) // no Run: no watcher marks it MISSING first
+	ctx := testContext(t)
+	sb := startRunning(t, s, "alice")
+	pid := runtimePID(t, sb)
+	must(t, s.Pause(ctx, "alice", sb.ID))
+	must(t, syscall.Kill(pid, syscall.SIGKILL))
+	waitFor(t, "the runtime to die", func() bool { return pidGone(pid) })
+
+	err := s.Resume(ctx, "alice", sb.ID)
+	var fe *sandbox.FailedError
+	if !errors.Is(err, sandbox.ErrFailed) || !errors.As(err, &fe) || fe.Op != "resume" || fe.ID != sb.ID ||
+		fe.ClientMessage() != "sandbox "+sb.ID+" could not resume: the process backend could not resume it; the server log has the cause; its processes are gone: delete it" {
+		t.Fatalf("resume: %v (%+v); want a failed resume saying the processes are gone", err, fe)
+	}
+	if got, err := s.Get(ctx, "alice", sb.ID); err != nil || got.Status != sandbox.StatusMissing {
+		t.Fatalf("after the failed resume: %+v, %v", got, err)
+	}
+	must(t, s.Delete(ctx, "alice", sb.ID))
 }
 
 // TestServiceTellsStatusChanges: OnStatus hears of each status change once it is stored, in

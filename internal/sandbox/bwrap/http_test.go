@@ -1,7 +1,6 @@
 package bwrap
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -70,19 +69,12 @@ func TestHTTP(t *testing.T) {
 
 	call := func(method, path string, out any) {
 		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+path, nil)
-		req.Header.Set("X-Session-API-Key", httpAdminKey)
-		resp, err := srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, body)
+		code, body := adminCall(t, srv, method, path)
+		if code != http.StatusOK {
+			t.Fatalf("%s %s: %d %s", method, path, code, body)
 		}
 		if out != nil {
-			if err := json.NewDecoder(bytes.NewReader(body)).Decode(out); err != nil {
+			if err := json.NewDecoder(strings.NewReader(body)).Decode(out); err != nil {
 				t.Fatalf("%s %s: %v: %s", method, path, err, body)
 			}
 		}
@@ -173,4 +165,80 @@ func TestHTTP(t *testing.T) {
 	if left := leftovers(root, rec.Instance); len(left) > 0 {
 		t.Fatalf("left after delete: %q", left)
 	}
+}
+
+// TestHTTPStartTimeout: a sandbox whose runtime never answers, on a backend that waits for it
+// within the request, is answered 503 with the reason, and its record reads ERROR with the
+// same (it was written after the start's own time had run out), with nothing of it left.
+func TestHTTPStartTimeout(t *testing.T) {
+	dir := sandboxtest.ShortDir(t)
+	root := filepath.Join(dir, "sandboxes", "bwrap")
+	newTestBackend(t, testRoot(t)) // skip early when bwrap does not work here
+	cfg, err := config.Load([]string{"--data-dir", dir, "--admin-key", httpAdminKey, "--sandbox-backend", Name,
+		"--sandbox-pool", "0", "--sandbox-start-timeout", "1s"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sh -c 'sleep 30' takes the appended runtime flags as its positional arguments.
+	cfg.Specs = []config.SpecConfig{{ID: "default", Command: []string{"/bin/sh", "-c", "sleep 30", "--"}, Network: sandbox.NetworkNone}}
+	cleaner := newTestBackend(t, root)
+	sandboxtest.DestroyAllAtCleanup(t, cleaner)
+	b := newTestBackend(t, root)
+	a, err := apptest.Start(context.Background(), app.Options{Config: cfg, Backend: b, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	srv := httptest.NewServer(a.Handler())
+	defer srv.Close()
+	call := func(method, path string) (int, string) {
+		t.Helper()
+		return adminCall(t, srv, method, path)
+	}
+
+	code, body := call("POST", "/api/v1/sandboxes")
+	const why = "the sandbox did not start within 1s on the bwrap backend (the machine may be busy); the server log has the cause"
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "could not start: "+why) {
+		t.Fatalf("start: %d %s; want 503 saying why", code, body)
+	}
+	code, body = call("GET", "/api/v1/sandboxes/search")
+	var page struct {
+		Items []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(body), &page); err != nil || code != http.StatusOK || len(page.Items) != 1 || page.Items[0].Status != "ERROR" {
+		t.Fatalf("search: %d %s; want the one sandbox in ERROR", code, body)
+	}
+	var me struct {
+		ID string `json:"id"`
+	}
+	if code, body = call("GET", "/api/v1/users/me"); json.Unmarshal([]byte(body), &me) != nil {
+		t.Fatalf("me: %d %s", code, body)
+	}
+	rec, err := a.Sandboxes.Get(context.Background(), me.ID, page.Items[0].ID)
+	if err != nil || rec.Detail != why {
+		t.Fatalf("record %+v, %v; want the detail %q", rec, err, why)
+	}
+	if insts, err := b.List(context.Background()); err != nil || len(insts) != 0 {
+		t.Fatalf("running after the failed start: %v, %v", insts, err)
+	}
+	if code, body = call("DELETE", "/api/v1/sandboxes/"+rec.ID); code != http.StatusOK {
+		t.Fatalf("delete: %d %s", code, body)
+	}
+}
+
+// adminCall sends a request with no body as the admin and returns the status and the body.
+func adminCall(t *testing.T, srv *httptest.Server, method, path string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, srv.URL+path, nil)
+	req.Header.Set("X-Session-API-Key", httpAdminKey)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
