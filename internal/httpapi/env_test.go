@@ -221,7 +221,11 @@ func (e *env) destroySandboxes() {
 	b := e.newBackend()
 	insts, _ := b.List(context.Background())
 	for _, inst := range insts {
-		b.Destroy(context.Background(), inst)
+		// A destroy that fails leaves its runtime to no reaper: say why, before the check for
+		// children finds it.
+		if err := b.Destroy(context.Background(), inst); err != nil {
+			e.t.Errorf("cleanup: %v", err)
+		}
 	}
 	b.Close()
 }
