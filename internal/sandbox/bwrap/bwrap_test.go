@@ -49,28 +49,47 @@ func testRootIn(t testing.TB, parent string) string {
 		if err != nil {
 			return
 		}
-		if kids, err := cg.Children(CgroupParentOf(root)); err != nil || len(kids) > 0 {
-			t.Errorf("cgroups left under %s: %q (%v)", CgroupParentOf(root), kids, err)
+		if kids, err := cg.Children(testCgroupParentOf(root)); err != nil || len(kids) > 0 {
+			t.Errorf("cgroups left under %s: %q (%v)", testCgroupParentOf(root), kids, err)
 		}
-		if hold, err := cg.Group(FreezerHoldOf(CgroupParentOf(root))); err == nil && hold.Exists() {
+		if hold, err := cg.Group(FreezerHoldOf(testCgroupParentOf(root))); err == nil && hold.Exists() {
 			t.Errorf("the freezer hold %s is left after Close", hold.Path())
 			_ = cg.ReleaseFreezer(hold.Path())
 		}
-		g, err := cg.Group(CgroupParentOf(root))
+		g, err := cg.Group(testCgroupParentOf(root))
 		if err == nil {
 			err = g.Destroy(context.Background())
 		}
 		if err != nil {
 			t.Errorf("remove cgroup parent: %v", err)
 		}
-		// The shared top level goes too, unless another agentd (or test) still uses it.
-		if top, err := cg.Group("agentd"); err == nil {
-			if kids, err := cg.Children("agentd"); err == nil && len(kids) == 0 {
+		// The tests' top level goes too, unless another test still uses it.
+		if top, err := cg.Group(testCgroupTop); err == nil {
+			if kids, err := cg.Children(testCgroupTop); err == nil && len(kids) == 0 {
 				_ = top.Destroy(context.Background())
 			}
 		}
 	})
 	return root
+}
+
+// The tests' sandboxes live below testCgroupTop, not below agentd's own top level, and
+// at the kernel's default CPU weight, not at a tenth of it: what the tests check does not
+// depend on the weight (the e2e tests check agentd's), and at a tenth, with every CPU taken
+// (stress-ng beside the other backends' suites), a fork bomb grew by a process a second and
+// its killed processes took over a minute to exit. Apart, the tests leave the weight of
+// agentd's own group (the e2e tests' servers) as it is.
+const testCgroupTop = "agentd-test"
+
+// testCgroupParentOf is the cgroup parent of the sandboxes of a test backend on root.
+func testCgroupParentOf(root string) string {
+	_, hash, _ := strings.Cut(CgroupParentOf(root), "/")
+	return testCgroupTop + "/" + hash
+}
+
+// testOptions are the options of a test backend on root that runs binary.
+func testOptions(root, binary string) Options {
+	return Options{Root: root, Binary: binary, CgroupParent: testCgroupParentOf(root), CPUWeight: cgroup.DefaultCPUWeight}
 }
 
 var (
@@ -88,11 +107,9 @@ func newTestBackend(t testing.TB, root string) *Backend {
 // newTestBackendOf is newTestBackend with binary as the runtime the sandboxes run.
 func newTestBackendOf(t testing.TB, root, binary string) *Backend {
 	t.Helper()
-	b, err := New(Options{
-		Root:   root,
-		Binary: binary,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	opts := testOptions(root, binary)
+	opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	b, err := New(opts)
 	if err != nil {
 		sandboxtest.Unavailable(t, "the bwrap backend is not available: %v", err)
 	}
@@ -124,7 +141,7 @@ func TestConformance(t *testing.T) {
 		},
 		Leftovers: func(inst sandbox.Instance) []string { return leftovers(root, inst) },
 		New: func(root, binary string) (sandbox.Backend, error) {
-			return New(Options{Root: root, Binary: binary})
+			return New(testOptions(root, binary))
 		},
 		SandboxDir: func(id string) string { return filepath.Join(root, id) },
 		// bwrap cannot exec the command inside the sandbox: Start quotes its log.
@@ -172,7 +189,7 @@ func leftovers(root string, inst sandbox.Instance) []string {
 	}
 	path := st.Cgroup
 	if path == "" {
-		path = CgroupParentOf(root) + "/" + inst.ID
+		path = testCgroupParentOf(root) + "/" + inst.ID
 	}
 	g, err := cg.Group(path)
 	if err != nil {
