@@ -278,9 +278,16 @@ func (s *Service) markGone(ctx context.Context, id string) error {
 	if err != nil || (sb.Status != StatusRunning && sb.Status != StatusPaused) {
 		return nil
 	}
-	if state, err := s.backend.Inspect(ctx, sb.Instance); err != nil || state != StateGone {
-		return err
-	}
-	_, err = s.setStatus(ctx, sb, StatusMissing, detailGone)
+	_, err = s.markGoneLocked(ctx, sb)
 	return err
+}
+
+// markGoneLocked marks sb MISSING if the backend finds its processes gone, and says whether
+// they were. The caller holds the sandbox's lock.
+func (s *Service) markGoneLocked(ctx context.Context, sb Sandbox) (bool, error) {
+	if state, err := s.backend.Inspect(ctx, sb.Instance); err != nil || state != StateGone {
+		return false, err
+	}
+	_, err := s.setStatus(ctx, sb, StatusMissing, detailGone)
+	return true, err
 }

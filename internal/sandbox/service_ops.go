@@ -106,10 +106,11 @@ func (s *Service) Resume(ctx context.Context, ownerID, id string) error {
 // PAUSED, frozen again, or MISSING when its processes are gone. It returns what the owner is
 // told of that, to follow the failure's detail.
 func (s *Service) afterFailedResume(ctx context.Context, sb Sandbox) string {
-	if st, err := s.backend.Inspect(ctx, sb.Instance); err == nil && st == StateGone {
-		if _, err := s.setStatus(ctx, sb, StatusMissing, detailGone); err != nil {
-			s.log.ErrorContext(ctx, "mark vanished sandbox", "sandbox_id", sb.ID, "err", err)
-		}
+	gone, err := s.markGoneLocked(ctx, sb)
+	if err != nil {
+		s.log.ErrorContext(ctx, "mark vanished sandbox", "sandbox_id", sb.ID, "err", err)
+	}
+	if gone {
 		return "; its processes are gone: delete it"
 	}
 	if err := s.backend.Pause(ctx, sb.Instance); err != nil {

@@ -191,17 +191,13 @@ func TestHTTPStartTimeout(t *testing.T) {
 	t.Cleanup(func() { a.Close() })
 	srv := httptest.NewServer(a.Handler())
 	defer srv.Close()
-	call := func(method, path string) (int, string) {
-		t.Helper()
-		return adminCall(t, srv, method, path)
-	}
 
-	code, body := call("POST", "/api/v1/sandboxes")
+	code, body := adminCall(t, srv, "POST", "/api/v1/sandboxes")
 	const why = "the sandbox did not start within 1s on the bwrap backend (the machine may be busy); the server log has the cause"
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "could not start: "+why) {
 		t.Fatalf("start: %d %s; want 503 saying why", code, body)
 	}
-	code, body = call("GET", "/api/v1/sandboxes/search")
+	code, body = adminCall(t, srv, "GET", "/api/v1/sandboxes/search")
 	var page struct {
 		Items []struct {
 			ID     string `json:"id"`
@@ -214,7 +210,7 @@ func TestHTTPStartTimeout(t *testing.T) {
 	var me struct {
 		ID string `json:"id"`
 	}
-	if code, body = call("GET", "/api/v1/users/me"); json.Unmarshal([]byte(body), &me) != nil {
+	if code, body = adminCall(t, srv, "GET", "/api/v1/users/me"); json.Unmarshal([]byte(body), &me) != nil {
 		t.Fatalf("me: %d %s", code, body)
 	}
 	rec, err := a.Sandboxes.Get(context.Background(), me.ID, page.Items[0].ID)
@@ -224,7 +220,7 @@ func TestHTTPStartTimeout(t *testing.T) {
 	if insts, err := b.List(context.Background()); err != nil || len(insts) != 0 {
 		t.Fatalf("running after the failed start: %v, %v", insts, err)
 	}
-	if code, body = call("DELETE", "/api/v1/sandboxes/"+rec.ID); code != http.StatusOK {
+	if code, body = adminCall(t, srv, "DELETE", "/api/v1/sandboxes/"+rec.ID); code != http.StatusOK {
 		t.Fatalf("delete: %d %s", code, body)
 	}
 }
