@@ -76,9 +76,9 @@ func testRootIn(t testing.TB, parent string) string {
 // The tests' sandboxes live below testCgroupTop, not below agentd's own top level, and
 // at the kernel's default CPU weight, not at a tenth of it: what the tests check does not
 // depend on the weight (the e2e tests check agentd's), and at a tenth, with every CPU taken
-// (stress-ng beside the other backends' suites), a fork bomb grew by a process a second and
-// its killed processes took over a minute to exit. Apart, the tests leave the weight of
-// agentd's own group (the e2e tests' servers) as it is.
+// (stress-ng beside the other backends' suites), a fork bomb grew by a process a second (and
+// its killed processes took over a minute to exit, before delete favoured a dying group).
+// Apart, the tests leave the weight of agentd's own group (the e2e tests' servers) as it is.
 const testCgroupTop = "agentd-test"
 
 // testCgroupParentOf is the cgroup parent of the sandboxes of a test backend on root.

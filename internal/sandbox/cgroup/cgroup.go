@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Controllers this package uses.
@@ -51,6 +52,10 @@ type Layout struct {
 	// (WeighCPU); "" for none.
 	weighed string
 	weight  int
+	// mu guards favoured: the Destroys under way below weighed, during which it weighs
+	// DefaultCPUWeight (Group.favour).
+	mu       sync.Mutex
+	favoured int
 }
 
 // Detect reads /proc/self/mountinfo. A controller mounted as cgroup v1 is used there; one

@@ -211,30 +211,7 @@ func testLifecycle(t *testing.T, l *Layout) {
 	}
 	checkLimits(t, l, g, lim)
 
-	script := `while [ "$1" != -- ]; do echo 0 > "$1" || exit 125; shift; done; shift; exec "$@"`
-	args := append([]string{"-c", script, "join"}, g.JoinFiles()...)
-	cmd := exec.Command("/bin/sh", append(args, "--", "sleep", "600")...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-
-	deadline := time.Now().Add(waitBound)
-	for {
-		pids, err := g.PIDs()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if slices.Equal(pids, []int{cmd.Process.Pid}) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group processes after %v: %v, want [%d]", waitBound, pids, cmd.Process.Pid)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waited := startIn(t, g)
 	if err := g.Freeze(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -273,6 +250,37 @@ func testLifecycle(t *testing.T, l *Layout) {
 	}
 	if err := g.Freeze(ctx); !errors.Is(err, ErrGone) {
 		t.Fatalf("freeze of a removed group: %v, want ErrGone", err)
+	}
+}
+
+// startIn starts a sleeping process in the empty group g, moved in the way sandboxes are
+// moved (their first process writes "0" to JoinFiles, then execs), and returns once it is
+// the group's one process. Its Wait's result arrives on the channel; it is killed at cleanup.
+func startIn(t *testing.T, g *Group) <-chan error {
+	t.Helper()
+	script := `while [ "$1" != -- ]; do echo 0 > "$1" || exit 125; shift; done; shift; exec "$@"`
+	args := append([]string{"-c", script, "join"}, g.JoinFiles()...)
+	cmd := exec.Command("/bin/sh", append(args, "--", "sleep", "600")...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	deadline := time.Now().Add(waitBound)
+	for {
+		pids, err := g.PIDs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Equal(pids, []int{cmd.Process.Pid}) {
+			return waited
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group processes after %v: %v, want [%d]", waitBound, pids, cmd.Process.Pid)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

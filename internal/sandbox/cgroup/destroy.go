@@ -11,9 +11,9 @@ import (
 )
 
 // killTimeout bounds Destroy: killing every process of the group and removing it. Killed
-// processes end only once they run, and sandboxes weigh a tenth of the control plane for the
-// CPU: on a machine kept busy by others, a thousand of them (a fork bomb at the default PID
-// limit) took more than 10 s to end.
+// processes end only once they run: on a machine kept busy by others, a thousand of them (a
+// fork bomb at the default PID limit) took more than 10 s to end at a sandbox's weight, which
+// is why Destroy gives them more (favour).
 const killTimeout = time.Minute
 
 // Destroy kills every process of the group and removes the group from every hierarchy. A
@@ -22,13 +22,20 @@ const killTimeout = time.Minute
 // Where the kernel has cgroup.kill (v2, Linux 5.14) one write kills the whole group.
 // Otherwise the group is frozen first, so no process can fork while the list of its
 // processes is read and each is sent SIGKILL; then it is thawed, because a frozen v1 task
-// dies only once it runs again. The round repeats until the group is empty (a freeze that
-// timed out may have let a process fork meanwhile).
+// dies only once it runs again. Once the processes are sent SIGKILL, the group is given the
+// CPU to end them (favour) until Destroy returns. The round repeats until the group is empty
+// (a freeze that timed out may have let a process fork meanwhile).
 func (g *Group) Destroy(ctx context.Context) error {
 	if !g.Exists() {
 		return nil
 	}
 	deadline := time.Now().Add(killTimeout)
+	var release func()
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
 	for {
 		pids, err := g.PIDs()
 		if err != nil {
@@ -39,6 +46,9 @@ func (g *Group) Destroy(ctx context.Context) error {
 		}
 		if err := g.killAll(ctx); err != nil {
 			return fmt.Errorf("destroy cgroup %s: %w", g.rel, err)
+		}
+		if release == nil {
+			release = g.favour()
 		}
 		err = poll(ctx, 100*time.Millisecond, func() (bool, error) {
 			pids, err := g.PIDs()

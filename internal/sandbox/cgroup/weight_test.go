@@ -2,9 +2,14 @@ package cgroup
 
 import (
 	"context"
+	"errors"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestWeighCPU: the group WeighCPU names gets its weight when a group below it is created,
@@ -47,5 +52,99 @@ func TestWeighCPU(t *testing.T) {
 	t.Cleanup(func() { g.Destroy(context.Background()); l.Prune(other) })
 	if got, err := l.CPUWeight(other); err != nil || got != DefaultCPUWeight {
 		t.Errorf("weight of a group outside %s: %d (%v)", top, got, err)
+	}
+}
+
+// TestDestroyFavours: once Destroy has killed its group's processes, and until it returns,
+// the group has no CPU quota and weighs the most, and the weighed group above it weighs the
+// default, also through a Create meanwhile and while another favour overlaps; when the last
+// one ends, the weighed group has its own weight again.
+func TestDestroyFavours(t *testing.T) {
+	l := liveLayout(t)
+	top := "agentd-favour-test-" + strconv.Itoa(os.Getpid())
+	l.WeighCPU(top, 10)
+	ctx := context.Background()
+	var made []*Group // destroyed at cleanup, the last made first
+	t.Cleanup(func() {
+		for _, g := range slices.Backward(made) {
+			if err := g.Destroy(ctx); err != nil {
+				t.Errorf("destroy %s: %v", g.Path(), err)
+			}
+		}
+		l.Prune(top + "/parent")
+		if p, err := l.Group(top); err != nil || p.Exists() {
+			t.Errorf("the test's groups are left after Prune (%v)", err)
+		}
+	})
+	create := func(rel string) *Group {
+		t.Helper()
+		g, err := l.Group(top + "/" + rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Create(Limits{CPUs: 0.5}); err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, g)
+		return g
+	}
+	weight := func(rel string) int {
+		t.Helper()
+		w, err := l.CPUWeight(rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+
+	g := create("parent/g")
+	other := create("parent/other")
+	waited := startIn(t, g)
+	// A group below g keeps Destroy from removing g: it waits, favouring g, until its
+	// context ends.
+	create("parent/g/child")
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	destroyed := make(chan error, 1)
+	go func() { destroyed <- g.Destroy(dctx) }()
+	select {
+	case <-waited:
+	case <-time.After(waitBound):
+		t.Fatalf("the process in the group did not end within %v of Destroy", waitBound)
+	}
+	deadline := time.Now().Add(waitBound)
+	for weight(top) != DefaultCPUWeight {
+		if time.Now().After(deadline) {
+			t.Fatalf("the weighed group weighs %d %v after Destroy killed its processes, want %d", weight(top), waitBound, DefaultCPUWeight)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if w := weight(g.Path()); w != maxCPUWeight {
+		t.Errorf("the dying group weighs %d, want %d", w, maxCPUWeight)
+	}
+	h := l.byCtrl[CPU]
+	file, want := "cpu.cfs_quota_us", "-1"
+	if h.v2 {
+		file, want = "cpu.max", "max"
+	}
+	if q, err := readTrim(filepath.Join(g.dir(h), file)); err != nil || !strings.HasPrefix(q, want) {
+		t.Errorf("the dying group's %s reads %q (%v), want %s", file, q, err, want)
+	}
+	if w := weight(other.Path()); w != DefaultCPUWeight {
+		t.Errorf("a sibling of the dying group weighs %d, want %d", w, DefaultCPUWeight)
+	}
+
+	release := other.favour() // overlaps the Destroy's
+	create("parent/late")     // Create writes the weighed group's weight
+	cancel()
+	if err := <-destroyed; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Destroy of a group with a child group: %v, want it to wait until its context ends", err)
+	}
+	if w := weight(top); w != DefaultCPUWeight {
+		t.Errorf("the weighed group weighs %d while a favour is left, want %d", w, DefaultCPUWeight)
+	}
+	release()
+	if w := weight(top); w != 10 {
+		t.Errorf("the weighed group weighs %d after every favour ended, want 10", w)
 	}
 }
