@@ -109,8 +109,8 @@ func TestSandboxStorm(t *testing.T) {
 	}
 
 	// Every sandbox is below the group "agentd", weighted a tenth of a process beside it. A
-	// delete under way on the machine (another test's server) weighs it the default for as
-	// long as it lasts.
+	// slow delete under way on the machine (another test's server) weighs it the default for
+	// as long as it lasts.
 	cg, err := cgroup.Detect()
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Controllers this package uses.
@@ -56,6 +57,8 @@ type Layout struct {
 	// DefaultCPUWeight (Group.favour).
 	mu       sync.Mutex
 	favoured int
+	// favourAfter is favourAfter but in tests.
+	favourAfter time.Duration
 }
 
 // Detect reads /proc/self/mountinfo. A controller mounted as cgroup v1 is used there; one
@@ -140,7 +143,7 @@ func unescape(s string) string {
 // layoutOf picks a hierarchy for each controller: the first v1 mount that has it, else the
 // first v2 mount if v2Ctrls says it offers it (the freezer always, as cgroup.freeze).
 func layoutOf(mounts []mount, v2Ctrls func(mount string) []string) *Layout {
-	l := &Layout{byCtrl: map[string]*hierarchy{}}
+	l := &Layout{byCtrl: map[string]*hierarchy{}, favourAfter: favourAfter}
 	byPoint := map[string]*hierarchy{}
 	var v2 *hierarchy
 	for _, m := range mounts {

@@ -22,14 +22,15 @@ const killTimeout = time.Minute
 // Where the kernel has cgroup.kill (v2, Linux 5.14) one write kills the whole group.
 // Otherwise the group is frozen first, so no process can fork while the list of its
 // processes is read and each is sent SIGKILL; then it is thawed, because a frozen v1 task
-// dies only once it runs again. Once the processes are sent SIGKILL, the group is given the
-// CPU to end them (favour) until Destroy returns. The round repeats until the group is empty
-// (a freeze that timed out may have let a process fork meanwhile).
+// dies only once it runs again. The round repeats until the group is empty (a freeze that
+// timed out may have let a process fork meanwhile). Killed processes that have not ended
+// by the round after favourAfter are given the CPU to end (favour) until Destroy returns.
 func (g *Group) Destroy(ctx context.Context) error {
 	if !g.Exists() {
 		return nil
 	}
 	deadline := time.Now().Add(killTimeout)
+	var killed time.Time // the first kill
 	var release func()
 	defer func() {
 		if release != nil {
@@ -47,7 +48,10 @@ func (g *Group) Destroy(ctx context.Context) error {
 		if err := g.killAll(ctx); err != nil {
 			return fmt.Errorf("destroy cgroup %s: %w", g.rel, err)
 		}
-		if release == nil {
+		if killed.IsZero() {
+			killed = time.Now()
+		}
+		if release == nil && time.Since(killed) >= g.layout.favourAfter {
 			release = g.favour()
 		}
 		err = poll(ctx, 100*time.Millisecond, func() (bool, error) {
@@ -83,6 +87,11 @@ func (g *Group) Destroy(ctx context.Context) error {
 	}
 	return nil
 }
+
+// favourAfter is how long killed processes may take to end before Destroy favours their
+// group: an idle sandbox's end within milliseconds, so an ordinary delete leaves the weights
+// as they are; one that has not ended by then waits for the CPU.
+const favourAfter = 100 * time.Millisecond
 
 // killAll sends SIGKILL to every process of the group, once.
 func (g *Group) killAll(ctx context.Context) error {

@@ -83,17 +83,21 @@ func (l *Layout) writeWeight(rel string, weight int) error {
 // 102400, below its limit of 262144).
 const maxCPUWeight = 10000
 
-// favour gives the CPU to a group whose processes have all been sent SIGKILL: a killed
-// process ends only once it runs, and below the group WeighCPU named, with every CPU taken by
-// others, sandboxes get a tenth of a process's share. A fork bomb of 850 processes, killed
-// beside stress-ng --cpu 8, took 59 s to end at that weight and 1.6 s at the default. So the
-// group loses its CPU quota, weighs the most beside its siblings (the other sandboxes), and
-// the weighed group weighs the default until release is called by every Destroy that
-// favours. What it costs: while a Destroy runs (a second or so on a busy machine), the
-// sandboxes together weigh as much as one process beside the control plane, not a tenth, and
-// the dying one takes nearly all of that. Two servers on one machine share the weighed group
-// but not this count: one that stops favouring restores the weight while the other may still
-// favour, whose dying processes are then slower to end, as they were before.
+// favour gives the CPU to a group whose processes have all been sent SIGKILL and have not
+// ended within favourAfter: a killed process ends only once it runs, and below the group
+// WeighCPU named, with every CPU taken by others, sandboxes get a tenth of a process's share.
+// Beside stress-ng --cpu 8, a killed fork bomb of about 850 processes took 59 s to end at
+// that weight (one of 710 took 1.6 s at the default); favoured, one of 1,013 took 5.6 s. So
+// the group loses its CPU quota, weighs the most beside its siblings (the other sandboxes),
+// and the weighed group weighs the default until release is called by every Destroy that
+// favours.
+//
+// What it costs: while such a Destroy runs (seconds on a busy machine), the sandboxes
+// together weigh as much as one process beside the control plane, not a tenth; the dying
+// group takes nearly all of that while its processes run, the others what it leaves. A
+// tenant who deletes slow-dying sandboxes over and over keeps it so. Two servers on one
+// machine share the weighed group but not this count: one that stops favouring restores the
+// weight while the other may still favour, whose dying processes then end at the tenth.
 //
 // Errors are ignored: the processes are killed either way, and end, if more slowly.
 func (g *Group) favour() (release func()) {

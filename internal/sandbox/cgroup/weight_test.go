@@ -55,12 +55,14 @@ func TestWeighCPU(t *testing.T) {
 	}
 }
 
-// TestDestroyFavours: once Destroy has killed its group's processes, and until it returns,
-// the group has no CPU quota and weighs the most, and the weighed group above it weighs the
-// default, also through a Create meanwhile and while another favour overlaps; when the last
-// one ends, the weighed group has its own weight again.
+// TestDestroyFavours: once killed processes have not ended within favourAfter (here at
+// once), and until Destroy returns, their group has no CPU quota and weighs the most, and the
+// weighed group above it weighs the default, also through a Create meanwhile and while
+// another favour overlaps; when the last one ends, the weighed group has its own weight
+// again.
 func TestDestroyFavours(t *testing.T) {
 	l := liveLayout(t)
+	l.favourAfter = 0
 	top := "agentd-favour-test-" + strconv.Itoa(os.Getpid())
 	l.WeighCPU(top, 10)
 	ctx := context.Background()
@@ -146,5 +148,36 @@ func TestDestroyFavours(t *testing.T) {
 	release()
 	if w := weight(top); w != 10 {
 		t.Errorf("the weighed group weighs %d after every favour ended, want 10", w)
+	}
+}
+
+// TestDestroyPromptNoFavour: a Destroy whose killed process ends within favourAfter leaves
+// the weights as they are (a weight written by hand stays; favour's end would write 10).
+func TestDestroyPromptNoFavour(t *testing.T) {
+	l := liveLayout(t)
+	l.favourAfter = time.Hour
+	top := "agentd-favour-test-" + strconv.Itoa(os.Getpid())
+	l.WeighCPU(top, 10)
+	g, err := l.Group(top + "/parent/g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = g.Destroy(context.Background())
+		l.Prune(top + "/parent")
+	})
+	if err := g.Create(Limits{CPUs: 0.5}); err != nil {
+		t.Fatal(err)
+	}
+	startIn(t, g)
+	const marker = 37
+	if err := l.writeWeight(top, marker); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Destroy(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := l.CPUWeight(top); err != nil || w != marker {
+		t.Errorf("the weighed group weighs %d (%v) after a prompt Destroy, want %d as it was", w, err, marker)
 	}
 }
