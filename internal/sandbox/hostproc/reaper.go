@@ -61,10 +61,12 @@ func (r *Reaper) Watch(cmd *exec.Cmd) {
 		closing := r.closed
 		r.mu.Unlock()
 		f.Close()
-		if closing { // the backend stopped watching
-			return
+		// A process that has exited is reaped even when the backend stops watching: Close
+		// may have come between its exit and this goroutine's turn, and nobody else would.
+		if closing && !exitedChild(pid) {
+			return // the backend stopped watching a process that still runs
 		}
-		if err != nil {
+		if err != nil && !closing {
 			r.log.Warn("wait for sandbox process; it will not be reaped", "pid", pid, "err", err)
 			return
 		}
@@ -72,6 +74,12 @@ func (r *Reaper) Watch(cmd *exec.Cmd) {
 			r.log.Debug("reap sandbox process", "pid", pid, "err", err)
 		}
 	}()
+}
+
+// exitedChild reports whether pid, a child of this process, has exited and awaits its reaping.
+func exitedChild(pid int) bool {
+	st, err := ReadStat(pid)
+	return err == nil && st.Dead() && st.PPID == os.Getpid()
 }
 
 // exited reports whether the process behind pidfd fd has exited, without waiting.
@@ -86,8 +94,8 @@ func isExit(err error) bool {
 	return errors.As(err, &ee)
 }
 
-// Close stops all watching and waits for the goroutines; the processes still running are left
-// unreaped. Safe to call twice.
+// Close stops all watching and waits for the goroutines; the processes that have exited by
+// then are reaped, those still running are left unreaped. Safe to call twice.
 func (r *Reaper) Close() {
 	r.mu.Lock()
 	r.closed = true

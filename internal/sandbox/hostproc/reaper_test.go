@@ -56,3 +56,38 @@ func TestReaper(t *testing.T) {
 		t.Fatalf("the process left alone after Close: %v", err)
 	}
 }
+
+// TestReaperCloseAfterExit: a watched process that has exited when Close comes is reaped,
+// even when Close comes before the Reaper's turn. The rounds where the test sees the process
+// a zombie before Close are the ones that can take that turn; a round where the Reaper was
+// quicker checks nothing more.
+func TestReaperCloseAfterExit(t *testing.T) {
+	raced := 0
+	for range 200 {
+		r := NewReaper(slog.New(slog.DiscardHandler))
+		cmd := exec.Command("sleep", "600")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r.Watch(cmd)
+		pid := cmd.Process.Pid
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		zombie := false
+		waitStat(t, pid, "exit", func(st Stat, err error) bool {
+			zombie = err == nil && st.Dead()
+			return zombie || errors.Is(err, ErrNoProcess)
+		})
+		r.Close()
+		if !zombie {
+			continue
+		}
+		raced++
+		if st, err := ReadStat(pid); !errors.Is(err, ErrNoProcess) {
+			_ = cmd.Wait()
+			t.Fatalf("process %d exited before Close and is left unreaped after it (state %q, %v)", pid, st.State, err)
+		}
+	}
+	t.Logf("%d of 200 rounds saw the process a zombie before Close", raced)
+}
