@@ -37,6 +37,13 @@ func (g *Group) Destroy(ctx context.Context) error {
 			release()
 		}
 	}()
+	// favourIfSlow favours the group once favourAfter has passed since the first kill: after
+	// a kill, and before the next round's, whose freeze may wait for the dying processes.
+	favourIfSlow := func() {
+		if release == nil && !killed.IsZero() && time.Since(killed) >= g.layout.favourAfter {
+			release = g.favour()
+		}
+	}
 	for {
 		pids, err := g.PIDs()
 		if err != nil {
@@ -45,15 +52,14 @@ func (g *Group) Destroy(ctx context.Context) error {
 		if len(pids) == 0 {
 			break
 		}
+		favourIfSlow()
 		if err := g.killAll(ctx); err != nil {
 			return fmt.Errorf("destroy cgroup %s: %w", g.rel, err)
 		}
 		if killed.IsZero() {
 			killed = time.Now()
 		}
-		if release == nil && time.Since(killed) >= g.layout.favourAfter {
-			release = g.favour()
-		}
+		favourIfSlow()
 		err = poll(ctx, 100*time.Millisecond, func() (bool, error) {
 			pids, err := g.PIDs()
 			return len(pids) == 0, err
