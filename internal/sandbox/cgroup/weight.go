@@ -94,10 +94,11 @@ const maxCPUWeight = 10000
 //
 // What it costs: while such a Destroy runs (seconds on a busy machine), the sandboxes
 // together weigh as much as one process beside the control plane, not a tenth; the dying
-// group takes nearly all of that while its processes run, the others what it leaves. A
-// tenant who deletes slow-dying sandboxes over and over keeps it so. Two servers on one
-// machine share the weighed group but not this count: one that stops favouring restores the
-// weight while the other may still favour, whose dying processes then end at the tenth.
+// group takes nearly all of that while its processes run, the others what it leaves. On a
+// busy machine, a tenant who deletes sandboxes over and over keeps it so much of the time.
+// Two servers on one machine share the weighed group but not this count: one that stops
+// favouring restores the weight while the other may still favour, whose dying processes
+// then end at the tenth.
 //
 // Errors are ignored: the processes are killed either way, and end, if more slowly.
 func (g *Group) favour() (release func()) {
