@@ -57,7 +57,8 @@ type Layout struct {
 	// DefaultCPUWeight (Group.favour).
 	mu       sync.Mutex
 	favoured int
-	// favourAfter is favourAfter but in tests.
+	// favourAfter is how long killed processes may take to end before Destroy favours
+	// their group: the constant favourAfter, other in tests.
 	favourAfter time.Duration
 }
 
