@@ -53,14 +53,19 @@ func (g *Group) weigh() error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	w := l.weight
-	if l.favoured > 0 {
-		w = DefaultCPUWeight
-	}
-	if err := l.writeWeight(l.weighed, w); err != nil {
+	if err := l.weighLocked(); err != nil {
 		return fmt.Errorf("weigh cgroup %s: %w", l.weighed, err)
 	}
 	return nil
+}
+
+// weighLocked writes the weighed group's weight: the one WeighCPU set, or the default while a
+// Destroy below it favours its group. l.mu must be held.
+func (l *Layout) weighLocked() error {
+	if l.favoured > 0 {
+		return l.writeWeight(l.weighed, DefaultCPUWeight)
+	}
+	return l.writeWeight(l.weighed, l.weight)
 }
 
 // belowWeighed reports whether the group at rel is below the group WeighCPU named, on a
@@ -119,13 +124,13 @@ func (g *Group) favour() (release func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.favoured++; l.favoured == 1 {
-		_ = l.writeWeight(l.weighed, DefaultCPUWeight)
+		_ = l.weighLocked()
 	}
 	return func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if l.favoured--; l.favoured == 0 {
-			_ = l.writeWeight(l.weighed, l.weight)
+			_ = l.weighLocked()
 		}
 	}
 }

@@ -61,35 +61,8 @@ func TestWeighCPU(t *testing.T) {
 // another favour overlaps; when the last one ends, the weighed group has its own weight
 // again.
 func TestDestroyFavours(t *testing.T) {
-	l := liveLayout(t)
-	l.favourAfter = 0
-	top := "agentd-favour-test-" + strconv.Itoa(os.Getpid())
-	l.WeighCPU(top, 10)
+	l, top, create := favourLayout(t, 0)
 	ctx := context.Background()
-	var made []*Group // destroyed at cleanup, the last made first
-	t.Cleanup(func() {
-		for _, g := range slices.Backward(made) {
-			if err := g.Destroy(ctx); err != nil {
-				t.Errorf("destroy %s: %v", g.Path(), err)
-			}
-		}
-		l.Prune(top + "/parent")
-		if p, err := l.Group(top); err != nil || p.Exists() {
-			t.Errorf("the test's groups are left after Prune (%v)", err)
-		}
-	})
-	create := func(rel string) *Group {
-		t.Helper()
-		g, err := l.Group(top + "/" + rel)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := g.Create(Limits{CPUs: 0.5}); err != nil {
-			t.Fatal(err)
-		}
-		made = append(made, g)
-		return g
-	}
 	weight := func(rel string) int {
 		t.Helper()
 		w, err := l.CPUWeight(rel)
@@ -154,21 +127,8 @@ func TestDestroyFavours(t *testing.T) {
 // TestDestroyPromptNoFavour: a Destroy whose killed process ends within favourAfter leaves
 // the weights as they are (a weight written by hand stays; favour's end would write 10).
 func TestDestroyPromptNoFavour(t *testing.T) {
-	l := liveLayout(t)
-	l.favourAfter = time.Hour
-	top := "agentd-favour-test-" + strconv.Itoa(os.Getpid())
-	l.WeighCPU(top, 10)
-	g, err := l.Group(top + "/parent/g")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = g.Destroy(context.Background())
-		l.Prune(top + "/parent")
-	})
-	if err := g.Create(Limits{CPUs: 0.5}); err != nil {
-		t.Fatal(err)
-	}
+	l, top, create := favourLayout(t, time.Hour)
+	g := create("parent/g")
 	startIn(t, g)
 	const marker = 37
 	if err := l.writeWeight(top, marker); err != nil {
@@ -180,4 +140,40 @@ func TestDestroyPromptNoFavour(t *testing.T) {
 	if w, err := l.CPUWeight(top); err != nil || w != marker {
 		t.Errorf("the weighed group weighs %d (%v) after a prompt Destroy, want %d as it was", w, err, marker)
 	}
+}
+
+// favourLayout returns the machine's layout with favourAfter after, weighing a top group of
+// the test's at 10, and a function that creates the group at rel below that top with
+// a CPU quota. The groups go at cleanup, the last made first, and the top with them.
+func favourLayout(t *testing.T, after time.Duration) (l *Layout, top string, create func(rel string) *Group) {
+	t.Helper()
+	l = liveLayout(t)
+	l.favourAfter = after
+	top = "agentd-favour-test-" + strconv.Itoa(os.Getpid())
+	l.WeighCPU(top, 10)
+	var made []*Group
+	t.Cleanup(func() {
+		for _, g := range slices.Backward(made) {
+			if err := g.Destroy(context.Background()); err != nil {
+				t.Errorf("destroy %s: %v", g.Path(), err)
+			}
+		}
+		l.Prune(top + "/parent")
+		if p, err := l.Group(top); err != nil || p.Exists() {
+			t.Errorf("the test's groups are left after Prune (%v)", err)
+		}
+	})
+	create = func(rel string) *Group {
+		t.Helper()
+		g, err := l.Group(top + "/" + rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Create(Limits{CPUs: 0.5}); err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, g)
+		return g
+	}
+	return l, top, create
 }
