@@ -103,17 +103,14 @@ func (s *Store) SubConversationIDs(ctx context.Context, ownerID string, parentID
 	if len(parentIDs) == 0 {
 		return out, nil
 	}
-	args := make([]any, 0, len(parentIDs)+1)
-	args = append(args, ownerID)
-	marks := make([]string, len(parentIDs))
-	for i, id := range parentIDs {
-		marks[i] = "?"
-		args = append(args, id)
+	list, err := listArg(parentIDs)
+	if err != nil {
+		return nil, fmt.Errorf("sub-conversations: %w", err)
 	}
 	// Through the index on parent_id (the unary + keeps the owner's index from being
 	// chosen), each parent's children in order; sorted here, since IN lists several parents.
 	rows, err := s.r.QueryContext(ctx, `SELECT id, parent_id, created_at FROM conversations
-		WHERE parent_id IN (`+strings.Join(marks, ",")+`) AND +owner_id = ?`, append(args[1:], ownerID)...)
+		WHERE parent_id`+inList+` AND +owner_id = ?`, list, ownerID)
 	if err != nil {
 		return nil, fmt.Errorf("sub-conversations: %w", err)
 	}

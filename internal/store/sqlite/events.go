@@ -177,26 +177,18 @@ func (s *Store) CountEvents(ctx context.Context, ownerID string, f event.Filter)
 	return n, nil
 }
 
-// getEventsBatch bounds the number of ids bound in one query.
-const getEventsBatch = 500
-
 func (s *Store) GetEvents(ctx context.Context, ownerID string, ids []string) ([]*event.Event, error) {
-	found := make(map[string]*event.Event, len(ids))
-	for start := 0; start < len(ids); start += getEventsBatch {
-		batch := ids[start:min(start+getEventsBatch, len(ids))]
-		args := make([]any, 0, len(batch)+1)
-		args = append(args, ownerID)
-		for _, id := range batch {
-			args = append(args, id)
-		}
-		evs, err := collect(ctx, s.r, scanEvent,
-			eventSelect+` WHERE e.owner_id = ? AND e.id IN (`+placeholders(len(batch))+`)`, args...)
-		if err != nil {
-			return nil, fmt.Errorf("get events: %w", err)
-		}
-		for _, e := range evs {
-			found[e.ID] = &e
-		}
+	list, err := listArg(ids)
+	var evs []event.Event // by the ids' index (the unary + keeps the owner's from being chosen)
+	if err == nil {
+		evs, err = collect(ctx, s.r, scanEvent, eventSelect+` WHERE e.id`+inList+` AND +e.owner_id = ?`, list, ownerID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get events: %w", err)
+	}
+	found := make(map[string]*event.Event, len(evs))
+	for _, e := range evs {
+		found[e.ID] = &e
 	}
 	out := make([]*event.Event, len(ids))
 	for i, id := range ids {

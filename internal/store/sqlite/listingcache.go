@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -157,13 +156,13 @@ func ownedAt[T any](ctx context.Context, s *Store, l listingcache.Rows[string, T
 
 // at returns the rows at versions, in their order: from s's cache where it holds that
 // version, and otherwise from the database, in one statement whatever their number (the keys
-// are bound as one JSON array), into the cache (listingcache.Table.At).
+// are bound as one JSON array: inList), into the cache (listingcache.Table.At).
 func at[K comparable, T any](ctx context.Context, s *Store, l listingcache.Rows[K, T, scanner], versions []listingcache.Version[K]) ([]T, error) {
 	return l.At(s.listings, versions, func(keys []K) ([]listingcache.Read[T], error) {
-		list, err := json.Marshal(keys)
+		list, err := listArg(keys)
 		if err != nil {
 			return nil, err
 		}
-		return collect(ctx, s.r, l.Scan, l.Select+` WHERE `+l.KeyColumn+` IN (SELECT value FROM json_each(?))`, string(list))
+		return collect(ctx, s.r, l.Scan, l.Select+` WHERE `+l.KeyColumn+inList, list)
 	})
 }

@@ -143,6 +143,10 @@ func TestListingQueryPlans(t *testing.T) {
 		_, err := at(ctx, s, listedConversations, []listingcache.Version[string]{{Key: "c1"}, {Key: "c2"}})
 		return err
 	}, "sqlite_autoindex_conversations_1")
+	add("events by their ids", func() error {
+		_, err := s.GetEvents(ctx, "owner", []string{"e1", "e2"})
+		return err
+	}, "sqlite_autoindex_events_1")
 	add("sandboxes by their ids", func() error {
 		_, err := at(ctx, s, listedSandboxes, []listingcache.Version[string]{{Key: "sb1"}, {Key: "sb2"}})
 		return err

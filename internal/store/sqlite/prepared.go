@@ -69,6 +69,13 @@ func (r *pool) QueryRowContext(ctx context.Context, query string, args ...any) *
 	return r.DB.QueryRowContext(ctx, query, args...)
 }
 
+func (r *pool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := r.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return r.DB.ExecContext(ctx, query, args...)
+}
+
 // execIn runs a statement in tx, a transaction of this pool, from its prepared statement.
 func (r *pool) execIn(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
 	if st := r.cached(query); st != nil {

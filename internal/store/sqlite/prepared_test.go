@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/agentd/agentd/internal/auth"
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/event"
+	"github.com/agentd/agentd/internal/sandbox"
 )
 
 // TestWritesRunPrepared: an append's statements are prepared once, on the writer's only
@@ -58,6 +60,87 @@ func TestWritesRunPrepared(t *testing.T) {
 	evs, err := s.ConversationEvents(ctx, "c1", 0)
 	if err != nil || len(evs) != 10 {
 		t.Fatalf("the log holds %d events (%v), want 10", len(evs), err)
+	}
+}
+
+// TestStatementsPreparedOnce: a single write outside a transaction runs from its prepared
+// statement, prepared once; and a statement about a list of ids (events by their ids, the
+// sub-conversations of a page, the sandboxes in use) is one prepared statement whatever the
+// list's length, so that lists of many lengths do not fill the pools' bounded caches.
+func TestStatementsPreparedOnce(t *testing.T) {
+	ctx := t.Context()
+	s, now := storeWithConversations(t, Options{}, "c1")
+	sb := sandbox.Sandbox{ID: "sb1", OwnerID: "u1", Status: sandbox.StatusRunning, CreatedAt: now, UpdatedAt: now}
+	if err := s.CreateSandbox(ctx, sb, 0); err != nil {
+		t.Fatal(err)
+	}
+	counts := func() (readers, writer int) {
+		s.r.mu.Lock()
+		defer s.r.mu.Unlock()
+		s.w.mu.Lock()
+		defer s.w.mu.Unlock()
+		return len(s.r.prepared), len(s.w.prepared)
+	}
+	flip := func() {
+		t.Helper()
+		from := sb.Status
+		sb.Status = map[sandbox.Status]sandbox.Status{sandbox.StatusRunning: sandbox.StatusPaused, sandbox.StatusPaused: sandbox.StatusRunning}[from]
+		if err := s.UpdateSandbox(ctx, sb, from); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flip()
+	_, w0 := counts()
+	var held *sql.Stmt
+	s.w.mu.Lock()
+	for q, st := range s.w.prepared {
+		if strings.HasPrefix(q, "UPDATE sandboxes SET status") {
+			held = st
+		}
+	}
+	s.w.mu.Unlock()
+	if held == nil {
+		t.Fatalf("a sandbox's update is not among the writer's %d prepared statements", w0)
+	}
+	for range 5 {
+		flip()
+	}
+	if _, w := counts(); w != w0 {
+		t.Fatalf("the writer has %d statements prepared after more updates of the same kind, had %d", w, w0)
+	}
+
+	lists := func(n int) {
+		t.Helper()
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("id-%d", i)
+		}
+		ids[0] = "sb1"
+		evs, err := s.GetEvents(ctx, "u1", ids)
+		if err != nil || len(evs) != n {
+			t.Fatalf("get %d events: %d back, %v", n, len(evs), err)
+		}
+		if _, err := s.SubConversationIDs(ctx, "u1", ids); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.TouchSandboxes(ctx, ids, now.Add(time.Duration(n)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lists(1)
+	r0, w0 := counts()
+	for n := 2; n <= 40; n++ {
+		lists(n)
+	}
+	if r, w := counts(); r != r0 || w != w0 {
+		t.Fatalf("lists of 2 to 40 ids left %d statements prepared on the readers and %d on the writer; a list of 1 left %d and %d", r, w, r0, w0)
+	}
+	got, err := s.GetSandbox(ctx, "u1", "sb1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := now.Add(40 * time.Second); !got.ActiveAt.Equal(want) {
+		t.Fatalf("sandbox sb1 was last in use at %v, want %v", got.ActiveAt, want)
 	}
 }
 

@@ -105,11 +105,12 @@ func (s *Store) TouchSandboxes(ctx context.Context, ids []string, at time.Time) 
 	if len(ids) == 0 {
 		return nil
 	}
-	args := []any{nanos(at), nanos(at)}
-	for _, id := range ids {
-		args = append(args, id)
+	list, err := listArg(ids)
+	if err == nil {
+		_, err = s.one.ExecContext(ctx, `UPDATE sandboxes SET active_at = ? WHERE (active_at IS NULL OR active_at < ?) AND id`+inList,
+			nanos(at), nanos(at), list)
 	}
-	if _, err := s.one.ExecContext(ctx, `UPDATE sandboxes SET active_at = ? WHERE (active_at IS NULL OR active_at < ?) AND id IN (`+placeholders(len(ids))+`)`, args...); err != nil {
+	if err != nil {
 		return fmt.Errorf("touch sandboxes: %w", err)
 	}
 	return nil

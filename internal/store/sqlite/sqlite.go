@@ -133,7 +133,7 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 		listings = DefaultListingCacheBytes
 	}
 	s := &Store{w: newPool(w), r: newPool(r), ckpt: newCheckpointer(), listings: listingcache.New(listings), changes: newDataVersion(dv)}
-	s.one = autocommit{w, s.ckpt}
+	s.one = autocommit{s.w, s.ckpt}
 	go s.ckpt.run(s.r)
 	return s, nil
 }

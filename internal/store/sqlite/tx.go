@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"strings"
 
@@ -44,9 +45,10 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // such a statement as it runs, and the driver reports a context that ended meanwhile as the
 // statement's error even when it took effect. A statement that begins therefore runs to its
 // end whatever ctx does, so that a write reported as failed never took effect (a caller that
-// saw an error, say at shutdown, must not find the row there afterwards).
+// saw an error, say at shutdown, must not find the row there afterwards). It runs from the
+// writer pool's prepared statements.
 type autocommit struct {
-	db   *sql.DB
+	db   *pool
 	ckpt *checkpointer
 }
 
@@ -136,6 +138,18 @@ func (w *where) String() string {
 		return ""
 	}
 	return " WHERE " + strings.Join(w.conds, " AND ")
+}
+
+// inList is the condition that a column is one of a list bound as one argument, a JSON array
+// (listArg): the statement's text is then the same whatever the list's length, so it is
+// prepared once (pool.stmt), where "IN (?, ?, …)" would fill the pool's bounded cache of
+// prepared statements with one text per length.
+const inList = ` IN (SELECT value FROM json_each(?))`
+
+// listArg binds a list for inList.
+func listArg[T any](list []T) (string, error) {
+	b, err := json.Marshal(list)
+	return string(b), err
 }
 
 // placeholders returns "?, ?, ?" for n arguments.

@@ -14,9 +14,9 @@ import (
 )
 
 // Benchmark runs the store's benchmarks, each on a new, empty store that open returns (and
-// closes when b ends): the listings, read again as clients poll them, and an agent step's
-// append. Each store runs them (go test -bench Store), so that their figures stand side by
-// side.
+// closes when b ends): the listings, read again as clients poll them, an agent step's
+// append and a sandbox's status change. Each store runs them (go test -bench Store), so that
+// their figures stand side by side.
 func Benchmark(b *testing.B, open func(b *testing.B) store.Store) {
 	for _, bm := range []struct {
 		name string
@@ -27,6 +27,7 @@ func Benchmark(b *testing.B, open func(b *testing.B) store.Store) {
 		{"ListStartTasks", benchListStartTasks},
 		{"ListSandboxes", benchListSandboxes},
 		{"RecordEvents", benchRecordEvents},
+		{"UpdateSandbox", benchUpdateSandbox},
 	} {
 		b.Run(bm.name, func(b *testing.B) { bm.fn(b, open(b)) })
 	}
@@ -143,6 +144,27 @@ func benchRecordEvents(b *testing.B, s store.Store) {
 			Body: fmt.Appendf(nil, `{"id":%q,"kind":"MessageEvent","source":"agent","text":%q}`, id, text)}
 		u := conversation.StateUpdate{ExecutionStatus: "running", Metrics: fmt.Appendf(nil, `{"accumulated_cost":%d}`, i), UpdatedAt: at}
 		if _, err := s.RecordEvents(ctx, "conv-0500", []event.Event{ev}, u); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchUpdateSandbox changes a sandbox's status, as a pause or a resume records it: one
+// statement, outside any transaction.
+func benchUpdateSandbox(b *testing.B, s store.Store) {
+	ctx := b.Context()
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	sb := sandbox.Sandbox{ID: "sb", OwnerID: "owner", SpecID: "default", Backend: "process", Status: sandbox.StatusRunning, CreatedAt: t0, UpdatedAt: t0}
+	if err := s.CreateSandbox(ctx, sb, 0); err != nil {
+		b.Fatal(err)
+	}
+	next := map[sandbox.Status]sandbox.Status{sandbox.StatusRunning: sandbox.StatusPaused, sandbox.StatusPaused: sandbox.StatusRunning}
+	i := 0
+	for b.Loop() {
+		i++
+		from := sb.Status
+		sb.Status, sb.UpdatedAt = next[from], t0.Add(time.Duration(i)*time.Second)
+		if err := s.UpdateSandbox(ctx, sb, from); err != nil {
 			b.Fatal(err)
 		}
 	}
