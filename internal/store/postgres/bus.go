@@ -39,7 +39,8 @@ import (
 // transient event reaches this replica's subscribers only, and is logged).
 //
 // Subscriptions, their buffers and their counts (Subscribers, Stats) are this process's: the
-// bus delivers to them through an event.LocalBus.
+// bus delivers to them through an event.LocalBus. A conversation whose last subscriber here
+// left is forgotten at its next notification or at the next sweep (follow).
 type Bus struct {
 	store *Store
 	log   *slog.Logger
@@ -49,7 +50,10 @@ type Bus struct {
 	wakeups chan struct{}
 
 	mu    sync.Mutex
-	convs map[string]*followed // conversations with subscribers here
+	convs map[string]*followed // conversations with subscribers here (and some left: sweep)
+	// sweepAt is the number of entries at which follow next sweeps out the conversations
+	// left without subscribers.
+	sweepAt int
 
 	listening atomic.Bool
 	stop      context.CancelFunc
@@ -80,7 +84,7 @@ func NewBus(s *Store, replica string, log *slog.Logger) *Bus {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Bus{store: s, log: log, self: replica, wakeups: make(chan struct{}, 1), convs: map[string]*followed{},
-		stop: cancel, done: make(chan struct{})}
+		sweepAt: minSweep, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(b.done)
 		b.listen(ctx)
@@ -161,6 +165,7 @@ func (b *Bus) Subscribe(ctx context.Context, conversationID string, buffer int) 
 	if f.last < 0 || b.local.Subscribers(conversationID) == 0 {
 		last, err := b.store.lastSeq(ctx, conversationID)
 		if err != nil {
+			b.forget(conversationID, f)
 			return nil, fmt.Errorf("subscribe to conversation %s: %w", conversationID, err)
 		}
 		f.last = last
@@ -217,16 +222,43 @@ func (b *Bus) notify(payload string) error {
 	return err
 }
 
-// follow returns the conversation's entry, made if needed.
+// minSweep is the least number of entries at which follow sweeps.
+const minSweep = 256
+
+// follow returns the conversation's entry, made if needed. An entry stays when its last
+// subscriber here leaves, until a notification of the conversation finds it without
+// subscribers (catchUp) or a sweep here does: follow sweeps whenever the entries have doubled
+// since the last sweep left them (and are at least minSweep), so that conversations
+// followed once (a finished one opened, an id nobody owns asked for) take no memory for
+// good, at a cost that stays a constant share of follow's.
 func (b *Bus) follow(conversationID string) *followed {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	f := b.convs[conversationID]
 	if f == nil {
+		if len(b.convs) >= b.sweepAt {
+			b.sweepLocked()
+		}
 		f = &followed{last: -1}
 		b.convs[conversationID] = f
 	}
 	return f
+}
+
+// sweepLocked drops the entries of the conversations without subscribers here. An entry busy
+// now (a catch-up reads its events, a subscriber is being added) is left: whoever holds it
+// forgets it if it ends without subscribers. The caller holds b.mu.
+func (b *Bus) sweepLocked() {
+	for id, f := range b.convs {
+		if !f.mu.TryLock() {
+			continue
+		}
+		if b.local.Subscribers(id) == 0 {
+			delete(b.convs, id)
+		}
+		f.mu.Unlock()
+	}
+	b.sweepAt = max(minSweep, 2*len(b.convs))
 }
 
 // following reports whether f is the conversation's entry.
@@ -248,6 +280,9 @@ func (b *Bus) catchUp(conversationID string, upTo int64) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !b.following(conversationID, f) {
+		return // forgotten meanwhile; a subscriber since has an entry of its own
+	}
 	if b.local.Subscribers(conversationID) == 0 {
 		b.forget(conversationID, f)
 		return
