@@ -38,7 +38,7 @@ func TestWritesRunPrepared(t *testing.T) {
 	held := map[string]*sql.Stmt{}
 	s.w.mu.Lock()
 	for q, st := range s.w.prepared {
-		held[q] = st
+		held[q] = st.st
 	}
 	s.w.mu.Unlock()
 	if len(held) < 2 {
@@ -53,7 +53,7 @@ func TestWritesRunPrepared(t *testing.T) {
 		t.Fatalf("the writer prepared %d statements, %d noted, after more appends of the same kind; it had %d", len(s.w.prepared), len(s.w.noted), len(held))
 	}
 	for q, st := range held {
-		if s.w.prepared[q] != st {
+		if c := s.w.prepared[q]; c == nil || c.st != st {
 			t.Fatalf("statement %q was prepared again", q)
 		}
 	}
@@ -95,7 +95,7 @@ func TestStatementsPreparedOnce(t *testing.T) {
 	s.w.mu.Lock()
 	for q, st := range s.w.prepared {
 		if strings.HasPrefix(q, "UPDATE sandboxes SET status") {
-			held = st
+			held = st.st
 		}
 	}
 	s.w.mu.Unlock()
@@ -142,6 +142,79 @@ func TestStatementsPreparedOnce(t *testing.T) {
 	if want := now.Add(40 * time.Second); !got.ActiveAt.Equal(want) {
 		t.Fatalf("sandbox sb1 was last in use at %v, want %v", got.ActiveAt, want)
 	}
+}
+
+// TestPreparedKeepsWhatIsUsed: a pool whose cache is full of statements run once puts out the
+// one unused longest for a new one, so a statement run often keeps its place (and is not
+// prepared again) however many others come; and statements put out while other callers run
+// them are closed only after, so that no query fails for it.
+func TestPreparedKeepsWhatIsUsed(t *testing.T) {
+	ctx := t.Context()
+	s, _ := storeWithConversations(t, Options{})
+	const max = 8
+	s.r.mu.Lock()
+	s.r.max = max
+	s.r.mu.Unlock()
+	sum := func(query string, arg, want int) {
+		t.Helper()
+		var got int
+		if err := s.r.QueryRowContext(ctx, query, arg).Scan(&got); err != nil || got != want {
+			t.Fatalf("%s with %d: %d, %v; want %d", query, arg, got, err, want)
+		}
+	}
+	for i := range max { // the cache full of statements run once
+		sum(fmt.Sprintf("SELECT %d + ?", 1000+i), 1, 1001+i)
+	}
+	const hot = "SELECT 1 + ?"
+	sum(hot, 1, 2)
+	held := s.r.preparedOf(hot)
+	if held == nil {
+		t.Fatal("a statement met with the cache full was not prepared")
+	}
+	for i := range 100 {
+		sum(fmt.Sprintf("SELECT %d + ?", i+2), 1, i+3)
+		sum(hot, 2, 3)
+	}
+	s.r.mu.Lock()
+	n := len(s.r.prepared)
+	s.r.mu.Unlock()
+	if n > max {
+		t.Fatalf("the readers keep %d statements prepared, more than their %d", n, max)
+	}
+	if s.r.preparedOf(hot) != held {
+		t.Fatal("the statement run after each of the others was put out of the cache, or prepared again")
+	}
+
+	// Callers that run statements the others put out meanwhile.
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 300 {
+				k := (i*7 + g*13) % (3 * max)
+				var got int
+				if err := s.r.QueryRowContext(ctx, fmt.Sprintf("SELECT %d + ?", k), g).Scan(&got); err != nil || got != k+g {
+					errs <- fmt.Errorf("SELECT %d + %d: %d, %v", k, g, got, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// preparedOf is the statement the pool keeps prepared for query, or nil.
+func (r *pool) preparedOf(query string) *sql.Stmt {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.prepared[query]; c != nil {
+		return c.st
+	}
+	return nil
 }
 
 // TestAppendsWaitingForTheWriterShareACommit: the appends that queue while the writer is busy
