@@ -50,12 +50,14 @@ func (p probe) matches(status int, body []byte) bool {
 	return true
 }
 
-// maxRemembered bounds the hosts whose family is remembered; past it, new hosts are probed
-// each time they are used.
+// maxRemembered bounds the hosts whose family is remembered.
 const maxRemembered = 1024
 
 // families remembers which API family each enterprise host speaks, for the life of the
-// process: a server does not change its API, and probing costs up to three requests.
+// process: a server does not change its API, and probing costs up to three requests. A host
+// found when maxRemembered are remembered takes the place of one of them, at random, so
+// that hosts seen once (a user can name any server) never keep the others out for good; a
+// host put out is probed again when next used.
 type families struct {
 	mu sync.Mutex
 	m  map[string]string // host root URL → family
@@ -74,9 +76,13 @@ func (f *families) put(root, family string) {
 	if f.m == nil {
 		f.m = map[string]string{}
 	}
-	if len(f.m) < maxRemembered {
-		f.m[root] = family
+	if _, ok := f.m[root]; !ok && len(f.m) >= maxRemembered {
+		for other := range f.m { // Go's map order: a host at random
+			delete(f.m, other)
+			break
+		}
 	}
+	f.m[root] = family
 }
 
 // detect finds the API family of the enterprise server at root by probing each family's

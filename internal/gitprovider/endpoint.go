@@ -44,11 +44,18 @@ type endpoint struct {
 	base   *url.URL
 }
 
+// maxHostLen bounds a provider host as a user writes it: far longer than any server's root
+// URL, and short enough that a host is never a burden to store or remember (families).
+const maxHostLen = 2048
+
 // parseHost reads a provider host as users write it: a name with an optional port
 // (github.example.com, git.corp:8443), which means https, or an http(s) URL, which may add
 // a path prefix (https://corp.example/gitlab). It returns the server's root URL.
 func parseHost(host string) (*url.URL, error) {
 	host = strings.TrimSpace(host)
+	if len(host) > maxHostLen {
+		return nil, fmt.Errorf("host is %d bytes long; a host is at most %d", len(host), maxHostLen)
+	}
 	raw := host
 	if !strings.Contains(raw, "://") {
 		raw = "https://" + raw

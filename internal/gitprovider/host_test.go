@@ -84,6 +84,16 @@ func TestHosts(t *testing.T) {
 			wantKind(t, e.store("github", "ghp_hosts", h), gitprovider.ErrBadHost, "ghp_hosts", "pw")
 		}
 	})
+	t.Run("too long", func(t *testing.T) {
+		e := newEnv(t, envOptions{})
+		ge := wantKind(t, e.store("enterprise_sso", "tok-long", gh.Root()+"/"+strings.Repeat("a", 3000)), gitprovider.ErrBadHost, "tok-long")
+		if !strings.Contains(ge.ClientMessage(), "at most 2048") {
+			t.Errorf("message %q does not say how long a host may be", ge.ClientMessage())
+		}
+		if len(e.stored()) != 0 {
+			t.Errorf("stored %v", e.stored())
+		}
+	})
 	t.Run("plain http only where the policy admits the host", func(t *testing.T) {
 		e := newEnv(t, envOptions{denyPlainHTTP: true})
 		ge := wantKind(t, e.store("github", "ghp_hosts", gh.Root()), gitprovider.ErrBadHost, "ghp_hosts")
