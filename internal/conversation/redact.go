@@ -33,6 +33,7 @@ type SecretSource interface {
 type redactors struct {
 	mu     sync.Mutex
 	byConv map[string]redactorEntry
+	bytes  int // the secrets' bytes that the entries hold (secret.Redactor.Size)
 }
 
 type redactorEntry struct {
@@ -42,8 +43,52 @@ type redactorEntry struct {
 	r         *secret.Redactor
 }
 
-// maxCachedRedactors bounds the cache; past it, the cache starts over.
-const maxCachedRedactors = 10_000
+// maxCachedRedactors and maxRedactorBytes bound the cache; past either, the cache starts
+// over. Each redactor holds its conversation's secrets, its owner's included, so a user with
+// large secrets and many conversations would otherwise fill the memory.
+const (
+	maxCachedRedactors = 10_000
+	maxRedactorBytes   = 64 << 20
+)
+
+// put caches e as the redactor of conversation id, first emptying the cache if e would take
+// it past its bounds.
+func (c *redactors) put(id string, e redactorEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	size := e.r.Size()
+	c.forgetLocked(id)
+	if c.byConv == nil || len(c.byConv) >= maxCachedRedactors || c.bytes+size > maxRedactorBytes {
+		c.byConv, c.bytes = map[string]redactorEntry{}, 0
+	}
+	c.byConv[id] = e
+	c.bytes += size
+}
+
+// forgetOwner forgets the entries of the conversations of owner.
+func (c *redactors) forgetOwner(owner string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, e := range c.byConv {
+		if e.owner == owner {
+			c.forgetLocked(id)
+		}
+	}
+}
+
+// forget forgets the entry of conversation id.
+func (c *redactors) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forgetLocked(id)
+}
+
+func (c *redactors) forgetLocked(id string) {
+	if e, ok := c.byConv[id]; ok {
+		delete(c.byConv, id)
+		c.bytes -= e.r.Size()
+	}
+}
 
 // SecretsChanged tells the service, and through the store every replica, that a user's
 // secrets (settings, provider tokens, custom secrets) changed: their conversations mask the
@@ -55,13 +100,7 @@ func (s *Service) SecretsChanged(userID string) {
 	if err := s.o.Store.BumpSecretsRevision(ctx, userID); err != nil {
 		s.log.Error("the other replicas may mask a user's changed secret late", "user_id", userID, "err", err)
 	}
-	s.red.mu.Lock()
-	defer s.red.mu.Unlock()
-	for id, e := range s.red.byConv {
-		if e.owner == userID {
-			delete(s.red.byConv, id)
-		}
-	}
+	s.red.forgetOwner(userID)
 }
 
 // redactor returns the redactor of conversation v.
@@ -81,12 +120,7 @@ func (s *Service) redactor(ctx context.Context, v Conversation) (*secret.Redacto
 		return nil, err
 	}
 	r := secret.NewRedactor(values...)
-	s.red.mu.Lock()
-	defer s.red.mu.Unlock()
-	if s.red.byConv == nil || len(s.red.byConv) >= maxCachedRedactors {
-		s.red.byConv = map[string]redactorEntry{}
-	}
-	s.red.byConv[v.ID] = redactorEntry{owner: v.OwnerID, rev: rev, sandboxID: v.SandboxID, r: r}
+	s.red.put(v.ID, redactorEntry{owner: v.OwnerID, rev: rev, sandboxID: v.SandboxID, r: r})
 	return r, nil
 }
 
@@ -105,14 +139,12 @@ func (s *Service) latest(ctx context.Context, v Conversation) Conversation {
 func (s *Service) ReleaseMemory() {
 	s.red.mu.Lock()
 	defer s.red.mu.Unlock()
-	s.red.byConv = nil
+	s.red.byConv, s.red.bytes = nil, 0
 }
 
 // forgetRedactor drops the cached redactor of a deleted conversation.
 func (s *Service) forgetRedactor(convID string) {
-	s.red.mu.Lock()
-	defer s.red.mu.Unlock()
-	delete(s.red.byConv, convID)
+	s.red.forget(convID)
 }
 
 // secretValues collects the secrets conversation v knows.

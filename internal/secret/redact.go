@@ -56,6 +56,21 @@ func jsonString(v string, escapeHTML bool) []byte {
 	return b[1 : len(b)-1]
 }
 
+// Size is about how many bytes the redactor holds: its values and their encoded forms.
+func (r *Redactor) Size() int {
+	if r == nil {
+		return 0
+	}
+	n := 0
+	for i, v := range r.values {
+		n += len(v)
+		for _, f := range r.encoded[i] {
+			n += len(f)
+		}
+	}
+	return n
+}
+
 // Empty reports whether the redactor masks nothing.
 func (r *Redactor) Empty() bool { return r == nil || len(r.values) == 0 }
 
