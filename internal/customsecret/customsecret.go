@@ -16,6 +16,8 @@ import (
 var (
 	ErrNotFound = errors.New("secret not found")
 	ErrExists   = errors.New("a secret with that name already exists")
+	// ErrTooMany: the user keeps MaxPerUser secrets already.
+	ErrTooMany = errors.New("too many secrets")
 )
 
 // Secret is one stored secret. The value itself is sealed.
@@ -37,8 +39,9 @@ type Plain struct {
 // Store persists secrets per user. Safe for concurrent use. userID scopes every call:
 // another user's secrets are ErrNotFound and never listed.
 type Store interface {
-	// CreateCustomSecret stores a new secret. ErrExists when the user has one of that name.
-	CreateCustomSecret(ctx context.Context, userID string, s Secret) error
+	// CreateCustomSecret stores a new secret. ErrExists when the user has one of that name;
+	// ErrTooMany when the user has limit secrets already (checked in the same transaction).
+	CreateCustomSecret(ctx context.Context, userID string, s Secret, limit int) error
 	// GetCustomSecret returns the user's secret called name, or ErrNotFound.
 	GetCustomSecret(ctx context.Context, userID, name string) (Secret, error)
 	// CustomSecrets returns all of the user's secrets, ordered by name byte by byte (as in

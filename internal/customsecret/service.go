@@ -44,7 +44,7 @@ type Info struct {
 }
 
 // Create stores a new secret. *InvalidError for a bad name, description or value; ErrExists
-// when the user has a secret of that name.
+// when the user has a secret of that name; ErrTooMany when they keep MaxPerUser already.
 func (s *Service) Create(ctx context.Context, userID string, p Plain) error {
 	if err := firstError(CheckName(p.Name), CheckDescription(p.Description), CheckValue(p.Value)); err != nil {
 		return err
@@ -55,7 +55,7 @@ func (s *Service) Create(ctx context.Context, userID string, p Plain) error {
 	}
 	now := s.now().UTC()
 	sec := Secret{Name: p.Name, Description: p.Description, ValueSealed: sealed, CreatedAt: now, UpdatedAt: now}
-	if err := s.store.CreateCustomSecret(ctx, userID, sec); err != nil {
+	if err := s.store.CreateCustomSecret(ctx, userID, sec, MaxPerUser); err != nil {
 		return fmt.Errorf("create secret: %w", err)
 	}
 	// A new value is masked at once, even before a conversation names it: the user may have

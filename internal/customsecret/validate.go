@@ -16,6 +16,9 @@ const (
 	MinValueLen = 6
 	// MaxValueLen keeps a value well inside what one environment variable may hold.
 	MaxValueLen = 64 << 10
+	// MaxPerUser bounds a user's secrets: each is given to every conversation and masked in
+	// every event, so their number and size bound what one user costs the server.
+	MaxPerUser = 100
 )
 
 // InvalidError says why a name, description or value cannot be a secret's.

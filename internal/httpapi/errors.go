@@ -117,6 +117,8 @@ func mapError(err error) (status int, body any, internal bool) {
 		return http.StatusConflict, detail(fmt.Sprintf("You keep %d skills, as many as allowed: delete one first", skill.MaxUserSkills)), false
 	case errors.Is(err, customsecret.ErrExists):
 		return http.StatusConflict, detail("A secret with that name already exists"), false
+	case errors.Is(err, customsecret.ErrTooMany):
+		return http.StatusConflict, detail(fmt.Sprintf("You keep %d secrets, as many as allowed: delete one first", customsecret.MaxPerUser)), false
 	case errors.Is(err, customsecret.ErrNotFound):
 		return http.StatusNotFound, detail("Secret not found"), false
 	case errors.Is(err, webhook.ErrNotFound):

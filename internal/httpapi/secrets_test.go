@@ -3,9 +3,12 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 	"testing"
+
+	"github.com/agentd/agentd/internal/customsecret"
 )
 
 // Plaintexts of custom secrets; each must never come back out.
@@ -200,4 +203,36 @@ func TestCustomSecrets(t *testing.T) {
 	plains := []string{apiTokenPlain, deployKeyPlain, rotatedPlain, bobTokenPlain}
 	rec.checkNone(t, plains)
 	e.checkDataDirLacks(t, plains)
+}
+
+// TestCustomSecretLimit: a user keeps at most customsecret.MaxPerUser secrets; one more is a
+// 409 that says so and stores nothing, and a delete makes room.
+func TestCustomSecretLimit(t *testing.T) {
+	e := newEnv(t)
+	_, carol := e.newUser("carol")
+	rec := &bodyRecorder{e: e}
+	create := func(i int) (int, []byte) {
+		return rec.call("POST", "/api/v1/secrets", carol, map[string]any{"name": fmt.Sprintf("SECRET_%03d", i), "value": fmt.Sprintf("value-of-secret-%03d", i)})
+	}
+	for i := range customsecret.MaxPerUser {
+		if status, body := create(i); status != http.StatusCreated {
+			t.Fatalf("secret %d of %d: %d %s", i+1, customsecret.MaxPerUser, status, body)
+		}
+	}
+	status, body := create(customsecret.MaxPerUser)
+	if status != http.StatusConflict {
+		t.Fatalf("one secret past the limit: %d %s, want 409", status, body)
+	}
+	wantDetail(t, body, "as many as allowed")
+	var p secretPage
+	if err := json.Unmarshal(rec.must("GET", fmt.Sprintf("/api/v1/secrets/search?name__contains=SECRET_%03d", customsecret.MaxPerUser), carol, nil, http.StatusOK), &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Items) != 0 {
+		t.Fatalf("the refused secret was stored: %+v", p.Items)
+	}
+	rec.must("DELETE", "/api/v1/secrets/SECRET_000", carol, nil, http.StatusOK)
+	if status, body := create(customsecret.MaxPerUser); status != http.StatusCreated {
+		t.Fatalf("a secret after a delete made room: %d %s", status, body)
+	}
 }

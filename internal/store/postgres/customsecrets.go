@@ -19,15 +19,32 @@ func scanCustomSecret(row pgx.Row) (customsecret.Secret, error) {
 	return s, err
 }
 
-func (s *Store) CreateCustomSecret(ctx context.Context, userID string, sec customsecret.Secret) error {
+// CreateCustomSecret counts and inserts under the user's secrets lock (see lockUser), so that
+// concurrent creations cannot both pass the limit.
+func (s *Store) CreateCustomSecret(ctx context.Context, userID string, sec customsecret.Secret, limit int) error {
 	err := checkTimes(sec.CreatedAt, sec.UpdatedAt)
 	if err == nil {
-		_, err = s.exec(ctx,
-			`INSERT INTO custom_secrets (user_id, `+customSecretColumns+`) VALUES ($1, $2, $3, $4, $5, $6)`,
-			userID, sec.Name, sec.Description, sec.ValueSealed, sec.CreatedAt, sec.UpdatedAt)
-		if isUnique(err) {
-			err = customsecret.ErrExists
-		}
+		err = s.write(ctx, func(tx pgx.Tx) error {
+			if err := lockUser(ctx, tx, lockCustomSecrets, userID); err != nil {
+				return err
+			}
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM custom_secrets WHERE user_id = $1`, userID).Scan(&n); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx,
+				`INSERT INTO custom_secrets (user_id, `+customSecretColumns+`) VALUES ($1, $2, $3, $4, $5, $6)`,
+				userID, sec.Name, sec.Description, sec.ValueSealed, sec.CreatedAt, sec.UpdatedAt)
+			switch {
+			case isUnique(err):
+				return customsecret.ErrExists
+			case err != nil:
+				return err
+			case n >= limit:
+				return customsecret.ErrTooMany
+			}
+			return nil
+		})
 	}
 	if err != nil {
 		return fmt.Errorf("create secret %s: %w", sec.Name, err)

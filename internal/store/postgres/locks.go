@@ -12,6 +12,7 @@ const (
 	lockWebhooks       = "webhooks"
 	lockProviderTokens = "provider_tokens"
 	lockSandboxes      = "sandboxes"
+	lockCustomSecrets  = "custom_secrets"
 	// lockWebhookClaims is taken (tried) by claims of webhook deliveries, per owner.
 	lockWebhookClaims = "webhook_claims"
 )

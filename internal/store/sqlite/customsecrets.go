@@ -22,15 +22,27 @@ func scanCustomSecret(sc scanner) (customsecret.Secret, error) {
 	return s, nil
 }
 
-func (s *Store) CreateCustomSecret(ctx context.Context, userID string, sec customsecret.Secret) error {
+func (s *Store) CreateCustomSecret(ctx context.Context, userID string, sec customsecret.Secret, limit int) error {
 	err := checkTimes(sec.CreatedAt, sec.UpdatedAt)
 	if err == nil {
-		_, err = s.one.ExecContext(ctx,
-			`INSERT INTO custom_secrets (user_id, `+customSecretColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
-			userID, sec.Name, sec.Description, sec.ValueSealed, nanos(sec.CreatedAt), nanos(sec.UpdatedAt))
-		if isUnique(err) {
-			err = customsecret.ErrExists
-		}
+		err = s.write(ctx, func(tx *sql.Tx) error {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM custom_secrets WHERE user_id = ?`, userID).Scan(&n); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx,
+				`INSERT INTO custom_secrets (user_id, `+customSecretColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+				userID, sec.Name, sec.Description, sec.ValueSealed, nanos(sec.CreatedAt), nanos(sec.UpdatedAt))
+			switch {
+			case isUnique(err):
+				return customsecret.ErrExists
+			case err != nil:
+				return err
+			case n >= limit:
+				return customsecret.ErrTooMany
+			}
+			return nil
+		})
 	}
 	if err != nil {
 		return fmt.Errorf("create secret %s: %w", sec.Name, err)

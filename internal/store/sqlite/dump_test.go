@@ -21,7 +21,7 @@ func TestCopyKeepsWhatSQLiteKeeps(t *testing.T) {
 		t.Fatal(err)
 	}
 	sec := customsecret.Secret{Name: "EMPTY", ValueSealed: []byte{}, CreatedAt: u.CreatedAt, UpdatedAt: u.CreatedAt}
-	if err := src.CreateCustomSecret(ctx, u.ID, sec); err != nil {
+	if err := src.CreateCustomSecret(ctx, u.ID, sec, customsecret.MaxPerUser); err != nil {
 		t.Fatal(err)
 	}
 	var value any

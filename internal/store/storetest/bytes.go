@@ -131,7 +131,7 @@ func testByteOrder(t *testing.T, s store.Store) {
 		ok(t, "create sandbox", s.CreateSandbox(ctx, sb, 0))
 		createConversation(t, s, newConversation(ownerA, "conv-"+id, 1))
 		ok(t, "create skill", s.CreateUserSkill(ctx, newUserSkill(ownerA, "skill-"+id, 1), 100))
-		ok(t, "create secret", s.CreateCustomSecret(ctx, ownerA, newCustomSecret("SECRET-"+id, 1)))
+		ok(t, "create secret", s.CreateCustomSecret(ctx, ownerA, newCustomSecret("SECRET-"+id, 1), customsecret.MaxPerUser))
 	}
 	w := newWebhook(ownerA, "wh", 1)
 	ok(t, "create webhook", s.CreateWebhook(ctx, w, 100))

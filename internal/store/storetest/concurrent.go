@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/customsecret"
 	"github.com/agentd/agentd/internal/gitprovider"
 	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/skill"
@@ -144,36 +145,51 @@ func testPendingMessageAndReady(t *testing.T, s store.Store) {
 // the limit are kept.
 func testUserSkillLimitConcurrent(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	const n, limit = 10, 4
-	for r := range rounds {
-		owner := fmt.Sprintf("user-%d", r)
-		errs := race(n, func(i int) error {
-			return s.CreateUserSkill(ctx, newUserSkill(owner, fmt.Sprintf("skill-%02d", i), i), limit)
-		})
-		winners(t, "create skill", errs, limit, skill.ErrTooMany)
+	raceToLimit(t, "skill", 4, skill.ErrTooMany, func(owner string, i int) error {
+		return s.CreateUserSkill(ctx, newUserSkill(owner, fmt.Sprintf("skill-%02d", i), i), 4)
+	}, func(owner string) (int, error) {
 		list, _, err := s.ListUserSkills(ctx, owner, paging.Query{})
-		ok(t, "list skills", err)
-		if len(list) != limit {
-			t.Fatalf("%d skills kept, want %d", len(list), limit)
-		}
-	}
+		return len(list), err
+	})
+}
+
+// testCustomSecretLimitConcurrent: of secrets created at once past the limit, exactly as many
+// as the limit are kept.
+func testCustomSecretLimitConcurrent(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	raceToLimit(t, "secret", 4, customsecret.ErrTooMany, func(owner string, i int) error {
+		return s.CreateCustomSecret(ctx, owner, newCustomSecret(fmt.Sprintf("SECRET_%02d", i), i), 4)
+	}, func(owner string) (int, error) {
+		list, err := s.CustomSecrets(ctx, owner)
+		return len(list), err
+	})
 }
 
 // testWebhookLimitConcurrent: of webhooks created at once past the limit, exactly as many as
 // the limit are kept.
 func testWebhookLimitConcurrent(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	const n, max = 10, 3
+	raceToLimit(t, "webhook", 3, webhook.ErrLimit, func(owner string, i int) error {
+		return s.CreateWebhook(ctx, newWebhook(owner, fmt.Sprintf("wh-%s-%02d", owner, i), i), 3)
+	}, func(owner string) (int, error) {
+		ws, err := s.ListWebhooks(ctx, owner)
+		return len(ws), err
+	})
+}
+
+// raceToLimit creates ten items of a new owner at once through create, whose bound is limit,
+// rounds times: exactly limit must be created, the others refused, and count must find
+// limit kept.
+func raceToLimit(t *testing.T, what string, limit int, refused error, create func(owner string, i int) error, count func(owner string) (int, error)) {
+	t.Helper()
 	for r := range rounds {
 		owner := fmt.Sprintf("user-%d", r)
-		errs := race(n, func(i int) error {
-			return s.CreateWebhook(ctx, newWebhook(owner, fmt.Sprintf("wh-%d-%02d", r, i), i), max)
-		})
-		winners(t, "create webhook", errs, max, webhook.ErrLimit)
-		ws, err := s.ListWebhooks(ctx, owner)
-		ok(t, "list webhooks", err)
-		if len(ws) != max {
-			t.Fatalf("%d webhooks kept, want %d", len(ws), max)
+		errs := race(10, func(i int) error { return create(owner, i) })
+		winners(t, "create "+what, errs, limit, refused)
+		n, err := count(owner)
+		ok(t, "count "+what+"s", err)
+		if n != limit {
+			t.Fatalf("%d %ss kept, want %d", n, what, limit)
 		}
 	}
 }
@@ -269,7 +285,7 @@ func testResealWhileWriting(t *testing.T, s store.Store) {
 	for r := range 2 * rounds {
 		old := newCustomSecret(fmt.Sprintf("SECRET_%02d", r), r)
 		old.ValueSealed = []byte("old")
-		ok(t, "create secret", s.CreateCustomSecret(ctx, ownerA, old))
+		ok(t, "create secret", s.CreateCustomSecret(ctx, ownerA, old, customsecret.MaxPerUser))
 		changed := old
 		changed.ValueSealed, changed.UpdatedAt = []byte("new"), at(100+r)
 		errs := race(2, func(i int) error {

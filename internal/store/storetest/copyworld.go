@@ -77,8 +77,8 @@ func fillCopyWorld(t *testing.T, s store.Store) copyWorld {
 		{Provider: gitprovider.GitHub, TokenSealed: []byte("sealed gh \x00\xff"), UpdatedAt: us(1, 1)},
 		{Provider: gitprovider.GitLab, TokenSealed: []byte("sealed gl"), Host: "gitlab.example.com", ExternalUserID: "u-42", UpdatedAt: at(2)},
 	}))
-	ok(t, "create secret", s.CreateCustomSecret(ctx, ownerA, newCustomSecret("API_TOKEN", 1)))
-	ok(t, "create secret", s.CreateCustomSecret(ctx, ownerA, newCustomSecret("DEPLOY_KEY", 2)))
+	ok(t, "create secret", s.CreateCustomSecret(ctx, ownerA, newCustomSecret("API_TOKEN", 1), customsecret.MaxPerUser))
+	ok(t, "create secret", s.CreateCustomSecret(ctx, ownerA, newCustomSecret("DEPLOY_KEY", 2), customsecret.MaxPerUser))
 	ok(t, "create skill", s.CreateUserSkill(ctx, newUserSkill(ownerA, "style", 1), 10))
 	ok(t, "create skill", s.CreateUserSkill(ctx, newUserSkill(ownerA, "deploy", 2, "deploy", "/release"), 10))
 

@@ -23,17 +23,17 @@ func testCustomSecrets(t *testing.T, s store.Store) {
 	is(t, "get a secret that does not exist", err, customsecret.ErrNotFound)
 
 	token, deploy := newCustomSecret("API_TOKEN", 1), newCustomSecret("DEPLOY_KEY", 2)
-	ok(t, "create A's DEPLOY_KEY", s.CreateCustomSecret(ctx, ownerA, deploy))
-	ok(t, "create A's API_TOKEN", s.CreateCustomSecret(ctx, ownerA, token))
+	ok(t, "create A's DEPLOY_KEY", s.CreateCustomSecret(ctx, ownerA, deploy, customsecret.MaxPerUser))
+	ok(t, "create A's API_TOKEN", s.CreateCustomSecret(ctx, ownerA, token, customsecret.MaxPerUser))
 	// Names are unique per user, not across users.
 	bToken := newCustomSecret("API_TOKEN", 3)
 	bToken.ValueSealed = []byte("B's own value")
-	ok(t, "create B's API_TOKEN", s.CreateCustomSecret(ctx, ownerB, bToken))
+	ok(t, "create B's API_TOKEN", s.CreateCustomSecret(ctx, ownerB, bToken, customsecret.MaxPerUser))
 	taken := newCustomSecret("API_TOKEN", 4)
-	is(t, "create a name A has", s.CreateCustomSecret(ctx, ownerA, taken), customsecret.ErrExists)
+	is(t, "create a name A has", s.CreateCustomSecret(ctx, ownerA, taken, customsecret.MaxPerUser), customsecret.ErrExists)
 	// Names are case-sensitive, as environment variables are.
 	lower := newCustomSecret("api_token", 5)
-	ok(t, "create a name differing in case", s.CreateCustomSecret(ctx, ownerA, lower))
+	ok(t, "create a name differing in case", s.CreateCustomSecret(ctx, ownerA, lower, customsecret.MaxPerUser))
 	// By name, byte by byte: upper case before lower case.
 	equal(t, "A's secrets, by name", all(ownerA), []customsecret.Secret{token, deploy, lower})
 	equal(t, "B's secrets", all(ownerB), []customsecret.Secret{bToken})
@@ -65,14 +65,21 @@ func testCustomSecrets(t *testing.T, s store.Store) {
 	is(t, "delete it again", s.DeleteCustomSecret(ctx, ownerA, "SSH_KEY"), customsecret.ErrNotFound)
 	equal(t, "A's secrets after the delete", all(ownerA), []customsecret.Secret{token, lower})
 	equal(t, "B's secrets at the end", all(ownerB), []customsecret.Secret{bToken})
+
+	// A's two secrets are the limit of 2: a third is refused and not stored, an existing
+	// name is ErrExists still, and B, with one, may add one more.
+	is(t, "create past the limit", s.CreateCustomSecret(ctx, ownerA, newCustomSecret("THIRD", 7), 2), customsecret.ErrTooMany)
+	is(t, "an existing name past the limit", s.CreateCustomSecret(ctx, ownerA, newCustomSecret("API_TOKEN", 7), 2), customsecret.ErrExists)
+	equal(t, "A's secrets after refused creations", all(ownerA), []customsecret.Secret{token, lower})
+	ok(t, "create B's second of 2", s.CreateCustomSecret(ctx, ownerB, newCustomSecret("B_SECOND", 7), 2))
 }
 
 func testCustomSecretPaging(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	for i, name := range []string{"E_KEY", "B_TOKEN", "D_TOKEN", "A_KEY", "C_token"} {
-		ok(t, "create "+name, s.CreateCustomSecret(ctx, ownerA, newCustomSecret(name, i)))
+		ok(t, "create "+name, s.CreateCustomSecret(ctx, ownerA, newCustomSecret(name, i), customsecret.MaxPerUser))
 	}
-	ok(t, "create B's", s.CreateCustomSecret(ctx, ownerB, newCustomSecret("B_ONLY", 9)))
+	ok(t, "create B's", s.CreateCustomSecret(ctx, ownerB, newCustomSecret("B_ONLY", 9), customsecret.MaxPerUser))
 	names := func(contains string, limit int, insert func()) []string {
 		t.Helper()
 		var out []string
@@ -103,7 +110,7 @@ func testCustomSecretPaging(t *testing.T, s store.Store) {
 	equal(t, "name contains nothing there", names("zzz", 5, nil), []string(nil))
 	// A secret created before the cursor never shows; after it, it shows once.
 	equal(t, "with inserts between pages", names("", 2, func() {
-		ok(t, "create AA", s.CreateCustomSecret(ctx, ownerA, newCustomSecret("AA_EARLY", 10)))
-		ok(t, "create F", s.CreateCustomSecret(ctx, ownerA, newCustomSecret("F_LATE", 10)))
+		ok(t, "create AA", s.CreateCustomSecret(ctx, ownerA, newCustomSecret("AA_EARLY", 10), customsecret.MaxPerUser))
+		ok(t, "create F", s.CreateCustomSecret(ctx, ownerA, newCustomSecret("F_LATE", 10), customsecret.MaxPerUser))
 	}), []string{"A_KEY", "B_TOKEN", "C_token", "D_TOKEN", "E_KEY", "F_LATE"})
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentd/agentd/internal/auth"
 	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/customsecret"
 	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/gitprovider"
 	"github.com/agentd/agentd/internal/paging"
@@ -34,7 +35,7 @@ func testPersistence(t *testing.T, f Factory) {
 	tokens := []gitprovider.Token{{Provider: gitprovider.GitHub, TokenSealed: []byte("sealed"), UpdatedAt: at(1)}}
 	ok(t, "replace tokens", s.ReplaceProviderTokens(ctx, ownerA, tokens))
 	sec := newCustomSecret("API_TOKEN", 1)
-	ok(t, "create secret", s.CreateCustomSecret(ctx, ownerA, sec))
+	ok(t, "create secret", s.CreateCustomSecret(ctx, ownerA, sec, customsecret.MaxPerUser))
 	spec := newSpec("spec-1", 1)
 	ok(t, "put spec", s.PutSpec(ctx, spec))
 	sb := newSandbox(ownerA, "sb-1", 1, sandbox.StatusRunning)

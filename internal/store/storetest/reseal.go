@@ -64,7 +64,7 @@ func storeSealedWorld(t *testing.T, s store.Store) sealedWorld {
 	ok(t, "put settings", s.PutSettings(ctx, w.SettingsB))
 	ok(t, "replace tokens", s.ReplaceProviderTokens(ctx, ownerA, w.Tokens))
 	for _, sec := range w.Secrets {
-		ok(t, "create secret", s.CreateCustomSecret(ctx, ownerA, sec))
+		ok(t, "create secret", s.CreateCustomSecret(ctx, ownerA, sec, customsecret.MaxPerUser))
 	}
 	ok(t, "create sandbox", s.CreateSandbox(ctx, w.Sandbox, 0))
 	createConversation(t, s, w.Conv)

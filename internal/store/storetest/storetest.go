@@ -142,6 +142,7 @@ func Run(t *testing.T, f Factory) {
 		{"PendingMessageAndReady", testPendingMessageAndReady},
 		{"UserSkillLimitConcurrent", testUserSkillLimitConcurrent},
 		{"WebhookLimitConcurrent", testWebhookLimitConcurrent},
+		{"CustomSecretLimitConcurrent", testCustomSecretLimitConcurrent},
 		{"WebhookClaimsConcurrent", testWebhookClaimsConcurrent},
 		{"WebhookCapsConcurrent", testWebhookCapsConcurrent},
 		{"PRNumbersConcurrent", testPRNumbersConcurrent},
