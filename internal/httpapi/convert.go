@@ -146,15 +146,21 @@ func (a *API) metricsOf(raw json.RawMessage) *apitypes.MetricsSnapshot {
 	return nil
 }
 
-// maxDecodedMetrics bounds metricsCache: a few pages of listings of many users.
-const maxDecodedMetrics = 4096
+// maxDecodedMetrics and maxDecodedMetricsBytes bound metricsCache: a few pages of listings
+// of many users. Metrics are small, but their model name and response id come from users and
+// their models' servers, so their bytes are bounded too.
+const (
+	maxDecodedMetrics      = 4096
+	maxDecodedMetricsBytes = 8 << 20
+)
 
 // metricsCache keeps the metrics recently decoded, by their stored JSON: a listing sends the
 // metrics of a hundred conversations, most of which have not changed since the last listing,
 // and decoding them was a fifth of its time. The zero value is ready.
 type metricsCache struct {
-	mu sync.Mutex
-	m  map[string]*decodedMetrics
+	mu    sync.Mutex
+	m     map[string]*decodedMetrics
+	bytes int // of the entries' keys and encodings
 }
 
 // decodedMetrics are stored metrics decoded, and encoded again as the answers write them.
@@ -188,8 +194,13 @@ func (c *metricsCache) get(raw json.RawMessage) *decodedMetrics {
 	if c.m == nil {
 		c.m = map[string]*decodedMetrics{}
 	}
-	if len(c.m) >= maxDecodedMetrics {
-		clear(c.m) // simpler than an LRU, and as good for what listings read again
+	size := 2*len(raw) + len(m.encoded) // the key, the decoded strings, the encoding
+	if _, ok := c.m[string(raw)]; !ok {
+		if len(c.m) >= maxDecodedMetrics || c.bytes+size > maxDecodedMetricsBytes {
+			clear(c.m) // simpler than an LRU, and as good for what listings read again
+			c.bytes = 0
+		}
+		c.bytes += size
 	}
 	c.m[string(raw)] = m
 	return m
@@ -198,7 +209,7 @@ func (c *metricsCache) get(raw json.RawMessage) *decodedMetrics {
 func (c *metricsCache) clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.m = nil
+	c.m, c.bytes = nil, 0
 }
 
 func (a *API) conversationInfo(v conversation.View) apitypes.ConversationInfo {

@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -24,5 +26,21 @@ func TestReleaseMemoryEmptiesCaches(t *testing.T) {
 	a.keys.put([]byte("sealed"), "session-key")
 	if k, ok := a.keys.get([]byte("sealed")); !ok || k != "session-key" {
 		t.Errorf("the key cache answers %q, %v after the release", k, ok)
+	}
+}
+
+// TestMetricsCacheBounded: the decoded metrics kept hold at most maxDecodedMetricsBytes,
+// however long the response ids a user's model server gives.
+func TestMetricsCacheBounded(t *testing.T) {
+	var c metricsCache
+	id := strings.Repeat("r", 256<<10)
+	for i := range 100 {
+		raw := json.RawMessage(fmt.Sprintf(`{"accumulated_cost":%d,"accumulated_token_usage":{"response_id":%q}}`, i, id))
+		if c.get(raw) == nil {
+			t.Fatalf("metrics %d did not decode", i)
+		}
+		if c.bytes > maxDecodedMetricsBytes {
+			t.Fatalf("after %d metrics of 256 KiB the cache holds %d bytes, over %d", i+1, c.bytes, maxDecodedMetricsBytes)
+		}
 	}
 }

@@ -307,3 +307,26 @@ func BenchmarkStepBody(b *testing.B) {
 		send()
 	}
 }
+
+// TestToolCacheBounded: the converted tools kept hold at most maxCachedToolBytes, however
+// large the descriptions users' MCP servers give their tools; a tool is kept once converted.
+func TestToolCacheBounded(t *testing.T) {
+	var c toolCache
+	desc := strings.Repeat("d", 1<<20)
+	for i := range 40 {
+		spec := llm.ToolSpec{Name: fmt.Sprintf("tool_%d", i), Description: desc, Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}
+		if _, _, err := c.convert(spec); err != nil {
+			t.Fatal(err)
+		}
+		c.mu.Lock()
+		n, kept := c.bytes, len(c.tools)
+		_, ok := c.tools[toolKey{spec.Name, spec.Description, string(spec.Parameters)}]
+		c.mu.Unlock()
+		if n > maxCachedToolBytes {
+			t.Fatalf("after %d tools of 1 MiB the cache holds %d bytes, over %d", i+1, n, maxCachedToolBytes)
+		}
+		if !ok || kept == 0 {
+			t.Fatalf("tool %d is not kept just after its conversion", i)
+		}
+	}
+}

@@ -637,12 +637,14 @@ func equalMessages(a, b llm.Message) bool {
 
 // toolCache keeps the encoded tools of the specs clients were given, as every agent sends
 // the same tools with every request of its conversation: one cache for the process, so that
-// the conversations running at once share one copy. It holds at most maxCachedTools specs,
+// the conversations running at once share one copy. It holds at most maxCachedTools specs
+// and maxCachedToolBytes of their descriptions and schemas (which users' MCP servers write),
 // and forgets them all when it would hold more (a server whose conversations bring ever new
 // MCP tools).
 type toolCache struct {
 	mu    sync.Mutex
 	tools map[toolKey]cachedTool
+	bytes int
 }
 
 type cachedTool struct {
@@ -652,7 +654,10 @@ type cachedTool struct {
 
 type toolKey struct{ name, description, parameters string }
 
-const maxCachedTools = 512
+const (
+	maxCachedTools     = 512
+	maxCachedToolBytes = 16 << 20
+)
 
 // tools are the tools converted so far; the SDK only reads them.
 var tools toolCache
@@ -676,9 +681,13 @@ func (c *toolCache) convert(t llm.ToolSpec) (sdk.ChatCompletionToolUnionParam, j
 		return tool, nil, badRequest("tool %q: %v", t.Name, err)
 	}
 	ct = cachedTool{param: param.Override[sdk.ChatCompletionToolUnionParam](json.RawMessage(body)), json: body}
+	size := len(k.name) + len(k.description) + len(k.parameters) + len(body)
 	c.mu.Lock()
-	if c.tools == nil || len(c.tools) >= maxCachedTools {
-		c.tools = map[toolKey]cachedTool{}
+	if _, ok := c.tools[k]; !ok {
+		if c.tools == nil || len(c.tools) >= maxCachedTools || c.bytes+size > maxCachedToolBytes {
+			c.tools, c.bytes = map[toolKey]cachedTool{}, 0
+		}
+		c.bytes += size
 	}
 	c.tools[k] = ct
 	c.mu.Unlock()
