@@ -140,12 +140,15 @@ func TestSandboxStorm(t *testing.T) {
 }
 
 // waitSpinning waits until every sandbox runs its spinning command: the bash API lists the
-// command and no output for it yet (a command that ended has its BashOutput).
+// command and no output for it yet (a command that ended has its BashOutput). Each answer
+// comes from a runtime that shares its sandbox's tenth of the CPU with the spinning loops, so
+// on a machine saturated by others it may take many seconds.
 func waitSpinning(t *testing.T, s *server, ids, keys []string) {
 	t.Helper()
 	for i, id := range ids {
 		sbc := s.client(keys[i])
-		waitFor(t, time.Minute, fmt.Sprintf("sandbox %s's command to run", id), func() (bool, string) {
+		sbc.hc.Timeout = time.Minute
+		waitFor(t, 3*time.Minute, fmt.Sprintf("sandbox %s's command to run", id), func() (bool, string) {
 			var page struct {
 				Items []struct {
 					Kind string `json:"kind"`
