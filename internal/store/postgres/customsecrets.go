@@ -35,15 +35,7 @@ func (s *Store) CreateCustomSecret(ctx context.Context, userID string, sec custo
 			_, err := tx.Exec(ctx,
 				`INSERT INTO custom_secrets (user_id, `+customSecretColumns+`) VALUES ($1, $2, $3, $4, $5, $6)`,
 				userID, sec.Name, sec.Description, sec.ValueSealed, sec.CreatedAt, sec.UpdatedAt)
-			switch {
-			case isUnique(err):
-				return customsecret.ErrExists
-			case err != nil:
-				return err
-			case n >= limit:
-				return customsecret.ErrTooMany
-			}
-			return nil
+			return limitedInsert(err, n, limit, customsecret.ErrExists, customsecret.ErrTooMany)
 		})
 	}
 	if err != nil {

@@ -64,15 +64,7 @@ func (s *Store) CreateUserSkill(ctx context.Context, u skill.UserSkill, limit in
 			}
 			_, err := tx.Exec(ctx, `INSERT INTO user_skills (`+userSkillColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 				u.UserID, u.Name, triggers, u.Description, u.Content, u.CreatedAt, u.UpdatedAt)
-			switch {
-			case isUnique(err):
-				return skill.ErrExists
-			case err != nil:
-				return err
-			case n >= limit:
-				return skill.ErrTooMany
-			}
-			return nil
+			return limitedInsert(err, n, limit, skill.ErrExists, skill.ErrTooMany)
 		})
 	}
 	if err != nil {

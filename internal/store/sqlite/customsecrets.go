@@ -33,15 +33,7 @@ func (s *Store) CreateCustomSecret(ctx context.Context, userID string, sec custo
 			_, err := tx.ExecContext(ctx,
 				`INSERT INTO custom_secrets (user_id, `+customSecretColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
 				userID, sec.Name, sec.Description, sec.ValueSealed, nanos(sec.CreatedAt), nanos(sec.UpdatedAt))
-			switch {
-			case isUnique(err):
-				return customsecret.ErrExists
-			case err != nil:
-				return err
-			case n >= limit:
-				return customsecret.ErrTooMany
-			}
-			return nil
+			return limitedInsert(err, n, limit, customsecret.ErrExists, customsecret.ErrTooMany)
 		})
 	}
 	if err != nil {

@@ -58,8 +58,7 @@ func (r *pool) take(ctx context.Context, query string, prepare bool) (*sql.Stmt,
 	r.mu.Lock()
 	c, ok := r.prepared[query]
 	if ok {
-		r.tick++
-		c.used, c.users = r.tick, c.users+1
+		r.useLocked(c)
 	}
 	r.mu.Unlock()
 	switch {
@@ -74,8 +73,7 @@ func (r *pool) take(ctx context.Context, query string, prepare bool) (*sql.Stmt,
 	}
 	r.mu.Lock()
 	if old, ok := r.prepared[query]; ok { // prepared meanwhile by another caller
-		r.tick++
-		old.used, old.users = r.tick, old.users+1
+		r.useLocked(old)
 		r.mu.Unlock()
 		st.Close()
 		return old.st, func() { r.release(old) }
@@ -84,14 +82,20 @@ func (r *pool) take(ctx context.Context, query string, prepare bool) (*sql.Stmt,
 	if len(r.prepared) >= r.max {
 		out = r.evictLocked()
 	}
-	r.tick++
-	c = &cached{st: st, used: r.tick, users: 1}
+	c = &cached{st: st}
+	r.useLocked(c)
 	r.prepared[query] = c
 	r.mu.Unlock()
 	if out != nil {
 		out.Close()
 	}
 	return st, func() { r.release(c) }
+}
+
+// useLocked marks c taken by one more caller, and used last. The caller holds r.mu.
+func (r *pool) useLocked(c *cached) {
+	r.tick++
+	c.used, c.users = r.tick, c.users+1
 }
 
 // evictLocked puts the statement unused longest out of the cache, and returns it when it is

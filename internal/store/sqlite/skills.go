@@ -62,15 +62,7 @@ func (s *Store) CreateUserSkill(ctx context.Context, u skill.UserSkill, limit in
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO user_skills (`+userSkillColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 			u.UserID, u.Name, triggers, u.Description, u.Content, nanos(u.CreatedAt), nanos(u.UpdatedAt))
-		switch {
-		case isUnique(err):
-			return skill.ErrExists
-		case err != nil:
-			return err
-		case n >= limit:
-			return skill.ErrTooMany
-		}
-		return nil
+		return limitedInsert(err, n, limit, skill.ErrExists, skill.ErrTooMany)
 	})
 	if err != nil {
 		return fmt.Errorf("create skill %q: %w", u.Name, err)
