@@ -22,7 +22,7 @@ type AgentStartConversationRequest struct {
 	SecretsEncrypted     bool                `json:"secrets_encrypted" doc:"Refused when true: agentd takes secret values in plain text only."`
 	Worktree             bool                `json:"worktree" doc:"Refused when true: agentd makes no git worktrees."`
 	ParentConversationID *string             `json:"parent_conversation_id" wire:"nullable" doc:"A UUID of one of the caller's conversations."`
-	Tags                 map[string]string   `json:"tags" wire:"nullable"`
+	Tags                 Tags                `json:"tags" wire:"nullable,maxlen=50"`
 	ToolModuleQualnames  json.RawMessage     `json:"tool_module_qualnames" doc:"Accepted and ignored: agentd's tools are its own, not Python modules."`
 	AgentDefinitions     json.RawMessage     `json:"agent_definitions" doc:"Accepted and ignored: agentd's agent starts no sub-agents of its own."`
 	ClientTools          json.RawMessage     `json:"client_tools" doc:"Refused when not empty: agentd runs no client tools."`
@@ -42,7 +42,7 @@ type AgentStartSpec struct {
 // AgentStartLLM is what agentd reads of the agent's LLM: the model it runs, and the key and
 // base URL it checks against the owner's LLM settings, with which the agent runs.
 type AgentStartLLM struct {
-	Model   string  `json:"model" wire:"required"`
+	Model   string  `json:"model" wire:"required,maxlen=500"`
 	APIKey  *string `json:"api_key" wire:"nullable,secret" doc:"Null, or the API key of the owner's LLM settings (never shown)."`
 	BaseURL *string `json:"base_url" wire:"nullable" doc:"Null, or the base URL of the owner's LLM settings."`
 }

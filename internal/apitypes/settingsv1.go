@@ -20,16 +20,16 @@ type SettingsV1 struct {
 
 // SettingsV1Product are the top-level settings, the same in a read and in an update.
 type SettingsV1Product struct {
-	Language                           *string  `json:"language"`
+	Language                           *string  `json:"language" wire:"maxlen=256"`
 	RemoteRuntimeResourceFactor        *int     `json:"remote_runtime_resource_factor"`
 	EnableSoundNotifications           *bool    `json:"enable_sound_notifications"`
 	EnableProactiveConversationStarter *bool    `json:"enable_proactive_conversation_starters"`
 	UserConsentsToAnalytics            *bool    `json:"user_consents_to_analytics"`
-	SandboxBaseContainerImage          *string  `json:"sandbox_base_container_image"`
-	SandboxRuntimeContainerImage       *string  `json:"sandbox_runtime_container_image"`
+	SandboxBaseContainerImage          *string  `json:"sandbox_base_container_image" wire:"maxlen=1000"`
+	SandboxRuntimeContainerImage       *string  `json:"sandbox_runtime_container_image" wire:"maxlen=1000"`
 	MaxBudgetPerTask                   *float64 `json:"max_budget_per_task" wire:"min=0"`
-	GitUserName                        *string  `json:"git_user_name"`
-	GitUserEmail                       *string  `json:"git_user_email"`
+	GitUserName                        *string  `json:"git_user_name" wire:"maxlen=256"`
+	GitUserEmail                       *string  `json:"git_user_email" wire:"maxlen=320"`
 }
 
 // AgentSettingsV1 are the agent's settings as read.
@@ -74,8 +74,8 @@ type SettingsV1Update struct {
 	SettingsV1Product
 	AgentSettingsDiff        *AgentSettingsDiff        `json:"agent_settings_diff"`
 	ConversationSettingsDiff *ConversationSettingsDiff `json:"conversation_settings_diff"`
-	SearchAPIKey             *string                   `json:"search_api_key" wire:"secret" doc:"An empty string clears it."`
-	SandboxAPIKey            *string                   `json:"sandbox_api_key" wire:"secret" doc:"An empty string clears it."`
+	SearchAPIKey             *string                   `json:"search_api_key" wire:"secret,maxlen=65536" doc:"An empty string clears it."`
+	SandboxAPIKey            *string                   `json:"sandbox_api_key" wire:"secret,maxlen=65536" doc:"An empty string clears it."`
 }
 
 // AgentSettingsDiff changes some of the agent's settings.
@@ -92,9 +92,9 @@ func (AgentSettingsDiff) WireStrict() {}
 
 // LLMDiff changes some of the LLM settings.
 type LLMDiff struct {
-	Model   *string `json:"model"`
-	BaseURL *string `json:"base_url" doc:"An empty string clears it: the provider's public API (or the server's endpoint) is used."`
-	APIKey  *string `json:"api_key" wire:"secret" doc:"An empty string clears it."`
+	Model   *string `json:"model" wire:"maxlen=500"`
+	BaseURL *string `json:"base_url" wire:"maxlen=2000" doc:"An empty string clears it: the provider's public API (or the server's endpoint) is used."`
+	APIKey  *string `json:"api_key" wire:"secret,maxlen=65536" doc:"An empty string clears it."`
 }
 
 // WireStrict rejects unknown keys.
@@ -114,7 +114,7 @@ type ConversationSettingsDiff struct {
 	SchemaVersion    *int    `json:"schema_version" doc:"Accepted and ignored."`
 	MaxIterations    *int    `json:"max_iterations" wire:"min=1"`
 	ConfirmationMode *bool   `json:"confirmation_mode"`
-	SecurityAnalyzer *string `json:"security_analyzer"`
+	SecurityAnalyzer *string `json:"security_analyzer" wire:"maxlen=256"`
 }
 
 // WireStrict rejects unknown keys.

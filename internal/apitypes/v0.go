@@ -11,9 +11,9 @@ import (
 
 // InitSessionRequest is the body of POST /api/conversations.
 type InitSessionRequest struct {
-	Repository               *string               `json:"repository" doc:"Repository to work on, owner/repo."`
+	Repository               *string               `json:"repository" wire:"maxlen=300" doc:"Repository to work on, owner/repo."`
 	GitProvider              *ProviderType         `json:"git_provider"`
-	SelectedBranch           *string               `json:"selected_branch"`
+	SelectedBranch           *string               `json:"selected_branch" wire:"maxlen=300"`
 	InitialUserMsg           *string               `json:"initial_user_msg"`
 	ImageURLs                []string              `json:"image_urls"`
 	ReplayJSON               *string               `json:"replay_json" doc:"A recorded trajectory: a JSON list of events, as a string."`

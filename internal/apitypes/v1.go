@@ -3,6 +3,8 @@ package apitypes
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/agentd/agentd/internal/llm"
@@ -169,13 +171,13 @@ type AppConversationStartRequest struct {
 	SandboxID            *string              `json:"sandbox_id" doc:"Use this sandbox instead of starting one; it is resumed if paused."`
 	InitialMessage       *SendMessageRequest  `json:"initial_message"`
 	Processors           []ProcessorSpec      `json:"processors"`
-	LLMModel             *string              `json:"llm_model"`
-	SelectedRepository   *string              `json:"selected_repository"`
-	SelectedBranch       *string              `json:"selected_branch"`
+	LLMModel             *string              `json:"llm_model" wire:"maxlen=500"`
+	SelectedRepository   *string              `json:"selected_repository" wire:"maxlen=300"`
+	SelectedBranch       *string              `json:"selected_branch" wire:"maxlen=300"`
 	GitProvider          *ProviderType        `json:"git_provider"`
-	Title                *string              `json:"title"`
+	Title                *string              `json:"title" wire:"maxlen=200"`
 	Trigger              *ConversationTrigger `json:"trigger"`
-	PRNumber             []int                `json:"pr_number"`
+	PRNumber             []int                `json:"pr_number" wire:"maxlen=100"`
 	ParentConversationID *string              `json:"parent_conversation_id"`
 	AgentType            *AgentType           `json:"agent_type"`
 	// ConversationInstructions are added to the agent's system prompt, as the V0 field.
@@ -187,7 +189,7 @@ type AppConversationStartRequest struct {
 	ConversationID           *string               `json:"conversation_id" doc:"The new conversation's id, a UUID; one that exists is a 409."`
 	SystemMessageSuffix      *string               `json:"system_message_suffix" doc:"Text appended to the agent's system prompt."`
 	Public                   *bool                 `json:"public"`
-	Tags                     map[string]string     `json:"tags" doc:"The client's metadata of the conversation, stored and returned."`
+	Tags                     Tags                  `json:"tags" wire:"maxlen=50" doc:"The client's metadata of the conversation, stored and returned: at most 50 tags, keys of at most 64 characters and values of at most 256."`
 	Plugins                  []json.RawMessage     `json:"plugins" doc:"Not supported: only an empty list (or null) is accepted."`
 	DependencyRepos          []string              `json:"dependency_repos" doc:"Not supported: only an empty list is accepted."`
 }
@@ -203,6 +205,19 @@ func (r *AppConversationStartRequest) ValidateWire(c *wire.Checker) {
 	}
 	if len(r.DependencyRepos) > 0 {
 		c.ValueError("dependency repositories are not supported by this server", "dependency_repos")
+	}
+}
+
+// Tags are a client's metadata of a conversation. They are stored in its row and shown in
+// every listing of it, so their keys and values are bounded (the field's maxlen bounds their
+// number); 256 characters is OpenHands' bound of a value.
+type Tags map[string]string
+
+// ValidateWire bounds the keys and values, in the keys' order.
+func (t Tags) ValidateWire(c *wire.Checker) {
+	for _, k := range slices.Sorted(maps.Keys(t)) {
+		c.MaxLen(k, 64, k, "[key]")
+		c.MaxLen(t[k], 256, k)
 	}
 }
 

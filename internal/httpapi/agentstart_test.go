@@ -103,6 +103,9 @@ func TestAgentServerStartsConversation(t *testing.T) {
 		{"hooks", func(b map[string]any) { b["hook_config"] = map[string]any{"pre_tool_use": []any{}} }, `["body","hook_config"]`},
 		{"plugins", func(b map[string]any) { b["plugins"] = []any{map[string]any{"source": "github:o/r"}} }, `["body","plugins"]`},
 		{"a worktree", func(b map[string]any) { b["worktree"] = true }, `["body","worktree"]`},
+		{"a model name too long", func(b map[string]any) { llmOf(b)["model"] = strings.Repeat("m", 501) }, `["body","agent","llm","model"]`},
+		{"a tag too long", func(b map[string]any) { b["tags"] = map[string]any{"k": strings.Repeat("v", 257)} }, `["body","tags","k"]`},
+		{"too many tags", func(b map[string]any) { b["tags"] = manyTags(51) }, `["body","tags"]`},
 		{"no workspace", func(b map[string]any) { delete(b, "workspace") }, `["body","workspace"]`},
 		{"a malformed id", func(b map[string]any) { b["conversation_id"] = "not-a-uuid" }, `["body","conversation_id"]`},
 		{"a lookup of a secret the sandbox was not given", func(b map[string]any) {

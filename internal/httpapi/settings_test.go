@@ -249,6 +249,10 @@ func TestSettingsValidation(t *testing.T) {
 		{"mcp_config bad url", `{"mcp_config": {"sse_servers": ["example.com"]}}`, []wire.Problem{p("value_error",
 			"Value error, URL must include a scheme (http:// or https://)", at("mcp_config", "sse_servers", 0, "url"))}},
 		{"mcp_config unknown key", `{"mcp_config": {"servers": []}}`, []wire.Problem{p("extra_forbidden", "Extra inputs are not permitted", at("mcp_config", "servers"))}},
+		{"llm_model too long", `{"llm_model": "` + strings.Repeat("m", 501) + `"}`, []wire.Problem{p("string_too_long", "String should have at most 500 characters", at("llm_model"))}},
+		{"llm_base_url too long", `{"llm_base_url": "https://llm.example/` + strings.Repeat("p", 2000) + `"}`, []wire.Problem{p("string_too_long", "String should have at most 2000 characters", at("llm_base_url"))}},
+		{"git_user_email too long", `{"git_user_email": "` + strings.Repeat("e", 321) + `"}`, []wire.Problem{p("string_too_long", "String should have at most 320 characters", at("git_user_email"))}},
+		{"llm_api_key too long", `{"llm_api_key": "` + llmKey2Plain + strings.Repeat("k", 65536) + `"}`, []wire.Problem{p("string_too_long", "String should have at most 65536 characters", at("llm_api_key"))}},
 		{"body a list", `[]`, []wire.Problem{p("model_attributes_type", "Input should be a valid dictionary or object to extract fields from", at())}},
 		{"invalid JSON", `{"language": "en"`, []wire.Problem{p("json_invalid", "JSON decode error", at(17))}},
 		{"a secret among problems", `{"llm_api_key": "` + llmKey2Plain + `", "max_iterations": 0, "condenser_max_size": 1, "language": 5}`, []wire.Problem{

@@ -109,6 +109,9 @@ func TestSettingsV1Refusals(t *testing.T) {
 		{"ACP agent", map[string]any{"agent_settings_diff": map[string]any{"agent_kind": "acp"}}, "enum", []any{"body", "agent_settings_diff", "agent_kind"}},
 		{"too few iterations", map[string]any{"conversation_settings_diff": map[string]any{"max_iterations": 0}},
 			"greater_than_equal", []any{"body", "conversation_settings_diff", "max_iterations"}},
+		{"model name too long", map[string]any{"agent_settings_diff": map[string]any{"llm": map[string]any{"model": strings.Repeat("m", 501)}}},
+			"string_too_long", []any{"body", "agent_settings_diff", "llm", "model"}},
+		{"git name too long", map[string]any{"git_user_name": strings.Repeat("n", 257)}, "string_too_long", []any{"body", "git_user_name"}},
 		{"internal base URL", map[string]any{"agent_settings_diff": map[string]any{"llm": map[string]any{"base_url": "http://169.254.169.254/"}}},
 			"value_error", []any{"body", "agent_settings_diff", "llm", "base_url"}},
 	} {

@@ -69,6 +69,8 @@ func TestV0CreateValidation(t *testing.T) {
 		{"git_provider upper case", `{"git_provider": "GitHub"}`, []wire.Problem{p("enum", msgProvider, at("git_provider"))}},
 		{"git_provider number", `{"git_provider": 1}`, []wire.Problem{p("enum", msgProvider, at("git_provider"))}},
 		{"repository number", `{"repository": 5}`, []wire.Problem{p("string_type", msgStr, at("repository"))}},
+		{"repository too long", `{"repository": "` + strings.Repeat("r", 301) + `"}`, []wire.Problem{p("string_too_long", "String should have at most 300 characters", at("repository"))}},
+		{"selected_branch too long", `{"selected_branch": "` + strings.Repeat("b", 301) + `"}`, []wire.Problem{p("string_too_long", "String should have at most 300 characters", at("selected_branch"))}},
 		{"selected_branch bool", `{"selected_branch": true}`, []wire.Problem{p("string_type", msgStr, at("selected_branch"))}},
 		{"initial_user_msg list", `{"initial_user_msg": ["hi"]}`, []wire.Problem{p("string_type", msgStr, at("initial_user_msg"))}},
 		{"image_urls string", `{"image_urls": "https://img.example/a.png"}`, []wire.Problem{p("list_type", "Input should be a valid list", at("image_urls"))}},

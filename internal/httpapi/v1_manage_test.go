@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -139,10 +140,36 @@ func TestV1StartFields(t *testing.T) {
 		{"dependency repos", map[string]any{"dependency_repos": []any{"o/r"}}, "value_error", []any{"body", "dependency_repos"}},
 		{"conversation id", map[string]any{"conversation_id": "nope"}, "uuid_parsing", []any{"body", "conversation_id"}},
 		{"tags", map[string]any{"tags": map[string]any{"n": 1}}, "string_type", []any{"body", "tags", "n"}},
+		// What a conversation's row keeps, and every listing shows, is bounded as a rename bounds it.
+		{"title too long", map[string]any{"title": strings.Repeat("t", 201)}, "string_too_long", []any{"body", "title"}},
+		{"repository too long", map[string]any{"selected_repository": strings.Repeat("r", 301)}, "string_too_long", []any{"body", "selected_repository"}},
+		{"branch too long", map[string]any{"selected_branch": strings.Repeat("b", 301)}, "string_too_long", []any{"body", "selected_branch"}},
+		{"model too long", map[string]any{"llm_model": strings.Repeat("m", 501)}, "string_too_long", []any{"body", "llm_model"}},
+		{"too many pull requests", map[string]any{"pr_number": make([]int, 101)}, "too_long", []any{"body", "pr_number"}},
+		{"too many tags", map[string]any{"tags": manyTags(51)}, "too_long", []any{"body", "tags"}},
+		{"tag key too long", map[string]any{"tags": map[string]any{strings.Repeat("k", 65): "v"}}, "string_too_long", []any{"body", "tags", strings.Repeat("k", 65), "[key]"}},
+		{"tag value too long", map[string]any{"tags": map[string]any{"k": strings.Repeat("v", 257)}}, "string_too_long", []any{"body", "tags", "k"}},
 	} {
 		status, body := e.call("POST", "/api/v1/app-conversations", alice, tc.body)
 		t.Run(tc.name, func(t *testing.T) { wantProblem(t, status, body, tc.typ, tc.loc...) })
 	}
+	var n int
+	e.must("GET", "/api/v1/app-conversations/count", alice, nil, http.StatusOK, &n)
+	if n != 1 {
+		t.Errorf("%d conversations after the refused starts, want 1", n)
+	}
+	// At the bounds, it is taken.
+	e.startConversation(alice, map[string]any{"title": strings.Repeat("t", 200), "tags": manyTags(50),
+		"selected_branch": strings.Repeat("b", 300), "llm_model": strings.Repeat("m", 500)})
+}
+
+// manyTags are n tags, each at the longest key and value.
+func manyTags(n int) map[string]any {
+	tags := map[string]any{}
+	for i := range n {
+		tags[fmt.Sprintf("%064d", i)] = strings.Repeat("v", 256)
+	}
+	return tags
 }
 
 // TestV1SendMessage: send-message adds a user message the agent answers while the sandbox

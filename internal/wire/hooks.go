@@ -1,6 +1,9 @@
 package wire
 
-import "reflect"
+import (
+	"reflect"
+	"unicode/utf8"
+)
 
 // Enum is implemented (value receiver) by string types with a closed set of
 // values. Decoding rejects any other value with pydantic's "enum" problem and
@@ -98,6 +101,14 @@ func (c *Checker) Add(typ, msg string, loc ...any) {
 // validator: type "value_error" and "Value error, " before the message.
 func (c *Checker) ValueError(msg string, loc ...any) {
 	c.Add("value_error", "Value error, "+msg, loc...)
+}
+
+// MaxLen reports str at loc when it has more than n characters, as the maxlen= option does
+// for a field, for the strings a tag cannot reach (a map's keys and values).
+func (c *Checker) MaxLen(str string, n int, loc ...any) {
+	if utf8.RuneCountInString(str) > n {
+		c.Add("string_too_long", msgStringTooLong(n), loc...)
+	}
 }
 
 // At returns a Checker for a part of the value; problems go to the same list.
