@@ -154,6 +154,8 @@ func TransportError(ctx context.Context, err error) error {
 			subject += " (" + refused.Host + ")"
 		}
 		return &Error{Kind: KindInternalAddress, Msg: refused.Explain(subject), Err: err}
+	case errors.Is(err, ErrResponseTooLarge):
+		return &Error{Kind: KindOther, Msg: ErrResponseTooLarge.Error(), Err: err}
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		return &Error{Kind: KindTimeout, Msg: "the request timed out", Err: err}
 	case isConnectionError(err):

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -113,4 +114,35 @@ func TestTransportError(t *testing.T) {
 	if err := TransportError(ctx, context.DeadlineExceeded); !errors.Is(err, context.DeadlineExceeded) || errors.As(err, &e) {
 		t.Errorf("past the caller's deadline: %v, want the context's error and no *Error", err)
 	}
+}
+
+// TestLimitResponse: a body of exactly MaxResponseBytes reads to its end; one byte more is
+// ErrResponseTooLarge, and so is every read after it.
+func TestLimitResponse(t *testing.T) {
+	body := func(n int64) io.ReadCloser { return io.NopCloser(io.LimitReader(zeros{}, n)) }
+	resp, err := LimitResponse(&http.Response{Body: body(MaxResponseBytes)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := io.Copy(io.Discard, resp.Body); err != nil || n != MaxResponseBytes {
+		t.Fatalf("a body at the bound: %d bytes read, %v", n, err)
+	}
+	resp, _ = LimitResponse(&http.Response{Body: body(MaxResponseBytes + 1)}, nil)
+	if n, err := io.Copy(io.Discard, resp.Body); !errors.Is(err, ErrResponseTooLarge) || n > MaxResponseBytes+1 {
+		t.Fatalf("a body past the bound: %d bytes read, %v", n, err)
+	}
+	if _, err := resp.Body.Read(make([]byte, 8)); !errors.Is(err, ErrResponseTooLarge) {
+		t.Fatalf("a read after the bound: %v", err)
+	}
+	// A failed call passes through as it is.
+	if resp, err := LimitResponse(nil, io.ErrUnexpectedEOF); resp != nil || err != io.ErrUnexpectedEOF {
+		t.Fatalf("a failed call: %v %v", resp, err)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }

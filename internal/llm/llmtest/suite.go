@@ -1,6 +1,7 @@
 package llmtest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,6 +52,7 @@ func RunClientSuite(t *testing.T, s Suite) {
 		{"400 is not retried", testBadRequest},
 		{"context window exceeded", testContextWindow},
 		{"HTML error page", testHTMLError},
+		{"an answer past MaxResponseBytes is cut off", testOversizedAnswer},
 		{"connection refused is retried", testConnectionRefused},
 		{"an internal address refused by the URL policy", testInternalAddress},
 		{"timeout", testTimeout},
@@ -395,6 +397,39 @@ func testHTMLError(t *testing.T, s Suite) {
 	_, err := c.Complete(context.Background(), userSays("hi"))
 	if e := wantKind(t, err, llm.KindServer); e.Status != 502 {
 		t.Errorf("status %d, want 502", e.Status)
+	}
+}
+
+// testOversizedAnswer: a model server that answers without end (a user's own may) is read up
+// to llm.MaxResponseBytes, and the call fails there, without a retry, instead of filling the
+// server's memory.
+func testOversizedAnswer(t *testing.T, s Suite) {
+	const chunk, chunks = 1 << 20, 2 * llm.MaxResponseBytes >> 20
+	written := make(chan int, 1)
+	srv := NewServer(t, s.Provider, Step{HTTP: func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		n, _ := w.Write([]byte(`{"id": "`))
+		filler := bytes.Repeat([]byte("a"), chunk)
+		for range chunks {
+			m, err := w.Write(filler)
+			n += m
+			if err != nil {
+				break // the client left
+			}
+		}
+		written <- n
+	}})
+	var waits []time.Duration
+	_, err := llm.WithRetry(s.client(t, srv.Config(s.Model)), recordingPolicy(3, &waits)).Complete(context.Background(), userSays("hi"))
+	e := wantKind(t, err, llm.KindOther)
+	if !errors.Is(err, llm.ErrResponseTooLarge) || e.Msg != llm.ErrResponseTooLarge.Error() {
+		t.Errorf("error %v, want the answer refused as too large", err)
+	}
+	if len(waits) != 0 {
+		t.Errorf("retried after %v; the same server gives the same answer", waits)
+	}
+	if n := <-written; n >= chunks*chunk {
+		t.Errorf("the server wrote all of its %d bytes: the client read on past the bound", n)
 	}
 }
 

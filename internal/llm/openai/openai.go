@@ -57,6 +57,9 @@ func New(cfg llm.Config) (llm.Client, error) {
 		option.WithHTTPClient(cfg.Client()),
 		option.WithMaxRetries(0),
 		option.WithRequestTimeout(cfg.Timeout),
+		option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			return llm.LimitResponse(next(r))
+		}),
 	}
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
