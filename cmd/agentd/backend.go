@@ -27,13 +27,16 @@ import (
 // runtimeDir is where in the data directory the runtime build is installed.
 const runtimeDir = "bin"
 
-// probeTimeout bounds the check that bubblewrap works here.
-const probeTimeout = 10 * time.Second
+// probeTimeout bounds the check that bubblewrap works here. A broken bwrap fails at once; the
+// bound is for a machine so busy that a sandbox running true takes seconds (seen at ten with
+// two cores saturated), which should start the server late rather than not at all. A var for
+// the test of a probe out of time.
+var probeTimeout = time.Minute
 
 // openBackend picks the sandbox backend, whose sandboxes run the executable exe (see
 // runtimeBinary). It is the only place that names concrete backends. auto is bwrap where
 // bubblewrap and cgroups work, else process with a warning in the log and in every spec's
-// warnings.
+// warnings; a bwrap probe that runs out of time is an error, not a reason for process.
 func openBackend(cfg config.Config, exe string, log *slog.Logger) (sandbox.Backend, error) {
 	name := cfg.SandboxBackend
 	switch name {
@@ -50,6 +53,11 @@ func openBackend(cfg config.Config, exe string, log *slog.Logger) (sandbox.Backe
 		b, err := openBwrap(cfg, exe, log)
 		if err == nil {
 			return b, nil
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			// A probe out of time says nothing of whether bwrap works here, and not knowing is
+			// no reason to run sandboxes unconfined.
+			return nil, fmt.Errorf("sandbox backend auto: %w; start the server again when the machine is less busy, or choose the backend (--sandbox-backend)", err)
 		}
 		why := "bubblewrap does not work on this machine; the server log says why"
 		if errors.Is(err, exec.ErrNotFound) {

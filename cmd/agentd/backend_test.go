@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/internal/sandbox"
@@ -73,6 +74,30 @@ func TestAutoBackend(t *testing.T) {
 		}
 	default:
 		t.Fatalf("auto chose %s", b.Name())
+	}
+}
+
+// TestAutoBackendOutOfTime: where bwrap works, a probe that runs out of time (a machine too
+// busy) stops the server with the reason, instead of running sandboxes unconfined.
+func TestAutoBackendOutOfTime(t *testing.T) {
+	b, err := openBackend(backendConfig(t, "auto"), testExe(t), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := b.Name()
+	b.Close()
+	if name != "bwrap" {
+		sandboxtest.Unavailable(t, "the bwrap backend does not work here (auto chose %s)", name)
+	}
+	defer func(d time.Duration) { probeTimeout = d }(probeTimeout)
+	probeTimeout = time.Nanosecond
+	b, err = openBackend(backendConfig(t, "auto"), testExe(t), slog.New(slog.DiscardHandler))
+	if err == nil {
+		b.Close()
+		t.Fatalf("auto with a probe out of time chose %s", b.Name())
+	}
+	if !strings.Contains(err.Error(), "sandbox backend auto: probe bwrap: a sandbox running true did not end in time") {
+		t.Fatalf("auto with a probe out of time: %v", err)
 	}
 }
 

@@ -22,7 +22,7 @@ type client struct {
 }
 
 func (s *server) client(key string) *client {
-	return &client{t: s.t, s: s, key: key, hc: &http.Client{Timeout: 15 * time.Second}}
+	return &client{t: s.t, s: s, key: key, hc: &http.Client{Timeout: time.Minute}}
 }
 
 // call sends body (JSON, if not nil) and returns the status and the answer's body.

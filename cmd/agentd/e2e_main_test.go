@@ -359,7 +359,9 @@ type server struct {
 func startServer(t *testing.T, dir string, env []string, args ...string) *server {
 	t.Helper()
 	s := launchServer(t, dir, env, args...)
-	if err := s.waitAlive(20 * time.Second); err != nil {
+	// Two minutes: the bwrap backend's start-up probe alone may take its whole minute on a
+	// machine saturated by others.
+	if err := s.waitAlive(2 * time.Minute); err != nil {
 		t.Fatalf("agentd serve did not come up: %v\nstdout:\n%s\nstderr:\n%s", err, s.stdout, s.stderr)
 	}
 	return s

@@ -39,7 +39,7 @@ func TestWebClientFlow(t *testing.T) {
 		// The scripted model listens on loopback, as a local model server would.
 		"AGENTD_ALLOW_INTERNAL=127.0.0.0/8"})
 	key := s.client(agentAdminKey).newUser("wendy")
-	app := &webApp{t: t, base: s.url, key: key, hc: &http.Client{Timeout: 15 * time.Second}}
+	app := &webApp{t: t, base: s.url, key: key, hc: &http.Client{Timeout: time.Minute}}
 
 	// The first calls: the app's configuration, without a key.
 	var cfg struct {
@@ -590,7 +590,7 @@ func TestWebClientChangesPanel(t *testing.T) {
 	s := startServer(t, dir, []string{"AGENTD_ADMIN_KEY=" + agentAdminKey, "AGENTD_ALLOW_INTERNAL=127.0.0.0/8"},
 		"--sandbox-backend", "bwrap")
 	key := s.client(agentAdminKey).newUser("cora")
-	app := &webApp{t: t, base: s.url, key: key, hc: &http.Client{Timeout: 15 * time.Second}}
+	app := &webApp{t: t, base: s.url, key: key, hc: &http.Client{Timeout: time.Minute}}
 	app.api("POST", "/api/settings", map[string]any{"llm_model": "openai/gpt-4o", "llm_base_url": model.URL(), "llm_api_key": llmtest.APIKey}, http.StatusOK, nil)
 
 	var task struct {

@@ -147,7 +147,10 @@ network), and a single uid keeps the host's firewall rule and file ownership sim
 
 ` + "`auto`" + ` picks ` + "`bwrap`" + ` when bubblewrap is installed and a throwaway sandbox starts (bwrap and cgroups
 work), and otherwise ` + "`process`" + `, with a warning that says why in the log and in the spec listing.
-An explicit ` + "`bwrap`" + ` that cannot work here stops the server with the reason.
+An explicit ` + "`bwrap`" + ` that cannot work here stops the server with the reason. The throwaway sandbox
+has a minute to run ` + "`true`" + ` and end (a broken bubblewrap fails at once; on two saturated cores it
+has taken ten seconds); when the minute passes, the server stops and says the machine was too
+busy to tell, with ` + "`auto`" + ` as well: not knowing is no reason to run sandboxes unconfined.
 
 The ` + "`bwrap`" + ` backend cannot honour an ` + "`image`" + ` or a disk limit. A ` + "`rootfs`" + ` must be a directory with
 ` + "`/bin/sh`" + ` (the runtime build mounted into it must then be statically linked, as ` + "`make build`" + `

@@ -358,6 +358,10 @@ func (b *Backend) Probe(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { _ = g.Destroy(context.WithoutCancel(ctx)) })
 	defer stop()
 	out, err := cmd.CombinedOutput()
+	if err != nil && ctx.Err() != nil {
+		// Its cgroup was destroyed under it: the probe ran out of time.
+		return fmt.Errorf("probe bwrap: a sandbox running true did not end in time (%w); the machine may be too busy", context.Cause(ctx))
+	}
 	if err != nil {
 		return fmt.Errorf("probe bwrap: %w: %s", err, strings.TrimSpace(string(out)))
 	}

@@ -210,6 +210,27 @@ func leftovers(root string, inst sandbox.Instance) []string {
 
 // TestNewNeedsBwrap: without bubblewrap there is no backend (the suite checks the rest of
 // what New refuses).
+// TestProbeOutOfTime: a probe whose time runs out says so, rather than that bwrap was killed,
+// and leaves no cgroup behind.
+func TestProbeOutOfTime(t *testing.T) {
+	b := newTestBackend(t, testRoot(t))
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("the probe's minute passed"))
+	err := b.Probe(ctx)
+	if err == nil || !strings.Contains(err.Error(), "did not end in time (the probe's minute passed); the machine may be too busy") {
+		t.Fatalf("probe out of time: %v", err)
+	}
+	children, err := b.cg.Children(b.cgParent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range children {
+		if strings.HasPrefix(c, "probe-") {
+			t.Fatalf("probe cgroup %s left behind", c)
+		}
+	}
+}
+
 func TestNewNeedsBwrap(t *testing.T) {
 	_, err := New(Options{Root: sandboxtest.ShortDir(t), Binary: sandboxtest.Binary(t), Bwrap: "/nonexistent/bwrap"})
 	if err == nil || !strings.Contains(err.Error(), "not installed") {
