@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -208,8 +209,6 @@ func leftovers(root string, inst sandbox.Instance) []string {
 	return left
 }
 
-// TestNewNeedsBwrap: without bubblewrap there is no backend (the suite checks the rest of
-// what New refuses).
 // TestProbeOutOfTime: a probe whose time runs out says so, rather than that bwrap was killed,
 // and leaves no cgroup behind.
 func TestProbeOutOfTime(t *testing.T) {
@@ -231,6 +230,30 @@ func TestProbeOutOfTime(t *testing.T) {
 	}
 }
 
+// TestStartStarvedRuntime: a sandbox held to a hundredth of a CPU, whose runtime takes longer
+// to answer than a check of waitServing first gives it, still starts, within the start's own
+// deadline rather than listenTimeout, and its runtime then runs commands.
+func TestStartStarvedRuntime(t *testing.T) {
+	b := newTestBackend(t, testRoot(t))
+	spec := sandboxtest.RuntimeSpec("starved")
+	spec.Network = sandbox.NetworkNone
+	spec.Limits.CPUs = 0.01
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	key := sandboxtest.NewKey()
+	begin := time.Now()
+	inst, err := sandboxtest.TryStartContext(ctx, t, b, sandbox.StartRequest{ID: sandboxtest.NewID(), Spec: spec, SessionKey: key})
+	if err != nil {
+		t.Fatalf("start a starved sandbox: %v", err)
+	}
+	t.Logf("a sandbox at a hundredth of a CPU served after %v", time.Since(begin))
+	if res := runIn(t, client(t, inst, key), "echo served"); strings.TrimSpace(res.Output) != "served" {
+		t.Fatalf("the starved sandbox ran echo: %q", res.Output)
+	}
+}
+
+// TestNewNeedsBwrap: without bubblewrap there is no backend (the suite checks the rest of
+// what New refuses).
 func TestNewNeedsBwrap(t *testing.T) {
 	_, err := New(Options{Root: sandboxtest.ShortDir(t), Binary: sandboxtest.Binary(t), Bwrap: "/nonexistent/bwrap"})
 	if err == nil || !strings.Contains(err.Error(), "not installed") {

@@ -206,11 +206,7 @@ func (b *Backend) startSlirp(ctx context.Context, g *cgroup.Group, pid int, e *e
 		st.SlirpStartTime = p.StartTime
 	}
 	b.reaper.Watch(cmd)
-	deadline := time.Now().Add(listenTimeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	_ = readyR.SetReadDeadline(deadline)
+	_ = readyR.SetReadDeadline(waitDeadline(ctx))
 	var one [1]byte
 	if _, err := io.ReadFull(readyR, one[:]); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -268,7 +264,7 @@ func (b *Backend) BareRun(ctx context.Context, network string, argv ...string) e
 		e.started()
 		blockR.Close()
 		err := func() error {
-			pid, err := childPID(e.infoR, time.Now().Add(listenTimeout))
+			pid, err := childPID(e.infoR, waitDeadline(ctx))
 			if err != nil {
 				return err
 			}
@@ -299,7 +295,7 @@ func (b *Backend) BareRun(ctx context.Context, network string, argv ...string) e
 func waitBlocked(ctx context.Context, pid, fd int) error {
 	want := fmt.Sprintf("%d 0x%x ", unix.SYS_READ, fd)
 	path := "/proc/" + strconv.Itoa(pid) + "/syscall"
-	deadline := time.Now().Add(listenTimeout)
+	begin, deadline := time.Now(), waitDeadline(ctx)
 	for delay := 50 * time.Microsecond; ; delay = min(2*delay, 5*time.Millisecond) {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -309,7 +305,7 @@ func waitBlocked(ctx context.Context, pid, fd int) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("bwrap did not finish its set-up within %v (%s: %q)", listenTimeout, path, bytes.TrimSpace(b))
+			return fmt.Errorf("bwrap did not finish its set-up within %v (%s: %q)", time.Since(begin).Round(time.Millisecond), path, bytes.TrimSpace(b))
 		}
 		if err := ctx.Err(); err != nil {
 			return err

@@ -25,8 +25,18 @@ import (
 // defaultCommand starts the runtime when a spec names no command.
 var defaultCommand = []string{"agentd", "runtime"}
 
-// listenTimeout bounds Start's wait for the runtime's socket when ctx has no deadline.
+// listenTimeout bounds each of Start's waits (for bwrap's set-up, the runtime's answer,
+// slirp4netns) when ctx has no deadline.
 const listenTimeout = 30 * time.Second
+
+// waitDeadline is when a wait of Start gives up: ctx's deadline (the service's sandbox start
+// timeout), or listenTimeout from now when ctx has none.
+func waitDeadline(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(listenTimeout)
+}
 
 // Start creates <Root>/<id>/ and the sandbox's cgroup, binds the runtime's socket, and starts
 // bwrap with the runtime in it. It returns once the runtime serves on that socket, so that a
@@ -165,7 +175,7 @@ func (b *Backend) start(ctx context.Context, dir string, g *cgroup.Group, req sa
 		// Only now: bwrap sets up the namespace's loopback after it reports the pid, and
 		// slirp4netns configuring the namespace meanwhile makes that fail. Once the runtime
 		// serves, bwrap's set-up is over.
-		pid, err := childPID(egress.infoR, time.Now().Add(listenTimeout))
+		pid, err := childPID(egress.infoR, waitDeadline(ctx))
 		if err != nil {
 			return sandbox.Instance{}, fmt.Errorf("%w: %s", err, logTail(dir))
 		}
@@ -225,8 +235,13 @@ func argsMemfd(args []string) (*os.File, error) {
 	return f, nil
 }
 
-// livenessInterval bounds the pause between two checks of waitServing.
+// livenessInterval bounds the pause between two checks of waitServing, and is the least time
+// one check gives the runtime to answer.
 const livenessInterval = 20 * time.Millisecond
+
+// maxAliveWait is the most time one check of waitServing gives the runtime to answer; between
+// checks it looks whether the sandbox has exited.
+const maxAliveWait = time.Second
 
 // listenFile binds a unix socket at path (mode 0600) and returns it as a file to hand to the
 // runtime. Closing the returned file leaves the socket in place.
@@ -248,20 +263,26 @@ func listenFile(path string) (*os.File, error) {
 }
 
 // waitServing waits until the runtime answers GET /alive on its socket, or the sandbox's
-// first process has exited (then the error quotes the end of its log). The socket exists
-// from the start, and the kernel queues connections until the runtime accepts them, so one
-// request waits exactly as long as the runtime takes to come up.
+// first process has exited (then the error quotes the end of its log), or ctx's deadline
+// (listenTimeout without one). The socket exists from the start, and the kernel queues
+// connections until the runtime accepts them, so one request waits as long as the runtime
+// takes to come up. Each check gives the runtime a quarter of the time waited so far to
+// answer (from livenessInterval up to maxAliveWait): on a busy machine a runtime can take
+// longer than livenessInterval to answer, and a check given up too early is one more
+// connection the runtime must still get through before it reaches the next.
 func (b *Backend) waitServing(ctx context.Context, dir string, st instanceState) error {
-	deadline := time.Now().Add(listenTimeout)
+	begin := time.Now()
+	deadline := waitDeadline(ctx)
 	for delay := 50 * time.Microsecond; ; delay = min(2*delay, livenessInterval) {
-		if alive(ctx, hostSocket(dir), livenessInterval) {
+		wait := min(max(livenessInterval, time.Since(begin)/4), maxAliveWait)
+		if alive(ctx, hostSocket(dir), wait) {
 			return nil
 		}
 		if p, err := hostproc.ReadStat(st.PID); err != nil || p.StartTime != st.StartTime || p.Dead() {
 			return fmt.Errorf("the sandbox exited while starting: %s", logTail(dir))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the runtime did not answer within %v: %s", listenTimeout, logTail(dir))
+			return fmt.Errorf("the runtime did not answer within %v: %s", time.Since(begin).Round(time.Millisecond), logTail(dir))
 		}
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("wait for the runtime: %w", err)

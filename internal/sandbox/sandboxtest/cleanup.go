@@ -14,6 +14,12 @@ import (
 // b must still work at cleanup (register its Close before calling TryStart).
 func TryStart(t testing.TB, b sandbox.Backend, req sandbox.StartRequest) (sandbox.Instance, error) {
 	t.Helper()
+	return TryStartContext(context.Background(), t, b, req)
+}
+
+// TryStartContext is TryStart with the start's context.
+func TryStartContext(ctx context.Context, t testing.TB, b sandbox.Backend, req sandbox.StartRequest) (sandbox.Instance, error) {
+	t.Helper()
 	var mu sync.Mutex
 	started := sandbox.Instance{ID: req.ID}
 	t.Cleanup(func() {
@@ -24,7 +30,7 @@ func TryStart(t testing.TB, b sandbox.Backend, req sandbox.StartRequest) (sandbo
 			t.Errorf("cleanup: destroy sandbox %s: %v", inst.ID, err)
 		}
 	})
-	inst, err := b.Start(context.Background(), req)
+	inst, err := b.Start(ctx, req)
 	if err == nil {
 		mu.Lock()
 		started = inst
