@@ -41,11 +41,16 @@ func TestIdleAcrossReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := &testClock{now: time.Now()}
+	// The role of watching is claimed for three watch intervals of the store's own clock: at
+	// the default interval, a pod's start on a busy machine outlasted the watcher's claim, the
+	// other replica's first Watch took the role over, and the watcher's passes did nothing.
+	// An hour's interval keeps the role where the test put it (Run, which ticks on it, is not
+	// called).
 	replica := func(name string) *sandbox.Service {
 		s := sandbox.NewService(sandbox.ServiceOptions{
 			Store: store, Backend: newBackend(t, nil), Sealer: sandboxtest.Sealer{},
 			DefaultSpec: testSpec().ID, Node: name, Replica: name, StartTimeout: 5 * time.Minute,
-			IdleTimeout: time.Minute, Now: clock.Now,
+			IdleTimeout: time.Minute, Now: clock.Now, WatchInterval: time.Hour,
 		})
 		t.Cleanup(func() { s.Close() })
 		return s
