@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -19,7 +20,7 @@ const maxErrorBody = 64 << 10
 const MaxResponseBytes = 8 << 20
 
 // ErrResponseTooLarge is the read error of a response body past MaxResponseBytes.
-var ErrResponseTooLarge = errors.New("the model server's answer is over 8 MiB, longer than any model's answer can be")
+var ErrResponseTooLarge = fmt.Errorf("the model server's answer is over %d MiB, longer than any model's answer can be", MaxResponseBytes>>20)
 
 // LimitResponse bounds the body of an SDK call's response to MaxResponseBytes (errors and
 // successful answers alike): the adapters' middleware passes what the next handler returned

@@ -72,3 +72,19 @@ type SandboxKey struct {
 type MemoryReleaser interface {
 	ReleaseMemory() error
 }
+
+// LimitedInsert is the outcome of an insert made after counting n of a user's rows in the
+// same transaction, for both stores: exists when the insert broke a unique constraint (unique,
+// as the store's driver tells it), err when it failed otherwise, tooMany when n had reached
+// limit (the caller's transaction is then rolled back, the insert with it).
+func LimitedInsert(err error, unique bool, n, limit int, exists, tooMany error) error {
+	switch {
+	case unique:
+		return exists
+	case err != nil:
+		return err
+	case n >= limit:
+		return tooMany
+	}
+	return nil
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentd/agentd/internal/customsecret"
 	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/store"
 )
 
 const customSecretColumns = `name, description, value_sealed, created_at, updated_at`
@@ -35,7 +36,7 @@ func (s *Store) CreateCustomSecret(ctx context.Context, userID string, sec custo
 			_, err := tx.Exec(ctx,
 				`INSERT INTO custom_secrets (user_id, `+customSecretColumns+`) VALUES ($1, $2, $3, $4, $5, $6)`,
 				userID, sec.Name, sec.Description, sec.ValueSealed, sec.CreatedAt, sec.UpdatedAt)
-			return limitedInsert(err, n, limit, customsecret.ErrExists, customsecret.ErrTooMany)
+			return store.LimitedInsert(err, isUnique(err), n, limit, customsecret.ErrExists, customsecret.ErrTooMany)
 		})
 	}
 	if err != nil {

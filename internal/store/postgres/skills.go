@@ -11,6 +11,7 @@ import (
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/skill"
+	"github.com/agentd/agentd/internal/store"
 )
 
 const userSkillColumns = `user_id, name, triggers, description, content, created_at, updated_at`
@@ -64,7 +65,7 @@ func (s *Store) CreateUserSkill(ctx context.Context, u skill.UserSkill, limit in
 			}
 			_, err := tx.Exec(ctx, `INSERT INTO user_skills (`+userSkillColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 				u.UserID, u.Name, triggers, u.Description, u.Content, u.CreatedAt, u.UpdatedAt)
-			return limitedInsert(err, n, limit, skill.ErrExists, skill.ErrTooMany)
+			return store.LimitedInsert(err, isUnique(err), n, limit, skill.ErrExists, skill.ErrTooMany)
 		})
 	}
 	if err != nil {

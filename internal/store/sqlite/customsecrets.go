@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentd/agentd/internal/customsecret"
 	"github.com/agentd/agentd/internal/paging"
+	"github.com/agentd/agentd/internal/store"
 )
 
 const customSecretColumns = `name, description, value_sealed, created_at, updated_at`
@@ -33,7 +34,7 @@ func (s *Store) CreateCustomSecret(ctx context.Context, userID string, sec custo
 			_, err := tx.ExecContext(ctx,
 				`INSERT INTO custom_secrets (user_id, `+customSecretColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
 				userID, sec.Name, sec.Description, sec.ValueSealed, nanos(sec.CreatedAt), nanos(sec.UpdatedAt))
-			return limitedInsert(err, n, limit, customsecret.ErrExists, customsecret.ErrTooMany)
+			return store.LimitedInsert(err, isUnique(err), n, limit, customsecret.ErrExists, customsecret.ErrTooMany)
 		})
 	}
 	if err != nil {

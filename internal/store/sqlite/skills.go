@@ -10,6 +10,7 @@ import (
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/paging"
 	"github.com/agentd/agentd/internal/skill"
+	"github.com/agentd/agentd/internal/store"
 )
 
 const userSkillColumns = `user_id, name, triggers, description, content, created_at, updated_at`
@@ -62,7 +63,7 @@ func (s *Store) CreateUserSkill(ctx context.Context, u skill.UserSkill, limit in
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO user_skills (`+userSkillColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 			u.UserID, u.Name, triggers, u.Description, u.Content, nanos(u.CreatedAt), nanos(u.UpdatedAt))
-		return limitedInsert(err, n, limit, skill.ErrExists, skill.ErrTooMany)
+		return store.LimitedInsert(err, isUnique(err), n, limit, skill.ErrExists, skill.ErrTooMany)
 	})
 	if err != nil {
 		return fmt.Errorf("create skill %q: %w", u.Name, err)

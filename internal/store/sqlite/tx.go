@@ -171,18 +171,3 @@ func mustAffect(res sql.Result, notFound error) error {
 	}
 	return nil
 }
-
-// limitedInsert is the outcome of an insert made after counting n of a user's rows in the
-// same transaction: exists when the name is taken, tooMany when n had reached limit (the
-// caller's transaction is then rolled back, the insert with it).
-func limitedInsert(err error, n, limit int, exists, tooMany error) error {
-	switch {
-	case isUnique(err):
-		return exists
-	case err != nil:
-		return err
-	case n >= limit:
-		return tooMany
-	}
-	return nil
-}
