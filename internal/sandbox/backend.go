@@ -4,9 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 )
+
+// WaitDeadline is when a backend's wait within Start (for its runtime's socket, its first
+// answer) gives up: ctx's deadline, which the service sets from its start timeout, so that an
+// administrator's longer timeout lengthens it too; fallback from now when ctx has none.
+func WaitDeadline(ctx context.Context, fallback time.Duration) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(fallback)
+}
 
 // Backend runs sandboxes with one technology.
 //

@@ -29,14 +29,8 @@ var defaultCommand = []string{"agentd", "runtime"}
 // slirp4netns) when ctx has no deadline.
 const listenTimeout = 30 * time.Second
 
-// waitDeadline is when a wait of Start gives up: ctx's deadline (the service's sandbox start
-// timeout), or listenTimeout from now when ctx has none.
-func waitDeadline(ctx context.Context) time.Time {
-	if d, ok := ctx.Deadline(); ok {
-		return d
-	}
-	return time.Now().Add(listenTimeout)
-}
+// waitDeadline is when a wait of Start gives up (see sandbox.WaitDeadline).
+func waitDeadline(ctx context.Context) time.Time { return sandbox.WaitDeadline(ctx, listenTimeout) }
 
 // Start creates <Root>/<id>/ and the sandbox's cgroup, binds the runtime's socket, and starts
 // bwrap with the runtime in it. It returns once the runtime serves on that socket, so that a

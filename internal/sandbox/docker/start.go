@@ -293,13 +293,13 @@ func checkSpec(spec sandbox.Spec) error {
 	return nil
 }
 
-// socketTimeout bounds Start's wait for the runtime's socket.
+// socketTimeout bounds Start's wait for the runtime's socket when ctx has no deadline.
 const socketTimeout = 30 * time.Second
 
 // waitSocket waits until the runtime has made its socket in the run directory dir (it has
 // read and deleted its key by then).
 func (b *Backend) waitSocket(ctx context.Context, dir, containerID string) error {
-	deadline := time.Now().Add(socketTimeout)
+	begin, deadline := time.Now(), sandbox.WaitDeadline(ctx, socketTimeout)
 	for delay, next := time.Millisecond, time.Now().Add(time.Second); ; delay = min(2*delay, 50*time.Millisecond) {
 		if _, err := os.Lstat(socketPath(dir)); err == nil {
 			return nil
@@ -315,7 +315,7 @@ func (b *Backend) waitSocket(ctx context.Context, dir, containerID string) error
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the runtime made no socket within %v", socketTimeout)
+			return fmt.Errorf("the runtime made no socket within %v", time.Since(begin).Round(time.Millisecond))
 		}
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("wait for the runtime's socket: %w", err)
