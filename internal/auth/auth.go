@@ -15,7 +15,14 @@ var (
 	ErrConflict     = errors.New("already exists")
 	ErrUnauthorized = errors.New("unauthorized")
 	ErrForbidden    = errors.New("admin rights required")
+	// ErrTooManyKeys: the user has MaxKeysPerUser keys already.
+	ErrTooManyKeys = errors.New("too many API keys")
 )
+
+// MaxKeysPerUser bounds the API keys of one user: far more than anyone rotates through, and
+// few enough that a user cannot make a listing of their keys, which is not paged, or the table
+// that every request's key is looked up in, grow without end.
+const MaxKeysPerUser = 100
 
 // User is one account. Every conversation, sandbox, start task, setting and token belongs to one.
 type User struct {
@@ -47,8 +54,10 @@ type Store interface {
 	GetUser(ctx context.Context, id string) (User, error)
 	// ListUsers pages through users, oldest first.
 	ListUsers(ctx context.Context, q paging.Query) (users []User, next string, err error)
-	// CreateAPIKey returns ErrNotFound when the user does not exist.
-	CreateAPIKey(ctx context.Context, k APIKey) error
+	// CreateAPIKey returns ErrNotFound when the user does not exist, and ErrTooManyKeys when
+	// the user has limit keys already (expired ones too); limit <= 0 bounds nothing. Counting
+	// and inserting are one step: concurrent creations cannot both pass the limit.
+	CreateAPIKey(ctx context.Context, k APIKey, limit int) error
 	// LookupAPIKey finds a key by hash with its user; ErrNotFound when none matches.
 	LookupAPIKey(ctx context.Context, hash []byte) (APIKey, User, error)
 	// ListAPIKeys lists a user's keys, oldest first.

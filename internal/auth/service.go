@@ -105,7 +105,8 @@ func (s *Service) Bootstrap(ctx context.Context, adminKey string) (shown string,
 	}
 	for _, u := range users {
 		if u.IsAdmin {
-			if err := s.store.CreateAPIKey(ctx, s.newAPIKey(u.ID, "admin-key", adminKey, nil)); err != nil {
+			// The operator's configured key is added whatever the admin keeps already.
+			if err := s.store.CreateAPIKey(ctx, s.newAPIKey(u.ID, "admin-key", adminKey, nil), 0); err != nil {
 				return "", fmt.Errorf("bootstrap admin: add configured key: %w", err)
 			}
 			s.log.Info("configured admin key added", "user_id", u.ID)
@@ -174,7 +175,8 @@ func (s *Service) CreateUser(ctx context.Context, caller User, name string, isAd
 }
 
 // CreateKey makes a key for userID (empty: the caller). Only admins may make keys for others.
-// The returned string is the key itself, shown this once.
+// The returned string is the key itself, shown this once. ErrTooManyKeys when the user has
+// MaxKeysPerUser keys already.
 func (s *Service) CreateKey(ctx context.Context, caller User, userID, name string, expires *time.Time) (APIKey, string, error) {
 	if userID == "" {
 		userID = caller.ID
@@ -187,7 +189,7 @@ func (s *Service) CreateKey(ctx context.Context, caller User, userID, name strin
 	}
 	key := s.newKey()
 	k := s.newAPIKey(userID, strings.TrimSpace(name), key, expires)
-	if err := s.store.CreateAPIKey(ctx, k); err != nil {
+	if err := s.store.CreateAPIKey(ctx, k, MaxKeysPerUser); err != nil {
 		return APIKey{}, "", fmt.Errorf("create key: %w", err)
 	}
 	return k, key, nil

@@ -125,6 +125,8 @@ func mapError(err error) (status int, body any, internal bool) {
 		return http.StatusNotFound, detail("Webhook or delivery not found"), false
 	case errors.Is(err, webhook.ErrLimit):
 		return http.StatusConflict, detail(fmt.Sprintf("You have %d webhooks, as many as allowed: delete one first", webhook.MaxPerUser)), false
+	case errors.Is(err, auth.ErrTooManyKeys):
+		return http.StatusConflict, detail(fmt.Sprintf("The user has %d API keys, as many as allowed: delete one first", auth.MaxKeysPerUser)), false
 	case errors.Is(err, auth.ErrNotFound):
 		return http.StatusNotFound, detail("Not found"), false
 	}

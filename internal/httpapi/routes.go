@@ -151,7 +151,7 @@ func (a *API) routes() []route {
 		{wire.Operation{Method: "GET", Path: "/api/v1/users/search", Tag: "users", Summary: "List the users, oldest first (admins only)", Query: apitypes.PageQuery{}, Response: apitypes.UserPage{},
 			Errors: errs(map[int]string{403: "The caller is not an admin."})}, a.searchUsers},
 		{wire.Operation{Method: "POST", Path: "/api/keys", Tag: "users", Summary: "Create an API key; the key is shown only in this answer", Body: apitypes.APIKeyCreateRequest{}, Response: apitypes.APIKeyCreated{}, Status: 201,
-			Errors: errs(map[int]string{403: "Only admins may create keys for other users."})}, a.createKey},
+			Errors: errs(map[int]string{403: "Only admins may create keys for other users.", 409: "The user has as many keys as allowed (100)."})}, a.createKey},
 		{wire.Operation{Method: "GET", Path: "/api/keys", Tag: "users", Summary: "List API keys (never the keys themselves)", Query: apitypes.APIKeyListQuery{}, Response: []apitypes.APIKeyInfo{},
 			Errors: errs(map[int]string{403: "Only admins may list other users' keys."})}, a.listKeys},
 		{wire.Operation{Method: "DELETE", Path: "/api/keys/{key_id}", Tag: "users", Summary: "Delete an API key", Query: apitypes.APIKeyListQuery{}, Response: apitypes.Success{},

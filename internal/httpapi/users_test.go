@@ -1,10 +1,13 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/auth"
 )
 
 type userJSON struct {
@@ -179,6 +182,31 @@ func TestAPIKeys(t *testing.T) {
 			wantDetail(t, body, "Admin rights required")
 		})
 	}
+
+	t.Run("a user keeps at most MaxKeysPerUser keys", func(t *testing.T) {
+		carolID, carol := e.newUser("carol") // with its first key
+		for i := 1; i < auth.MaxKeysPerUser; i++ {
+			if status, body := e.call("POST", "/api/keys", carol, map[string]any{"name": fmt.Sprintf("key %d", i)}); status != http.StatusCreated {
+				t.Fatalf("key %d of %d: %d %s", i+1, auth.MaxKeysPerUser, status, body)
+			}
+		}
+		for _, caller := range []string{carol, adminKey} {
+			status, body := e.call("POST", "/api/keys", caller, map[string]any{"name": "one more", "user_id": carolID})
+			if status != http.StatusConflict {
+				t.Fatalf("a key past the limit: %d %s, want 409", status, body)
+			}
+			wantDetail(t, body, fmt.Sprintf("The user has %d API keys, as many as allowed: delete one first", auth.MaxKeysPerUser))
+		}
+		var list []keyJSON
+		e.must("GET", "/api/keys", carol, nil, http.StatusOK, &list)
+		if len(list) != auth.MaxKeysPerUser {
+			t.Fatalf("carol keeps %d keys, want %d", len(list), auth.MaxKeysPerUser)
+		}
+		e.must("DELETE", "/api/keys/"+list[len(list)-1].ID, carol, nil, http.StatusOK, nil)
+		e.must("POST", "/api/keys", carol, map[string]any{"name": "in its place"}, http.StatusCreated, nil)
+		// Other users are not held back by carol's keys.
+		e.must("POST", "/api/keys", bob, map[string]any{"name": "bob's own"}, http.StatusCreated, nil)
+	})
 
 	t.Run("another user's key id is not found", func(t *testing.T) {
 		status, body := e.call("DELETE", "/api/keys/"+created.ID, bob, nil)

@@ -111,11 +111,28 @@ func (s *Store) ListUsers(ctx context.Context, q paging.Query) ([]auth.User, str
 	return us, next, nil
 }
 
-func (s *Store) CreateAPIKey(ctx context.Context, k auth.APIKey) error {
+// CreateAPIKey counts and inserts under the user's keys lock (see lockUser), so that
+// concurrent creations cannot both pass the limit.
+func (s *Store) CreateAPIKey(ctx context.Context, k auth.APIKey, limit int) error {
 	err := checkAPIKey(k)
-	if err == nil {
+	if err == nil && limit <= 0 {
 		_, err = s.exec(ctx, insertAPIKeySQL, apiKeyArgs(k)...)
 		err = apiKeyErr(k, err)
+	} else if err == nil {
+		err = s.write(ctx, func(tx pgx.Tx) error {
+			if err := lockUser(ctx, tx, lockAPIKeys, k.UserID); err != nil {
+				return err
+			}
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM api_keys WHERE user_id = $1`, k.UserID).Scan(&n); err != nil {
+				return err
+			}
+			if n >= limit {
+				return auth.ErrTooManyKeys
+			}
+			_, err := tx.Exec(ctx, insertAPIKeySQL, apiKeyArgs(k)...)
+			return apiKeyErr(k, err)
+		})
 	}
 	if err != nil {
 		return fmt.Errorf("create api key %s: %w", k.ID, err)

@@ -49,7 +49,7 @@ func TestKeyCache(t *testing.T) {
 		n++
 		k := auth.APIKey{ID: fmt.Sprint("k", n), UserID: u.ID, Name: "key", Prefix: "agd_x", Hash: auth.Hash(fmt.Sprint("key-", n)),
 			CreatedAt: u.CreatedAt}
-		if err := a.CreateAPIKey(ctx, k); err != nil {
+		if err := a.CreateAPIKey(ctx, k, auth.MaxKeysPerUser); err != nil {
 			t.Fatal(err)
 		}
 		return k

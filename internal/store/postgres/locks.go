@@ -13,6 +13,7 @@ const (
 	lockProviderTokens = "provider_tokens"
 	lockSandboxes      = "sandboxes"
 	lockCustomSecrets  = "custom_secrets"
+	lockAPIKeys        = "api_keys"
 	// lockWebhookClaims is taken (tried) by claims of webhook deliveries, per owner.
 	lockWebhookClaims = "webhook_claims"
 )

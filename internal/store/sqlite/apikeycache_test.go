@@ -21,7 +21,7 @@ func TestKeysAreReadAgainAfterACommit(t *testing.T) {
 	for i := range keys {
 		keys[i] = auth.APIKey{ID: fmt.Sprint("k", i), UserID: "u1", Name: fmt.Sprint("key ", i), Prefix: "ak_",
 			Hash: []byte(fmt.Sprint("hash ", i)), CreatedAt: t0}
-		if err := s.CreateAPIKey(ctx, keys[i]); err != nil {
+		if err := s.CreateAPIKey(ctx, keys[i], auth.MaxKeysPerUser); err != nil {
 			t.Fatal(err)
 		}
 	}

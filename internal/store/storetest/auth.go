@@ -55,22 +55,22 @@ func testAPIKeys(t *testing.T, s store.Store) {
 	ok(t, "create user A", s.CreateUser(ctx, ua))
 	ok(t, "create user B", s.CreateUser(ctx, ub))
 
-	is(t, "create key of a missing user", s.CreateAPIKey(ctx, newAPIKey("k0", "nobody", 1)), auth.ErrNotFound)
+	is(t, "create key of a missing user", s.CreateAPIKey(ctx, newAPIKey("k0", "nobody", 1), auth.MaxKeysPerUser), auth.ErrNotFound)
 
 	k1 := newAPIKey("k1", ownerA, 3)
 	k2 := newAPIKey("k2", ownerA, 2) // older than k1
 	k2.ExpiresAt = ptr(at(1000))
 	k3 := newAPIKey("k3", ownerB, 4)
 	for _, k := range []auth.APIKey{k1, k2, k3} {
-		ok(t, "create api key", s.CreateAPIKey(ctx, k))
+		ok(t, "create api key", s.CreateAPIKey(ctx, k, auth.MaxKeysPerUser))
 	}
 
 	dupID := newAPIKey("k1", ownerA, 5)
 	dupID.Hash = []byte("another hash")
-	is(t, "create key with a taken id", s.CreateAPIKey(ctx, dupID), auth.ErrConflict)
+	is(t, "create key with a taken id", s.CreateAPIKey(ctx, dupID, auth.MaxKeysPerUser), auth.ErrConflict)
 	dupHash := newAPIKey("k9", ownerB, 5)
 	dupHash.Hash = k1.Hash
-	is(t, "create key with a taken hash", s.CreateAPIKey(ctx, dupHash), auth.ErrConflict)
+	is(t, "create key with a taken hash", s.CreateAPIKey(ctx, dupHash, auth.MaxKeysPerUser), auth.ErrConflict)
 
 	gotKey, gotUser, err := s.LookupAPIKey(ctx, k2.Hash)
 	ok(t, "look up key", err)
@@ -98,6 +98,21 @@ func testAPIKeys(t *testing.T, s store.Store) {
 	keys, err = s.ListAPIKeys(ctx, ownerA)
 	ok(t, "list keys of A", err)
 	equal(t, "keys of A after delete", keys, []auth.APIKey{k2})
+
+	// The limit counts every key of the user, expired ones too, and only the user's.
+	ok(t, "B's second key of two", s.CreateAPIKey(ctx, newAPIKey("k4", ownerB, 6), 2))
+	is(t, "B's third key of two", s.CreateAPIKey(ctx, newAPIKey("k5", ownerB, 7), 2), auth.ErrTooManyKeys)
+	is(t, "A's second key of one, the first expired", s.CreateAPIKey(ctx, newAPIKey("k6", ownerA, 8), 1), auth.ErrTooManyKeys)
+	_, _, err = s.LookupAPIKey(ctx, newAPIKey("k6", ownerA, 8).Hash)
+	is(t, "look up a key refused", err, auth.ErrNotFound)
+	ok(t, "A deletes the expired key", s.DeleteAPIKey(ctx, ownerA, k2.ID))
+	ok(t, "A's first key of one", s.CreateAPIKey(ctx, newAPIKey("k6", ownerA, 8), 1))
+	ok(t, "B's third key with no limit", s.CreateAPIKey(ctx, newAPIKey("k5", ownerB, 7), 0))
+	keys, err = s.ListAPIKeys(ctx, ownerB)
+	ok(t, "list keys of B", err)
+	if len(keys) != 3 {
+		t.Fatalf("B keeps %d keys, want 3", len(keys))
+	}
 }
 
 func testBootstrap(t *testing.T, s store.Store) {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentd/agentd/internal/auth"
 	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/customsecret"
 	"github.com/agentd/agentd/internal/gitprovider"
@@ -162,6 +163,21 @@ func testCustomSecretLimitConcurrent(t *testing.T, s store.Store) {
 	}, func(owner string) (int, error) {
 		list, err := s.CustomSecrets(ctx, owner)
 		return len(list), err
+	})
+}
+
+// testAPIKeyLimitConcurrent: of a user's API keys created at once past the limit, exactly as
+// many as the limit are kept.
+func testAPIKeyLimitConcurrent(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	for r := range rounds {
+		ok(t, "create user", s.CreateUser(ctx, newUser(fmt.Sprintf("user-%d", r), r)))
+	}
+	raceToLimit(t, "API key", 4, auth.ErrTooManyKeys, func(owner string, i int) error {
+		return s.CreateAPIKey(ctx, newAPIKey(fmt.Sprintf("%s-key-%02d", owner, i), owner, i), 4)
+	}, func(owner string) (int, error) {
+		keys, err := s.ListAPIKeys(ctx, owner)
+		return len(keys), err
 	})
 }
 

@@ -61,7 +61,7 @@ func fillCopyWorld(t *testing.T, s store.Store) copyWorld {
 		t.Fatal("bootstrap created nothing")
 	}
 	ok(t, "create user B", s.CreateUser(ctx, ub))
-	ok(t, "create key B", s.CreateAPIKey(ctx, kb))
+	ok(t, "create key B", s.CreateAPIKey(ctx, kb, auth.MaxKeysPerUser))
 	sess := newSession("b", kb.ID, ownerB, 4, 3600)
 	ok(t, "create session", s.CreateSession(ctx, sess))
 	w.keyHashes, w.sessionHashes = [][]byte{ka.Hash, kb.Hash}, [][]byte{sess.Hash}

@@ -19,8 +19,8 @@ func testSessions(t *testing.T, s store.Store) {
 	ok(t, "create user A", s.CreateUser(ctx, ua))
 	ok(t, "create user B", s.CreateUser(ctx, ub))
 	ka, kb := newAPIKey("ka", ownerA, 3), newAPIKey("kb", ownerB, 3)
-	ok(t, "create key of A", s.CreateAPIKey(ctx, ka))
-	ok(t, "create key of B", s.CreateAPIKey(ctx, kb))
+	ok(t, "create key of A", s.CreateAPIKey(ctx, ka, auth.MaxKeysPerUser))
+	ok(t, "create key of B", s.CreateAPIKey(ctx, kb, auth.MaxKeysPerUser))
 
 	is(t, "session of a missing key", s.CreateSession(ctx, newSession("x", "nokey", ownerA, 4, 100)), auth.ErrNotFound)
 	is(t, "session of B's key for A", s.CreateSession(ctx, newSession("x", kb.ID, ownerA, 4, 100)), auth.ErrNotFound)

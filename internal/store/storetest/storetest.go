@@ -143,6 +143,7 @@ func Run(t *testing.T, f Factory) {
 		{"UserSkillLimitConcurrent", testUserSkillLimitConcurrent},
 		{"WebhookLimitConcurrent", testWebhookLimitConcurrent},
 		{"CustomSecretLimitConcurrent", testCustomSecretLimitConcurrent},
+		{"APIKeyLimitConcurrent", testAPIKeyLimitConcurrent},
 		{"WebhookClaimsConcurrent", testWebhookClaimsConcurrent},
 		{"WebhookCapsConcurrent", testWebhookCapsConcurrent},
 		{"PRNumbersConcurrent", testPRNumbersConcurrent},
