@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -29,6 +30,18 @@ type logEvent struct {
 	Key      string `json:"key"`
 	Value    any    `json:"value"`
 	Error    string `json:"error"`
+	// Timestamp is when the server recorded it, for the timelines of failure messages.
+	Timestamp string `json:"timestamp"`
+}
+
+// timeline lists evs one a line, each with the time it was recorded: what a failure message
+// needs to tell which replica or step recorded what when.
+func timeline(evs []logEvent) string {
+	var b strings.Builder
+	for _, ev := range evs {
+		fmt.Fprintf(&b, "\n  %s %s", ev.Timestamp, ev.label())
+	}
+	return b.String()
 }
 
 func (ev logEvent) label() string {
@@ -86,6 +99,12 @@ func waitForFile(path string) string {
 	return "i=0; while [ ! -e '" + path + "' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done"
 }
 
+// slowCallEnv lets a terminal call wait as long as its command prints nothing: the command a
+// server is killed in prints nothing until released, and at the default no-change timeout
+// (30 s) its call would return before the kill on a machine slow enough, and the server record
+// its answer.
+const slowCallEnv = "AGENTD_TERMINAL_NO_CHANGE_TIMEOUT=10m"
+
 // untilKilled is a model's step that never answers: the server is killed while it waits.
 var untilKilled = llmtest.Step{HTTP: func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }}
 
@@ -112,7 +131,7 @@ func waitFinished(t *testing.T, admin *client, conv string) {
 func TestAgentSurvivesKill9(t *testing.T) {
 	t.Parallel()
 	dir := newDataDir(t)
-	env := []string{"AGENTD_ADMIN_KEY=" + agentAdminKey}
+	env := []string{"AGENTD_ADMIN_KEY=" + agentAdminKey, slowCallEnv}
 	var workspace atomic.Value // the sandbox's workspace, read from the system prompt
 	workspace.Store("")
 	// The command the server is killed in waits for this file, which only the end of the test

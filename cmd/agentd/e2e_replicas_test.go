@@ -40,7 +40,7 @@ func startReplicas(t *testing.T, n int, key string) ([]*server, []string, []stri
 		t.Fatalf("keyring create: %s", stderr)
 	}
 	env := []string{"AGENTD_ADMIN_KEY=" + key, "AGENTD_DATABASE=" + db, "AGENTD_KEYRING_FILE=" + keyring,
-		"AGENTD_CONVERSATION_LEASE=" + replicaLease}
+		"AGENTD_CONVERSATION_LEASE=" + replicaLease, slowCallEnv}
 	var servers []*server
 	var dirs []string
 	for range n {
@@ -249,6 +249,7 @@ func TestReplicas(t *testing.T) {
 		}
 		return n == 3, strings.Join(got, ",")
 	})
+	killed := time.Now()
 	rs[0].kill()
 	waitDataDirFree(t, dirs[0])
 
@@ -262,7 +263,8 @@ func TestReplicas(t *testing.T) {
 		return len(waiting) > 0, strings.Join(logLabels(got), ",")
 	})
 	if len(waiting) != 1 || waiting[0].Key != "waiting_for_node" || waiting[0].Value == nil {
-		t.Fatalf("while the first replica was down: %s, want one waiting_for_node", strings.Join(logLabels(waiting), ","))
+		t.Fatalf("while the first replica was down (killed at %s): %s, want one waiting_for_node; the log:%s",
+			killed.UTC().Format(time.RFC3339Nano), strings.Join(logLabels(waiting), ","), timeline(conversationLog(r2, conv)))
 	}
 	// The conversation itself says so, on every replica, in the listings too.
 	waitingFor := func(c *client) []*string {
