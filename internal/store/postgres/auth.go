@@ -111,40 +111,25 @@ func (s *Store) ListUsers(ctx context.Context, q paging.Query) ([]auth.User, str
 	return us, next, nil
 }
 
-// CreateAPIKey counts and inserts under the user's keys lock (see lockUser), so that
-// concurrent creations cannot both pass the limit.
+// CreateAPIKey counts (when limit > 0) and inserts under the user's keys lock (see
+// countForUser), so that concurrent creations cannot both pass the limit.
 func (s *Store) CreateAPIKey(ctx context.Context, k auth.APIKey, limit int) error {
-	err := checkAPIKey(k)
-	if err == nil && limit <= 0 {
-		_, err = s.exec(ctx, insertAPIKeySQL, apiKeyArgs(k)...)
-		err = apiKeyErr(k, err)
-	} else if err == nil {
-		err = s.write(ctx, func(tx pgx.Tx) error {
-			if err := lockUser(ctx, tx, lockAPIKeys, k.UserID); err != nil {
-				return err
-			}
-			var n int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM api_keys WHERE user_id = $1`, k.UserID).Scan(&n); err != nil {
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		if limit > 0 {
+			n, err := countForUser(ctx, tx, lockAPIKeys, "user_id", k.UserID)
+			if err != nil {
 				return err
 			}
 			if n >= limit {
 				return auth.ErrTooManyKeys
 			}
-			_, err := tx.Exec(ctx, insertAPIKeySQL, apiKeyArgs(k)...)
-			return apiKeyErr(k, err)
-		})
-	}
+		}
+		return insertAPIKey(ctx, tx, k)
+	})
 	if err != nil {
 		return fmt.Errorf("create api key %s: %w", k.ID, err)
 	}
 	return nil
-}
-
-const insertAPIKeySQL = `INSERT INTO api_keys (id, user_id, name, prefix, hash, created_at, expires_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7)`
-
-func apiKeyArgs(k auth.APIKey) []any {
-	return []any{k.ID, k.UserID, k.Name, k.Prefix, k.Hash, k.CreatedAt, k.ExpiresAt}
 }
 
 func checkAPIKey(k auth.APIKey) error {
@@ -158,7 +143,9 @@ func insertAPIKey(ctx context.Context, tx pgx.Tx, k auth.APIKey) error {
 	if err := checkAPIKey(k); err != nil {
 		return err
 	}
-	_, err := tx.Exec(ctx, insertAPIKeySQL, apiKeyArgs(k)...)
+	_, err := tx.Exec(ctx, `INSERT INTO api_keys (id, user_id, name, prefix, hash, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		k.ID, k.UserID, k.Name, k.Prefix, k.Hash, k.CreatedAt, k.ExpiresAt)
 	return apiKeyErr(k, err)
 }
 

@@ -20,20 +20,17 @@ func scanCustomSecret(row pgx.Row) (customsecret.Secret, error) {
 	return s, err
 }
 
-// CreateCustomSecret counts and inserts under the user's secrets lock (see lockUser), so that
+// CreateCustomSecret counts and inserts under the user's secrets lock (see countForUser), so that
 // concurrent creations cannot both pass the limit.
 func (s *Store) CreateCustomSecret(ctx context.Context, userID string, sec customsecret.Secret, limit int) error {
 	err := checkTimes(sec.CreatedAt, sec.UpdatedAt)
 	if err == nil {
 		err = s.write(ctx, func(tx pgx.Tx) error {
-			if err := lockUser(ctx, tx, lockCustomSecrets, userID); err != nil {
+			n, err := countForUser(ctx, tx, lockCustomSecrets, "user_id", userID)
+			if err != nil {
 				return err
 			}
-			var n int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM custom_secrets WHERE user_id = $1`, userID).Scan(&n); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx,
+			_, err = tx.Exec(ctx,
 				`INSERT INTO custom_secrets (user_id, `+customSecretColumns+`) VALUES ($1, $2, $3, $4, $5, $6)`,
 				userID, sec.Name, sec.Description, sec.ValueSealed, sec.CreatedAt, sec.UpdatedAt)
 			return store.LimitedInsert(err, isUnique(err), n, limit, customsecret.ErrExists, customsecret.ErrTooMany)

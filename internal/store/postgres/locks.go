@@ -6,7 +6,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Kinds of a user's rows that lockUser guards.
+// Kinds of a user's rows that lockUser guards. A kind that countForUser counts is the name of
+// its table.
 const (
 	lockSkills         = "user_skills"
 	lockWebhooks       = "webhooks"
@@ -28,4 +29,16 @@ const (
 func lockUser(ctx context.Context, tx pgx.Tx, kind, userID string) error {
 	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, kind+":"+userID)
 	return err
+}
+
+// countForUser takes the user's lock on the rows of table (see lockUser) and counts them, owner
+// naming the column that holds the user. A creation bounded per user counts so, then inserts
+// in the same transaction: the count holds until it commits.
+func countForUser(ctx context.Context, tx pgx.Tx, table, owner, userID string) (int, error) {
+	if err := lockUser(ctx, tx, table, userID); err != nil {
+		return 0, err
+	}
+	var n int
+	err := tx.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE `+owner+` = $1`, userID).Scan(&n)
+	return n, err
 }

@@ -47,7 +47,7 @@ func decodeTriggers(s string, ts *[]string) error {
 	return nil
 }
 
-// CreateUserSkill counts and inserts under the user's skills lock (see lockUser), so that
+// CreateUserSkill counts and inserts under the user's skills lock (see countForUser), so that
 // concurrent creations cannot both pass the limit.
 func (s *Store) CreateUserSkill(ctx context.Context, u skill.UserSkill, limit int) error {
 	triggers, err := triggersArg(u.Triggers)
@@ -56,14 +56,11 @@ func (s *Store) CreateUserSkill(ctx context.Context, u skill.UserSkill, limit in
 	}
 	if err == nil {
 		err = s.write(ctx, func(tx pgx.Tx) error {
-			if err := lockUser(ctx, tx, lockSkills, u.UserID); err != nil {
+			n, err := countForUser(ctx, tx, lockSkills, "user_id", u.UserID)
+			if err != nil {
 				return err
 			}
-			var n int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM user_skills WHERE user_id = $1`, u.UserID).Scan(&n); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, `INSERT INTO user_skills (`+userSkillColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			_, err = tx.Exec(ctx, `INSERT INTO user_skills (`+userSkillColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 				u.UserID, u.Name, triggers, u.Description, u.Content, u.CreatedAt, u.UpdatedAt)
 			return store.LimitedInsert(err, isUnique(err), n, limit, skill.ErrExists, skill.ErrTooMany)
 		})

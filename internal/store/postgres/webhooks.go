@@ -33,7 +33,7 @@ func scanWebhook(row pgx.Row) (webhook.Webhook, error) {
 	return w, nil
 }
 
-// CreateWebhook counts and inserts under the owner's webhooks lock (see lockUser), so that
+// CreateWebhook counts and inserts under the owner's webhooks lock (see countForUser), so that
 // concurrent creations cannot both pass the limit.
 func (s *Store) CreateWebhook(ctx context.Context, w webhook.Webhook, max int) error {
 	err := checkTimes(w.CreatedAt)
@@ -43,17 +43,14 @@ func (s *Store) CreateWebhook(ctx context.Context, w webhook.Webhook, max int) e
 	}
 	if err == nil {
 		err = s.write(ctx, func(tx pgx.Tx) error {
-			if err := lockUser(ctx, tx, lockWebhooks, w.OwnerID); err != nil {
-				return err
-			}
-			var n int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhooks WHERE owner_id = $1`, w.OwnerID).Scan(&n); err != nil {
+			n, err := countForUser(ctx, tx, lockWebhooks, "owner_id", w.OwnerID)
+			if err != nil {
 				return err
 			}
 			if n >= max {
 				return webhook.ErrLimit
 			}
-			_, err := tx.Exec(ctx, `INSERT INTO webhooks (`+webhookColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			_, err = tx.Exec(ctx, `INSERT INTO webhooks (`+webhookColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 				w.ID, w.OwnerID, w.URL, kinds, nullString(w.ConversationID), w.Description, w.SecretSealed, w.CreatedAt)
 			return err
 		})

@@ -98,23 +98,20 @@ func (s *Store) ListUsers(ctx context.Context, q paging.Query) ([]auth.User, str
 	return us, next, nil
 }
 
+// CreateAPIKey counts (when limit > 0) and inserts in one write transaction (see countForUser).
 func (s *Store) CreateAPIKey(ctx context.Context, k auth.APIKey, limit int) error {
-	var err error
-	if limit <= 0 {
-		err = insertAPIKey(ctx, s.one, k)
-	} else {
-		// One writer at a time: the count holds until the insert commits.
-		err = s.write(ctx, func(tx *sql.Tx) error {
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM api_keys WHERE user_id = ?`, k.UserID).Scan(&n); err != nil {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if limit > 0 {
+			n, err := countForUser(ctx, tx, "api_keys", "user_id", k.UserID)
+			if err != nil {
 				return err
 			}
 			if n >= limit {
 				return auth.ErrTooManyKeys
 			}
-			return insertAPIKey(ctx, tx, k)
-		})
-	}
+		}
+		return insertAPIKey(ctx, tx, k)
+	})
 	if err != nil {
 		return fmt.Errorf("create api key %s: %w", k.ID, err)
 	}

@@ -27,11 +27,11 @@ func (s *Store) CreateCustomSecret(ctx context.Context, userID string, sec custo
 	err := checkTimes(sec.CreatedAt, sec.UpdatedAt)
 	if err == nil {
 		err = s.write(ctx, func(tx *sql.Tx) error {
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM custom_secrets WHERE user_id = ?`, userID).Scan(&n); err != nil {
+			n, err := countForUser(ctx, tx, "custom_secrets", "user_id", userID)
+			if err != nil {
 				return err
 			}
-			_, err := tx.ExecContext(ctx,
+			_, err = tx.ExecContext(ctx,
 				`INSERT INTO custom_secrets (user_id, `+customSecretColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
 				userID, sec.Name, sec.Description, sec.ValueSealed, nanos(sec.CreatedAt), nanos(sec.UpdatedAt))
 			return store.LimitedInsert(err, isUnique(err), n, limit, customsecret.ErrExists, customsecret.ErrTooMany)

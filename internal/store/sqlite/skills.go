@@ -57,11 +57,11 @@ func (s *Store) CreateUserSkill(ctx context.Context, u skill.UserSkill, limit in
 		return fmt.Errorf("create skill %q: %w", u.Name, err)
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM user_skills WHERE user_id = ?`, u.UserID).Scan(&n); err != nil {
+		n, err := countForUser(ctx, tx, "user_skills", "user_id", u.UserID)
+		if err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO user_skills (`+userSkillColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		_, err = tx.ExecContext(ctx, `INSERT INTO user_skills (`+userSkillColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 			u.UserID, u.Name, triggers, u.Description, u.Content, nanos(u.CreatedAt), nanos(u.UpdatedAt))
 		return store.LimitedInsert(err, isUnique(err), n, limit, skill.ErrExists, skill.ErrTooMany)
 	})

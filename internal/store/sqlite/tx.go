@@ -41,6 +41,15 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return nil
 }
 
+// countForUser counts the user's rows of table, owner naming the column that holds the user,
+// in a write transaction. A creation bounded per user counts so, then inserts in the same
+// transaction: with one writer at a time, the count holds until it commits.
+func countForUser(ctx context.Context, tx *sql.Tx, table, owner, userID string) (int, error) {
+	var n int
+	err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table+` WHERE `+owner+` = ?`, userID).Scan(&n)
+	return n, err
+}
+
 // autocommit runs single statements on the writer outside a transaction. SQLite commits
 // such a statement as it runs, and the driver reports a context that ended meanwhile as the
 // statement's error even when it took effect. A statement that begins therefore runs to its

@@ -43,14 +43,14 @@ func (s *Store) CreateWebhook(ctx context.Context, w webhook.Webhook, max int) e
 		conv = w.ConversationID
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhooks WHERE owner_id = ?`, w.OwnerID).Scan(&n); err != nil {
+		n, err := countForUser(ctx, tx, "webhooks", "owner_id", w.OwnerID)
+		if err != nil {
 			return err
 		}
 		if n >= max {
 			return webhook.ErrLimit
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO webhooks (`+webhookColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err = tx.ExecContext(ctx, `INSERT INTO webhooks (`+webhookColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			w.ID, w.OwnerID, w.URL, kinds, conv, w.Description, w.SecretSealed, nanos(w.CreatedAt))
 		return err
 	})
