@@ -1,10 +1,15 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/agentd/agentd/internal/apitypes"
+	"github.com/agentd/agentd/internal/auth"
+	"github.com/agentd/agentd/internal/conversation"
 	"github.com/agentd/agentd/internal/runtime/runtimeclient"
+	"github.com/agentd/agentd/internal/settings"
+	"github.com/agentd/agentd/internal/webhook"
 	"github.com/agentd/agentd/internal/wire"
 )
 
@@ -130,7 +135,7 @@ func (a *API) routes() []route {
 			Response: apitypes.ProfileDetail{}, Errors: errs(map[int]string{404: "No profile of that name.", 422: "A malformed name."})}, a.getProfile},
 		{wire.Operation{Method: "POST", Path: "/api/v1/settings/profiles/{name}", Tag: "settings", Summary: "Save an LLM profile (its key sealed), replacing one of the same name",
 			Body: apitypes.ProfileSaveRequest{}, Response: apitypes.ProfileMutation{}, Status: 201,
-			Errors: errs(map[int]string{404: "No settings stored yet (to save the active LLM settings from).", 409: "The caller has 10 profiles.",
+			Errors: errs(map[int]string{404: "No settings stored yet (to save the active LLM settings from).", 409: fmt.Sprintf("The caller has %d profiles.", settings.MaxProfiles),
 				422: "A malformed name or body, or a base URL the URL policy refuses."})}, a.saveProfile},
 		{wire.Operation{Method: "DELETE", Path: "/api/v1/settings/profiles/{name}", Tag: "settings", Summary: "Delete an LLM profile; deleting one that does not exist succeeds",
 			Response: apitypes.ProfileMutation{}, Errors: errs(map[int]string{422: "A malformed name."})}, a.deleteProfile},
@@ -151,7 +156,7 @@ func (a *API) routes() []route {
 		{wire.Operation{Method: "GET", Path: "/api/v1/users/search", Tag: "users", Summary: "List the users, oldest first (admins only)", Query: apitypes.PageQuery{}, Response: apitypes.UserPage{},
 			Errors: errs(map[int]string{403: "The caller is not an admin."})}, a.searchUsers},
 		{wire.Operation{Method: "POST", Path: "/api/keys", Tag: "users", Summary: "Create an API key; the key is shown only in this answer", Body: apitypes.APIKeyCreateRequest{}, Response: apitypes.APIKeyCreated{}, Status: 201,
-			Errors: errs(map[int]string{403: "Only admins may create keys for other users.", 409: "The user has as many keys as allowed (100)."})}, a.createKey},
+			Errors: errs(map[int]string{403: "Only admins may create keys for other users.", 409: fmt.Sprintf("The user has as many keys as allowed (%d).", auth.MaxKeysPerUser)})}, a.createKey},
 		{wire.Operation{Method: "GET", Path: "/api/keys", Tag: "users", Summary: "List API keys (never the keys themselves)", Query: apitypes.APIKeyListQuery{}, Response: []apitypes.APIKeyInfo{},
 			Errors: errs(map[int]string{403: "Only admins may list other users' keys."})}, a.listKeys},
 		{wire.Operation{Method: "DELETE", Path: "/api/keys/{key_id}", Tag: "users", Summary: "Delete an API key", Query: apitypes.APIKeyListQuery{}, Response: apitypes.Success{},
@@ -199,7 +204,7 @@ func (a *API) routes() []route {
 		{wire.Operation{Method: "POST", Path: "/api/v1/conversations/{conversation_id}/pending-messages", Tag: "app-conversations", Summary: "Queue a user message until the conversation is READY (sent at once when it is); the id may be the start task's",
 			Body: apitypes.PendingMessageRequest{}, Response: apitypes.PendingMessageResponse{}, Status: 201, Errors: errs(map[int]string{
 				400: "The id is not a UUID (bare or after task-).", 404: "No such conversation or start task.",
-				429: "As many messages as allowed (10) wait already."})}, a.queuePendingMessage},
+				429: fmt.Sprintf("As many messages as allowed (%d) wait already.", conversation.MaxPendingMessages)})}, a.queuePendingMessage},
 
 		// Git provider tokens, current generation (the same as the V0 endpoints).
 		{wire.Operation{Method: "POST", Path: "/api/v1/secrets/git-providers", Tag: "secrets", Summary: "Check git provider tokens with their providers and store them (sealed; never returned)",
@@ -251,7 +256,7 @@ func (a *API) routes() []route {
 		// Webhooks: endpoints agentd tells about conversations and sandboxes, with signed deliveries.
 		{wire.Operation{Method: "POST", Path: "/api/v1/webhooks", Tag: "webhooks", Summary: "Register a webhook; its signing secret is shown only in this answer",
 			Body: apitypes.WebhookCreateRequest{}, Response: apitypes.WebhookCreated{}, Status: 201,
-			Errors: errs(map[int]string{409: "The caller has as many webhooks as allowed (20).",
+			Errors: errs(map[int]string{409: fmt.Sprintf("The caller has as many webhooks as allowed (%d).", webhook.MaxPerUser),
 				422: "A malformed body, an unknown kind, a conversation the caller does not have, or a URL the URL policy refuses."})}, a.createWebhook},
 		{wire.Operation{Method: "GET", Path: "/api/v1/webhooks", Tag: "webhooks", Summary: "The caller's webhooks, oldest first (never their secrets)",
 			Response: []apitypes.Webhook{}, Errors: errs(nil)}, a.listWebhooks},
