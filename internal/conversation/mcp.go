@@ -178,7 +178,7 @@ func (s *Service) startMCP(ctx context.Context, c Conversation, skills []skill.S
 	log := s.log.With("conversation_id", c.ID)
 	servers, err := s.mcpConfigOf(ctx, c, skills)
 	if err != nil {
-		log.Error("agent: read the MCP configuration", "err", err)
+		logRunErr(ctx, log, "agent: read the MCP configuration", err)
 		return m
 	}
 	if len(servers) == 0 || c.SandboxID == "" || s.o.Runtimes == nil {

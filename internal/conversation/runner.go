@@ -75,7 +75,8 @@ type loop struct {
 // startLoop starts the conversation's loop unless one runs; then it asks the running one
 // to look again before it stops (rearm) and withdraws a pause it was asked for (a pause that
 // already interrupted the run is recorded, and the agent then runs again). It reports
-// whether a loop was started.
+// whether a loop was started: none starts while the service closes or the conversation is
+// being deleted.
 func (s *Service) startLoop(ownerID, convID string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -85,7 +86,7 @@ func (s *Service) startLoop(ownerID, convID string) bool {
 		l.pause.Store(false)
 		return false
 	}
-	if s.ctx.Err() != nil {
+	if s.ctx.Err() != nil || s.deleting[convID] > 0 {
 		return false
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
@@ -146,9 +147,7 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 	log := s.log.With("conversation_id", convID)
 	v, err := s.o.Store.GetConversation(ctx, ownerID, convID)
 	if err != nil {
-		if !errors.Is(err, ErrNotFound) && ctx.Err() == nil {
-			log.Error("agent: read conversation", "err", err)
-		}
+		logRunErr(ctx, log, "agent: read conversation", err)
 		return
 	}
 	if v.SandboxID != "" {
@@ -201,7 +200,7 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 	case errors.Is(err, ErrNoLLM):
 		// The agent says so in the log when it needs the model; a replay does not.
 	case err != nil:
-		log.Error("agent: resolve LLM", "err", err)
+		logRunErr(ctx, log, "agent: resolve LLM", err)
 		return
 	default:
 		cfg.Model = llmCfg.Resolve().Model
@@ -256,7 +255,7 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 
 	secrets, err := s.Secrets(ctx, v.Conversation)
 	if err != nil {
-		log.Error("agent: read the conversation's secrets", "err", err)
+		logRunErr(ctx, log, "agent: read the conversation's secrets", err)
 		return
 	}
 	for _, sec := range secrets {
@@ -295,9 +294,19 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 		s.mu.Unlock()
 	}()
 	status, err := a.Run(runCtx)
-	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrNotFound) {
-		log.Error("agent run", "status", string(status), "err", err)
+	if err != nil {
+		logRunErr(ctx, log, "agent run", err, "status", string(status))
 	}
+}
+
+// logRunErr logs what ended a run of the agent, unless the run was stopped (ctx ended: the
+// conversation was paused or deleted, or the server stops) or the conversation is gone
+// (deleted while the run began, perhaps by another replica): those are no fault.
+func logRunErr(ctx context.Context, log *slog.Logger, msg string, err error, args ...any) {
+	if ctx.Err() != nil || errors.Is(err, ErrNotFound) {
+		return
+	}
+	log.Error(msg, append(args, "err", err)...)
 }
 
 // runnerLog is the agent's view of the conversation's event log: appends are stored with

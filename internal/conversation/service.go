@@ -150,6 +150,9 @@ type Service struct {
 	mu    sync.Mutex
 	tasks map[string]context.CancelFunc // conversation id → its start task's cancel
 	loops map[string]*loop              // conversation id → its agent loop
+	// deleting counts the deletions in progress per conversation id: no loop starts for a
+	// conversation while it is being deleted.
+	deleting map[string]int
 	// settling counts the tasks and loops that ended and are releasing their conversation's
 	// lease (settle): Busy until they have.
 	settling int
@@ -225,7 +228,7 @@ func NewService(o Options) *Service {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Service{o: o, log: o.Logger, ctx: ctx, cancel: cancel,
-		tasks: map[string]context.CancelFunc{}, loops: map[string]*loop{},
+		tasks: map[string]context.CancelFunc{}, loops: map[string]*loop{}, deleting: map[string]int{},
 		live: map[string]*liveMetrics{}, titling: map[string]bool{}, watches: map[string][]*TaskWatch{},
 		waker: waker}
 }
@@ -592,11 +595,22 @@ func (s *Service) Delete(ctx context.Context, ownerID, id string) error {
 	if err != nil {
 		return err
 	}
+	// From here no loop starts for it (a start task finishing, a message sent meanwhile):
+	// one would run against a sandbox being deleted until its appends found the
+	// conversation gone.
 	s.mu.Lock()
+	s.deleting[id]++
 	if cancel, ok := s.tasks[id]; ok {
 		cancel()
 	}
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.deleting[id]--; s.deleting[id] == 0 {
+			delete(s.deleting, id)
+		}
+		s.mu.Unlock()
+	}()
 	s.stopLoop(id)
 	// Read the sandbox id again: a start task cancelled just now may have set it.
 	if cur, err := s.o.Store.GetConversation(ctx, ownerID, id); err == nil {

@@ -185,11 +185,17 @@ func (s *Store) TakeCommands(ctx context.Context, holder string) ([]conversation
 }
 
 // checkHolder fails with conversation.ErrLeaseLost unless holder has the conversation's
-// lease; tx is the writer's transaction of the append it guards.
+// lease, and with conversation.ErrNotFound when the conversation is gone (deleted while its
+// agent ran), as the PostgreSQL store's row lock does; tx is the writer's transaction of the
+// append it guards.
 func (s *Store) checkHolder(ctx context.Context, tx *sql.Tx, id, holder string) error {
-	var has string
-	err := s.w.queryRowIn(ctx, tx, `SELECT holder FROM conversation_leases WHERE conversation_id = ?`, id).Scan(&has)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && has != holder) {
+	var has sql.NullString
+	err := s.w.queryRowIn(ctx, tx, `SELECT l.holder FROM conversations c
+		LEFT JOIN conversation_leases l ON l.conversation_id = c.id WHERE c.id = ?`, id).Scan(&has)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return conversation.ErrNotFound
+	case err == nil && has.String != holder:
 		return conversation.ErrLeaseLost
 	}
 	return err

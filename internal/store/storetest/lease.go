@@ -109,7 +109,8 @@ func testLeases(t *testing.T, s store.Store) {
 }
 
 // testLeaseFencing: an append that names a holder is written only while that holder has the
-// lease; once another has it, it fails with ErrLeaseLost and writes nothing.
+// lease; once another has it, it fails with ErrLeaseLost and writes nothing; once the
+// conversation is deleted, with ErrNotFound.
 func testLeaseFencing(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	c := newConversation(ownerA, "conv-fence", 1)
@@ -134,6 +135,9 @@ func testLeaseFencing(t *testing.T, s store.Store) {
 	v, err := s.GetConversation(ctx, ownerA, c.ID)
 	ok(t, "get conversation", err)
 	equal(t, "status", v.ExecutionStatus, "running")
+	// A conversation deleted while its agent runs: the holder's append finds it gone.
+	ok(t, "delete conversation", s.DeleteConversation(ctx, ownerA, c.ID))
+	is(t, "an append by the holder after the deletion", record("b/1", 6), conversation.ErrNotFound)
 }
 
 // testLeaseClaimRace: of holders claiming one free lease at once, exactly one gets it.
