@@ -32,8 +32,9 @@ func lockUser(ctx context.Context, tx pgx.Tx, kind, userID string) error {
 }
 
 // countForUser takes the user's lock on the rows of table (see lockUser) and counts them, owner
-// naming the column that holds the user. A creation bounded per user counts so, then inserts
-// in the same transaction: the count holds until it commits.
+// naming the column that holds the user (both are this package's constants, never input). A
+// creation bounded per user counts so, then inserts in the same transaction: the count holds
+// until it commits.
 func countForUser(ctx context.Context, tx pgx.Tx, table, owner, userID string) (int, error) {
 	if err := lockUser(ctx, tx, table, userID); err != nil {
 		return 0, err

@@ -41,9 +41,10 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return nil
 }
 
-// countForUser counts the user's rows of table, owner naming the column that holds the user,
-// in a write transaction. A creation bounded per user counts so, then inserts in the same
-// transaction: with one writer at a time, the count holds until it commits.
+// countForUser counts the user's rows of table, owner naming the column that holds the user
+// (both are this package's constants, never input), in a write transaction. A creation
+// bounded per user counts so, then inserts in the same transaction: with one writer at a
+// time, the count holds until it commits.
 func countForUser(ctx context.Context, tx *sql.Tx, table, owner, userID string) (int, error) {
 	var n int
 	err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table+` WHERE `+owner+` = ?`, userID).Scan(&n)
