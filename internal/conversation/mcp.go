@@ -281,6 +281,6 @@ func (s *Service) recordMCPFailures(ctx context.Context, c Conversation, failed 
 		return
 	}
 	if err := s.record(ctx, c, evs); err != nil {
-		s.log.Error("record MCP server events", "conversation_id", c.ID, "err", err)
+		logRunErr(ctx, s.log.With("conversation_id", c.ID), "record MCP server events", err)
 	}
 }

@@ -299,9 +299,9 @@ func (s *Service) runAgent(ctx context.Context, ownerID, convID string, l *loop)
 	}
 }
 
-// logRunErr logs what ended a run of the agent, unless the run was stopped (ctx ended: the
-// conversation was paused or deleted, or the server stops) or the conversation is gone
-// (deleted while the run began, perhaps by another replica): those are no fault.
+// logRunErr logs an error of an agent run or of its set-up, unless the run was stopped (ctx
+// ended: the conversation was paused or deleted, or the server stops) or the conversation is
+// gone (deleted while the run began, perhaps by another replica): those are no fault.
 func logRunErr(ctx context.Context, log *slog.Logger, msg string, err error, args ...any) {
 	if ctx.Err() != nil || errors.Is(err, ErrNotFound) {
 		return

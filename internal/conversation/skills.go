@@ -159,7 +159,7 @@ func (s *Service) skillsOf(ctx context.Context, convID string) []skill.Skill {
 	}
 	skills, err := s.o.Skills.ConversationSkills(ctx, convID)
 	if err != nil {
-		s.log.Error("agent: read the conversation's skills", "conversation_id", convID, "err", err)
+		logRunErr(ctx, s.log.With("conversation_id", convID), "agent: read the conversation's skills", err)
 	}
 	return skills
 }
