@@ -354,18 +354,23 @@ func (e *env) newUser(name string) (id, key string) {
 	return u.ID, k.Key
 }
 
-// eventually polls cond every few milliseconds until it holds or 30 seconds pass; a seen
-// function, if given, says in the failure what was seen last.
+// eventuallyWait bounds eventually: long enough for an agent's whole run on a machine that
+// runs the suite beside other load (30 s was not, beside stress-ng and more), short enough
+// that a condition that never holds fails the test within minutes.
+const eventuallyWait = 2 * time.Minute
+
+// eventually polls cond every few milliseconds until it holds or eventuallyWait passes; a
+// seen function, if given, says in the failure what was seen last.
 func (e *env) eventually(what string, cond func() bool, seen ...func() string) {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(eventuallyWait)
 	for !cond() {
 		if time.Now().After(deadline) {
 			last := ""
 			for _, f := range seen {
 				last += "; " + f()
 			}
-			e.t.Fatalf("timed out after 30s waiting for %s%s", what, last)
+			e.t.Fatalf("timed out after %v waiting for %s%s", eventuallyWait, what, last)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

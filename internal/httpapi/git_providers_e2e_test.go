@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -71,10 +72,14 @@ func TestRepositoryThroughProviders(t *testing.T) {
 			if len(evs) < 3 || !strings.Contains(observationText(evs[2]), "setup ran on dev") {
 				t.Errorf("the setup script's output is not in the events: %d events", len(evs))
 			}
-			got, err := srv.Git("octo/private", "log", "-1", "--format=%an %s", "agent-work")
-			if want := "octo agent-work\n"; err != nil || got != want {
-				t.Fatalf("upstream agent-work: %q, %v; want %q", got, err, want)
-			}
+			// The push may outlast the terminal call on a busy machine (it prints nothing for
+			// the call's no-output wait), and then lands after the agent finished.
+			var got string
+			e.eventually("the pushed branch upstream", func() bool {
+				var err error
+				got, err = srv.Git("octo/private", "log", "-1", "--format=%an %s", "agent-work")
+				return err == nil && got == "octo agent-work\n"
+			}, func() string { return fmt.Sprintf("upstream agent-work: %q", got) })
 			created := p.Created()
 			if len(created) != 1 || created[0].Head != "agent-work" || created[0].Base != "dev" {
 				t.Fatalf("opened at the provider: %+v; want agent-work into dev", created)
