@@ -306,7 +306,7 @@ func logRunErr(ctx context.Context, log *slog.Logger, msg string, err error, arg
 	if ctx.Err() != nil || errors.Is(err, ErrNotFound) {
 		return
 	}
-	log.Error(msg, append(args, "err", err)...)
+	log.ErrorContext(ctx, msg, append(args, "err", err)...)
 }
 
 // runnerLog is the agent's view of the conversation's event log: appends are stored with

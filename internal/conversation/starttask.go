@@ -53,8 +53,8 @@ func (s *Service) runTask(ctx context.Context, t StartTask, specID string) {
 		}
 		// Messages sent while it started follow the first, in order. One that fails to be
 		// delivered stays queued for the next process's resume.
-		if err := s.deliverPending(ctx, v.Conversation); err != nil && ctx.Err() == nil {
-			s.log.ErrorContext(ctx, "deliver pending messages", "err", err)
+		if err := s.deliverPending(ctx, v.Conversation); err != nil {
+			logRunErr(ctx, s.log, "deliver pending messages", err)
 		}
 		s.notify(ctx, webhook.KindConversationStatusChanged, v.Conversation, map[string]any{"conversation_status": string(StatusRunning)})
 		// The agent answers them now, unless the user paused it meanwhile.
