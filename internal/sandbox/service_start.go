@@ -43,8 +43,11 @@ func (s *Service) Start(ctx context.Context, ownerID, specID string) (Sandbox, e
 	switch {
 	case s.shared == nil:
 		if m, ok := s.pools.take(spec.ID, specDigest(spec)); ok {
+			// The pool refills once the claim is done: starting a sandbox takes both of a
+			// small machine's cores for tens of milliseconds, which the claim would wait on.
+			sb, err := s.startClaimed(ctx, ownerID, spec, m, key, sealed, nil)
 			s.pools.poke()
-			return s.startClaimed(ctx, ownerID, spec, m, key, sealed, nil)
+			return sb, err
 		}
 	case s.pools.sizes[spec.ID] > 0:
 		// A shared pool is looked in (a call to the backend) only for a spec this replica
