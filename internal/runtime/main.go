@@ -129,21 +129,20 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 		ln.Close()
 		return fmt.Errorf("runtime: %w", err)
 	}
+	srv, err := NewServer(cfg)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("runtime: %w", err)
+	}
 	var handler interface {
 		http.Handler
 		Close() error
-	}
+	} = srv
 	if *pooled {
-		// Everything but the server is up; the key read is the pool's secret.
-		handler = newPooledHandler(key, cfg.Env, func(key string, env []string) (*Server, error) {
-			c := cfg
-			c.SessionKey, c.Env = key, env
-			return NewServer(c)
-		})
+		// Everything is up; the key read is the pool's secret, and the server waits for the
+		// delivery's key and environment.
+		handler = newPooledHandler(key, srv)
 		log.Info("runtime pooled: waiting for its delivery")
-	} else if handler, err = NewServer(cfg); err != nil {
-		ln.Close()
-		return fmt.Errorf("runtime: %w", err)
 	}
 	// Once it idles, the runtime returns the heap it grew, if it did, and unmaps the pages of
 	// its executable that start-up and its requests mapped (see idle.go).

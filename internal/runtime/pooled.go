@@ -27,10 +27,13 @@ import (
 // maxDeliverBytes bounds the body of a delivery: a key and an environment.
 const maxDeliverBytes = 1 << 20
 
-// pooledHandler serves a pooled runtime until its delivery, then the Server the delivery made.
+// pooledHandler serves a pooled runtime until its delivery, then the Server the delivery armed.
 type pooledHandler struct {
-	// build makes the server of a delivery: the session key and the commands' environment.
-	build func(key string, env []string) (*Server, error)
+	// next is the server the delivery arms with its session key and environment (Server.arm)
+	// and hands the requests to. It is built with the runtime, not by the delivery, which is
+	// on a claim's path: built there, in a process that has served nothing yet, it took about
+	// 0.5 ms of the 1 to 1.4 ms the delivery took in a sandbox. No request reaches it before.
+	next *Server
 	// baseEnv is the environment the delivery's is laid over.
 	baseEnv []string
 
@@ -41,8 +44,10 @@ type pooledHandler struct {
 	closed    bool
 }
 
-func newPooledHandler(secret string, baseEnv []string, build func(key string, env []string) (*Server, error)) *pooledHandler {
-	return &pooledHandler{build: build, baseEnv: baseEnv, secretSum: sha256.Sum256([]byte(secret))}
+// newPooledHandler serves next once a delivery authenticated by secret armed it; next is built
+// with the environment deliveries are laid over, and with secret as its key until then.
+func newPooledHandler(secret string, next *Server) *pooledHandler {
+	return &pooledHandler{next: next, baseEnv: next.cfg.Env, secretSum: sha256.Sum256([]byte(secret))}
 }
 
 func (p *pooledHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -90,11 +95,8 @@ func (p *pooledHandler) deliver(w http.ResponseWriter, r *http.Request) {
 		writeDetail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	s, err := p.build(req.SessionKey, env)
-	if err != nil {
-		writeDetail(w, http.StatusInternalServerError, "Internal Server Error")
-		return
-	}
+	s := p.next
+	s.arm(req.SessionKey, env)
 	// The secret is spent: no second delivery can match it.
 	p.secretSum = [sha256.Size]byte{}
 	p.server.Store(s)
@@ -120,13 +122,10 @@ func deliveredEnv(base []string, req runtimeclient.DeliverRequest) ([]string, er
 	return env, nil
 }
 
-// Close closes the delivered server, if there is one, and refuses a delivery from then on.
+// Close closes the server, delivered or not, and refuses a delivery from then on.
 func (p *pooledHandler) Close() error {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
-	if s := p.server.Load(); s != nil {
-		return s.Close()
-	}
-	return nil
+	return p.next.Close()
 }

@@ -110,6 +110,16 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	return s, nil
 }
 
+// arm gives a server built before its key was known (a pooled runtime's, see pooled.go) the
+// session key and environment of the start that claimed its sandbox, as NewServer would have
+// taken them, and starts its clock. It must be called before the server serves a request.
+func (s *Server) arm(key string, env []string) {
+	s.cfg.SessionKey, s.cfg.Env = key, env
+	s.keySum = sha256.Sum256([]byte(key))
+	s.env = withoutVar(env, runtimeclient.KeyEnv)
+	s.startedAt = s.cfg.Now().UTC()
+}
+
 // routes is the route table. Paths are registered without methods so that a wrong method
 // gets a JSON 405 from only rather than the mux's plain-text one.
 func (s *Server) routes() {
