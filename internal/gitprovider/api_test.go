@@ -169,6 +169,7 @@ func TestProviderAPIs(t *testing.T) {
 			})
 
 			t.Run("suggested tasks", func(t *testing.T) {
+				e := e.in(t)
 				tasks, err := e.svc.SuggestedTasks(ctx, e.userID)
 				if err != nil {
 					t.Fatal(err)
@@ -267,6 +268,7 @@ func TestProviderAPIs(t *testing.T) {
 			})
 
 			t.Run("remote", func(t *testing.T) {
+				e := e.in(t)
 				r, err := e.svc.Remote(ctx, e.userID, "", f.repo)
 				noSecret(err)
 				if err != nil {

@@ -27,6 +27,14 @@ type env struct {
 	plainHTTP bool
 }
 
+// in returns the view of the env for t, a subtest of the env's test: the same service and
+// store, with failures reported to t.
+func (e *env) in(t *testing.T) *env {
+	v := *e
+	v.t = t
+	return &v
+}
+
 type envOptions struct {
 	endpoints gitprovider.Endpoints
 	// allow is the URL policy's allow-list; nil admits loopback.

@@ -32,6 +32,13 @@ type agentConv struct {
 	url, sessionKey string // conversation_url and session_api_key
 }
 
+// in returns the view of the conversation for t, a subtest: its failures are t's.
+func (c *agentConv) in(t *testing.T) *agentConv {
+	v := *c
+	v.e = c.e.in(t)
+	return &v
+}
+
 // startAgent starts a V1 conversation with a first message and waits until it is READY.
 func (e *env) startAgent(key string, body map[string]any) *agentConv {
 	e.t.Helper()

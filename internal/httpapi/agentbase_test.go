@@ -210,6 +210,7 @@ func TestAgentServerBaseKeys(t *testing.T) {
 		{"unknown route", host + "/api/nothing", sessionKey, 404, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			st, b := e.callAt("GET", tc.url, tc.header, nil)
 			if st != tc.want || !strings.Contains(string(b), tc.says) {
 				t.Fatalf("%d %s, want %d saying %q", st, b, tc.want, tc.says)
@@ -251,6 +252,7 @@ func TestAgentServerEditor(t *testing.T) {
 		{"no key", e.agentSrv.URL + "/api/vscode/url", nil, 401, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			st, b := e.callAt("GET", tc.url, tc.header, nil)
 			if st != tc.want || tc.body != "" && strings.TrimSpace(string(b)) != tc.body {
 				t.Fatalf("%d %s, want %d %s", st, b, tc.want, tc.body)

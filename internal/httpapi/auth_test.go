@@ -92,6 +92,7 @@ func TestAuthRequired(t *testing.T) {
 	}
 
 	t.Run("unauthenticated writes change nothing", func(t *testing.T) {
+		e := e.in(t)
 		sendWithHeaders(t, e, "POST", "/api/v1/users", http.Header{"X-Session-Api-Key": {"agd_wrong"}}, `{"name":"sneaky"}`)
 		e.must("POST", "/api/v1/users", adminKey, map[string]any{"name": "sneaky"}, http.StatusCreated, nil)
 	})

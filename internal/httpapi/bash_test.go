@@ -33,6 +33,13 @@ type bashClient struct {
 	key  http.Header
 }
 
+// in returns the view of the client for t, a subtest: its failures are t's.
+func (b *bashClient) in(t *testing.T) *bashClient {
+	v := *b
+	v.e = b.e.in(t)
+	return &v
+}
+
 func (b *bashClient) start(body string) bashEvent {
 	b.e.t.Helper()
 	h := http.Header{"Content-Type": {"application/json"}}
@@ -91,6 +98,8 @@ func TestAgentServerBaseBash(t *testing.T) {
 	b := &bashClient{e: e, host: host, key: http.Header{"X-Session-API-Key": {c.sessionKey}}}
 
 	t.Run("output and exit code", func(t *testing.T) {
+		e := e.in(t)
+		b := b.in(t)
 		cmd := b.start(`{"command": "echo $((6*7)); echo ` + token + `; echo warn >&2", "timeout": 60}`)
 		out := b.output(cmd.ID)
 		if *out.ExitCode != 0 || *out.Stdout != "42\n<secret-hidden>\n" || *out.Stderr != "warn\n" || out.CommandID != cmd.ID {
@@ -106,6 +115,7 @@ func TestAgentServerBaseBash(t *testing.T) {
 	})
 
 	t.Run("non-zero exit", func(t *testing.T) {
+		b := b.in(t)
 		out := b.output(b.start(`{"command": "echo failing; exit 7"}`).ID)
 		if *out.ExitCode != 7 || *out.Stdout != "failing\n" {
 			t.Fatalf("output %+v", out)
@@ -113,6 +123,7 @@ func TestAgentServerBaseBash(t *testing.T) {
 	})
 
 	t.Run("timeout", func(t *testing.T) {
+		b := b.in(t)
 		cmd := b.start(`{"command": "echo begun; sleep 600", "timeout": 1}`)
 		out := b.output(cmd.ID)
 		if *out.ExitCode != -1 || !strings.Contains(*out.Stderr, "timeout") {
@@ -121,6 +132,8 @@ func TestAgentServerBaseBash(t *testing.T) {
 	})
 
 	t.Run("execute waits", func(t *testing.T) {
+		e := e.in(t)
+		c := c.in(t)
 		h := http.Header{"Content-Type": {"application/json"}, "X-Session-API-Key": {c.sessionKey}}
 		st, raw := e.callAt("POST", host+"/api/bash/execute_bash_command", h, strings.NewReader(`{"command": "echo done"}`))
 		var out bashEvent
@@ -130,6 +143,9 @@ func TestAgentServerBaseBash(t *testing.T) {
 	})
 
 	t.Run("bad body", func(t *testing.T) {
+		e := e.in(t)
+		c := c.in(t)
+		b := b.in(t)
 		h := http.Header{"Content-Type": {"application/json"}, "X-Session-API-Key": {c.sessionKey}}
 		for _, body := range []string{`{}`, `{"command": ""}`, `{"command": "true", "timeout": 0}`, `{"command": "true", "cwd": "/no/such/dir"}`, `not json`} {
 			st, raw := e.callAt("POST", host+"/api/bash/start_bash_command", h, strings.NewReader(body))
@@ -143,6 +159,8 @@ func TestAgentServerBaseBash(t *testing.T) {
 	})
 
 	t.Run("the prefix serves the same events", func(t *testing.T) {
+		e := e.in(t)
+		c := c.in(t)
 		var page struct {
 			Items []bashEvent `json:"items"`
 		}

@@ -34,9 +34,20 @@ func TestMain(m *testing.M) { sandboxtest.RuntimeMainWith(m, pgtest.Run) }
 const adminKey = "test-admin-key-0123456789"
 
 // env is a whole agentd serve (SQLite, process sandboxes, every service) behind an httptest
-// server, built by the same app.New the binary uses.
+// server, built by the same app.New the binary uses. A subtest takes its own view of the env
+// (in), so that the helpers report a failure to the test that made the call.
 type env struct {
-	t       *testing.T
+	*envState
+	// t is the test the helpers report to and register cleanups with.
+	t *testing.T
+}
+
+// in returns the view of the env for t, a subtest of the env's test: the same server, data
+// and doubles.
+func (e *env) in(t *testing.T) *env { return &env{envState: e.envState, t: t} }
+
+// envState is what every view of an env shares.
+type envState struct {
 	cfg     config.Config
 	srv     *httptest.Server
 	handler atomic.Pointer[http.Handler]
@@ -185,8 +196,8 @@ func newEnvGit(t *testing.T, git *gittest.Server, opts ...envOption) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	e := &env{t: t, cfg: cfg, sandboxClock: &offsetClock{}, providers: providers,
-		tokens: map[[2]string]string{}, repos: map[string]bool{}, git: git, logs: &logBuffer{}}
+	e := &env{t: t, envState: &envState{cfg: cfg, sandboxClock: &offsetClock{}, providers: providers,
+		tokens: map[[2]string]string{}, repos: map[string]bool{}, git: git, logs: &logBuffer{}}}
 	if cfg.AgentServerAddr != "" {
 		e.agentSrv = httptest.NewUnstartedServer(nil)
 		e.agentSrv.Config = httpapi.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

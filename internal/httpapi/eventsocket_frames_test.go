@@ -50,6 +50,7 @@ func TestEventSocketMalformedFrames(t *testing.T) {
 		{"continuation without a start", clientFrame(0x80, []byte("x")), 1002},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			c := c.in(t)
 			conn, err := net.Dial("tcp", u.Host)
 			if err != nil {
 				t.Fatal(err)

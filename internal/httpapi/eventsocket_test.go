@@ -264,6 +264,7 @@ func TestEventSocketAuth(t *testing.T) {
 		{name: "conversation of another sandbox", url: strings.Replace(c.socketURL(""), c.id, c2.id, 1), header: keyHeader(alice), want: 4004},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			c := c.in(t)
 			if tc.refused != 0 {
 				wantRefused(t, tc.url, tc.header, tc.refused)
 				return
@@ -296,6 +297,7 @@ func TestEventSocketAuth(t *testing.T) {
 	e.sockets.AuthTimeout = 300 * time.Millisecond
 	e.restart()
 	t.Run("no first frame in time", func(t *testing.T) {
+		c := c.in(t)
 		if got := dialSocket(t, c.socketURL(""), nil).closeStatus(); got != 4001 {
 			t.Fatalf("close status %d, want 4001", got)
 		}
@@ -411,6 +413,7 @@ func TestEventSocketResend(t *testing.T) {
 		{"since without after_timestamp", "resend_mode=since", "-"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			c := c.in(t)
 			var want []string
 			if tc.want != "-" {
 				want, _ = c.rawEvents(tc.want)
@@ -435,6 +438,7 @@ func TestEventSocketResend(t *testing.T) {
 	}
 
 	t.Run("after_event_id", func(t *testing.T) {
+		c := c.in(t)
 		ids, _ := c.rawEvents("")
 		s := dialSocket(t, c.socketURL("after_event_id="+ids[0]), keyHeader(alice))
 		s.fullState()
@@ -457,6 +461,7 @@ func TestEventSocketResend(t *testing.T) {
 	})
 
 	t.Run("unknown resend_mode", func(t *testing.T) {
+		c := c.in(t)
 		ctx, cancel := context.WithTimeout(context.Background(), socketWait)
 		defer cancel()
 		_, resp, err := websocket.Dial(ctx, c.socketURL("resend_mode=some"), &websocket.DialOptions{HTTPHeader: keyHeader(alice)})
@@ -714,6 +719,7 @@ func TestAgentEventsBodyFilter(t *testing.T) {
 		{"body=nowhere", nil},
 	} {
 		t.Run(tc.query, func(t *testing.T) {
+			c := c.in(t)
 			var page struct {
 				Items []wireEvent `json:"items"`
 			}

@@ -67,6 +67,8 @@ func TestEventStream(t *testing.T) {
 		"execution_status=finished")
 
 	t.Run("after an event", func(t *testing.T) {
+		e := e.in(t)
+		c := c.in(t)
 		mid := len(wantIDs) / 2
 		for _, tc := range []struct {
 			name, query string
@@ -78,6 +80,8 @@ func TestEventStream(t *testing.T) {
 			{"Last-Event-ID before after_event_id", "after_event_id=" + wantIDs[0], http.Header{"Last-Event-ID": {wantIDs[mid]}}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
+				e := e.in(t)
+				c := c.in(t)
 				s := e.openStream(alice, c.id, tc.query, tc.header).start()
 				s.fullState()
 				var gotIDs []string
@@ -99,6 +103,8 @@ func TestEventStream(t *testing.T) {
 	})
 
 	t.Run("refusals", func(t *testing.T) {
+		e := e.in(t)
+		c := c.in(t)
 		e.streamRefused("", c.id, "", nil, http.StatusUnauthorized)
 		if body := e.streamRefused(bob, c.id, "", nil, http.StatusNotFound); !strings.Contains(string(body), "Conversation not found") {
 			t.Fatalf("another user's conversation: %s", body)
@@ -125,6 +131,8 @@ func TestEventStream(t *testing.T) {
 	})
 
 	t.Run("deleted", func(t *testing.T) {
+		e := e.in(t)
+		c := c.in(t)
 		s := e.openStream(alice, c.id, "after_event_id="+wantIDs[len(wantIDs)-1], nil).start()
 		s.fullState()
 		e.must("DELETE", "/api/v1/app-conversations/"+c.id, alice, nil, http.StatusOK, nil)
@@ -370,6 +378,8 @@ func TestStreamStalledSubscriberIsCutOff(t *testing.T) {
 	sameLog(t, "the reading socket", socketIDs, socketRaw, wantIDs, wantRaw)
 
 	t.Run("SSE", func(t *testing.T) {
+		e := e.in(t)
+		c := c.in(t)
 		ids, raw, closed := stalled.start().rest()
 		if closed.Reason != "lagged" || len(ids) == 0 || len(ids) >= len(wantIDs) {
 			t.Fatalf("the stalled stream got %d of %d events and %+v; want a beginning and the close event lagged", len(ids), len(wantIDs), closed)
@@ -384,6 +394,7 @@ func TestStreamStalledSubscriberIsCutOff(t *testing.T) {
 		sameLog(t, "cut and resumed", ids, raw, wantIDs, wantRaw)
 	})
 	t.Run("WebSocket", func(t *testing.T) {
+		c := c.in(t)
 		var ids []string
 		var raw [][]byte
 		ctx := ctxWait(t)
@@ -414,6 +425,7 @@ func TestStreamStalledSubscriberIsCutOff(t *testing.T) {
 		sameLog(t, "cut and resumed", ids, raw, wantIDs, wantRaw)
 	})
 	t.Run("shutdown", func(t *testing.T) {
+		e := e.in(t)
 		// The third stream's write is still blocked on its client: stopping the server cuts it
 		// rather than wait for the write timeout.
 		stopped := make(chan struct{})

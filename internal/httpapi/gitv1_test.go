@@ -89,6 +89,7 @@ func TestGitRepositoriesSearchV1(t *testing.T) {
 		{name: "bad page id", path: "?provider=github&page_id=x", key: alice, status: 422, detail: nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			status, body := e.call("GET", "/api/v1/git/repositories/search"+tc.path, tc.key, nil)
 			switch {
 			case tc.problem != nil:

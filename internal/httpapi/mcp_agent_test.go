@@ -92,6 +92,7 @@ func TestV1StartValidatesMCP(t *testing.T) {
 		{"same name twice", map[string]any{"stdio_servers": []any{map[string]any{"name": "a", "command": "x"}, map[string]any{"name": "a", "command": "y"}}}, `["body","mcp_config","stdio_servers",1,"name"]`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			e := e.in(t)
 			status, body := e.call("POST", "/api/v1/app-conversations", alice, map[string]any{"mcp_config": tt.cfg})
 			if status != 422 || !strings.Contains(string(body), tt.loc) {
 				t.Errorf("answer %d %s; want 422 at %s", status, body, tt.loc)

@@ -163,6 +163,7 @@ func TestConversationPaging(t *testing.T) {
 	}
 
 	t.Run("default limits", func(t *testing.T) {
+		e := e.in(t)
 		var page v1ConvPage
 		e.must("GET", "/api/v1/app-conversations/search", key, nil, http.StatusOK, &page)
 		if len(page.Items) != 100 || page.NextPageID == nil {
@@ -179,6 +180,7 @@ func TestConversationPaging(t *testing.T) {
 	})
 
 	t.Run("a conversation created while paging", func(t *testing.T) {
+		e := e.in(t)
 		var added string
 		got := pageThrough(t, 7, v1(7), func() {
 			_, c := e.newConversation(key, map[string]any{"sandbox_id": sb, "title": "late"})
@@ -193,6 +195,7 @@ func TestConversationPaging(t *testing.T) {
 	})
 
 	t.Run("a page id from another listing", func(t *testing.T) {
+		e := e.in(t)
 		_, next := v1(7)("")
 		var page v1ConvPage
 		// A token is a position, not a secret: bob's listing from alice's position is empty,
@@ -206,6 +209,7 @@ func TestConversationPaging(t *testing.T) {
 	})
 
 	t.Run("count", func(t *testing.T) {
+		e := e.in(t)
 		var n int
 		e.must("GET", "/api/v1/app-conversations/count", key, nil, http.StatusOK, &n)
 		if n != len(ids) {

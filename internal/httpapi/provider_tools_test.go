@@ -61,6 +61,7 @@ func TestProviderToolsAgent(t *testing.T) {
 		{"bitbucket", "read_pull_request", "create_pull_request", "Pull request #"},
 	} {
 		t.Run(tc.provider, func(t *testing.T) {
+			e := e.in(t)
 			_, key := e.newUser("tools-" + tc.provider)
 			login := "octo-" + tc.provider
 			token := e.storeToken(key, tc.provider, login)

@@ -39,6 +39,7 @@ func TestAddGitProvidersChecksTokens(t *testing.T) {
 	}
 
 	t.Run("a refused token stores nothing", func(t *testing.T) {
+		e := e.in(t)
 		before := e.dbRows()
 		for _, path := range []string{"/api/add-git-providers", "/api/v1/secrets/git-providers"} {
 			status, body := post(path, map[string]any{"gitlab": map[string]any{"token": goodGL}, "github": map[string]any{"token": refused}})
@@ -48,6 +49,8 @@ func TestAddGitProvidersChecksTokens(t *testing.T) {
 	})
 
 	t.Run("good tokens are stored", func(t *testing.T) {
+		e := e.in(t)
+		rec := rec.in(t)
 		wantMessage(t, rec.must("POST", "/api/add-git-providers", alice, map[string]any{"provider_tokens": map[string]any{
 			"github": map[string]any{"token": goodGH}, "gitlab": map[string]any{"token": goodGL}}}, http.StatusOK), "Git providers stored")
 		if got := e.storedTokens(aliceID); string(got["github"].TokenSealed) != goodGH || string(got["gitlab"].TokenSealed) != goodGL {
@@ -56,6 +59,7 @@ func TestAddGitProvidersChecksTokens(t *testing.T) {
 	})
 
 	t.Run("hosts", func(t *testing.T) {
+		e := e.in(t)
 		before := e.dbRows()
 		for _, tc := range []struct {
 			name, provider, host, msg string
@@ -88,6 +92,7 @@ func TestAddGitProvidersChecksTokens(t *testing.T) {
 	})
 
 	t.Run("a provider that is down", func(t *testing.T) {
+		e := e.in(t)
 		before := e.dbRows()
 		status, body := post("/api/add-git-providers", map[string]any{"bitbucket": map[string]any{"token": "bb-token-0044"}})
 		wantStatusDetail(t, status, body, http.StatusBadGateway, "could not be reached")
@@ -95,6 +100,8 @@ func TestAddGitProvidersChecksTokens(t *testing.T) {
 	})
 
 	t.Run("enterprise_sso: the host's API is detected", func(t *testing.T) {
+		e := e.in(t)
+		rec := rec.in(t)
 		gl := providertest.NewGitLab(t)
 		gl.AddUser("glpat-enterprise-0045", providertest.User{Login: "alice"})
 		wantMessage(t, rec.must("POST", "/api/v1/secrets/git-providers", alice, map[string]any{"provider_tokens": map[string]any{
@@ -116,6 +123,8 @@ func TestAddGitProvidersChecksTokens(t *testing.T) {
 	})
 
 	t.Run("V1 delete removes them", func(t *testing.T) {
+		e := e.in(t)
+		rec := rec.in(t)
 		wantMessage(t, rec.must("DELETE", "/api/v1/secrets/git-providers", alice, nil, http.StatusOK), "Unset Git provider tokens")
 		if got := e.storedTokens(aliceID); len(got) != 0 {
 			t.Errorf("stored after delete %v", got)
@@ -264,6 +273,7 @@ func TestCreateChecksRepository(t *testing.T) {
 		{"not a repository name", "octo/../x", "", []string{"octo/../x"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			v0 := map[string]any{"repository": tc.repo, "initial_user_msg": "hi"}
 			v1 := map[string]any{"selected_repository": tc.repo}
 			if tc.provider != "" {

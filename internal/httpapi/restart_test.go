@@ -66,6 +66,7 @@ func TestRestartPersistence(t *testing.T) {
 	e.restart()
 
 	t.Run("keys still work", func(t *testing.T) {
+		e := e.in(t)
 		for _, k := range []string{alice, *second.Key} {
 			if u := e.me(k); u.ID != aliceID {
 				t.Fatalf("key answers user %s, want alice", u.ID)
@@ -77,6 +78,7 @@ func TestRestartPersistence(t *testing.T) {
 	})
 
 	t.Run("everything reads as before", func(t *testing.T) {
+		e := e.in(t)
 		for _, p := range reads {
 			if after := e.snapshot(alice, p); !reflect.DeepEqual(after, before[p]) {
 				b, _ := json.Marshal(before[p])
@@ -87,6 +89,7 @@ func TestRestartPersistence(t *testing.T) {
 	})
 
 	t.Run("settings and tokens", func(t *testing.T) {
+		e := e.in(t)
 		var s struct {
 			LLMModel          *string            `json:"llm_model"`
 			LLMAPIKey         *string            `json:"llm_api_key"`
@@ -106,6 +109,7 @@ func TestRestartPersistence(t *testing.T) {
 	})
 
 	t.Run("the running sandbox is adopted", func(t *testing.T) {
+		e := e.in(t)
 		sb := e.getSandbox(alice, running)
 		if sb == nil || sb.Status != "RUNNING" || sb.SessionAPIKey == nil || *sb.SessionAPIKey != runningKey {
 			t.Fatalf("running sandbox after restart: %+v; want RUNNING with the same key", sb)
@@ -126,6 +130,7 @@ func TestRestartPersistence(t *testing.T) {
 	})
 
 	t.Run("the paused sandbox stays paused, then resumes", func(t *testing.T) {
+		e := e.in(t)
 		if s := e.sandboxStatus(alice, paused); s != "PAUSED" {
 			t.Fatalf("paused sandbox reads %q after restart", s)
 		}

@@ -273,6 +273,7 @@ func TestSandboxLifecycle(t *testing.T) {
 	}
 
 	t.Run("runtime runs commands", func(t *testing.T) {
+		e := e.in(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		res, err := e.runtimeClient(key, id).Run(ctx, runtimeclient.CommandRequest{Command: "echo hello from $(basename $(dirname $PWD)); exit 3"})
@@ -285,6 +286,7 @@ func TestSandboxLifecycle(t *testing.T) {
 	})
 
 	t.Run("runtime rejects another key", func(t *testing.T) {
+		e := e.in(t)
 		c, err := runtimeclient.NewClient("unix:"+filepath.Join(e.sandboxDir(id), "runtime.sock"), "not-the-key")
 		if err != nil {
 			t.Fatal(err)
@@ -306,6 +308,7 @@ func TestSandboxLifecycle(t *testing.T) {
 	}
 
 	t.Run("pause freezes the sandbox", func(t *testing.T) {
+		e := e.in(t)
 		var ok struct {
 			Success bool `json:"success"`
 		}
@@ -335,6 +338,7 @@ func TestSandboxLifecycle(t *testing.T) {
 	})
 
 	t.Run("pause twice answers success", func(t *testing.T) {
+		e := e.in(t)
 		e.must("POST", "/api/v1/sandboxes/"+id+"/pause", key, nil, http.StatusOK, nil)
 		if s := e.sandboxStatus(key, id); s != "PAUSED" {
 			t.Fatalf("status after a second pause %q", s)
@@ -342,6 +346,7 @@ func TestSandboxLifecycle(t *testing.T) {
 	})
 
 	t.Run("resume thaws the sandbox", func(t *testing.T) {
+		e := e.in(t)
 		e.must("POST", "/api/v1/sandboxes/"+id+"/resume", key, nil, http.StatusOK, nil)
 		if s := e.sandboxStatus(key, id); s != "RUNNING" {
 			t.Fatalf("status after resume %q, want RUNNING (resume returns once the runtime answers)", s)
@@ -354,6 +359,7 @@ func TestSandboxLifecycle(t *testing.T) {
 	})
 
 	t.Run("resume a running sandbox answers success", func(t *testing.T) {
+		e := e.in(t)
 		e.must("POST", "/api/v1/sandboxes/"+id+"/resume", key, nil, http.StatusOK, nil)
 		if s := e.sandboxStatus(key, id); s != "RUNNING" {
 			t.Fatalf("status after resuming a running sandbox %q", s)
@@ -365,6 +371,7 @@ func TestSandboxLifecycle(t *testing.T) {
 	convID := e.waitTaskReady(key, task.ID)
 
 	t.Run("delete removes processes and files", func(t *testing.T) {
+		e := e.in(t)
 		socket := "unix:" + filepath.Join(e.sandboxDir(id), "runtime.sock")
 		if pids := processesMatching(t, socket); len(pids) != 1 {
 			t.Fatalf("runtime processes before delete: %v, want one", pids)
@@ -400,6 +407,7 @@ func TestSandboxLifecycle(t *testing.T) {
 	})
 
 	t.Run("its conversation reads MISSING", func(t *testing.T) {
+		e := e.in(t)
 		c := e.getConversation(key, convID)
 		if c == nil || c.SandboxStatus != "MISSING" || c.ConversationStatus != "STOPPED" || c.SessionAPIKey != nil || c.SandboxID != id {
 			t.Fatalf("conversation after its sandbox was deleted: %+v; want sandbox_status MISSING, STOPPED, no session key", c)
@@ -426,6 +434,7 @@ func TestSandboxErrors(t *testing.T) {
 		{"delete another user's", "DELETE", "/api/v1/sandboxes/" + aliceSB, bob, 404, "Sandbox not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			status, body := e.call(tc.method, tc.path, tc.key, nil)
 			if status != tc.want {
 				t.Fatalf("%d %s, want %d", status, body, tc.want)
@@ -435,6 +444,7 @@ func TestSandboxErrors(t *testing.T) {
 	}
 
 	t.Run("another user's sandbox is untouched and invisible", func(t *testing.T) {
+		e := e.in(t)
 		if s := e.sandboxStatus(alice, aliceSB); s != "RUNNING" {
 			t.Fatalf("alice's sandbox is %q after bob's attempts, want RUNNING", s)
 		}
@@ -458,6 +468,7 @@ func TestSandboxErrors(t *testing.T) {
 	})
 
 	t.Run("batch get keeps order", func(t *testing.T) {
+		e := e.in(t)
 		var list []*sandboxJSON
 		e.must("GET", "/api/v1/sandboxes?id=nope&id="+aliceSB+"&id=nope2", alice, nil, http.StatusOK, &list)
 		if len(list) != 3 || list[0] != nil || list[1] == nil || list[1].ID != aliceSB || list[2] != nil {
@@ -466,6 +477,7 @@ func TestSandboxErrors(t *testing.T) {
 	})
 
 	t.Run("unknown spec", func(t *testing.T) {
+		e := e.in(t)
 		status, body := e.call("POST", "/api/v1/sandboxes?sandbox_spec_id=nope", alice, nil)
 		wantProblem(t, status, body, "value_error", "query", "sandbox_spec_id")
 		var page sandboxPageJSON
@@ -508,6 +520,7 @@ func TestSandboxSpecs(t *testing.T) {
 	}
 
 	t.Run("paging", func(t *testing.T) {
+		e := e.in(t)
 		var first, second struct {
 			Items      []specJSON `json:"items"`
 			NextPageID *string    `json:"next_page_id"`
@@ -523,6 +536,7 @@ func TestSandboxSpecs(t *testing.T) {
 	})
 
 	t.Run("batch get", func(t *testing.T) {
+		e := e.in(t)
 		var list []*specJSON
 		e.must("GET", "/api/v1/sandbox-specs?id=nope&id=default", key, nil, http.StatusOK, &list)
 		if len(list) != 2 || list[0] != nil || list[1] == nil || list[1].ID != "default" {
@@ -537,6 +551,7 @@ func TestSandboxSpecs(t *testing.T) {
 	})
 
 	t.Run("a spec the backend cannot honour does not start", func(t *testing.T) {
+		e := e.in(t)
 		status, body := e.call("POST", "/api/v1/sandboxes?sandbox_spec_id=isolated", key, nil)
 		if status != http.StatusUnprocessableEntity {
 			t.Fatalf("start from an unsupported spec: %d %s, want 422", status, body)
@@ -565,6 +580,7 @@ func TestSandboxLimit(t *testing.T) {
 	}
 
 	t.Run("second start is refused", func(t *testing.T) {
+		e := e.in(t)
 		status, body := e.call("POST", "/api/v1/sandboxes", alice, nil)
 		wantLimit(t, status, body)
 		var page sandboxPageJSON
@@ -575,10 +591,12 @@ func TestSandboxLimit(t *testing.T) {
 	})
 
 	t.Run("the limit is per user", func(t *testing.T) {
+		e := e.in(t)
 		e.runningSandbox(bob)
 	})
 
 	t.Run("a conversation start at the limit fails with a reason", func(t *testing.T) {
+		e := e.in(t)
 		task := e.startConversation(alice, map[string]any{})
 		got := e.waitTask(alice, task.ID, "ERROR")
 		if got.Detail == nil || !strings.Contains(*got.Detail, "too many running sandboxes") || got.AppConversationID != nil {
@@ -588,11 +606,13 @@ func TestSandboxLimit(t *testing.T) {
 
 	var second string
 	t.Run("paused sandboxes do not count", func(t *testing.T) {
+		e := e.in(t)
 		e.must("POST", "/api/v1/sandboxes/"+first+"/pause", alice, nil, http.StatusOK, nil)
 		second = e.runningSandbox(alice)
 	})
 
 	t.Run("resume at the limit is refused", func(t *testing.T) {
+		e := e.in(t)
 		status, body := e.call("POST", "/api/v1/sandboxes/"+first+"/resume", alice, nil)
 		wantLimit(t, status, body)
 		if s := e.sandboxStatus(alice, first); s != "PAUSED" {
@@ -601,6 +621,7 @@ func TestSandboxLimit(t *testing.T) {
 	})
 
 	t.Run("resume after deleting the other", func(t *testing.T) {
+		e := e.in(t)
 		e.must("DELETE", "/api/v1/sandboxes/"+second, alice, nil, http.StatusOK, nil)
 		e.must("POST", "/api/v1/sandboxes/"+first+"/resume", alice, nil, http.StatusOK, nil)
 		if s := e.sandboxStatus(alice, first); s != "RUNNING" {

@@ -114,6 +114,9 @@ func TestSecretsReachCommands(t *testing.T) {
 	}
 
 	t.Run("sandbox routes", func(t *testing.T) {
+		e := e.in(t)
+		c := c.in(t)
+		rec := rec.in(t)
 		var names struct {
 			Secrets []secretItem `json:"secrets"`
 		}
@@ -207,6 +210,7 @@ func TestStartSecretsValidation(t *testing.T) {
 		{"neither object nor list", "MINE", []any{"body", "secrets"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			status, body := e.call("POST", "/api/v1/app-conversations", alice, map[string]any{"secrets": tc.secrets})
 			wantProblem(t, status, body, "", tc.loc...)
 		})

@@ -75,6 +75,7 @@ func TestCustomSecrets(t *testing.T) {
 	}
 
 	t.Run("bad input", func(t *testing.T) {
+		rec := rec.in(t)
 		for _, tc := range []struct {
 			name string
 			body any
@@ -90,6 +91,7 @@ func TestCustomSecrets(t *testing.T) {
 			{"unknown field", map[string]any{"name": "X_Y", "value": apiTokenPlain, "secret": "x"}, []any{"body", "secret"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
+				rec := rec.in(t)
 				status, body := rec.call("POST", "/api/v1/secrets", alice, tc.body)
 				wantProblem(t, status, body, "", tc.loc...)
 			})
@@ -97,6 +99,8 @@ func TestCustomSecrets(t *testing.T) {
 	})
 
 	t.Run("duplicate name", func(t *testing.T) {
+		e := e.in(t)
+		rec := rec.in(t)
 		status, body := rec.call("POST", "/api/v1/secrets", alice, map[string]any{"name": "API_TOKEN", "value": rotatedPlain})
 		if status != http.StatusConflict {
 			t.Fatalf("duplicate: %d %s, want 409", status, body)
@@ -108,6 +112,7 @@ func TestCustomSecrets(t *testing.T) {
 	})
 
 	t.Run("search lists names and descriptions", func(t *testing.T) {
+		rec := rec.in(t)
 		desc := "the deploy API"
 		want := []secretItem{{Name: "API_TOKEN", Description: &desc}, {Name: "DEPLOY_KEY", Description: new(string)}}
 		if p := search(alice, ""); !reflect.DeepEqual(p.Items, want) || p.NextPageID != nil {
@@ -131,6 +136,8 @@ func TestCustomSecrets(t *testing.T) {
 	})
 
 	t.Run("another user's secrets are not found", func(t *testing.T) {
+		e := e.in(t)
+		rec := rec.in(t)
 		if p := search(bob, ""); len(p.Items) != 0 {
 			t.Fatalf("bob sees %+v", p.Items)
 		}
@@ -153,6 +160,8 @@ func TestCustomSecrets(t *testing.T) {
 	})
 
 	t.Run("update", func(t *testing.T) {
+		e := e.in(t)
+		rec := rec.in(t)
 		wantMessage(t, rec.must("PUT", "/api/v1/secrets/DEPLOY_KEY", alice, map[string]any{"value": rotatedPlain}, http.StatusOK),
 			"Secret updated successfully")
 		if got := e.storedSecretValue(aliceID, "DEPLOY_KEY"); got != rotatedPlain {
@@ -184,6 +193,7 @@ func TestCustomSecrets(t *testing.T) {
 	})
 
 	t.Run("delete", func(t *testing.T) {
+		rec := rec.in(t)
 		wantMessage(t, rec.must("DELETE", "/api/v1/secrets/SSH_KEY", alice, nil, http.StatusOK), "Secret deleted successfully")
 		status, body := rec.call("DELETE", "/api/v1/secrets/SSH_KEY", alice, nil)
 		if status != http.StatusNotFound {
@@ -195,6 +205,7 @@ func TestCustomSecrets(t *testing.T) {
 	})
 
 	t.Run("no key", func(t *testing.T) {
+		e := e.in(t)
 		if status, _ := e.call("GET", "/api/v1/secrets/search", "", nil); status != http.StatusUnauthorized {
 			t.Fatalf("search without a key: %d", status)
 		}

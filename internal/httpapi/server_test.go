@@ -81,6 +81,7 @@ func TestSlowBody(t *testing.T) {
 		{"a wrong key", strings.Replace(head, adminKey, "wrong-key", 1), rawAnswer{status: http.StatusUnauthorized, detail: "Unauthorized", closed: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			if got := e.raw(tc.request); got.status != tc.want.status || got.detail != tc.want.detail || !got.closed {
 				t.Fatalf("answer %+v, want %+v", got, tc.want)
 			}
@@ -117,6 +118,7 @@ func TestRefusalsAreJSON(t *testing.T) {
 			`Expectation Failed: the only expectation supported is "Expect: 100-continue"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			got := e.raw(tc.request)
 			if got.status != tc.status || got.detail != tc.detail || !got.closed {
 				t.Fatalf("answer %+v, want %d %q and the connection closed", got, tc.status, tc.detail)

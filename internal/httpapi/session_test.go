@@ -93,6 +93,7 @@ func TestSessionCookieAuthenticatesTheAPI(t *testing.T) {
 		{"a change on the conversation API", "POST", "/agent-server/0123456789abcdef0123456789abcdef/api/conversations/0123456789abcdef0123456789abcdef/pause", "", same, http.StatusNotFound},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			e := e.in(t)
 			status, body := e.withCookie(tt.method, tt.path, ck, tt.body, tt.headers)
 			if status != tt.want {
 				t.Fatalf("status %d, want %d: %s", status, tt.want, body)

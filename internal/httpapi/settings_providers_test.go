@@ -73,6 +73,7 @@ func TestGitProviders(t *testing.T) {
 	checkTokens(t, map[string][2]string{"github": {githubTokenPlain, ghe.Root()}, "gitlab": {gitlabTokenPlain, ""}})
 
 	t.Run("tokens alone are not settings", func(t *testing.T) {
+		rec := rec.in(t)
 		// Tokens are kept apart from settings (as in OpenHands, whose secrets store is separate):
 		// with tokens but no settings, GET /api/settings still answers 404.
 		status, body := rec.call("GET", "/api/settings", alice, nil)
@@ -90,6 +91,8 @@ func TestGitProviders(t *testing.T) {
 	})
 
 	t.Run("empty token keeps the token and takes the new host", func(t *testing.T) {
+		e := e.in(t)
+		rec := rec.in(t)
 		rec.must("POST", "/api/add-git-providers", alice, map[string]any{"provider_tokens": map[string]any{
 			"github": map[string]any{"token": "", "host": ghe2.Root(), "user_id": "octocat"}}}, http.StatusOK)
 		checkTokens(t, map[string][2]string{"github": {githubTokenPlain, ghe2.Root()}, "gitlab": {gitlabTokenPlain, ""}})
@@ -103,18 +106,21 @@ func TestGitProviders(t *testing.T) {
 	})
 
 	t.Run("a new token without host resets the host; others are kept", func(t *testing.T) {
+		rec := rec.in(t)
 		rec.must("POST", "/api/add-git-providers", alice, map[string]any{"provider_tokens": map[string]any{
 			"github": map[string]any{"token": githubToken2Plain}}}, http.StatusOK)
 		checkTokens(t, map[string][2]string{"github": {githubToken2Plain, ""}, "gitlab": {gitlabTokenPlain, ""}})
 	})
 
 	t.Run("an empty token with nothing stored stores nothing", func(t *testing.T) {
+		rec := rec.in(t)
 		rec.must("POST", "/api/add-git-providers", alice, map[string]any{"provider_tokens": map[string]any{
 			"bitbucket": map[string]any{"token": "", "host": "bb.example"}}}, http.StatusOK)
 		checkTokens(t, map[string][2]string{"github": {githubToken2Plain, ""}, "gitlab": {gitlabTokenPlain, ""}})
 	})
 
 	t.Run("other users never see them", func(t *testing.T) {
+		rec := rec.in(t)
 		rec.must("POST", "/api/settings", bob, map[string]any{"language": "en"}, http.StatusOK)
 		if got := tokensSet(bob); !reflect.DeepEqual(got, map[string]any{}) {
 			t.Errorf("bob's provider_tokens_set %v", got)
@@ -122,6 +128,8 @@ func TestGitProviders(t *testing.T) {
 	})
 
 	t.Run("validation", func(t *testing.T) {
+		e := e.in(t)
+		rec := rec.in(t)
 		before := e.dbRows()
 		at := func(loc ...any) []any { return append([]any{"body"}, loc...) }
 		p := func(typ, msg string, loc []any) wire.Problem { return wire.Problem{Type: typ, Loc: loc, Msg: msg} }
@@ -156,6 +164,8 @@ func TestGitProviders(t *testing.T) {
 			}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
+				e := e.in(t)
+				rec := rec.in(t)
 				status, body := rec.call("POST", "/api/add-git-providers", alice, tc.body)
 				assertProblems(t, status, body, tc.want)
 				checkDBUnchanged(t, before, e.dbRows())
@@ -164,6 +174,8 @@ func TestGitProviders(t *testing.T) {
 	})
 
 	t.Run("mcp_config becomes the user's MCP settings", func(t *testing.T) {
+		e := e.in(t)
+		rec := rec.in(t)
 		rec.must("POST", "/api/add-git-providers", alice, map[string]any{
 			"provider_tokens": map[string]any{},
 			"mcp_config": map[string]any{"sse_servers": []any{map[string]any{"url": "https://tools.example/sse", "api_key": providerMCPPlain}},
@@ -183,6 +195,8 @@ func TestGitProviders(t *testing.T) {
 	})
 
 	t.Run("mcp_config alone makes settings exist", func(t *testing.T) {
+		e := e.in(t)
+		rec := rec.in(t)
 		_, carol := e.newUser("carol")
 		rec.must("POST", "/api/add-git-providers", carol, map[string]any{"mcp_config": map[string]any{"sse_servers": []string{"https://c.example/sse"}}}, http.StatusOK)
 		got := e.settingsJSON(carol)
@@ -192,6 +206,8 @@ func TestGitProviders(t *testing.T) {
 	})
 
 	t.Run("unset removes them all", func(t *testing.T) {
+		e := e.in(t)
+		rec := rec.in(t)
 		wantMessage(t, rec.must("POST", "/api/unset-provider-tokens", alice, nil, http.StatusOK), "Unset Git provider tokens")
 		checkTokens(t, map[string][2]string{})
 		if got := tokensSet(alice); !reflect.DeepEqual(got, map[string]any{}) {
@@ -204,6 +220,8 @@ func TestGitProviders(t *testing.T) {
 	})
 
 	t.Run("secrets never come out", func(t *testing.T) {
+		e := e.in(t)
+		rec := rec.in(t)
 		// A conversation whose MCP server has a key: the request is stored sealed.
 		id := e.v0Create(alice, map[string]any{"initial_user_msg": "hi", "mcp_config": map[string]any{
 			"shttp_servers": []any{map[string]any{"url": "https://conv.example/mcp", "api_key": convMCPPlain}}}})

@@ -100,6 +100,7 @@ func TestSettingsStoreAndRead(t *testing.T) {
 	}, http.StatusOK), "Settings stored")
 
 	t.Run("read back without secrets", func(t *testing.T) {
+		e := e.in(t)
 		got := e.settingsJSON(alice)
 		want := map[string]any{
 			"llm_model": "openai/gpt-4o", "llm_base_url": "https://llm.example/v1", "confirmation_mode": true,
@@ -128,6 +129,8 @@ func TestSettingsStoreAndRead(t *testing.T) {
 	})
 
 	t.Run("absent and null fields keep their value", func(t *testing.T) {
+		e := e.in(t)
+		rec := rec.in(t)
 		wantMessage(t, rec.must("POST", "/api/settings", alice, map[string]any{"language": "fr", "llm_model": nil, "llm_api_key": nil, "mcp_config": nil}, http.StatusOK), "Settings stored")
 		got := e.settingsJSON(alice)
 		if got["language"] != "fr" || got["llm_model"] != "openai/gpt-4o" || got["llm_api_key_set"] != true || got["confirmation_mode"] != true {
@@ -142,6 +145,8 @@ func TestSettingsStoreAndRead(t *testing.T) {
 	})
 
 	t.Run("unknown fields are ignored", func(t *testing.T) {
+		e := e.in(t)
+		rec := rec.in(t)
 		wantMessage(t, rec.must("POST", "/api/settings", alice, map[string]any{"no_such_setting": 1}, http.StatusOK), "Settings stored")
 		if _, ok := e.settingsJSON(alice)["no_such_setting"]; ok {
 			t.Error("GET shows an unknown field")
@@ -156,6 +161,8 @@ func TestSettingsStoreAndRead(t *testing.T) {
 	})
 
 	t.Run("a server sent back without its key keeps it", func(t *testing.T) {
+		e := e.in(t)
+		rec := rec.in(t)
 		read := e.settingsJSON(alice)["mcp_config"].(map[string]any)
 		read["sse_servers"] = append(read["sse_servers"].([]any), map[string]any{"url": "https://other.example/sse"})
 		wantMessage(t, rec.must("POST", "/api/settings", alice, map[string]any{"mcp_config": read}, http.StatusOK), "Settings stored")
@@ -174,6 +181,8 @@ func TestSettingsStoreAndRead(t *testing.T) {
 	})
 
 	t.Run("a new server key replaces the stored one", func(t *testing.T) {
+		e := e.in(t)
+		rec := rec.in(t)
 		wantMessage(t, rec.must("POST", "/api/settings", alice, map[string]any{"mcp_config": map[string]any{
 			"sse_servers": []any{map[string]any{"url": "https://sse.example/sse", "api_key": mcpKey2Plain}}}}, http.StatusOK), "Settings stored")
 		m := e.storedMCPConfig(aliceID)
@@ -183,6 +192,8 @@ func TestSettingsStoreAndRead(t *testing.T) {
 	})
 
 	t.Run("an empty key clears it", func(t *testing.T) {
+		e := e.in(t)
+		rec := rec.in(t)
 		wantMessage(t, rec.must("POST", "/api/settings", alice, map[string]any{"llm_api_key": ""}, http.StatusOK), "Settings stored")
 		got := e.settingsJSON(alice)
 		if got["llm_api_key_set"] != false || got["llm_api_key"] != nil || got["search_api_key_set"] != true || got["llm_model"] != "openai/gpt-4o" {
@@ -198,6 +209,8 @@ func TestSettingsStoreAndRead(t *testing.T) {
 	})
 
 	t.Run("other users never see them", func(t *testing.T) {
+		e := e.in(t)
+		rec := rec.in(t)
 		status, body := rec.call("GET", "/api/settings", bob, nil)
 		if status != http.StatusNotFound {
 			t.Fatalf("bob's GET: %d %s, want 404", status, body)
@@ -213,6 +226,8 @@ func TestSettingsStoreAndRead(t *testing.T) {
 	})
 
 	t.Run("secrets never come out", func(t *testing.T) {
+		e := e.in(t)
+		rec := rec.in(t)
 		rec.must("GET", "/api/settings", alice, nil, http.StatusOK)
 		rec.must("GET", "/api/settings", bob, nil, http.StatusOK)
 		secrets := []string{llmKeyPlain, llmKey2Plain, mcpKeyPlain, mcpKey2Plain, searchKeyPlain, sandboxKeyPlain}
@@ -262,6 +277,7 @@ func TestSettingsValidation(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			status, body := e.call("POST", "/api/settings", alice, tc.body)
 			assertProblems(t, status, body, tc.want)
 			if strings.Contains(string(body), llmKey2Plain) {

@@ -116,6 +116,7 @@ func TestSettingsV1Refusals(t *testing.T) {
 			"value_error", []any{"body", "agent_settings_diff", "llm", "base_url"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			status, body := e.call("POST", "/api/v1/settings", alice, tc.body)
 			wantProblem(t, status, body, tc.typ, tc.loc...)
 		})

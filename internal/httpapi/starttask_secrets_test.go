@@ -149,6 +149,8 @@ func TestStartTaskSecretsMasked(t *testing.T) {
 		plains = append(plains, v1, v2)
 		c := secretCases[path]
 		t.Run(path, func(t *testing.T) {
+			e := e.in(t)
+			rec := rec.in(t)
 			var task v1Task
 			if err := json.Unmarshal(rec.must("POST", "/api/v1/app-conversations", alice, c.body(v1, v2), http.StatusOK), &task); err != nil {
 				t.Fatal(err)
@@ -182,7 +184,7 @@ func TestStartTaskSecretsMasked(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec.bodies = append(rec.bodies, "stream-start: "+string(streamed))
+			rec.record("stream-start: " + string(streamed))
 			var states []v1Task
 			if err := json.Unmarshal(streamed, &states); err != nil || len(states) == 0 {
 				t.Fatalf("stream-start answered %s: %v", streamed, err)

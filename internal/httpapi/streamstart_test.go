@@ -153,6 +153,7 @@ func TestStreamStartErrors(t *testing.T) {
 		{"not JSON", "[", http.StatusUnprocessableEntity},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			status, body := e.call("POST", "/api/v1/app-conversations/stream-start", alice, tc.body)
 			if status != tc.want || !strings.Contains(string(body), `"detail"`) {
 				t.Errorf("%d %s, want %d with a detail", status, body, tc.want)

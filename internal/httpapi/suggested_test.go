@@ -55,6 +55,7 @@ func TestSuggestedTaskV0(t *testing.T) {
 			"acme/gitlab", []string{fmt.Sprintf("merge request !%d", mr), "Take it forward"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			id := e.v0Create(key, tc.body)
 			info := e.v0Get(key, id)
 			if strOf(info.Trigger) != "suggested_task" || strOf(info.SelectedRepository) != tc.repo {
@@ -94,6 +95,7 @@ func TestSuggestedTaskV0(t *testing.T) {
 			http.StatusUnprocessableEntity, `Value error, task type "CREATE_MICROAGENT" has no prompt`, []any{"body", "suggested_task"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			body := map[string]any{"suggested_task": tc.task}
 			for k, v := range tc.extra {
 				body[k] = v
@@ -104,6 +106,7 @@ func TestSuggestedTaskV0(t *testing.T) {
 		})
 	}
 	t.Run("unreachable repository", func(t *testing.T) {
+		e := e.in(t)
 		status, b := e.call("POST", "/api/conversations", key, map[string]any{
 			"suggested_task": map[string]any{"git_provider": "github", "repo": "acme/nowhere", "issue_number": 1, "title": "t"}})
 		if status != http.StatusUnauthorized || !strings.Contains(string(b), "Unable to access repo acme/nowhere") {

@@ -52,6 +52,7 @@ func TestCreateUser(t *testing.T) {
 	_, alice := e.newUser("alice")
 
 	t.Run("admin creates users", func(t *testing.T) {
+		e := e.in(t)
 		before := time.Now().Add(-time.Second)
 		var u userJSON
 		e.must("POST", "/api/v1/users", adminKey, map[string]any{"name": "bob", "is_admin": true}, http.StatusCreated, &u)
@@ -86,6 +87,7 @@ func TestCreateUser(t *testing.T) {
 		{name: "no body", key: adminKey, body: nil, typ: "missing", loc: []any{"body"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			status, body := e.call("POST", "/api/v1/users", tc.key, tc.body)
 			if tc.loc != nil {
 				wantProblem(t, status, body, tc.typ, tc.loc...)
@@ -99,6 +101,7 @@ func TestCreateUser(t *testing.T) {
 	}
 
 	t.Run("rejected requests created nobody", func(t *testing.T) {
+		e := e.in(t)
 		// Names tried above are free.
 		for _, name := range []string{"mallory", "dave"} {
 			e.must("POST", "/api/v1/users", adminKey, map[string]any{"name": name}, http.StatusCreated, nil)
@@ -121,12 +124,14 @@ func TestAPIKeys(t *testing.T) {
 	newKey := *created.Key
 
 	t.Run("the new key authenticates", func(t *testing.T) {
+		e := e.in(t)
 		if u := e.me(newKey); u.ID != aliceID {
 			t.Fatalf("the new key is %s's, want alice's", u.Name)
 		}
 	})
 
 	t.Run("listing shows the prefix but never the key", func(t *testing.T) {
+		e := e.in(t)
 		var list []keyJSON
 		body := e.must("GET", "/api/keys", alice, nil, http.StatusOK, &list)
 		if strings.Contains(string(body), newKey) || strings.Contains(string(body), alice) || strings.Contains(string(body), `"key"`) {
@@ -150,6 +155,7 @@ func TestAPIKeys(t *testing.T) {
 	})
 
 	t.Run("admin acts for other users", func(t *testing.T) {
+		e := e.in(t)
 		var k keyJSON
 		e.must("POST", "/api/keys", adminKey, map[string]any{"name": "ci", "user_id": bobID}, http.StatusCreated, &k)
 		if k.UserID != bobID || e.me(*k.Key).ID != bobID {
@@ -175,6 +181,7 @@ func TestAPIKeys(t *testing.T) {
 		{"delete another user's", "DELETE", "/api/keys/" + created.ID + "?user_id=" + aliceID, nil},
 	} {
 		t.Run("non-admin cannot "+tc.name, func(t *testing.T) {
+			e := e.in(t)
 			status, body := e.call(tc.method, tc.path, bob, tc.body)
 			if status != http.StatusForbidden {
 				t.Fatalf("%d %s, want 403", status, body)
@@ -184,6 +191,7 @@ func TestAPIKeys(t *testing.T) {
 	}
 
 	t.Run("a user keeps at most MaxKeysPerUser keys", func(t *testing.T) {
+		e := e.in(t)
 		carolID, carol := e.newUser("carol") // with its first key
 		for i := 1; i < auth.MaxKeysPerUser; i++ {
 			if status, body := e.call("POST", "/api/keys", carol, map[string]any{"name": fmt.Sprintf("key %d", i)}); status != http.StatusCreated {
@@ -209,6 +217,7 @@ func TestAPIKeys(t *testing.T) {
 	})
 
 	t.Run("another user's key id is not found", func(t *testing.T) {
+		e := e.in(t)
 		status, body := e.call("DELETE", "/api/keys/"+created.ID, bob, nil)
 		if status != http.StatusNotFound {
 			t.Fatalf("bob deleting alice's key: %d %s, want 404", status, body)
@@ -234,12 +243,14 @@ func TestAPIKeys(t *testing.T) {
 		{"admin, unknown user", adminKey, map[string]any{"name": "x", "user_id": "nobody"}, "value_error", []any{"body", "user_id"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			status, body := e.call("POST", "/api/keys", tc.key, tc.body)
 			wantProblem(t, status, body, tc.typ, tc.loc...)
 		})
 	}
 
 	t.Run("rejected requests created no key", func(t *testing.T) {
+		e := e.in(t)
 		var list []keyJSON
 		e.must("GET", "/api/keys", alice, nil, http.StatusOK, &list)
 		if len(list) != 2 {
@@ -248,6 +259,7 @@ func TestAPIKeys(t *testing.T) {
 	})
 
 	t.Run("a deleted key stops working", func(t *testing.T) {
+		e := e.in(t)
 		var ok struct {
 			Success bool `json:"success"`
 		}
@@ -271,6 +283,7 @@ func TestAPIKeys(t *testing.T) {
 	})
 
 	t.Run("a key stops working when it expires", func(t *testing.T) {
+		e := e.in(t)
 		expires := time.Now().Add(1500 * time.Millisecond).UTC()
 		var k keyJSON
 		e.must("POST", "/api/keys", alice, map[string]any{"name": "short", "expires_at": expires.Format(time.RFC3339Nano)}, http.StatusCreated, &k)

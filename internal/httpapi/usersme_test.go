@@ -88,6 +88,7 @@ func TestUsersMeSettings(t *testing.T) {
 		{"wrong user key", http.Header{"Authorization": {"Bearer nope"}, "X-Session-API-Key": {aliceSession}}, 401, "Unauthorized"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			status, body := e.callAt("GET", exposed, tc.header, nil)
 			noSecret(tc.name, body)
 			var d struct {
@@ -100,6 +101,7 @@ func TestUsersMeSettings(t *testing.T) {
 	}
 
 	t.Run("own sandbox's session key", func(t *testing.T) {
+		e := e.in(t)
 		status, body := e.callAt("GET", exposed, http.Header{"Authorization": {"Bearer " + alice}, "X-Session-API-Key": {aliceSession}}, nil)
 		var me currentUserJSON
 		if status != http.StatusOK || json.Unmarshal(body, &me) != nil {
@@ -129,6 +131,7 @@ func TestUsersMeSettings(t *testing.T) {
 	})
 
 	t.Run("expose_secrets=false masks", func(t *testing.T) {
+		e := e.in(t)
 		status, body := e.callAt("GET", e.srv.URL+"/api/v1/users/me?expose_secrets=false",
 			http.Header{"Authorization": {"Bearer " + alice}, "X-Session-API-Key": {aliceSession}}, nil)
 		if status != http.StatusOK {

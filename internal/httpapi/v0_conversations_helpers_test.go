@@ -441,12 +441,35 @@ func (e *env) restartLogged(w io.Writer) {
 type bodyRecorder struct {
 	e      *env
 	bodies []string
+	// of is the recorder this one is a view of (in), which keeps the bodies; nil when it
+	// keeps them itself.
+	of *bodyRecorder
+}
+
+// in returns the view of the recorder for t, a subtest: its failures are t's, and what it
+// records the recorder keeps.
+func (r *bodyRecorder) in(t *testing.T) *bodyRecorder {
+	return &bodyRecorder{e: r.e.in(t), of: r.keeper()}
+}
+
+// keeper is the recorder that keeps the bodies.
+func (r *bodyRecorder) keeper() *bodyRecorder {
+	if r.of != nil {
+		return r.of
+	}
+	return r
+}
+
+// record keeps a body (or anything else a response carried).
+func (r *bodyRecorder) record(body string) {
+	k := r.keeper()
+	k.bodies = append(k.bodies, body)
 }
 
 func (r *bodyRecorder) call(method, path, key string, body any) (int, []byte) {
 	r.e.t.Helper()
 	status, data := r.e.call(method, path, key, body)
-	r.bodies = append(r.bodies, method+" "+path+": "+string(data))
+	r.record(method + " " + path + ": " + string(data))
 	return status, data
 }
 
@@ -462,10 +485,11 @@ func (r *bodyRecorder) must(method, path, key string, body any, want int) []byte
 // checkNone fails if any recorded body holds one of the secrets.
 func (r *bodyRecorder) checkNone(t *testing.T, secrets []string) {
 	t.Helper()
-	if len(r.bodies) == 0 {
+	bodies := r.keeper().bodies
+	if len(bodies) == 0 {
 		t.Fatal("no responses recorded")
 	}
-	for _, b := range r.bodies {
+	for _, b := range bodies {
 		for _, s := range secrets {
 			if strings.Contains(b, s) {
 				t.Errorf("a response holds the secret %q: %s", s, b)

@@ -49,6 +49,7 @@ func TestV0ListConversations(t *testing.T) {
 	}
 
 	t.Run("default limit 20 then the rest", func(t *testing.T) {
+		e := e.in(t)
 		var first v0Page
 		e.must("GET", "/api/conversations", adminKey, nil, http.StatusOK, &first)
 		if got := ids(first); !reflect.DeepEqual(got, newestFirst[:20]) {
@@ -65,6 +66,7 @@ func TestV0ListConversations(t *testing.T) {
 	})
 
 	t.Run("keys", func(t *testing.T) {
+		e := e.in(t)
 		var raw map[string]any
 		e.must("GET", "/api/conversations?limit=1", adminKey, nil, http.StatusOK, &raw)
 		if len(raw) != 2 || raw["results"] == nil {
@@ -76,6 +78,7 @@ func TestV0ListConversations(t *testing.T) {
 	})
 
 	t.Run("limit bounds", func(t *testing.T) {
+		e := e.in(t)
 		for _, limit := range []string{"1", "100"} {
 			var p v0Page
 			e.must("GET", "/api/conversations?limit="+limit, adminKey, nil, http.StatusOK, &p)
@@ -99,6 +102,7 @@ func TestV0ListConversations(t *testing.T) {
 	})
 
 	t.Run("filters", func(t *testing.T) {
+		e := e.in(t)
 		pick := func(keep func(i int) bool) []string {
 			var out []string
 			for i := len(created) - 1; i >= 0; i-- {
@@ -133,12 +137,14 @@ func TestV0ListConversations(t *testing.T) {
 	})
 
 	t.Run("bad page id", func(t *testing.T) {
+		e := e.in(t)
 		status, body := e.call("GET", "/api/conversations?page_id=not-a-token", adminKey, nil)
 		assertProblems(t, status, body, []wire.Problem{problemAt("value_error",
 			"Value error, invalid page_id: pass back a next_page_id this server returned", "query", "page_id")})
 	})
 
 	t.Run("only the caller's", func(t *testing.T) {
+		e := e.in(t)
 		got := e.v0ConversationIDs(other)
 		if len(got) != 1 || slices.Contains(created, got[0]) {
 			t.Fatalf("other user lists %v, want only its own conversation", got)
@@ -174,6 +180,7 @@ func TestV0GetConversation(t *testing.T) {
 		{"control character", "a%01b", adminKey, http.StatusBadRequest, "Conversation ID contains control characters"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			for _, method := range []string{"GET", "DELETE"} {
 				status, body := e.call(method, "/api/conversations/"+tc.path, tc.key, nil)
 				if status != tc.status || string(body) != `{"detail":"`+tc.detail+`"}`+"\n" {
@@ -201,6 +208,7 @@ func TestV0DeleteConversation(t *testing.T) {
 	}
 
 	t.Run("another user's", func(t *testing.T) {
+		e := e.in(t)
 		before := e.dbRows()
 		status, body := e.call("DELETE", "/api/conversations/"+id, other, nil)
 		if status != http.StatusNotFound || string(body) != `{"detail":"Conversation not found"}`+"\n" {
@@ -213,6 +221,7 @@ func TestV0DeleteConversation(t *testing.T) {
 	})
 
 	t.Run("owner", func(t *testing.T) {
+		e := e.in(t)
 		var ok bool
 		e.must("DELETE", "/api/conversations/"+id, adminKey, nil, http.StatusOK, &ok)
 		if !ok {

@@ -71,6 +71,7 @@ func TestV0CreateInitialMessage(t *testing.T) {
 		{"empty image list", map[string]any{"image_urls": []string{}}, false, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			id := e.v0Create(adminKey, tc.body)
 			if !tc.wantEvent {
 				// Its start's steps are recorded as they happen; no message is.
@@ -99,6 +100,7 @@ func TestV0CreateWithConversationID(t *testing.T) {
 		{"32 hex digits", "0123456789abcdef0123456789abcdef"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			got := e.v0Create(adminKey, map[string]any{"conversation_id": tc.id})
 			if got != tc.id {
 				t.Fatalf("conversation_id %q, want %q as given", got, tc.id)
@@ -121,6 +123,7 @@ func TestV0CreateWithUUIDSpelling(t *testing.T) {
 		{"hex upper case", "323E4567E89B42D3A456426614174000", "323e4567e89b42d3a456426614174000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			if got := e.v0Create(adminKey, map[string]any{"conversation_id": tc.sent}); got != tc.id {
 				t.Errorf("conversation_id %q, want the 32-hex form %q", got, tc.id)
 			}
@@ -151,6 +154,7 @@ func TestV0CreateExistingConversationID(t *testing.T) {
 		{"another user", bob},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			status, body := e.call("POST", "/api/conversations", tc.key, map[string]any{"conversation_id": "taken", "initial_user_msg": "again"})
 			if status != http.StatusConflict {
 				t.Fatalf("status %d, want 409; body %s", status, body)
@@ -220,6 +224,7 @@ func TestV0CreateAllFields(t *testing.T) {
 		{"replay", replay, "replayed", "octo/replay", "main", "bitbucket", "microagent_management", "hi", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			id := e.v0Create(adminKey, tc.body)
 			if id != tc.id {
 				t.Fatalf("id %q, want %q", id, tc.id)
@@ -270,6 +275,7 @@ func TestV0CreateMicroagent(t *testing.T) {
 			"create_microagent": map[string]any{"repo": "octo/agents", "git_provider": "gitlab"}}, "octo/mine", "github"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			info := e.v0Get(adminKey, e.v0Create(adminKey, tc.body))
 			if strOf(info.SelectedRepository) != tc.repo || strOf(info.GitProvider) != tc.provider || strOf(info.Trigger) != "microagent_management" {
 				t.Fatalf("repository %q provider %q trigger %q, want %q %q microagent_management",
@@ -292,6 +298,7 @@ func TestV0ReplayJSONExcludesFirstMessage(t *testing.T) {
 			"suggested_task": map[string]any{"git_provider": "github", "task_type": "OPEN_ISSUE", "repo": "a/b", "issue_number": 1, "title": "t"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			status, body := e.call("POST", "/api/conversations", adminKey, tc.body)
 			assertProblems(t, status, body, []wire.Problem{problemAt("value_error",
 				"Value error, a replay brings its own first message: send replay_json without initial_user_msg or suggested_task", "body", "replay_json")})

@@ -48,6 +48,7 @@ func TestMalformedBodies(t *testing.T) {
 			typed: `{"name": 12345}`},
 	} {
 		t.Run(strings.TrimPrefix(ep.path, "/"), func(t *testing.T) {
+			e := e.in(t)
 			for _, tc := range []struct {
 				name, body string
 				status     int
@@ -71,6 +72,7 @@ func TestMalformedBodies(t *testing.T) {
 				{"number as string", ep.typed, http.StatusUnprocessableEntity, ""},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
+					e := e.in(t)
 					status, body := e.call("POST", ep.path, ep.key, tc.body)
 					if status != tc.status {
 						t.Errorf("status %d, want %d; body %.300s", status, tc.status, body)

@@ -193,6 +193,7 @@ func TestV0CreateValidation(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			status, resp := e.call("POST", "/api/conversations", adminKey, tc.body)
 			assertProblems(t, status, resp, tc.want)
 			if ids := e.v0ConversationIDs(adminKey); !reflect.DeepEqual(ids, []string{existing}) {

@@ -271,6 +271,7 @@ func TestV1Start(t *testing.T) {
 
 	c := e.getConversation(key, convID)
 	t.Run("conversation", func(t *testing.T) {
+		e := e.in(t)
 		if c == nil {
 			t.Fatal("the READY conversation is not in the batch get")
 		}
@@ -299,6 +300,7 @@ func TestV1Start(t *testing.T) {
 	})
 
 	t.Run("search and count", func(t *testing.T) {
+		e := e.in(t)
 		var page v1ConvPage
 		e.must("GET", "/api/v1/app-conversations/search", key, nil, http.StatusOK, &page)
 		if len(page.Items) != 1 || page.Items[0].ID != convID || page.NextPageID != nil || !reflect.DeepEqual(page.Items[0], *c) {
@@ -317,6 +319,7 @@ func TestV1Start(t *testing.T) {
 	})
 
 	t.Run("the conversation is listed by V0 too", func(t *testing.T) {
+		e := e.in(t)
 		var v0 struct {
 			Results []struct {
 				ConversationID      string `json:"conversation_id"`
@@ -354,6 +357,7 @@ func TestV1BatchGet(t *testing.T) {
 		{"repeated id", []string{a1.ID, a1.ID}, []string{a1.ID, a1.ID}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			var list []*v1Conv
 			e.must("GET", "/api/v1/app-conversations?"+idsQuery("ids", tc.ids), alice, nil, http.StatusOK, &list)
 			var got []string
@@ -371,6 +375,7 @@ func TestV1BatchGet(t *testing.T) {
 	}
 
 	t.Run("start tasks", func(t *testing.T) {
+		e := e.in(t)
 		var list []*v1Task
 		e.must("GET", "/api/v1/app-conversations/start-tasks?"+idsQuery("ids", []string{bTask.ID, a1Task.ID, unknown}), alice, nil, http.StatusOK, &list)
 		if len(list) != 3 || list[0] != nil || list[1] == nil || list[1].ID != a1Task.ID || list[2] != nil {
@@ -379,6 +384,7 @@ func TestV1BatchGet(t *testing.T) {
 	})
 
 	t.Run("empty", func(t *testing.T) {
+		e := e.in(t)
 		for _, path := range []string{"/api/v1/app-conversations", "/api/v1/app-conversations/start-tasks"} {
 			body := e.must("GET", path, alice, nil, http.StatusOK, nil)
 			if strings.TrimSpace(string(body)) != "[]" {
@@ -437,6 +443,7 @@ func TestV1SearchFilters(t *testing.T) {
 		{"sandbox_id eq combines", url.Values{"sandbox_id__eq": {sb}, "title__contains": {"gamma"}}, []v1Conv{g}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			var page v1ConvPage
 			e.must("GET", "/api/v1/app-conversations/search?"+tc.filter.Encode(), alice, nil, http.StatusOK, &page)
 			var got, want []string
@@ -510,6 +517,7 @@ func TestV1TaskSearch(t *testing.T) {
 		{"created_at gte", url.Values{"created_at__gte": {tasks[1].CreatedAt.Format(time.RFC3339Nano)}, "sort_order": {"CREATED_AT"}}, tasks[1:]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			var page v1TaskPage
 			e.must("GET", "/api/v1/app-conversations/start-tasks/search?"+tc.filter.Encode(), alice, nil, http.StatusOK, &page)
 			if got, want := ids(page.Items), ids(tc.want); !slices.Equal(got, want) || page.NextPageID != nil {
@@ -530,6 +538,7 @@ func TestV1TaskSearch(t *testing.T) {
 	}
 
 	t.Run("paging in every order", func(t *testing.T) {
+		e := e.in(t)
 		for _, order := range []string{"CREATED_AT", "CREATED_AT_DESC", "UPDATED_AT", "UPDATED_AT_DESC"} {
 			var got []string
 			pageID := ""
@@ -570,6 +579,7 @@ func TestV1StartOnSandbox(t *testing.T) {
 	bobSB := e.runningSandbox(bob)
 
 	t.Run("a paused sandbox is resumed and used", func(t *testing.T) {
+		e := e.in(t)
 		e.must("POST", "/api/v1/sandboxes/"+sb+"/pause", alice, nil, http.StatusOK, nil)
 		task, c := e.newConversation(alice, map[string]any{"sandbox_id": sb})
 		if *task.SandboxID != sb || c.SandboxID != sb || c.SandboxStatus != "RUNNING" || c.ConversationStatus != "RUNNING" {
@@ -590,12 +600,14 @@ func TestV1StartOnSandbox(t *testing.T) {
 
 	var unknownBody []byte
 	t.Run("unknown sandbox", func(t *testing.T) {
+		e := e.in(t)
 		var status int
 		status, unknownBody = e.call("POST", "/api/v1/app-conversations", alice, map[string]any{"sandbox_id": "0123456789abcdef0123456789abcdef"})
 		wantProblem(t, status, unknownBody, "value_error", "body", "sandbox_id")
 	})
 
 	t.Run("another user's sandbox is unknown", func(t *testing.T) {
+		e := e.in(t)
 		status, body := e.call("POST", "/api/v1/app-conversations", alice, map[string]any{"sandbox_id": bobSB})
 		wantProblem(t, status, body, "value_error", "body", "sandbox_id")
 		if !bytes.Equal(body, unknownBody) {
@@ -607,6 +619,7 @@ func TestV1StartOnSandbox(t *testing.T) {
 	})
 
 	t.Run("rejected starts stored nothing", func(t *testing.T) {
+		e := e.in(t)
 		var n int
 		e.must("GET", "/api/v1/app-conversations/start-tasks/count", alice, nil, http.StatusOK, &n)
 		if n != 1 {
@@ -628,6 +641,7 @@ func TestV1SubConversation(t *testing.T) {
 	_, bobConv := e.newConversation(bob, map[string]any{})
 
 	t.Run("child inherits the parent's sandbox", func(t *testing.T) {
+		e := e.in(t)
 		dashed := parent.ID[:8] + "-" + parent.ID[8:12] + "-" + parent.ID[12:16] + "-" + parent.ID[16:20] + "-" + parent.ID[20:]
 		task, child := e.newConversation(alice, map[string]any{"title": "child", "parent_conversation_id": dashed})
 		if child.SandboxID != parent.SandboxID || *task.SandboxID != parent.SandboxID {
@@ -661,6 +675,7 @@ func TestV1SubConversation(t *testing.T) {
 		{"not a UUID", "nope", "uuid_parsing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			status, body := e.call("POST", "/api/v1/app-conversations", alice, map[string]any{"parent_conversation_id": tc.parent})
 			wantProblem(t, status, body, tc.typ, "body", "parent_conversation_id")
 		})
@@ -701,6 +716,7 @@ func TestV1StartValidation(t *testing.T) {
 		{"body not JSON", "{", "json_invalid", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			status, body := e.call("POST", "/api/v1/app-conversations", key, tc.body)
 			if tc.loc == nil {
 				if status != http.StatusUnprocessableEntity {
@@ -713,6 +729,7 @@ func TestV1StartValidation(t *testing.T) {
 	}
 
 	t.Run("every problem at once", func(t *testing.T) {
+		e := e.in(t)
 		status, body := e.call("POST", "/api/v1/app-conversations", key, map[string]any{"git_provider": "svn", "trigger": "cron"})
 		var v struct {
 			Detail []struct {
@@ -725,6 +742,7 @@ func TestV1StartValidation(t *testing.T) {
 	})
 
 	t.Run("the input is never echoed", func(t *testing.T) {
+		e := e.in(t)
 		status, body := e.call("POST", "/api/v1/app-conversations", key, map[string]any{"git_provider": "secret-value-xyz"})
 		if status != http.StatusUnprocessableEntity || strings.Contains(string(body), "secret-value-xyz") {
 			t.Fatalf("%d %s: want a 422 that does not repeat the input", status, body)
@@ -732,6 +750,7 @@ func TestV1StartValidation(t *testing.T) {
 	})
 
 	t.Run("rejected requests stored nothing", func(t *testing.T) {
+		e := e.in(t)
 		var n int
 		e.must("GET", "/api/v1/app-conversations/start-tasks/count", key, nil, http.StatusOK, &n)
 		if n != 0 {
@@ -788,12 +807,14 @@ func TestV1QueryValidation(t *testing.T) {
 	)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			e := e.in(t)
 			status, body := e.call("GET", c.path, key, nil)
 			wantProblem(t, status, body, c.typ, c.loc...)
 		})
 	}
 
 	t.Run("100 ids are fine", func(t *testing.T) {
+		e := e.in(t)
 		var list []*v1Conv
 		e.must("GET", "/api/v1/app-conversations?"+idsQuery("ids", many[:100]), key, nil, http.StatusOK, &list)
 		if len(list) != 100 || slices.ContainsFunc(list, func(c *v1Conv) bool { return c != nil }) {
@@ -802,6 +823,7 @@ func TestV1QueryValidation(t *testing.T) {
 	})
 
 	t.Run("limits 1 and 100 are fine", func(t *testing.T) {
+		e := e.in(t)
 		for _, p := range searches {
 			e.must("GET", p+"?limit=1", key, nil, http.StatusOK, nil)
 			e.must("GET", p+"?limit=100", key, nil, http.StatusOK, nil)

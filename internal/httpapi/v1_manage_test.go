@@ -311,6 +311,7 @@ func TestV0Rename(t *testing.T) {
 		{"unknown field", map[string]any{"title": "x", "public": true}, "extra_forbidden", []any{"body", "public"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
 			status, body := e.call("PATCH", path, alice, tc.body)
 			wantProblem(t, status, body, tc.typ, tc.loc...)
 		})

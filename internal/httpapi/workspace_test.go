@@ -30,6 +30,13 @@ type wsConv struct {
 	ws string // the workspace's path, as the sandbox sees it
 }
 
+// in returns the view of the conversation for t, a subtest: its failures are t's.
+func (c *wsConv) in(t *testing.T) *wsConv {
+	v := *c
+	v.agentConv = c.agentConv.in(t)
+	return &v
+}
+
 // startWorkspaceConv starts a READY conversation and holds a repository in its workspace:
 // one commit, then a file changed, one deleted, one renamed and one new.
 func (e *env) startWorkspaceConv(key string) *wsConv {
@@ -114,6 +121,8 @@ func TestWorkspaceAgentServer(t *testing.T) {
 
 	for _, key := range []struct{ name, key string }{{"session key", c.sessionKey}, {"owner's key", alice}} {
 		t.Run(key.name, func(t *testing.T) {
+			e := e.in(t)
+			c := c.in(t)
 			k := key.key
 			content := []byte("uploaded with the " + key.name)
 			target := "up/" + strings.ReplaceAll(key.name, " ", "-") + "/file.txt"
@@ -155,6 +164,8 @@ func TestWorkspaceAgentServer(t *testing.T) {
 	}
 
 	t.Run("git routes with the path in the URL", func(t *testing.T) {
+		e := e.in(t)
+		c := c.in(t)
 		got := changeList(t, e.must("GET", c.sandboxPath("/git/changes/"+url.PathEscape(c.ws), nil), alice, nil, http.StatusOK, nil))
 		if !slices.Contains(got, "UPDATED mod.txt") {
 			t.Errorf("changes by path %v", got)
@@ -167,6 +178,8 @@ func TestWorkspaceAgentServer(t *testing.T) {
 	})
 
 	t.Run("archive", func(t *testing.T) {
+		e := e.in(t)
+		c := c.in(t)
 		status, body := e.call("GET", c.sandboxPath("/file/archive", nil), c.sessionKey, nil)
 		if status != http.StatusOK {
 			t.Fatalf("archive: %d %s", status, body)
@@ -195,6 +208,8 @@ func TestWorkspaceAgentServer(t *testing.T) {
 	})
 
 	t.Run("a static file of the conversation", func(t *testing.T) {
+		e := e.in(t)
+		c := c.in(t)
 		e.upload(c.sandboxPath("/file/upload", url.Values{"path": {path.Join(c.ws, "site/index.html")}}), alice, []byte("<p>hi</p>"))
 		for _, p := range []string{"/workspace/site/index.html", "/workspace/site"} {
 			req, _ := http.NewRequest("GET", e.srv.URL+c.path(p), nil)
@@ -213,6 +228,8 @@ func TestWorkspaceAgentServer(t *testing.T) {
 	})
 
 	t.Run("refusals", func(t *testing.T) {
+		e := e.in(t)
+		c := c.in(t)
 		for _, tc := range []struct {
 			name, path string
 			status     int
@@ -282,6 +299,8 @@ func TestWorkspaceAccess(t *testing.T) {
 	}
 
 	t.Run("a paused sandbox", func(t *testing.T) {
+		e := e.in(t)
+		c := c.in(t)
 		e.must("POST", "/api/v1/sandboxes/"+c.sandboxID+"/pause", alice, nil, http.StatusOK, nil)
 		status, body := e.call("GET", c.sandboxPath("/git/changes", nil), alice, nil)
 		if status != http.StatusConflict {
@@ -361,6 +380,8 @@ func TestWorkspaceLongPaths(t *testing.T) {
 		{"a long path", strings.Repeat("dir/", 1100) + "f", "a path has at most 4095"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			e := e.in(t)
+			c := c.in(t)
 			q := url.Values{"path": {tc.path}}
 			escaped := url.PathEscape(tc.path)
 			for _, p := range []string{

@@ -95,6 +95,7 @@ func TestArchive(t *testing.T) {
 	}
 
 	t.Run("without the default excludes, with own ones", func(t *testing.T) {
+		w := w.in(t)
 		a := w.get("/api/file/archive", url.Values{"use_default_excludes": {"false"}, "exclude": {"*.log", ".git/"}, "format": {"tar.gz"}})
 		members := readArchive(t, a.body)
 		for _, name := range []string{"node_modules/lib/index.js", "build/out.o", "src/gen/data.pyc"} {
@@ -110,6 +111,7 @@ func TestArchive(t *testing.T) {
 	})
 
 	t.Run("a subdirectory", func(t *testing.T) {
+		w := w.in(t)
 		a := w.get("/api/file/archive", url.Values{"path": {"src"}})
 		if got := keys(readArchive(t, a.body)); !slices.Equal(got, []string{"src/", "src/archive_manifest.json", "src/gen/", "src/main.go"}) {
 			t.Errorf("members %v", got)

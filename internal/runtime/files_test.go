@@ -37,6 +37,7 @@ func TestFileList(t *testing.T) {
 	}
 
 	t.Run("pages", func(t *testing.T) {
+		w := w.in(t)
 		var names []string
 		q := url.Values{"limit": {"3"}}
 		for pages := 0; ; pages++ {
@@ -59,6 +60,7 @@ func TestFileList(t *testing.T) {
 	})
 
 	t.Run("a subdirectory, by relative and absolute path", func(t *testing.T) {
+		w := w.in(t)
 		for _, p := range []string{"a", filepath.Join(w.ws, "a"), "a/../a/"} {
 			var page runtimeclient.FilePage
 			w.getJSON("/api/file/list", url.Values{"path": {p}}, &page)
@@ -131,6 +133,7 @@ func TestWorkspaceConfinement(t *testing.T) {
 	}
 
 	t.Run("uploads", func(t *testing.T) {
+		w := w.in(t)
 		for _, p := range []string{"../escape.txt", filepath.Join(outside, "new.txt"), "out/new.txt", "dangling", "up/new.txt"} {
 			a := w.upload(p, "file", []byte("written"))
 			if a.status != http.StatusBadRequest {
@@ -259,6 +262,7 @@ func TestUpload(t *testing.T) {
 		{"too large", "big.bin", "file", 1<<20 + 1, http.StatusRequestEntityTooLarge, "larger than 1048576 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			w := w.in(t)
 			a := w.upload(tc.path, tc.field, bytes.Repeat([]byte("x"), tc.size))
 			if a.status != tc.status || !strings.Contains(a.detail(), tc.detail) {
 				t.Errorf("%d %s, want %d %q", a.status, a.body, tc.status, tc.detail)

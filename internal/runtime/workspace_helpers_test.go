@@ -42,6 +42,14 @@ func newWorkspaceServer(t *testing.T, maxUpload int64) *wsServer {
 	return &wsServer{t: t, url: hs.URL, ws: ws}
 }
 
+// in returns the view of the server for t, a subtest of the test that made it: the same
+// runtime and workspace, with failures reported to t.
+func (w *wsServer) in(t *testing.T) *wsServer {
+	v := *w
+	v.t = t
+	return &v
+}
+
 // answer is a response read whole.
 type answer struct {
 	status int
