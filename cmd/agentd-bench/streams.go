@@ -109,7 +109,12 @@ type streamTimes struct {
 // times them; with bc, a round of bc's broadcast comes before each event. The subscribers
 // are closed before it returns, and s has let them go.
 func (s *server) timeStream(ctx context.Context, writer *server, kind, sandboxID, convID string, n, rounds int, bc *broadcast) (streamTimes, error) {
-	var t streamTimes
+	// Room for every time, and below one timer per round: the bench's clients share the
+	// server's process, so their garbage would be collected on the server's time.
+	t := streamTimes{arrivals: make([]time.Duration, 0, n*rounds), appends: make([]time.Duration, 0, rounds)}
+	if bc != nil {
+		t.bare = make([]time.Duration, 0, n*rounds)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel()
@@ -148,6 +153,7 @@ func (s *server) timeStream(ctx context.Context, writer *server, kind, sandboxID
 			return t, err
 		}
 		t.appends = append(t.appends, time.Since(start))
+		timeout := time.NewTimer(time.Minute)
 		for got := 0; got < n; {
 			select {
 			case a := <-arrivals:
@@ -156,10 +162,11 @@ func (s *server) timeStream(ctx context.Context, writer *server, kind, sandboxID
 				}
 			case err := <-errs:
 				return t, fmt.Errorf("%s subscriber: %w", kind, err)
-			case <-time.After(time.Minute):
+			case <-timeout.C:
 				return t, fmt.Errorf("%s: round %d reached %d of %d subscribers in a minute", kind, r, got, n)
 			}
 		}
+		timeout.Stop()
 	}
 	return t, nil
 }
@@ -209,10 +216,20 @@ func (s *server) openSocket(ctx context.Context, sandboxID, convID string, arriv
 		c.CloseNow()
 		return nil, fmt.Errorf("event socket: %w", err)
 	}
+	// The loop reads as a client in a process of its own would: into one buffer, and without
+	// a context per message (the library watches each with an AfterFunc); the end of ctx
+	// closes the connection instead, which ends the read.
 	return func() error {
+		stop := context.AfterFunc(ctx, func() { c.CloseNow() })
+		defer stop()
 		defer c.CloseNow()
+		var buf bytes.Buffer
 		for {
-			_, data, err := c.Read(ctx)
+			_, r, err := c.Reader(context.Background())
+			if err == nil {
+				buf.Reset()
+				_, err = buf.ReadFrom(r)
+			}
 			at := time.Now()
 			if err != nil {
 				if ctx.Err() != nil {
@@ -220,7 +237,7 @@ func (s *server) openSocket(ctx context.Context, sandboxID, convID string, arriv
 				}
 				return err
 			}
-			if !deliver(ctx, arrivals, data, at) {
+			if !deliver(ctx, arrivals, buf.Bytes(), at) {
 				return nil
 			}
 		}
@@ -330,13 +347,15 @@ func (b *broadcast) round(ctx context.Context) ([]time.Duration, error) {
 		}
 	}
 	out := make([]time.Duration, 0, len(b.conns)/2)
+	timeout := time.NewTimer(time.Minute)
+	defer timeout.Stop()
 	for range len(b.conns) / 2 {
 		select {
 		case at := <-b.arrivals:
 			out = append(out, at.Sub(start))
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(time.Minute):
+		case <-timeout.C:
 			return nil, errors.New("a bare broadcast took over a minute")
 		}
 	}
