@@ -86,7 +86,7 @@ func main() {
 	flag.StringVar(&o.memoryLimit, "memory-limit", "", "--memory-limit of the memory curve's agentd serve (default: its own default)")
 	curve := flag.String("curve", "50,100,200", "comma-separated, growing numbers of conversations running at once for the memory curve")
 	listingRows := flag.String("listing-rows", "1000,100000", "comma-separated numbers of stored rows the listing figures run over")
-	flag.StringVar(&o.profileDir, "profile", "", "write CPU and heap profiles of the heaviest figures (the listing loads, the agent steps; the memory curve: its server's heap, allocations, goroutines and /metrics at the peak, its heap, goroutines and /metrics after) into this directory")
+	flag.StringVar(&o.profileDir, "profile", "", "write CPU and heap profiles of the heaviest figures (the listing loads, the agent steps, the streams; the memory curve: its server's heap, allocations, goroutines and /metrics at the peak, its heap, goroutines and /metrics after) into this directory")
 	only := flag.String("only", "", "comma-separated groups of figures to measure (default all): "+strings.Join(groups, ", "))
 	flag.IntVar(&o.mcpCalls, "mcp-calls", 500, "MCP tool calls to time per transport, through the tool router and directly")
 	flag.IntVar(&o.streamRounds, "stream-rounds", 1000, "events to time on each kind and number of stream subscribers (a p99 over 200 is decided by two events)")
@@ -227,7 +227,7 @@ func run(ctx context.Context, o options, out, logw io.Writer) error {
 		}},
 		{"agent", func() ([]row, []string, error) { return benchAgent(ctx, srv, o, progress) }},
 		{"mcp", func() ([]row, []string, error) { return benchMCP(ctx, srv, tmp, o.mcpCalls, progress) }},
-		{"streams", func() ([]row, []string, error) { return benchStreams(ctx, srv, o.streamRounds, progress) }},
+		{"streams", func() ([]row, []string, error) { return benchStreams(ctx, srv, o, progress) }},
 		{"memory", func() ([]row, []string, error) {
 			return benchEventMemory(ctx, srv, filepath.Join(tmp, "data"), o.logs, o.events, progress)
 		}},

@@ -35,7 +35,8 @@ type arrival struct {
 	at    time.Time
 }
 
-func benchStreams(ctx context.Context, s *server, rounds int, progress func(string, ...any)) ([]row, []string, error) {
+func benchStreams(ctx context.Context, s *server, o options, progress func(string, ...any)) ([]row, []string, error) {
+	rounds := o.streamRounds
 	sb, done, err := s.runningSandbox(ctx)
 	defer done()
 	if err != nil {
@@ -50,6 +51,11 @@ func benchStreams(ctx context.Context, s *server, rounds int, progress func(stri
 		return nil, nil, err
 	}
 	payload := append(bytes.Clone(sample.Body), '\n')
+	stopProfile, err := s.profile(o, "streams")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer stopProfile()
 
 	var rows []row
 	var appends []time.Duration
