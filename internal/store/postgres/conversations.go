@@ -314,7 +314,7 @@ func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []e
 	}
 	if err == nil {
 		err = s.write(ctx, func(tx pgx.Tx) error {
-			owner, err := lockConversation(ctx, tx, conversationID)
+			owner, err := lockForRecord(ctx, tx, conversationID, u)
 			if err != nil {
 				return err
 			}
@@ -332,29 +332,13 @@ func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []e
 }
 
 // recordEvents is RecordEvents inside a transaction that holds the conversation's row lock
-// (lockConversation, which said its owner); it returns the events' sequence numbers and the
+// (lockForRecord, which checked the conditions of u and said its owner); it returns the events' sequence numbers and the
 // Seq of the conversation's last event before them (0 for none). It does not set Seq on evs,
 // which only a commit may do, but it does set their conversation ids.
 func recordEvents(ctx context.Context, tx pgx.Tx, conversationID, owner string, evs []event.Event, u conversation.StateUpdate) (seqs []int64, prev int64, err error) {
 	for i := range evs {
 		if err := adopt(&evs[i].ConversationID, conversationID, "event conversation"); err != nil {
 			return nil, 0, err
-		}
-	}
-	if u.Holder != "" {
-		if err := checkHolder(ctx, tx, conversationID, u.Holder); err != nil {
-			return nil, 0, err
-		}
-	}
-	if u.IfStatus != nil {
-		// The conversation's row is locked (the caller took it): the status read is the one
-		// the update below replaces.
-		var status string
-		if err := tx.QueryRow(ctx, `SELECT execution_status FROM conversations WHERE id = $1`, conversationID).Scan(&status); err != nil {
-			return nil, 0, err
-		}
-		if status != *u.IfStatus {
-			return nil, 0, conversation.ErrStatusChanged
 		}
 	}
 	// These statements run after the lock was granted: at READ COMMITTED each sees what

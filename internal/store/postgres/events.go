@@ -78,12 +78,52 @@ func lockConversations(ctx context.Context, tx pgx.Tx, evs []event.Event) (map[s
 // lockConversation takes the row lock of a conversation (see lockConversations) and returns
 // its owner; conversation.ErrNotFound when it does not exist.
 func lockConversation(ctx context.Context, tx pgx.Tx, id string) (string, error) {
-	var owner string
-	err := tx.QueryRow(ctx, `SELECT owner_id FROM conversations WHERE id = $1 FOR NO KEY UPDATE`, id).Scan(&owner)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", conversation.ErrNotFound
+	return lockForRecord(ctx, tx, id, conversation.StateUpdate{})
+}
+
+// The statements of lockForRecord. The conversation's row is locked in a materialized CTE
+// so that it is locked before the lease's row: the projection of a plain SELECT … FOR NO
+// KEY UPDATE runs below its row lock, and would lock the lease first. A deletion of the
+// conversation locks the two in that order (its row, then the lease's by the cascade), and a
+// record that held the lease's row while it waited for the conversation's would deadlock
+// with it. After waiting for the lock, PostgreSQL reads the row's newest version, so the
+// status read is the one the record's update replaces, as when it was read after the lock.
+const (
+	lockRecordSQL = `WITH c AS MATERIALIZED (
+		SELECT id, owner_id, execution_status FROM conversations WHERE id = $1 FOR NO KEY UPDATE)
+	SELECT owner_id, execution_status, NULL::text FROM c`
+	lockRecordHeldSQL = `WITH c AS MATERIALIZED (
+		SELECT id, owner_id, execution_status FROM conversations WHERE id = $1 FOR NO KEY UPDATE)
+	SELECT owner_id, execution_status,
+		(SELECT holder FROM conversation_leases WHERE conversation_id = c.id FOR SHARE) FROM c`
+)
+
+// lockForRecord takes the row lock of a conversation and, in the same round trip, checks the
+// conditions of u: with u.Holder, that holder has the conversation's lease, whose row stays
+// locked (FOR SHARE) until the record commits, so that a claim by another replica waits for
+// it and reads the log with the record in it (conversation.ErrLeaseLost otherwise); with
+// u.IfStatus, that the agent's status is still *u.IfStatus (conversation.ErrStatusChanged
+// otherwise). It returns the conversation's owner; conversation.ErrNotFound when it does not
+// exist.
+func lockForRecord(ctx context.Context, tx pgx.Tx, id string, u conversation.StateUpdate) (string, error) {
+	q := lockRecordSQL
+	if u.Holder != "" {
+		q = lockRecordHeldSQL
 	}
-	return owner, err
+	var owner, status string
+	var holder *string
+	err := tx.QueryRow(ctx, q, id).Scan(&owner, &status, &holder)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", conversation.ErrNotFound
+	case err != nil:
+		return "", err
+	case u.Holder != "" && (holder == nil || *holder != u.Holder):
+		return "", conversation.ErrLeaseLost
+	case u.IfStatus != nil && status != *u.IfStatus:
+		return "", conversation.ErrStatusChanged
+	}
+	return owner, nil
 }
 
 const insertEventSQL = `INSERT INTO events (id, conversation_id, owner_id, kind, source, ts, body, llm_text, body_fold)

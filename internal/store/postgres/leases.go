@@ -157,18 +157,6 @@ func (s *Store) TakeCommands(ctx context.Context, holder string) ([]conversation
 	return cmds, nil
 }
 
-// checkHolder fails with conversation.ErrLeaseLost unless holder has the conversation's
-// lease. The lease's row stays locked (FOR SHARE) until the append commits, so a claim by
-// another replica waits for it, and reads the log with the append in it.
-func checkHolder(ctx context.Context, tx pgx.Tx, id, holder string) error {
-	var has string
-	err := tx.QueryRow(ctx, `SELECT holder FROM conversation_leases WHERE conversation_id = $1 FOR SHARE`, id).Scan(&has)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && has != holder) {
-		return conversation.ErrLeaseLost
-	}
-	return err
-}
-
 func (s *Store) SecretsRevision(ctx context.Context, userID string) (int64, error) {
 	var rev int64
 	err := s.pool.QueryRow(ctx, `SELECT rev FROM secret_revisions WHERE user_id = $1`, userID).Scan(&rev)

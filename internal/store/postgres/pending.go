@@ -104,7 +104,7 @@ func (s *Store) DeliverPendingMessages(ctx context.Context, conversationID strin
 	}
 	var seqs []int64
 	err := s.write(ctx, func(tx pgx.Tx) error {
-		owner, err := lockConversation(ctx, tx, conversationID)
+		owner, err := lockForRecord(ctx, tx, conversationID, u)
 		if err != nil {
 			return err
 		}

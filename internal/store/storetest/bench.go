@@ -14,8 +14,9 @@ import (
 )
 
 // Benchmark runs the store's benchmarks, each on a new, empty store that open returns (and
-// closes when b ends): the listings, read again as clients poll them, an agent step's
-// append and a sandbox's status change. Each store runs them (go test -bench Store), so that
+// closes when b ends): the listings, read again as clients poll them, an append (plain, and
+// as the agent loop makes it, the holder of the conversation's lease) and a sandbox's status
+// change. Each store runs them (go test -bench Store), so that
 // their figures stand side by side.
 func Benchmark(b *testing.B, open func(b *testing.B) store.Store) {
 	for _, bm := range []struct {
@@ -27,6 +28,7 @@ func Benchmark(b *testing.B, open func(b *testing.B) store.Store) {
 		{"ListStartTasks", benchListStartTasks},
 		{"ListSandboxes", benchListSandboxes},
 		{"RecordEvents", benchRecordEvents},
+		{"RecordEventsHeld", benchRecordEventsHeld},
 		{"UpdateSandbox", benchUpdateSandbox},
 	} {
 		b.Run(bm.name, func(b *testing.B) { bm.fn(b, open(b)) })
@@ -131,9 +133,22 @@ func benchListSandboxes(b *testing.B, s store.Store) {
 
 // benchRecordEvents records what an agent step does: one event of about 700 bytes with the
 // conversation's new metrics and update time, among 1,000 stored conversations.
-func benchRecordEvents(b *testing.B, s store.Store) {
+func benchRecordEvents(b *testing.B, s store.Store) { benchRecord(b, s, "") }
+
+// benchRecordEventsHeld records the same as the holder of the conversation's lease, as the
+// agent loop's appends are made (StateUpdate.Holder, which the append checks under the
+// conversation's row lock).
+func benchRecordEventsHeld(b *testing.B, s store.Store) { benchRecord(b, s, "replica") }
+
+// benchRecord is benchRecordEvents, as holder when it is set.
+func benchRecord(b *testing.B, s store.Store, holder string) {
 	ctx := b.Context()
 	t0 := createBenchConversations(b, s, 1000)
+	if holder != "" {
+		if ok, err := s.ClaimConversation(ctx, "conv-0500", holder, "node", time.Hour); err != nil || !ok {
+			b.Fatalf("claim: %v, %v", ok, err)
+		}
+	}
 	text := strings.Repeat("word ", 130)
 	i := 0
 	for b.Loop() {
@@ -142,7 +157,7 @@ func benchRecordEvents(b *testing.B, s store.Store) {
 		at := t0.Add(time.Duration(i) * time.Second)
 		ev := event.Event{ID: id, Kind: event.KindMessage, Source: "agent", Timestamp: at,
 			Body: fmt.Appendf(nil, `{"id":%q,"kind":"MessageEvent","source":"agent","text":%q}`, id, text)}
-		u := conversation.StateUpdate{ExecutionStatus: "running", Metrics: fmt.Appendf(nil, `{"accumulated_cost":%d}`, i), UpdatedAt: at}
+		u := conversation.StateUpdate{Holder: holder, ExecutionStatus: "running", Metrics: fmt.Appendf(nil, `{"accumulated_cost":%d}`, i), UpdatedAt: at}
 		if _, err := s.RecordEvents(ctx, "conv-0500", []event.Event{ev}, u); err != nil {
 			b.Fatal(err)
 		}
