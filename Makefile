@@ -80,7 +80,7 @@ stress: build
 
 # Performance figures, each beside the raw primitive measured in the same run. ARGS passes
 # flags: ARGS="-profile prof" writes CPU and heap profiles of the heaviest figures (listings,
-# agent steps, the memory curve) into prof/; ARGS="-only listing,agent" measures only those.
+# agent steps, streams, the memory curve) into prof/; ARGS="-only listing,agent" measures only those.
 bench: build
 	$(GO) run ./cmd/agentd-bench $(ARGS)
 
