@@ -320,7 +320,7 @@ func (s *server) seedListing(ctx context.Context, dataDir string, n int) (listin
 			e.ID, e.ConversationID, e.Seq, e.Timestamp = id.Ordered(), c.ID, 0, at
 			evs = append(evs, e)
 		}
-		if err := st.CreateConversation(ctx, c, t, evs); err != nil {
+		if err := st.CreateConversation(ctx, c, t, evs, conversation.Claim{}); err != nil {
 			return listingSeed{}, err
 		}
 		rec := sbRec

@@ -30,6 +30,14 @@ type Lease struct {
 	Expires time.Time
 }
 
+// Claim is the lease a conversation is created under (Store.CreateConversation): Holder's, of
+// Node, for TTL as the store's clock counts it, as ClaimConversation takes a lease. The zero
+// Claim creates it without one.
+type Claim struct {
+	Holder, Node string
+	TTL          time.Duration
+}
+
 // Replica is a replica of the store as its heartbeat tells it.
 type Replica struct {
 	ID, Node string

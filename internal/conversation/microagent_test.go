@@ -30,7 +30,7 @@ func TestMicroagentConversationsLeaveOutDonePullRequests(t *testing.T) {
 			CreatedAt: t0.Add(time.Duration(i) * time.Second), UpdatedAt: t0}
 		task := conversation.StartTask{ID: "task-" + id, OwnerID: "alice", Status: conversation.TaskReady,
 			ConversationID: id, CreatedAt: c.CreatedAt, UpdatedAt: c.CreatedAt}
-		if err := st.CreateConversation(t.Context(), c, task, nil); err != nil {
+		if err := st.CreateConversation(t.Context(), c, task, nil, conversation.Claim{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -440,21 +440,18 @@ func (s *Service) create(ctx context.Context, ownerID string, r CreateRequest, w
 	if err := s.redact(ctx, c, first); err != nil {
 		return View{}, StartTask{}, fmt.Errorf("create conversation: %w", err)
 	}
-	if err := s.o.Store.CreateConversation(ctx, c, task, first); err != nil {
+	// The start task runs here, under this replica's lease, which the conversation is created
+	// with: another replica that looks for work finds it held.
+	claim := Claim{Holder: s.o.Replica, Node: s.o.Node, TTL: s.o.LeaseTTL}
+	if err := s.o.Store.CreateConversation(ctx, c, task, first, claim); err != nil {
 		return View{}, StartTask{}, fmt.Errorf("create conversation: %w", err)
 	}
 	logctx.Add(ctx, slog.String("conversation_id", convID))
 	if watch != nil {
 		*watch = s.watchTask(task.ID)
 	}
-	// The start task runs here, under this replica's lease; a claim that fails (the store
-	// does not answer) leaves it to the next pass of a replica that can take it.
 	unlock := s.lockLease(convID)
-	if claimed, err := s.claim(ctx, convID); err != nil || !claimed {
-		s.log.WarnContext(ctx, "the conversation's start waits for a replica to take it", "err", err)
-	} else {
-		s.launch(task, r.SpecID, logctx.Attrs(ctx)...)
-	}
+	s.launch(task, r.SpecID, logctx.Attrs(ctx)...)
 	unlock()
 	s.notify(ctx, webhook.KindConversationCreated, c, map[string]any{"title": c.Title,
 		"selected_repository": c.SelectedRepository, "selected_branch": c.SelectedBranch, "version": c.Version})

@@ -15,8 +15,10 @@ import (
 // call: another user's rows are ErrNotFound and never counted or listed.
 type Store interface {
 	// CreateConversation stores a conversation, its start task and its first events in one
-	// transaction. ErrExists when the id is taken (by anyone).
-	CreateConversation(ctx context.Context, c Conversation, task StartTask, first []event.Event) error
+	// transaction, under the lease claim gives (none for a zero Claim): so no other replica
+	// finds its start task without a lease, and takes it, before its creator could claim it.
+	// ErrExists when the id is taken (by anyone).
+	CreateConversation(ctx context.Context, c Conversation, task StartTask, first []event.Event, claim Claim) error
 	GetConversation(ctx context.Context, ownerID, id string) (View, error)
 	// ListConversations pages through the owner's conversations, newest first (created_at, id).
 	// Listed views leave RequestSealed empty: GetConversation reads it.

@@ -229,7 +229,7 @@ func TestStartTaskLegacyRequestMasked(t *testing.T) {
 		`"secrets":{"INLINE":"**********"},"pr_number":[]}`
 	task := conversation.StartTask{ID: "fedcba9876543210fedcba9876543210", OwnerID: aliceID, Status: conversation.TaskError,
 		Detail: "stopped", ConversationID: c.ID, Request: json.RawMessage(legacy), CreatedAt: now, UpdatedAt: now}
-	if err := e.app.Store.CreateConversation(t.Context(), c, task, nil); err != nil {
+	if err := e.app.Store.CreateConversation(t.Context(), c, task, nil, conversation.Claim{}); err != nil {
 		t.Fatal(err)
 	}
 	rec := &bodyRecorder{e: e}

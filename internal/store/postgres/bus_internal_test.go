@@ -40,7 +40,7 @@ func TestBusForgetsConversationsLeft(t *testing.T) {
 		Tags: map[string]string{}, PRNumbers: []int{}, CreatedAt: now, UpdatedAt: now}
 	task := conversation.StartTask{ID: "t-live", OwnerID: "u1", ConversationID: "live", Status: conversation.TaskReady,
 		Request: json.RawMessage(`{}`), CreatedAt: now, UpdatedAt: now}
-	if err := s.CreateConversation(ctx, c, task, nil); err != nil {
+	if err := s.CreateConversation(ctx, c, task, nil, conversation.Claim{}); err != nil {
 		t.Fatal(err)
 	}
 	live, err := b.Subscribe(ctx, "live", 10)

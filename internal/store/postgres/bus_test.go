@@ -29,7 +29,7 @@ func busConversation(t *testing.T, s *postgres.Store, id string) {
 		Tags: map[string]string{}, PRNumbers: []int{}, CreatedAt: now, UpdatedAt: now}
 	task := conversation.StartTask{ID: "t-" + id, OwnerID: c.OwnerID, ConversationID: id, Status: conversation.TaskReady,
 		Request: json.RawMessage(`{}`), CreatedAt: now, UpdatedAt: now}
-	if err := s.CreateConversation(ctx, c, task, nil); err != nil {
+	if err := s.CreateConversation(ctx, c, task, nil, conversation.Claim{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -26,7 +26,8 @@ import (
 // (the conversation is not there for it to lock), so the first events need no lock. The task
 // goes in before the conversation: the trigger that counts a new task in its conversation's
 // rev (migration 0012) then finds no row to update, where it would write the new row twice.
-func (s *Store) CreateConversation(ctx context.Context, c conversation.Conversation, task conversation.StartTask, first []event.Event) error {
+// The claim's lease goes in after the conversation, which it refers to.
+func (s *Store) CreateConversation(ctx context.Context, c conversation.Conversation, task conversation.StartTask, first []event.Event, claim conversation.Claim) error {
 	evs := slices.Clone(first)
 	var seqs []int64
 	err := s.write(ctx, func(tx pgx.Tx) error {
@@ -44,6 +45,10 @@ func (s *Store) CreateConversation(ctx context.Context, c conversation.Conversat
 		}
 		if err := queueConversation(&b, c); err != nil {
 			return err
+		}
+		if claim.Holder != "" {
+			b.Queue(`INSERT INTO conversation_leases (conversation_id, holder, node, expires_at)
+				VALUES ($1, $2, $3, now() + $4 * interval '1 microsecond')`, c.ID, claim.Holder, claim.Node, claim.TTL.Microseconds())
 		}
 		for i := range evs {
 			if err := adopt(&evs[i].ConversationID, c.ID, "event conversation"); err != nil {
@@ -68,6 +73,11 @@ func (s *Store) CreateConversation(ctx context.Context, c conversation.Conversat
 				return conversation.ErrExists
 			}
 			return err
+		}
+		if claim.Holder != "" {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("lease: %w", err)
+			}
 		}
 		var err error
 		seqs, err = readEvents(br, evs)

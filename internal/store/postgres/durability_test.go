@@ -171,7 +171,7 @@ func writeOne(ctx context.Context, s *postgres.Store, id string) error {
 			Body: json.RawMessage(`{"n":` + fmt.Sprint(n) + `}`),
 		}
 	}
-	if err := s.CreateConversation(ctx, c, task, []event.Event{ev(0)}); err != nil {
+	if err := s.CreateConversation(ctx, c, task, []event.Event{ev(0)}, conversation.Claim{}); err != nil {
 		return err
 	}
 	_, err := s.RecordEvents(ctx, id, []event.Event{ev(1), ev(2)}, conversation.StateUpdate{ExecutionStatus: "running", UpdatedAt: now})

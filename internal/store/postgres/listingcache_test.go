@@ -71,7 +71,7 @@ func TestListingsReadRowsAgainOnlyOnceChanged(t *testing.T) {
 		task := conversation.StartTask{ID: fmt.Sprint("t", i), Status: conversation.TaskWorking,
 			Request: json.RawMessage(`{"n":1}`), CreatedAt: at, UpdatedAt: at}
 		ev := event.Event{ID: fmt.Sprint("e", i), Kind: event.KindMessage, Source: event.SourceUser, Timestamp: at, Body: json.RawMessage(`{"n":1}`)}
-		if err := other.CreateConversation(ctx, c, task, []event.Event{ev}); err != nil {
+		if err := other.CreateConversation(ctx, c, task, []event.Event{ev}, conversation.Claim{}); err != nil {
 			t.Fatal(err)
 		}
 		task.OwnerID, task.ConversationID = "u1", c.ID

@@ -23,7 +23,7 @@ func TestRecordWaitsForDeletion(t *testing.T) {
 	s := open(t, url)
 	at := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := conversation.Conversation{ID: "conv", OwnerID: "owner", Version: conversation.V1, CreatedAt: at, UpdatedAt: at}
-	if err := s.CreateConversation(ctx, c, conversation.StartTask{}, nil); err != nil {
+	if err := s.CreateConversation(ctx, c, conversation.StartTask{}, nil, conversation.Claim{}); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := s.ClaimConversation(ctx, c.ID, "replica-a", "node-a", time.Minute); err != nil || !ok {

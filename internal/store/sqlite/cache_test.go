@@ -127,7 +127,7 @@ func TestReleaseMemoryClosesIdleConnections(t *testing.T) {
 	// The writer opens again, on a file still in WAL mode, and the data version's new
 	// connection tells its versions from the earlier ones.
 	c := conversation.Conversation{ID: "c3", OwnerID: "u1", Version: conversation.V1, Title: "c3", CreatedAt: now, UpdatedAt: now}
-	if err := s.CreateConversation(ctx, c, conversation.StartTask{}, nil); err != nil {
+	if err := s.CreateConversation(ctx, c, conversation.StartTask{}, nil, conversation.Claim{}); err != nil {
 		t.Fatal(err)
 	}
 	var mode string

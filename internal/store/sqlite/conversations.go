@@ -21,7 +21,8 @@ import (
 // CreateConversation inserts c, task and first in one transaction. A zero task (empty ID) is not
 // stored. Empty owner and conversation ids of task and events are taken from c; ids that differ
 // from c's are an error. On success the elements of first get their Seq, as AppendEvents does.
-func (s *Store) CreateConversation(ctx context.Context, c conversation.Conversation, task conversation.StartTask, first []event.Event) error {
+// With claim, the conversation's lease is claim's (as ClaimConversation takes one).
+func (s *Store) CreateConversation(ctx context.Context, c conversation.Conversation, task conversation.StartTask, first []event.Event, claim conversation.Claim) error {
 	evs := make([]event.Event, len(first))
 	copy(evs, first)
 	var seqs []int64
@@ -46,8 +47,14 @@ func (s *Store) CreateConversation(ctx context.Context, c conversation.Conversat
 			}
 		}
 		var err error
-		seqs, err = s.insertEvents(ctx, tx, evs)
-		return err
+		if seqs, err = s.insertEvents(ctx, tx, evs); err != nil || claim.Holder == "" {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO conversation_leases (conversation_id, holder, node, expires_at) VALUES (?, ?, ?, ?)`,
+			c.ID, claim.Holder, claim.Node, nanos(time.Now().Add(claim.TTL))); err != nil {
+			return fmt.Errorf("lease: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("create conversation %s: %w", c.ID, err)

@@ -167,7 +167,7 @@ func writeOne(ctx context.Context, s *sqlite.Store, id string) error {
 			Body: json.RawMessage(`{"n":` + fmt.Sprint(n) + `}`),
 		}
 	}
-	if err := s.CreateConversation(ctx, c, task, []event.Event{ev(0)}); err != nil {
+	if err := s.CreateConversation(ctx, c, task, []event.Event{ev(0)}, conversation.Claim{}); err != nil {
 		return err
 	}
 	more := []event.Event{ev(1), ev(2)}

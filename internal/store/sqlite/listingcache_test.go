@@ -127,7 +127,7 @@ func TestListedTasksAreReadAgainOnlyOnceChanged(t *testing.T) {
 		c := conversation.Conversation{ID: fmt.Sprint("c", i), OwnerID: "u1", Version: conversation.V1, CreatedAt: at, UpdatedAt: at}
 		task := conversation.StartTask{ID: fmt.Sprint("t", i), OwnerID: "u1", ConversationID: c.ID, Status: conversation.TaskWorking,
 			Request: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), CreatedAt: at, UpdatedAt: at}
-		if err := s.CreateConversation(ctx, c, task, nil); err != nil {
+		if err := s.CreateConversation(ctx, c, task, nil, conversation.Claim{}); err != nil {
 			t.Fatal(err)
 		}
 		tasks = append(tasks, task)
@@ -252,7 +252,7 @@ func TestListedConversationsAreReadAgainOnlyOnceChanged(t *testing.T) {
 		c := conversation.Conversation{ID: fmt.Sprint("c", i), OwnerID: "u1", Version: conversation.V1, SandboxID: fmt.Sprint("sb", i),
 			Title: fmt.Sprint("title ", i), Tags: map[string]string{"n": fmt.Sprint(i)}, CreatedAt: at, UpdatedAt: at}
 		task := conversation.StartTask{ID: fmt.Sprint("t", i), Status: conversation.TaskWorking, CreatedAt: at, UpdatedAt: at}
-		if err := s.CreateConversation(ctx, c, task, nil); err != nil {
+		if err := s.CreateConversation(ctx, c, task, nil, conversation.Claim{}); err != nil {
 			t.Fatal(err)
 		}
 		if i < 2 { // c2's sandbox comes later

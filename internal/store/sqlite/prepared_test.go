@@ -341,7 +341,7 @@ func storeWithConversations(t *testing.T, o Options, ids ...string) (*Store, tim
 	}
 	for _, id := range ids {
 		c := conversation.Conversation{ID: id, OwnerID: "u1", Version: conversation.V1, Title: id, CreatedAt: now, UpdatedAt: now}
-		if err := s.CreateConversation(ctx, c, conversation.StartTask{}, nil); err != nil {
+		if err := s.CreateConversation(ctx, c, conversation.StartTask{}, nil, conversation.Claim{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -57,7 +57,7 @@ func benchListConversations(b *testing.B, s store.Store) {
 			}
 		}
 		task := conversation.StartTask{ID: "task-" + id, Status: conversation.TaskReady, CreatedAt: at, UpdatedAt: at}
-		if err := s.CreateConversation(ctx, c, task, []event.Event(nil)); err != nil {
+		if err := s.CreateConversation(ctx, c, task, []event.Event(nil), conversation.Claim{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -76,7 +76,7 @@ func benchSearchEvents(b *testing.B, s store.Store) {
 	ctx := b.Context()
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := conversation.Conversation{ID: "conv", OwnerID: "owner", Version: conversation.V1, CreatedAt: t0, UpdatedAt: t0}
-	if err := s.CreateConversation(ctx, c, conversation.StartTask{ID: "task", Status: conversation.TaskReady, CreatedAt: t0, UpdatedAt: t0}, nil); err != nil {
+	if err := s.CreateConversation(ctx, c, conversation.StartTask{ID: "task", Status: conversation.TaskReady, CreatedAt: t0, UpdatedAt: t0}, nil, conversation.Claim{}); err != nil {
 		b.Fatal(err)
 	}
 	evs := make([]event.Event, 1000)
@@ -197,7 +197,7 @@ func createBenchConversations(b *testing.B, s store.Store, n int) time.Time {
 		c := conversation.Conversation{ID: id, OwnerID: "owner", Version: conversation.V1, CreatedAt: at, UpdatedAt: at}
 		task := conversation.StartTask{ID: "task-" + id, OwnerID: "owner", ConversationID: id, Status: conversation.TaskReady,
 			Request: fmt.Appendf(nil, `{"initial_message":{"content":[{"type":"text","text":%q}]}}`, strings.Repeat("word ", 170)), CreatedAt: at, UpdatedAt: at}
-		if err := s.CreateConversation(b.Context(), c, task, nil); err != nil {
+		if err := s.CreateConversation(b.Context(), c, task, nil, conversation.Claim{}); err != nil {
 			b.Fatal(err)
 		}
 	}

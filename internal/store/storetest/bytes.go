@@ -44,7 +44,7 @@ func testJSONKept(t *testing.T, s store.Store) {
 	task.Request = raw
 	e := newEvent(c.ID, "ev-json", 1)
 	e.Body = raw
-	ok(t, "create conversation", s.CreateConversation(ctx, c, task, []event.Event{e}))
+	ok(t, "create conversation", s.CreateConversation(ctx, c, task, []event.Event{e}, conversation.Claim{}))
 	r := newEvent(c.ID, "ev-recorded", 2)
 	r.Body = raw
 	ok(t, "record event", recordEvents(s, ctx, c.ID, []event.Event{r}, conversation.StateUpdate{Metrics: raw}))

@@ -30,7 +30,7 @@ func testCanceledWrites(t *testing.T, s store.Store) {
 
 		c := newConversation(ownerA, fmt.Sprintf("conv-cancel-%d", i), i)
 		cutShort(t, "create conversation", func(ctx context.Context) error {
-			return s.CreateConversation(ctx, c, newTask(c), nil)
+			return s.CreateConversation(ctx, c, newTask(c), nil, conversation.Claim{})
 		}, func() bool {
 			_, err := s.GetConversation(t.Context(), ownerA, c.ID)
 			return present(t, err, conversation.ErrNotFound)

@@ -20,7 +20,7 @@ func testConversations(t *testing.T, s store.Store) {
 	c.Trigger = ptr("slack")
 	task := newTask(c)
 	first := []event.Event{newEvent(c.ID, "ev-1", 1), newEvent(c.ID, "ev-2", 2)}
-	ok(t, "create conversation", s.CreateConversation(ctx, c, task, first))
+	ok(t, "create conversation", s.CreateConversation(ctx, c, task, first, conversation.Claim{}))
 
 	got, err := s.GetConversation(ctx, ownerA, c.ID)
 	ok(t, "get conversation", err)
@@ -35,9 +35,9 @@ func testConversations(t *testing.T, s store.Store) {
 	}
 
 	taken := newConversation(ownerA, c.ID, 2)
-	is(t, "create with a taken id", s.CreateConversation(ctx, taken, conversation.StartTask{}, nil), conversation.ErrExists)
+	is(t, "create with a taken id", s.CreateConversation(ctx, taken, conversation.StartTask{}, nil, conversation.Claim{}), conversation.ErrExists)
 	takenByB := newConversation(ownerB, c.ID, 2)
-	is(t, "B creates with A's id", s.CreateConversation(ctx, takenByB, conversation.StartTask{}, nil), conversation.ErrExists)
+	is(t, "B creates with A's id", s.CreateConversation(ctx, takenByB, conversation.StartTask{}, nil, conversation.Claim{}), conversation.ErrExists)
 
 	// UpdateConversation writes SandboxID, Title, Metrics, LLMModel and UpdatedAt only.
 	upd := c
@@ -79,7 +79,7 @@ func testConversations(t *testing.T, s store.Store) {
 	// A conversation stored without a list gets one.
 	bare := newConversation(ownerA, "conv-no-prs", 3)
 	bare.PRNumbers = nil
-	ok(t, "create conversation without pr numbers", s.CreateConversation(ctx, bare, conversation.StartTask{}, nil))
+	ok(t, "create conversation without pr numbers", s.CreateConversation(ctx, bare, conversation.StartTask{}, nil, conversation.Claim{}))
 	ok(t, "add its first pr number", s.AddPRNumber(ctx, ownerA, bare.ID, 2, at(16)))
 	got, err = s.GetConversation(ctx, ownerA, bare.ID)
 	ok(t, "get it", err)
@@ -156,7 +156,7 @@ func testConversationView(t *testing.T, s store.Store) {
 	bare.SelectedRepository, bare.SelectedBranch, bare.GitProvider, bare.LLMModel = nil, nil, nil, nil
 	bare.PRNumbers, bare.Metrics, bare.RequestSealed = nil, nil, nil
 	bare.SecretNames, bare.SecretsSealed = nil, nil
-	ok(t, "create conversation without a task", s.CreateConversation(ctx, bare, conversation.StartTask{}, nil))
+	ok(t, "create conversation without a task", s.CreateConversation(ctx, bare, conversation.StartTask{}, nil, conversation.Claim{}))
 	wantBare := conversation.View{Conversation: bare, SandboxStatus: sandbox.StatusMissing}
 
 	vs, _, err := s.ListConversations(ctx, ownerA, conversation.Filter{}, paging.Query{})
@@ -173,7 +173,7 @@ func testCreateConversationAtomic(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	existing := newConversation(ownerA, "conv-1", 1)
 	existingTask := newTask(existing)
-	ok(t, "create conversation", s.CreateConversation(ctx, existing, existingTask, []event.Event{newEvent(existing.ID, "ev-taken", 1)}))
+	ok(t, "create conversation", s.CreateConversation(ctx, existing, existingTask, []event.Event{newEvent(existing.ID, "ev-taken", 1)}, conversation.Claim{}))
 
 	absent := func(c conversation.Conversation, task conversation.StartTask, evIDs ...string) {
 		t.Helper()
@@ -192,17 +192,17 @@ func testCreateConversationAtomic(t *testing.T, s store.Store) {
 
 	c := newConversation(ownerA, "conv-2", 2)
 	task := newTask(c)
-	err := s.CreateConversation(ctx, c, task, []event.Event{newEvent(c.ID, "ev-new", 2), newEvent(c.ID, "ev-taken", 3)})
+	err := s.CreateConversation(ctx, c, task, []event.Event{newEvent(c.ID, "ev-new", 2), newEvent(c.ID, "ev-taken", 3)}, conversation.Claim{})
 	fails(t, "create with a taken event id", err)
 	absent(c, task, "ev-new")
 
-	err = s.CreateConversation(ctx, c, task, []event.Event{newEvent(c.ID, "ev-twice", 2), newEvent(c.ID, "ev-twice", 3)})
+	err = s.CreateConversation(ctx, c, task, []event.Event{newEvent(c.ID, "ev-twice", 2), newEvent(c.ID, "ev-twice", 3)}, conversation.Claim{})
 	fails(t, "create with one event id twice", err)
 	absent(c, task, "ev-twice")
 
 	clash := task
 	clash.ID = existingTask.ID
-	err = s.CreateConversation(ctx, c, clash, []event.Event{newEvent(c.ID, "ev-new", 2)})
+	err = s.CreateConversation(ctx, c, clash, []event.Event{newEvent(c.ID, "ev-new", 2)}, conversation.Claim{})
 	fails(t, "create with a taken start task id", err)
 	absent(c, task, "ev-new")
 	got, err := s.GetStartTask(ctx, ownerA, existingTask.ID)
@@ -214,17 +214,17 @@ func testCreateConversationAtomic(t *testing.T, s store.Store) {
 	if n != 1 {
 		t.Fatalf("conversations after failed creates: %d, want 1", n)
 	}
-	ok(t, "create after the failures", s.CreateConversation(ctx, c, task, []event.Event{newEvent(c.ID, "ev-new", 2)}))
+	ok(t, "create after the failures", s.CreateConversation(ctx, c, task, []event.Event{newEvent(c.ID, "ev-new", 2)}, conversation.Claim{}))
 }
 
 func testDeleteConversation(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	keep := newConversation(ownerA, "conv-keep", 1)
 	keepTask := newTask(keep)
-	ok(t, "create conversation", s.CreateConversation(ctx, keep, keepTask, []event.Event{newEvent(keep.ID, "ev-keep", 1)}))
+	ok(t, "create conversation", s.CreateConversation(ctx, keep, keepTask, []event.Event{newEvent(keep.ID, "ev-keep", 1)}, conversation.Claim{}))
 	c := newConversation(ownerA, "conv-del", 2)
 	task := newTask(c)
-	ok(t, "create conversation", s.CreateConversation(ctx, c, task, []event.Event{newEvent(c.ID, "ev-del-1", 2)}))
+	ok(t, "create conversation", s.CreateConversation(ctx, c, task, []event.Event{newEvent(c.ID, "ev-del-1", 2)}, conversation.Claim{}))
 	ok(t, "append event", s.AppendEvents(ctx, []event.Event{newEvent(c.ID, "ev-del-2", 3)}))
 
 	ok(t, "delete conversation", s.DeleteConversation(ctx, ownerA, c.ID))

@@ -116,7 +116,7 @@ func testPendingMessages(t *testing.T, s store.Store) {
 	_, err = s.AddPendingMessage(ctx, ownerA, pm(5), 10)
 	is(t, "queue on a ready conversation", err, conversation.ErrReady)
 	bare := newConversation(ownerA, "conv-no-task", 2)
-	ok(t, "create a conversation without a task", s.CreateConversation(ctx, bare, conversation.StartTask{}, nil))
+	ok(t, "create a conversation without a task", s.CreateConversation(ctx, bare, conversation.StartTask{}, nil, conversation.Claim{}))
 	_, err = s.AddPendingMessage(ctx, ownerA, conversation.PendingMessage{ID: "pm-bare", ConversationID: bare.ID, CreatedAt: at(3)}, 10)
 	is(t, "queue on a conversation without a task", err, conversation.ErrReady)
 

@@ -101,7 +101,7 @@ func fillCopyWorld(t *testing.T, s store.Store) copyWorld {
 	c1 := newConversation(ownerA, "conv-1", 1)
 	c1.SandboxID = sb1.ID
 	t1 := newTask(c1)
-	ok(t, "create conv-1", s.CreateConversation(ctx, c1, t1, []event.Event{newEvent(c1.ID, "ev-1", 1)}))
+	ok(t, "create conv-1", s.CreateConversation(ctx, c1, t1, []event.Event{newEvent(c1.ID, "ev-1", 1)}, conversation.Claim{}))
 	t1.Status, t1.Detail, t1.SandboxID, t1.AgentServerURL, t1.UpdatedAt = conversation.TaskReady, "ready", sb1.ID, "http://127.0.0.1:4000", us(2, 5)
 	ok(t, "update task", s.UpdateStartTask(ctx, t1))
 	obs := newEvent(c1.ID, "ev-2", 2)

@@ -156,7 +156,7 @@ func newSettings(userID string, i int) settings.Record {
 func createConversation(t *testing.T, s store.Store, c conversation.Conversation) conversation.StartTask {
 	t.Helper()
 	task := newTask(c)
-	ok(t, "create conversation "+c.ID, s.CreateConversation(t.Context(), c, task, nil))
+	ok(t, "create conversation "+c.ID, s.CreateConversation(t.Context(), c, task, nil, conversation.Claim{}))
 	return task
 }
 

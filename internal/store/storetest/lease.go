@@ -37,15 +37,37 @@ func waitExpired(t *testing.T, s store.Store, conv, holder, node string) {
 
 // testLeases: a lease goes to the first holder and to no other while it lives; its holder
 // claims it again and renews it; it lapses at its expiry, and then another takes it; a
-// release frees it, only by its holder; the leases of a node's earlier run go at once.
+// release frees it, only by its holder; the leases of a node's earlier run go at once. A
+// conversation created under a lease has it from its creation, as if claimed then; one that
+// fails to be created leaves none.
 func testLeases(t *testing.T, s store.Store) {
 	ctx := t.Context()
+	born := newConversation(ownerA, "conv-born-held", 3)
+	ok(t, "create under a lease", s.CreateConversation(ctx, born, newTask(born), nil,
+		conversation.Claim{Holder: "a/1", Node: "a", TTL: leaseTTL}))
+	bl, err := s.ConversationLease(ctx, born.ID)
+	ok(t, "lease", err)
+	if bl.Holder != "a/1" || bl.Node != "a" || time.Until(bl.Expires) < leaseTTL/2 {
+		t.Fatalf("lease of a conversation created under one: %+v", bl)
+	}
+	if got, err := s.ClaimConversation(ctx, born.ID, "b/1", "b", leaseTTL); err != nil || got {
+		t.Fatalf("another holder's claim of a conversation created under a lease: %v, %v", got, err)
+	}
+	again := born
+	again.OwnerID = ownerB
+	is(t, "create again under another lease", s.CreateConversation(ctx, again, conversation.StartTask{}, nil,
+		conversation.Claim{Holder: "b/1", Node: "b", TTL: leaseTTL}), conversation.ErrExists)
+	bl, err = s.ConversationLease(ctx, born.ID)
+	ok(t, "lease", err)
+	equal(t, "holder after a failed creation", bl.Holder, "a/1")
+	ok(t, "release", s.ReleaseConversation(ctx, born.ID, "a/1"))
+
 	c := newConversation(ownerA, "conv-lease", 1)
 	createConversation(t, s, c)
 	other := newConversation(ownerA, "conv-other", 2)
 	createConversation(t, s, other)
 
-	_, err := s.ClaimConversation(ctx, "no-such-conversation", "a/1", "a", leaseTTL)
+	_, err = s.ClaimConversation(ctx, "no-such-conversation", "a/1", "a", leaseTTL)
 	is(t, "claim of a conversation that does not exist", err, conversation.ErrNotFound)
 	l, err := s.ConversationLease(ctx, c.ID)
 	ok(t, "lease", err)
@@ -206,6 +228,11 @@ func testUnowned(t *testing.T, s store.Store) {
 	got, err := s.ClaimConversation(ctx, held.ID, "a/1", "a", leaseTTL)
 	ok(t, "claim", err)
 	equal(t, "claimed", got, true)
+	// A conversation created under its creator's lease is never without one: its start task
+	// (WORKING) needs a runner, and has it.
+	created := newConversation(ownerA, "c7-created-held", 7)
+	ok(t, "create under a lease", s.CreateConversation(ctx, created, newTask(created), nil,
+		conversation.Claim{Holder: "a/1", Node: "a", TTL: leaseTTL}))
 	// A command for a conversation whose holder's lease lapsed stays for the next holder.
 	got, err = s.ClaimConversation(ctx, commanded.ID, "a/1", "a", leaseTTL)
 	ok(t, "claim", err)

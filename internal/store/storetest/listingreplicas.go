@@ -158,7 +158,7 @@ func testListingsSeeOtherWriters(t *testing.T, s, other store.Store) {
 	shows("a conversation's new sandbox", other.UpdateConversation(ctx, moved.Conversation),
 		func(l listings) bool { return l.convs[c0.ID].SandboxStatus == sandbox.StatusStarting })
 	c2 := newConversation(ownerA, "conv-2", 3)
-	shows("a new conversation", other.CreateConversation(ctx, c2, newTask(c2), nil), func(l listings) bool {
+	shows("a new conversation", other.CreateConversation(ctx, c2, newTask(c2), nil, conversation.Claim{}), func(l listings) bool {
 		_, task := l.tasks[newTask(c2).ID]
 		return l.convs[c2.ID].ID == c2.ID && task
 	})

@@ -44,7 +44,7 @@ func testPersistence(t *testing.T, f Factory) {
 	c.SandboxID = sb.ID
 	task := newTask(c)
 	evs := []event.Event{newEvent(c.ID, "ev-1", 1), newEvent(c.ID, "ev-2", 2)}
-	ok(t, "create conversation", s.CreateConversation(ctx, c, task, evs[:1]))
+	ok(t, "create conversation", s.CreateConversation(ctx, c, task, evs[:1], conversation.Claim{}))
 	ok(t, "append events", s.AppendEvents(ctx, evs[1:]))
 	wantEvents, _, err := s.SearchEvents(ctx, ownerA, event.Filter{}, false, paging.Query{})
 	ok(t, "search events", err)
