@@ -54,10 +54,11 @@ func TestRecordWaitsForDeletion(t *testing.T) {
 		}
 		recorded <- err
 	}()
-	// Until the record waits for the conversation's row (a minute at most).
+	// Until the record waits for a lock (a minute at most): its database's only other session.
 	for deadline := time.Now().Add(time.Minute); ; {
 		var waiting int
-		if err := del.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted AND pid <> pg_backend_pid()`).Scan(&waiting); err != nil {
+		if err := del.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
 		if waiting > 0 {
