@@ -342,9 +342,10 @@ func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []e
 }
 
 // recordEvents is RecordEvents inside a transaction that holds the conversation's row lock
-// (lockForRecord, which checked the conditions of u and said its owner); it returns the events' sequence numbers and the
-// Seq of the conversation's last event before them (0 for none). It does not set Seq on evs,
-// which only a commit may do, but it does set their conversation ids.
+// (lockForRecord, which checked the conditions of u and said its owner); it returns the
+// events' sequence numbers and the Seq of the conversation's last event before them (0 for
+// none). It does not set Seq on evs, which only a commit may do, but it does set their
+// conversation ids.
 func recordEvents(ctx context.Context, tx pgx.Tx, conversationID, owner string, evs []event.Event, u conversation.StateUpdate) (seqs []int64, prev int64, err error) {
 	for i := range evs {
 		if err := adopt(&evs[i].ConversationID, conversationID, "event conversation"); err != nil {
