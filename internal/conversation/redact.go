@@ -27,9 +27,12 @@ type SecretSource interface {
 
 // redactors caches one redactor per conversation. An entry is good while its owner's secrets
 // have not changed and the conversation's sandbox is the one it was built with. The revision
-// of the owner's secrets is the store's (Store.SecretsRevision), read at every record, which
-// every replica bumps when a secret changes through it (SecretsChanged): a secret changed
-// through one replica is masked in what any replica records from then on.
+// of the owner's secrets is the store's (Store.SecretsRevision), which every replica bumps
+// when a secret changes through it (SecretsChanged), and every record checks it: the agent's
+// records (recordWith) in the store's own transaction, under the conversation's lock, so
+// that a record masked for an older revision fails and is masked again; the others by
+// reading it first. A secret changed through one replica is thus masked in what any replica
+// records from then on.
 type redactors struct {
 	mu     sync.Mutex
 	byConv map[string]redactorEntry
@@ -103,25 +106,33 @@ func (s *Service) SecretsChanged(userID string) {
 	s.red.forgetOwner(userID)
 }
 
-// redactor returns the redactor of conversation v.
-func (s *Service) redactor(ctx context.Context, v Conversation) (*secret.Redactor, error) {
-	rev, err := s.o.Store.SecretsRevision(ctx, v.OwnerID)
-	if err != nil {
-		return nil, err
-	}
+// redactor returns the redactor of conversation v and the revision of its owner's secrets
+// it was built for. With check, it reads the revision from the store and builds the redactor
+// anew when it moved; without, a cached redactor is taken as it is, and the caller makes its
+// record conditional on the revision (StateUpdate.IfSecretsRevision), which the store checks
+// without a round trip of its own.
+func (s *Service) redactor(ctx context.Context, v Conversation, check bool) (*secret.Redactor, int64, error) {
 	s.red.mu.Lock()
 	e, ok := s.red.byConv[v.ID]
 	s.red.mu.Unlock()
-	if ok && e.owner == v.OwnerID && e.rev == rev && e.sandboxID == v.SandboxID {
-		return e.r, nil
+	ok = ok && e.owner == v.OwnerID && e.sandboxID == v.SandboxID
+	if ok && !check {
+		return e.r, e.rev, nil
+	}
+	rev, err := s.o.Store.SecretsRevision(ctx, v.OwnerID)
+	if err != nil {
+		return nil, 0, err
+	}
+	if ok && e.rev == rev {
+		return e.r, rev, nil
 	}
 	values, err := s.secretValues(ctx, s.latest(ctx, v))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	r := secret.NewRedactor(values...)
 	s.red.put(v.ID, redactorEntry{owner: v.OwnerID, rev: rev, sandboxID: v.SandboxID, r: r})
-	return r, nil
+	return r, rev, nil
 }
 
 // latest is v as the store has it now, or v itself before it is stored: the secrets given to
@@ -189,18 +200,27 @@ func (s *Service) secretValues(ctx context.Context, v Conversation) ([]string, e
 	return values, nil
 }
 
-// redact masks the secrets of conversation v in evs, in place.
+// redact masks the secrets of conversation v in evs, in place, with the owner's secrets as
+// the store has them now.
 func (s *Service) redact(ctx context.Context, v Conversation, evs []event.Event) error {
-	r, err := s.redactor(ctx, v)
+	_, err := s.redactAt(ctx, v, evs, true)
+	return err
+}
+
+// redactAt masks the secrets of conversation v in evs, in place, and returns the revision of
+// the owner's secrets it masked them for; without check, that of the cached redactor, which
+// the caller's record must then be conditional on (see redactor).
+func (s *Service) redactAt(ctx context.Context, v Conversation, evs []event.Event, check bool) (int64, error) {
+	r, rev, err := s.redactor(ctx, v, check)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if r.Empty() {
-		return nil
+		return rev, nil
 	}
 	for i := range evs {
 		evs[i].Body = r.RedactJSON(evs[i].Body)
 		evs[i].LLMText = r.Redact(evs[i].LLMText)
 	}
-	return nil
+	return rev, nil
 }

@@ -346,14 +346,19 @@ func (s *Service) recordAs(ctx context.Context, c Conversation, evs []event.Even
 	return s.recordWith(ctx, c, evs, StateUpdate{Holder: holder})
 }
 
+// maxRedactAttempts bounds the records of one append that find the owner's secrets changed
+// since the events were masked (ErrSecretsRevised).
+const maxRedactAttempts = 3
+
 // recordWith records evs with the conditions of cond (Holder, IfStatus), and its Task and
 // SandboxID.
 func (s *Service) recordWith(ctx context.Context, c Conversation, evs []event.Event, cond StateUpdate) (prev int64, err error) {
-	if err := s.redact(ctx, c, evs); err != nil {
+	rev, err := s.redactAt(ctx, c, evs, false)
+	if err != nil {
 		return 0, fmt.Errorf("record events: %w", err)
 	}
 	u := StateUpdate{UpdatedAt: s.o.Now().UTC(), Holder: cond.Holder, IfStatus: cond.IfStatus,
-		Task: cond.Task, SandboxID: cond.SandboxID}
+		IfSecretsRevision: &rev, Task: cond.Task, SandboxID: cond.SandboxID}
 	for _, e := range evs {
 		if e.Kind != event.KindStateUpdate {
 			continue
@@ -393,8 +398,24 @@ func (s *Service) recordWith(ctx context.Context, c Conversation, evs []event.Ev
 		}
 	}
 	store := func() error {
-		prev, err = s.o.Store.RecordEvents(ctx, c.ID, evs, u)
-		return err
+		for attempt := 1; ; attempt++ {
+			prev, err = s.o.Store.RecordEvents(ctx, c.ID, evs, u)
+			if !errors.Is(err, ErrSecretsRevised) {
+				return err
+			}
+			// The owner's secrets changed since evs were masked: mask them with the new ones
+			// and record again. The last attempt records them as the other records do, masked
+			// for the revision read just before, so that secrets changed again and again
+			// cannot keep the agent from recording.
+			now, merr := s.redactAt(ctx, c, evs, true)
+			if merr != nil {
+				return merr
+			}
+			u.IfSecretsRevision = &now
+			if attempt+1 == maxRedactAttempts {
+				u.IfSecretsRevision = nil
+			}
+		}
 	}
 	if err := s.o.Bus.Record(c.ID, store, evs); err != nil {
 		return 0, err

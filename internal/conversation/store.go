@@ -150,6 +150,11 @@ type StateUpdate struct {
 	// writing nothing, unless the conversation's execution status is *IfStatus (compare and
 	// set: of two replicas answering one pending action, one does).
 	IfStatus *string
+	// IfSecretsRevision, when set, makes the append conditional on the conversation's owner's
+	// secrets (Store.SecretsRevision) too: it fails with ErrSecretsRevised, writing nothing,
+	// unless their revision is still *IfSecretsRevision, the one the events were masked for.
+	// The check costs no round trip of its own: it is read with the conversation's lock.
+	IfSecretsRevision *int64
 	// Task, when set, is stored with the events, in the same transaction, as UpdateStartTask
 	// stores it: a start task's step and the events that record it are written together or
 	// not at all. It must be a task of the conversation: when it is not, the append fails
@@ -167,6 +172,10 @@ type SecretSet struct {
 // ErrSecretsChanged: the conversation's secrets are no longer those a change was made from
 // (Store.SetConversationSecrets).
 var ErrSecretsChanged = errors.New("the conversation's secrets changed meanwhile")
+
+// ErrSecretsRevised: the conversation's owner's secrets changed since the events of an append
+// were masked (StateUpdate.IfSecretsRevision).
+var ErrSecretsRevised = errors.New("the owner's secrets changed since the events were masked")
 
 // ErrStatusChanged: the conversation's execution status is no longer the one an append was
 // made for (StateUpdate.IfStatus).

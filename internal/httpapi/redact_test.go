@@ -2,11 +2,15 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentd/agentd/internal/customsecret"
 
 	"github.com/agentd/agentd/internal/gitprovider/providertest"
 	"github.com/agentd/agentd/internal/llm/llmtest"
@@ -161,5 +165,50 @@ func TestSecretsMaskedAfterMemoryReturn(t *testing.T) {
 				t.Errorf("a secret was sent to the model after the return: %s", m.Text())
 			}
 		}
+	}
+}
+
+// TestSecretChangedElsewhereMasked: a secret stored through another replica (another service
+// on the same database, which bumps the owner's secrets revision but cannot empty this
+// server's cached masks) while the agent waits for the model is masked in the model's answer,
+// the first event recorded after it: the record masked for the old revision is refused by the
+// store and masked again with the new secret.
+func TestSecretChangedElsewhereMasked(t *testing.T) {
+	e := newEnv(t)
+	aliceID, alice := e.newUser("alice")
+	const token = "elsewhere-secret-4409"
+	asked, changed := make(chan struct{}), make(chan struct{})
+	e.scripted(alice, llmtest.Step{Func: func(llmtest.RecordedRequest) llmtest.Step {
+		close(asked)
+		select {
+		case <-changed:
+		case <-time.After(time.Minute):
+		}
+		return llmtest.Text("The token is " + token + ".")
+	}})
+	c := e.startAgent(alice, map[string]any{"initial_message": message("Tell me the token.", true)})
+	<-asked
+
+	other := customsecret.NewService(e.app.Store, e.app.Keyring, nil)
+	other.OnSecretsChange(func(userID string) {
+		if err := e.app.Store.BumpSecretsRevision(context.Background(), userID); err != nil {
+			t.Errorf("bump: %v", err)
+		}
+	})
+	if err := other.Create(context.Background(), aliceID, customsecret.Plain{Name: "ELSEWHERE", Value: token}); err != nil {
+		t.Fatal(err)
+	}
+	close(changed)
+	c.waitStatus("finished")
+
+	events := string(c.api("GET", "/events/search?limit=100", nil, http.StatusOK, nil))
+	if strings.Contains(events, token) {
+		t.Errorf("the secret stored elsewhere is in the events:\n%s", events)
+	}
+	if !strings.Contains(events, "The token is "+secret.Mask) {
+		t.Errorf("the model's answer is not there, masked:\n%s", events)
+	}
+	if bytes.Contains(e.dbFileBytes(), []byte(token)) {
+		t.Error("the secret stored elsewhere is in the database")
 	}
 }

@@ -88,14 +88,17 @@ func lockConversation(ctx context.Context, tx pgx.Tx, id string) (string, error)
 // record that held the lease's row while it waited for the conversation's would deadlock
 // with it. After waiting for the lock, PostgreSQL reads the row's newest version, so the
 // status read is the one the record's update replaces, as when it was read after the lock.
+// The owner's secrets revision is read, not locked: a bump is not held back by a record.
 const (
 	lockRecordSQL = `WITH c AS MATERIALIZED (
 		SELECT id, owner_id, execution_status FROM conversations WHERE id = $1 FOR NO KEY UPDATE)
-	SELECT owner_id, execution_status, NULL::text FROM c`
+	SELECT owner_id, execution_status, NULL::text,
+		coalesce((SELECT rev FROM secret_revisions WHERE user_id = c.owner_id), 0) FROM c`
 	lockRecordHeldSQL = `WITH c AS MATERIALIZED (
 		SELECT id, owner_id, execution_status FROM conversations WHERE id = $1 FOR NO KEY UPDATE)
 	SELECT owner_id, execution_status,
-		(SELECT holder FROM conversation_leases WHERE conversation_id = c.id FOR SHARE) FROM c`
+		(SELECT holder FROM conversation_leases WHERE conversation_id = c.id FOR SHARE),
+		coalesce((SELECT rev FROM secret_revisions WHERE user_id = c.owner_id), 0) FROM c`
 )
 
 // lockForRecord takes the row lock of a conversation and, in the same round trip, checks the
@@ -103,8 +106,9 @@ const (
 // locked (FOR SHARE) until the record commits, so that a claim by another replica waits for
 // it and reads the log with the record in it (conversation.ErrLeaseLost otherwise); with
 // u.IfStatus, that the agent's status is still *u.IfStatus (conversation.ErrStatusChanged
-// otherwise). It returns the conversation's owner; conversation.ErrNotFound when it does not
-// exist.
+// otherwise); with u.IfSecretsRevision, that the owner's secrets revision is still
+// *u.IfSecretsRevision (conversation.ErrSecretsRevised otherwise). It returns the
+// conversation's owner; conversation.ErrNotFound when it does not exist.
 func lockForRecord(ctx context.Context, tx pgx.Tx, id string, u conversation.StateUpdate) (string, error) {
 	q := lockRecordSQL
 	if u.Holder != "" {
@@ -112,7 +116,8 @@ func lockForRecord(ctx context.Context, tx pgx.Tx, id string, u conversation.Sta
 	}
 	var owner, status string
 	var holder *string
-	err := tx.QueryRow(ctx, q, id).Scan(&owner, &status, &holder)
+	var rev int64
+	err := tx.QueryRow(ctx, q, id).Scan(&owner, &status, &holder, &rev)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return "", conversation.ErrNotFound
@@ -122,6 +127,8 @@ func lockForRecord(ctx context.Context, tx pgx.Tx, id string, u conversation.Sta
 		return "", conversation.ErrLeaseLost
 	case u.IfStatus != nil && status != *u.IfStatus:
 		return "", conversation.ErrStatusChanged
+	case u.IfSecretsRevision != nil && *u.IfSecretsRevision != rev:
+		return "", conversation.ErrSecretsRevised
 	}
 	return owner, nil
 }

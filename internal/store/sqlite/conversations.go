@@ -337,6 +337,20 @@ func (s *Store) recordEvents(ctx context.Context, tx *sql.Tx, conversationID str
 			return nil, 0, conversation.ErrStatusChanged
 		}
 	}
+	if u.IfSecretsRevision != nil {
+		var rev int64
+		err := s.w.queryRowIn(ctx, tx, `SELECT coalesce((SELECT rev FROM secret_revisions WHERE user_id = c.owner_id), 0)
+			FROM conversations c WHERE c.id = ?`, conversationID).Scan(&rev)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, 0, conversation.ErrNotFound
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		if rev != *u.IfSecretsRevision {
+			return nil, 0, conversation.ErrSecretsRevised
+		}
+	}
 	// One seek at the end of the conversation's part of events_conversation_seq.
 	if err := s.w.queryRowIn(ctx, tx, `SELECT coalesce(max(seq), 0) FROM events WHERE conversation_id = ?`, conversationID).Scan(&prev); err != nil {
 		return nil, 0, err

@@ -434,3 +434,41 @@ func testRecordIfStatus(t *testing.T, s store.Store) {
 	ok(t, "events", err)
 	equal(t, "events written", len(evs), 1)
 }
+
+// testRecordIfSecretsRevision: an append conditional on the owner's secrets revision is
+// written only while the revision is the one it names, with or without the lease condition;
+// another user's revision does not count, and a conversation that does not exist is not
+// found whatever the revision.
+func testRecordIfSecretsRevision(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	c := newConversation(ownerA, "conv-rev", 1)
+	ok(t, "create under a lease", s.CreateConversation(ctx, c, newTask(c), nil,
+		conversation.Claim{Holder: "r1", Node: "a", TTL: leaseTTL}))
+	zero, one := int64(0), int64(1)
+	ok(t, "record at revision 0", recordEvents(s, ctx, c.ID, []event.Event{newEvent(c.ID, "rev-0", 1)},
+		conversation.StateUpdate{ExecutionStatus: "running", IfSecretsRevision: &zero}))
+	ok(t, "bump B", s.BumpSecretsRevision(ctx, ownerB))
+	ok(t, "record held at revision 0 after B's bump", recordEvents(s, ctx, c.ID, []event.Event{newEvent(c.ID, "rev-0b", 2)},
+		conversation.StateUpdate{Holder: "r1", IfSecretsRevision: &zero}))
+	ok(t, "bump A", s.BumpSecretsRevision(ctx, ownerA))
+	for _, holder := range []string{"", "r1"} {
+		err := recordEvents(s, ctx, c.ID, []event.Event{newEvent(c.ID, "stale-"+holder, 3)},
+			conversation.StateUpdate{ExecutionStatus: "idle", Holder: holder, IfSecretsRevision: &zero})
+		is(t, "an append masked for the revision before the bump (holder "+holder+")", err, conversation.ErrSecretsRevised)
+	}
+	got, err := s.GetConversation(ctx, ownerA, c.ID)
+	ok(t, "get", err)
+	equal(t, "status after the refused appends", got.ExecutionStatus, "running")
+	ok(t, "record held at revision 1", recordEvents(s, ctx, c.ID, []event.Event{newEvent(c.ID, "rev-1", 4)},
+		conversation.StateUpdate{Holder: "r1", IfSecretsRevision: &one}))
+	evs, err := s.ConversationEvents(ctx, c.ID, 0)
+	ok(t, "events", err)
+	ids := make([]string, len(evs))
+	for i, e := range evs {
+		ids[i] = e.ID
+	}
+	equal(t, "events written", ids, []string{"rev-0", "rev-0b", "rev-1"})
+	err = recordEvents(s, ctx, "conv-missing", []event.Event{newEvent("conv-missing", "none", 5)},
+		conversation.StateUpdate{IfSecretsRevision: &one})
+	is(t, "an append to no conversation", err, conversation.ErrNotFound)
+}

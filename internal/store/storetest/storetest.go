@@ -122,6 +122,7 @@ func Run(t *testing.T, f Factory) {
 		{"SecretsRevision", testSecretsRevision},
 		{"Replicas", testReplicas},
 		{"RecordIfStatus", testRecordIfStatus},
+		{"RecordIfSecretsRevision", testRecordIfSecretsRevision},
 		{"EventSourceFilter", testEventSourceFilter},
 		{"UserSkills", testUserSkills},
 		{"UserSkillLimit", testUserSkillLimit},
