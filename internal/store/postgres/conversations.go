@@ -19,7 +19,8 @@ import (
 // ownerID scopes every conversation and start task call exactly: unlike sandboxes, an empty
 // ownerID matches no one.
 
-// CreateConversation inserts c, task and first in one transaction, in one round trip. A zero
+// CreateConversation inserts c, task and first in one transaction, its statements sent in one
+// batch with its BEGIN (Store.writeBatch), then the COMMIT. A zero
 // task (empty ID) is not stored. Empty owner and conversation ids of task and events are taken
 // from c; ids that differ from c's are an error. On success the elements of first get their
 // Seq, as AppendEvents does. No append to the conversation can run before this one commits
@@ -30,8 +31,9 @@ import (
 func (s *Store) CreateConversation(ctx context.Context, c conversation.Conversation, task conversation.StartTask, first []event.Event, claim conversation.Claim) error {
 	evs := slices.Clone(first)
 	var seqs []int64
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := func() error {
 		var b pgx.Batch
+		b.BeginTx(pgx.TxOptions{})
 		if task.ID != "" {
 			if err := adopt(&task.OwnerID, c.OwnerID, "start task owner"); err != nil {
 				return err
@@ -55,37 +57,34 @@ func (s *Store) CreateConversation(ctx context.Context, c conversation.Conversat
 				return err
 			}
 		}
-		if err := queueEvents(&b, evs, map[string]string{c.ID: c.OwnerID}); err != nil {
+		if err := queueEvents(&b, evs); err != nil {
 			return err
 		}
-		br := tx.SendBatch(ctx, &b)
-		defer br.Close()
-		if task.ID != "" {
+		return s.writeBatch(ctx, &b, func(br pgx.BatchResults) error {
+			if task.ID != "" {
+				if _, err := br.Exec(); err != nil {
+					if isUnique(err) {
+						return fmt.Errorf("start task %s already exists", task.ID)
+					}
+					return err
+				}
+			}
 			if _, err := br.Exec(); err != nil {
 				if isUnique(err) {
-					return fmt.Errorf("start task %s already exists", task.ID)
+					return conversation.ErrExists
 				}
 				return err
 			}
-		}
-		if _, err := br.Exec(); err != nil {
-			if isUnique(err) {
-				return conversation.ErrExists
+			if claim.Holder != "" {
+				if _, err := br.Exec(); err != nil {
+					return fmt.Errorf("lease: %w", err)
+				}
 			}
+			var err error
+			seqs, err = readEvents(br, evs)
 			return err
-		}
-		if claim.Holder != "" {
-			if _, err := br.Exec(); err != nil {
-				return fmt.Errorf("lease: %w", err)
-			}
-		}
-		var err error
-		seqs, err = readEvents(br, evs)
-		if err != nil {
-			return err
-		}
-		return br.Close()
-	})
+		})
+	}()
 	if err != nil {
 		return fmt.Errorf("create conversation %s: %w", c.ID, err)
 	}
@@ -312,7 +311,9 @@ func (s *Store) DeleteConversation(ctx context.Context, ownerID, id string) erro
 }
 
 // RecordEvents appends and updates in one transaction, under the conversation's row lock (see
-// events.go); Seq is set on evs once it committed.
+// events.go), sent in one batch with its BEGIN: the lock, whose conditions are checked once
+// the batch has run (a record that fails them is rolled back), then the record's statements.
+// Seq is set on evs once it committed.
 func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []event.Event, u conversation.StateUpdate) (int64, error) {
 	var seqs []int64
 	var prev int64
@@ -322,13 +323,20 @@ func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []e
 			err = fmt.Errorf("start task %s: %w", u.Task.ID, err)
 		}
 	}
+	var b pgx.Batch
+	var read func(pgx.BatchResults) ([]int64, int64, error)
 	if err == nil {
-		err = s.write(ctx, func(tx pgx.Tx) error {
-			owner, err := lockForRecord(ctx, tx, conversationID, u)
-			if err != nil {
+		b.BeginTx(pgx.TxOptions{})
+		queueLock(&b, conversationID, u)
+		read, err = queueRecord(&b, conversationID, evs, u)
+	}
+	if err == nil {
+		err = s.writeBatch(ctx, &b, func(br pgx.BatchResults) error {
+			if err := readLock(br, u); err != nil {
 				return err
 			}
-			seqs, prev, err = recordEvents(ctx, tx, conversationID, owner, evs, u)
+			var err error
+			seqs, prev, err = read(br)
 			return err
 		})
 	}
@@ -341,20 +349,19 @@ func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []e
 	return prev, nil
 }
 
-// recordEvents is RecordEvents inside a transaction that holds the conversation's row lock
-// (lockForRecord, which checked the conditions of u and said its owner); it returns the
-// events' sequence numbers and the Seq of the conversation's last event before them (0 for
-// none). It does not set Seq on evs, which only a commit may do, but it does set their
-// conversation ids.
-func recordEvents(ctx context.Context, tx pgx.Tx, conversationID, owner string, evs []event.Event, u conversation.StateUpdate) (seqs []int64, prev int64, err error) {
+// queueRecord queues in b, after the statement that locks the conversation (queueLock), the
+// statements of RecordEvents: the end of the log, the conversation's update, the start
+// task's, the inserts of evs and the notification. Run after the lock was granted, at READ
+// COMMITTED, each sees what committed before it started, so the end of the log is that of
+// every append before. read reads their results: the events' sequence numbers and the Seq of
+// the conversation's last event before them (0 for none). Seq is not set on evs, which only
+// a commit may do, but their conversation ids are.
+func queueRecord(b *pgx.Batch, conversationID string, evs []event.Event, u conversation.StateUpdate) (read func(pgx.BatchResults) (seqs []int64, prev int64, err error), err error) {
 	for i := range evs {
 		if err := adopt(&evs[i].ConversationID, conversationID, "event conversation"); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 	}
-	// These statements run after the lock was granted: at READ COMMITTED each sees what
-	// committed before it started, so the end of the log is that of every append before.
-	var b pgx.Batch
 	b.Queue(`SELECT coalesce(max(seq), 0) FROM events WHERE conversation_id = $1`, conversationID)
 	var w where
 	var sets []string
@@ -367,7 +374,7 @@ func recordEvents(ctx context.Context, tx pgx.Tx, conversationID, owner string, 
 	if u.ConfirmationPolicy != nil {
 		p, err := json.Marshal(*u.ConfirmationPolicy)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		sets = append(sets, "confirmation_policy = "+w.arg(string(p)))
 	}
@@ -387,40 +394,40 @@ func recordEvents(ctx context.Context, tx pgx.Tx, conversationID, owner string, 
 	if u.Task != nil {
 		b.Queue(taskUpdate+` AND conversation_id = $8`, append(taskUpdateArgs(*u.Task), conversationID)...)
 	}
-	if err := queueEvents(&b, evs, map[string]string{conversationID: owner}); err != nil {
-		return nil, 0, err
+	if err := queueEvents(b, evs); err != nil {
+		return nil, err
 	}
 	if len(evs) > 0 {
-		queueNotify(&b, conversationID)
+		queueNotify(b, conversationID)
 	}
-	br := tx.SendBatch(ctx, &b)
-	defer br.Close()
-	if err := br.QueryRow().Scan(&prev); err != nil {
-		return nil, 0, err
-	}
-	if len(sets) > 0 {
-		if _, err := br.Exec(); err != nil {
+	return func(br pgx.BatchResults) (seqs []int64, prev int64, err error) {
+		if err := br.QueryRow().Scan(&prev); err != nil {
 			return nil, 0, err
 		}
-	}
-	if u.Task != nil {
-		tag, err := br.Exec()
-		if err != nil {
+		if len(sets) > 0 {
+			if _, err := br.Exec(); err != nil {
+				return nil, 0, err
+			}
+		}
+		if u.Task != nil {
+			tag, err := br.Exec()
+			if err != nil {
+				return nil, 0, err
+			}
+			if err := mustAffect(tag, conversation.ErrNotFound); err != nil {
+				return nil, 0, fmt.Errorf("start task %s: %w", u.Task.ID, err)
+			}
+		}
+		if seqs, err = readEvents(br, evs); err != nil {
 			return nil, 0, err
 		}
-		if err := mustAffect(tag, conversation.ErrNotFound); err != nil {
-			return nil, 0, fmt.Errorf("start task %s: %w", u.Task.ID, err)
+		if len(evs) > 0 {
+			if err := readNotify(br, 1); err != nil {
+				return nil, 0, err
+			}
 		}
-	}
-	if seqs, err = readEvents(br, evs); err != nil {
-		return nil, 0, err
-	}
-	if len(evs) > 0 {
-		if err := readNotify(br, 1); err != nil {
-			return nil, 0, err
-		}
-	}
-	return seqs, prev, br.Close()
+		return seqs, prev, nil
+	}, nil
 }
 
 func (s *Store) ConversationsByExecutionStatus(ctx context.Context, status string) ([]conversation.Conversation, error) {

@@ -38,11 +38,11 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	}
 	var seqs []int64
 	err := s.write(ctx, func(tx pgx.Tx) error {
-		owners, err := lockConversations(ctx, tx, evs)
-		if err != nil {
+		if err := lockConversations(ctx, tx, evs); err != nil {
 			return err
 		}
-		seqs, err = insertEvents(ctx, tx, evs, owners)
+		var err error
+		seqs, err = insertEvents(ctx, tx, evs)
 		return err
 	})
 	if err != nil {
@@ -55,33 +55,33 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 }
 
 // lockConversations takes the row locks of the conversations of evs, in the order of their
-// ids (so that two appends to the same conversations cannot deadlock), and returns their
-// owners by id. FOR NO KEY UPDATE conflicts with itself and with updates and deletes of the
-// row, not with the foreign key checks of the events inserted meanwhile.
-func lockConversations(ctx context.Context, tx pgx.Tx, evs []event.Event) (map[string]string, error) {
-	ids := conversationsOf(evs)
-	owners := make(map[string]string, len(ids))
-	for _, id := range ids {
-		owner, err := lockConversation(ctx, tx, id)
+// ids (so that two appends to the same conversations cannot deadlock). FOR NO KEY UPDATE
+// conflicts with itself and with updates and deletes of the row, not with the foreign key
+// checks of the events inserted meanwhile.
+func lockConversations(ctx context.Context, tx pgx.Tx, evs []event.Event) error {
+	for _, id := range conversationsOf(evs) {
+		err := lockConversation(ctx, tx, id)
 		if errors.Is(err, conversation.ErrNotFound) {
 			i := slices.IndexFunc(evs, func(e event.Event) bool { return e.ConversationID == id })
-			return nil, fmt.Errorf("event %s: conversation %s: %w", evs[i].ID, id, err)
+			return fmt.Errorf("event %s: conversation %s: %w", evs[i].ID, id, err)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		owners[id] = owner
 	}
-	return owners, nil
+	return nil
 }
 
-// lockConversation takes the row lock of a conversation (see lockConversations) and returns
-// its owner; conversation.ErrNotFound when it does not exist.
-func lockConversation(ctx context.Context, tx pgx.Tx, id string) (string, error) {
-	return lockForRecord(ctx, tx, id, conversation.StateUpdate{})
+// lockConversation takes the row lock of a conversation (see lockConversations);
+// conversation.ErrNotFound when it does not exist.
+func lockConversation(ctx context.Context, tx pgx.Tx, id string) error {
+	var b pgx.Batch
+	queueLock(&b, id, conversation.StateUpdate{})
+	br := tx.SendBatch(ctx, &b)
+	return errors.Join(readLock(br, conversation.StateUpdate{}), br.Close())
 }
 
-// The statements of lockForRecord. The conversation's row is locked in a materialized CTE
+// The statements of queueLock. The conversation's row is locked in a materialized CTE
 // so that it is locked before the lease's row: the projection of a plain SELECT … FOR NO
 // KEY UPDATE runs below its row lock, and would lock the lease first. A deletion of the
 // conversation locks the two in that order (its row, then the lease's by the cascade), and a
@@ -92,53 +92,59 @@ func lockConversation(ctx context.Context, tx pgx.Tx, id string) (string, error)
 const (
 	lockRecordSQL = `WITH c AS MATERIALIZED (
 		SELECT id, owner_id, execution_status FROM conversations WHERE id = $1 FOR NO KEY UPDATE)
-	SELECT owner_id, execution_status, NULL::text,
+	SELECT execution_status, NULL::text,
 		coalesce((SELECT rev FROM secret_revisions WHERE user_id = c.owner_id), 0) FROM c`
 	lockRecordHeldSQL = `WITH c AS MATERIALIZED (
 		SELECT id, owner_id, execution_status FROM conversations WHERE id = $1 FOR NO KEY UPDATE)
-	SELECT owner_id, execution_status,
+	SELECT execution_status,
 		(SELECT holder FROM conversation_leases WHERE conversation_id = c.id FOR SHARE),
 		coalesce((SELECT rev FROM secret_revisions WHERE user_id = c.owner_id), 0) FROM c`
 )
 
-// lockForRecord takes the row lock of a conversation and, in the same round trip, checks the
-// conditions of u: with u.Holder, that holder has the conversation's lease, whose row stays
-// locked (FOR SHARE) until the record commits, so that a claim by another replica waits for
-// it and reads the log with the record in it (conversation.ErrLeaseLost otherwise); with
+// queueLock queues the statement that takes the row lock of a conversation and, in the same
+// round trip, reads what the conditions of u need; readLock reads its result and checks
+// them: with u.Holder, that holder has the conversation's lease, whose row stays locked (FOR
+// SHARE) until the record commits, so that a claim by another replica waits for it and
+// reads the log with the record in it (conversation.ErrLeaseLost otherwise); with
 // u.IfStatus, that the agent's status is still *u.IfStatus (conversation.ErrStatusChanged
 // otherwise); with u.IfSecretsRevision, that the owner's secrets revision is still
-// *u.IfSecretsRevision (conversation.ErrSecretsRevised otherwise). It returns the
-// conversation's owner; conversation.ErrNotFound when it does not exist.
-func lockForRecord(ctx context.Context, tx pgx.Tx, id string, u conversation.StateUpdate) (string, error) {
+// *u.IfSecretsRevision (conversation.ErrSecretsRevised otherwise); conversation.ErrNotFound
+// when the conversation does not exist.
+func queueLock(b *pgx.Batch, id string, u conversation.StateUpdate) {
 	q := lockRecordSQL
 	if u.Holder != "" {
 		q = lockRecordHeldSQL
 	}
-	var owner, status string
-	var holder *string
-	var rev int64
-	err := tx.QueryRow(ctx, q, id).Scan(&owner, &status, &holder, &rev)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return "", conversation.ErrNotFound
-	case err != nil:
-		return "", err
-	case u.Holder != "" && (holder == nil || *holder != u.Holder):
-		return "", conversation.ErrLeaseLost
-	case u.IfStatus != nil && status != *u.IfStatus:
-		return "", conversation.ErrStatusChanged
-	case u.IfSecretsRevision != nil && *u.IfSecretsRevision != rev:
-		return "", conversation.ErrSecretsRevised
-	}
-	return owner, nil
+	b.Queue(q, id)
 }
 
-const insertEventSQL = `INSERT INTO events (id, conversation_id, owner_id, kind, source, ts, body, llm_text, body_fold)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq`
+func readLock(br pgx.BatchResults, u conversation.StateUpdate) error {
+	var status string
+	var holder *string
+	var rev int64
+	err := br.QueryRow().Scan(&status, &holder, &rev)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return conversation.ErrNotFound
+	case err != nil:
+		return err
+	case u.Holder != "" && (holder == nil || *holder != u.Holder):
+		return conversation.ErrLeaseLost
+	case u.IfStatus != nil && status != *u.IfStatus:
+		return conversation.ErrStatusChanged
+	case u.IfSecretsRevision != nil && *u.IfSecretsRevision != rev:
+		return conversation.ErrSecretsRevised
+	}
+	return nil
+}
 
-// queueEvents queues the inserts of evs in b, in order; owners maps their conversations to
-// their owners.
-func queueEvents(b *pgx.Batch, evs []event.Event, owners map[string]string) error {
+// insertEventSQL takes the event's owner from its conversation's row, which a statement
+// before it in the same batch may have inserted or locked.
+const insertEventSQL = `INSERT INTO events (id, conversation_id, owner_id, kind, source, ts, body, llm_text, body_fold)
+	VALUES ($1, $2, (SELECT owner_id FROM conversations WHERE id = $2), $3, $4, $5, $6, $7, $8) RETURNING seq`
+
+// queueEvents queues the inserts of evs in b, in order.
+func queueEvents(b *pgx.Batch, evs []event.Event) error {
 	for _, e := range evs {
 		if err := checkTimes(e.Timestamp); err != nil {
 			return fmt.Errorf("event %s: %w", e.ID, err)
@@ -147,7 +153,7 @@ func queueEvents(b *pgx.Batch, evs []event.Event, owners map[string]string) erro
 		if e.LLMText != "" {
 			llmText = []byte(e.LLMText)
 		}
-		b.Queue(insertEventSQL, e.ID, e.ConversationID, owners[e.ConversationID], e.Kind, e.Source, e.Timestamp,
+		b.Queue(insertEventSQL, e.ID, e.ConversationID, e.Kind, e.Source, e.Timestamp,
 			rawArg(e.Body), llmText, bodyFold(e))
 	}
 	return nil
@@ -162,7 +168,7 @@ func readEvents(br pgx.BatchResults, evs []event.Event) ([]int64, error) {
 		switch {
 		case isUnique(err):
 			return nil, fmt.Errorf("event %s already exists", e.ID)
-		case isForeignKey(err):
+		case isForeignKey(err), isNullIn(err, "owner_id"): // no conversation, so no owner
 			return nil, fmt.Errorf("event %s: conversation %s: %w", e.ID, e.ConversationID, conversation.ErrNotFound)
 		case err != nil:
 			return nil, fmt.Errorf("event %s: %w", e.ID, err)
@@ -173,12 +179,12 @@ func readEvents(br pgx.BatchResults, evs []event.Event) ([]int64, error) {
 
 // insertEvents inserts evs in order, in tx, in one round trip, and returns their sequence
 // numbers. The caller holds the locks of their conversations (lockConversations).
-func insertEvents(ctx context.Context, tx pgx.Tx, evs []event.Event, owners map[string]string) ([]int64, error) {
+func insertEvents(ctx context.Context, tx pgx.Tx, evs []event.Event) ([]int64, error) {
 	if len(evs) == 0 {
 		return nil, nil
 	}
 	var b pgx.Batch
-	if err := queueEvents(&b, evs, owners); err != nil {
+	if err := queueEvents(&b, evs); err != nil {
 		return nil, err
 	}
 	convs := conversationsOf(evs)

@@ -95,32 +95,42 @@ func (s *Store) PendingMessages(ctx context.Context, conversationID string) ([]c
 
 // DeliverPendingMessages deletes the messages and appends their events in one transaction,
 // under the conversation's row lock, taken first as every writer of the conversation takes
-// it (a lock taken after the messages' rows could deadlock with DeleteConversation). Of two
+// it (a lock taken after the messages' rows could deadlock with DeleteConversation); the
+// lock, the deletes and the record go in one batch with the BEGIN (Store.writeBatch). Of two
 // deliveries of the same messages, the second waits for the first and then finds them gone:
 // ErrNotFound, and nothing of it is kept.
 func (s *Store) DeliverPendingMessages(ctx context.Context, conversationID string, ids []string, evs []event.Event, u conversation.StateUpdate) error {
 	if err := checkTimes(u.UpdatedAt); err != nil {
 		return fmt.Errorf("deliver pending messages of conversation %s: %w", conversationID, err)
 	}
+	var b pgx.Batch
+	b.BeginTx(pgx.TxOptions{})
+	queueLock(&b, conversationID, u)
+	for _, id := range ids {
+		b.Queue(`DELETE FROM pending_messages WHERE id = $1 AND conversation_id = $2`, id, conversationID)
+	}
+	read, err := queueRecord(&b, conversationID, evs, u)
 	var seqs []int64
-	err := s.write(ctx, func(tx pgx.Tx) error {
-		owner, err := lockForRecord(ctx, tx, conversationID, u)
-		if err != nil {
+	if err == nil {
+		err = s.writeBatch(ctx, &b, func(br pgx.BatchResults) error {
+			if err := readLock(br, u); err != nil {
+				return err
+			}
+			for range ids {
+				tag, err := br.Exec()
+				if err != nil {
+					return err
+				}
+				// Delivered already (by another delivery that won): deliver nothing twice.
+				if err := mustAffect(tag, conversation.ErrNotFound); err != nil {
+					return err
+				}
+			}
+			var err error
+			seqs, _, err = read(br)
 			return err
-		}
-		for _, id := range ids {
-			tag, err := tx.Exec(ctx, `DELETE FROM pending_messages WHERE id = $1 AND conversation_id = $2`, id, conversationID)
-			if err != nil {
-				return err
-			}
-			// Delivered already (by another delivery that won): deliver nothing twice.
-			if err := mustAffect(tag, conversation.ErrNotFound); err != nil {
-				return err
-			}
-		}
-		seqs, _, err = recordEvents(ctx, tx, conversationID, owner, evs, u)
-		return err
-	})
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("deliver pending messages of conversation %s: %w", conversationID, err)
 	}

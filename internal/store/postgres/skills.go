@@ -130,7 +130,7 @@ func (s *Store) DeleteUserSkill(ctx context.Context, userID, name string) error 
 // does not exist may be given no skills, as with SQLite, but not some.
 func (s *Store) PutConversationSkills(ctx context.Context, conversationID string, skills []skill.Skill) error {
 	err := s.write(ctx, func(tx pgx.Tx) error {
-		if _, err := lockConversation(ctx, tx, conversationID); err != nil {
+		if err := lockConversation(ctx, tx, conversationID); err != nil {
 			if errors.Is(err, conversation.ErrNotFound) && len(skills) == 0 {
 				return nil
 			}

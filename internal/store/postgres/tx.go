@@ -36,6 +36,32 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return tx.Commit(context.WithoutCancel(ctx))
 }
 
+// writeBatch runs b, whose first query begins a transaction (Batch.BeginTx, which saves the
+// round trip of a BEGIN of its own), in one round trip, reads the results of its other
+// queries with read, and commits if read returns nil; otherwise nothing b did is kept. The
+// server runs all of b's statements before read looks at any result, so a condition that one
+// of them reads (a lock's, a row count) is checked by read, and a write made before it failed
+// is undone by the rollback.
+func (s *Store) writeBatch(ctx context.Context, b *pgx.Batch, read func(pgx.BatchResults) error) error {
+	br := s.pool.SendBatch(ctx, b)
+	tx := br.Tx()
+	_, err := br.Exec() // the BEGIN
+	if err == nil {
+		err = read(br)
+	}
+	// Close reads what read left; its error is news only when read found none.
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		if rerr := tx.Rollback(ctx); rerr != nil && !errors.Is(rerr, pgx.ErrTxClosed) && ctx.Err() == nil {
+			return errors.Join(err, rerr)
+		}
+		return err
+	}
+	return tx.Commit(context.WithoutCancel(ctx))
+}
+
 // exec runs one write statement outside a transaction (PostgreSQL commits it as it runs):
 // it waits for a connection under ctx, then runs the statement to its end whatever ctx does.
 func (s *Store) exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
@@ -85,6 +111,7 @@ func collect[T any](ctx context.Context, q querier, scan func(pgx.Row) (T, error
 const (
 	codeUniqueViolation     = "23505"
 	codeForeignKeyViolation = "23503"
+	codeNotNullViolation    = "23502"
 )
 
 func pgCode(err error) string {
@@ -100,6 +127,12 @@ func isUnique(err error) bool { return pgCode(err) == codeUniqueViolation }
 
 // isForeignKey reports a FOREIGN KEY constraint violation.
 func isForeignKey(err error) bool { return pgCode(err) == codeForeignKeyViolation }
+
+// isNullIn reports a NOT NULL constraint violation in column.
+func isNullIn(err error, column string) bool {
+	var e *pgconn.PgError
+	return errors.As(err, &e) && e.Code == codeNotNullViolation && e.ColumnName == column
+}
 
 // where accumulates the conditions of a query and their arguments, numbering the
 // placeholders: w.add("owner_id = " + w.arg(ownerID)).

@@ -135,8 +135,9 @@ func benchListSandboxes(b *testing.B, s store.Store) {
 // conversation's new metrics and update time, among 1,000 stored conversations.
 func benchRecordEvents(b *testing.B, s store.Store) { benchRecord(b, s, "") }
 
-// benchRecordEventsHeld records the same as the holder of the conversation's lease, as the
-// agent loop's appends are made (StateUpdate.Holder, which the append checks under the
+// benchRecordEventsHeld records the same as the holder of the conversation's lease, with
+// the revision of the owner's secrets the event was masked for, as the agent loop's appends
+// are made (StateUpdate.Holder and IfSecretsRevision, which the append checks under the
 // conversation's row lock).
 func benchRecordEventsHeld(b *testing.B, s store.Store) { benchRecord(b, s, "replica") }
 
@@ -158,6 +159,9 @@ func benchRecord(b *testing.B, s store.Store, holder string) {
 		ev := event.Event{ID: id, Kind: event.KindMessage, Source: "agent", Timestamp: at,
 			Body: fmt.Appendf(nil, `{"id":%q,"kind":"MessageEvent","source":"agent","text":%q}`, id, text)}
 		u := conversation.StateUpdate{Holder: holder, ExecutionStatus: "running", Metrics: fmt.Appendf(nil, `{"accumulated_cost":%d}`, i), UpdatedAt: at}
+		if holder != "" {
+			u.IfSecretsRevision = new(int64)
+		}
 		if _, err := s.RecordEvents(ctx, "conv-0500", []event.Event{ev}, u); err != nil {
 			b.Fatal(err)
 		}
