@@ -143,20 +143,20 @@ func (s *Store) CountStartTasks(ctx context.Context, ownerID string, f conversat
 	return n, nil
 }
 
-// UpdateStartTask is scoped to t.OwnerID. It takes the row lock of the task's conversation
-// first, as every writer of the conversation does: the update counts in the conversation's
-// rev (migration 0012), which writes the conversation's row, and AddPendingMessage, which
-// holds that lock, waits for a share lock on the task.
+// UpdateStartTask is scoped to t.OwnerID: one batch with its BEGIN (Store.writeBatch), then
+// the COMMIT. It takes the row lock of the task's conversation first, as every writer of the
+// conversation does: the update counts in the conversation's rev (migration 0012), which
+// writes the conversation's row, and AddPendingMessage, which holds that lock, waits for a
+// share lock on the task.
 func (s *Store) UpdateStartTask(ctx context.Context, t conversation.StartTask) error {
 	err := checkTimes(t.UpdatedAt)
 	if err == nil {
-		err = s.write(ctx, func(tx pgx.Tx) error {
-			var b pgx.Batch
-			b.Queue(`SELECT 1 FROM conversations WHERE id = (SELECT conversation_id FROM start_tasks WHERE id = $1 AND owner_id = $2)
-				FOR NO KEY UPDATE`, t.ID, t.OwnerID)
-			b.Queue(taskUpdate, taskUpdateArgs(t)...)
-			br := tx.SendBatch(ctx, &b)
-			defer br.Close()
+		var b pgx.Batch
+		b.BeginTx(pgx.TxOptions{})
+		b.Queue(`SELECT 1 FROM conversations WHERE id = (SELECT conversation_id FROM start_tasks WHERE id = $1 AND owner_id = $2)
+			FOR NO KEY UPDATE`, t.ID, t.OwnerID)
+		b.Queue(taskUpdate, taskUpdateArgs(t)...)
+		err = s.writeBatch(ctx, &b, func(br pgx.BatchResults) error {
 			if _, err := br.Exec(); err != nil {
 				return err
 			}
@@ -164,10 +164,7 @@ func (s *Store) UpdateStartTask(ctx context.Context, t conversation.StartTask) e
 			if err != nil {
 				return err
 			}
-			if err := mustAffect(tag, conversation.ErrNotFound); err != nil {
-				return err
-			}
-			return br.Close()
+			return mustAffect(tag, conversation.ErrNotFound)
 		})
 	}
 	if err != nil {
