@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/conversation"
+	"github.com/agentd/agentd/internal/event"
 	"github.com/agentd/agentd/internal/sandbox"
 	"github.com/agentd/agentd/internal/store"
 )
 
-// testCanceledWrites: a write whose context ends while it runs either took effect and says
-// so, or failed and left nothing. A caller told that its write failed (a start cut short by a
+// testCanceledWrites: a write whose context ends while it runs (a sandbox's creation and
+// deletion, a conversation's creation, a record of events) either took effect and says so,
+// or failed and left nothing. A caller told that its write failed (a start cut short by a
 // shutdown, say) must never find the row afterwards, nor miss one it was told is there.
 func testCanceledWrites(t *testing.T, s store.Store) {
 	const rounds = 200
@@ -29,12 +31,24 @@ func testCanceledWrites(t *testing.T, s store.Store) {
 		}
 
 		c := newConversation(ownerA, fmt.Sprintf("conv-cancel-%d", i), i)
-		cutShort(t, "create conversation", func(ctx context.Context) error {
+		created := cutShort(t, "create conversation", func(ctx context.Context) error {
 			return s.CreateConversation(ctx, c, newTask(c), nil, conversation.Claim{})
 		}, func() bool {
 			_, err := s.GetConversation(t.Context(), ownerA, c.ID)
 			return present(t, err, conversation.ErrNotFound)
 		}, true)
+		if created {
+			ev := newEvent(c.ID, fmt.Sprintf("ev-cancel-%d", i), i)
+			cutShort(t, "record events", func(ctx context.Context) error {
+				return recordEvents(s, ctx, c.ID, []event.Event{ev}, conversation.StateUpdate{ExecutionStatus: "running"})
+			}, func() bool {
+				evs, err := s.ConversationEvents(t.Context(), c.ID, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return len(evs) == 1 && evs[0].ID == ev.ID
+			}, true)
+		}
 	}
 }
 
