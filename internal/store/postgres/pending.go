@@ -25,7 +25,8 @@ type pendingContent struct {
 // the queueing with the task's READY: an UpdateStartTask that saves READY waits for the
 // message to commit, so the delivery that follows READY finds it; or, if READY came first,
 // the message is refused (ErrReady) and sent instead. Either way no message is left waiting
-// for a delivery that has come and gone.
+// for a delivery that has come and gone. The locks, the count and the insert go in one batch
+// with the BEGIN (Store.writeBatch); a message that the answers refuse is rolled back.
 func (s *Store) AddPendingMessage(ctx context.Context, ownerID string, m conversation.PendingMessage, max int) (int, error) {
 	if err := checkTimes(m.CreatedAt); err != nil {
 		return 0, fmt.Errorf("add pending message: %w", err)
@@ -34,11 +35,18 @@ func (s *Store) AddPendingMessage(ctx context.Context, ownerID string, m convers
 	if err != nil {
 		return 0, fmt.Errorf("add pending message: %w", err)
 	}
+	var b pgx.Batch
+	b.BeginTx(pgx.TxOptions{})
+	b.Queue(`SELECT 1 FROM conversations WHERE id = $1 AND owner_id = $2 FOR NO KEY UPDATE`, m.ConversationID, ownerID)
+	b.Queue(`SELECT status FROM start_tasks WHERE conversation_id = $1 AND owner_id = $2
+		ORDER BY created_at DESC, id DESC LIMIT 1 FOR SHARE`, m.ConversationID, ownerID)
+	b.Queue(`SELECT count(*) FROM pending_messages WHERE conversation_id = $1`, m.ConversationID)
+	b.Queue(`INSERT INTO pending_messages (id, conversation_id, role, content, created_at) VALUES ($1, $2, 'user', $3, $4)`,
+		m.ID, m.ConversationID, content, m.CreatedAt)
 	var pos int
-	err = s.write(ctx, func(tx pgx.Tx) error {
+	err = s.writeBatch(ctx, &b, func(br pgx.BatchResults) error {
 		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = $1 AND owner_id = $2 FOR NO KEY UPDATE`,
-			m.ConversationID, ownerID).Scan(&one)
+		err := br.QueryRow().Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return conversation.ErrNotFound
 		}
@@ -46,22 +54,20 @@ func (s *Store) AddPendingMessage(ctx context.Context, ownerID string, m convers
 			return err
 		}
 		var task string
-		err = tx.QueryRow(ctx, `SELECT status FROM start_tasks WHERE conversation_id = $1 AND owner_id = $2
-			ORDER BY created_at DESC, id DESC LIMIT 1 FOR SHARE`, m.ConversationID, ownerID).Scan(&task)
+		err = br.QueryRow().Scan(&task)
 		if errors.Is(err, pgx.ErrNoRows) || conversation.TaskStatus(task) == conversation.TaskReady {
 			return conversation.ErrReady
 		}
 		if err != nil {
 			return err
 		}
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM pending_messages WHERE conversation_id = $1`, m.ConversationID).Scan(&pos); err != nil {
+		if err := br.QueryRow().Scan(&pos); err != nil {
 			return err
 		}
 		if pos >= max {
 			return conversation.ErrTooManyPending
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO pending_messages (id, conversation_id, role, content, created_at) VALUES ($1, $2, 'user', $3, $4)`,
-			m.ID, m.ConversationID, content, m.CreatedAt)
+		_, err = br.Exec()
 		return err
 	})
 	if err != nil {
