@@ -20,10 +20,10 @@ import (
 // ownerID matches no one.
 
 // CreateConversation inserts c, task and first in one transaction, its statements sent in one
-// batch with its BEGIN (Store.writeBatch), then the COMMIT. A zero
-// task (empty ID) is not stored. Empty owner and conversation ids of task and events are taken
-// from c; ids that differ from c's are an error. On success the elements of first get their
-// Seq, as AppendEvents does. No append to the conversation can run before this one commits
+// batch with its BEGIN (Store.writeBatch), then the COMMIT. A zero task (empty ID) is not
+// stored. Empty owner and conversation ids of task and events are taken from c; ids that
+// differ from c's are an error. On success the elements of first get their Seq, as
+// AppendEvents does. No append to the conversation can run before this one commits
 // (the conversation is not there for it to lock), so the first events need no lock. The task
 // goes in before the conversation: the trigger that counts a new task in its conversation's
 // rev (migration 0012) then finds no row to update, where it would write the new row twice.
@@ -31,9 +31,7 @@ import (
 func (s *Store) CreateConversation(ctx context.Context, c conversation.Conversation, task conversation.StartTask, first []event.Event, claim conversation.Claim) error {
 	evs := slices.Clone(first)
 	var seqs []int64
-	err := func() error {
-		var b pgx.Batch
-		b.BeginTx(pgx.TxOptions{})
+	err := s.writeBatch(ctx, func(b *pgx.Batch) error {
 		if task.ID != "" {
 			if err := adopt(&task.OwnerID, c.OwnerID, "start task owner"); err != nil {
 				return err
@@ -41,11 +39,11 @@ func (s *Store) CreateConversation(ctx context.Context, c conversation.Conversat
 			if err := adopt(&task.ConversationID, c.ID, "start task conversation"); err != nil {
 				return err
 			}
-			if err := queueStartTask(&b, task); err != nil {
+			if err := queueStartTask(b, task); err != nil {
 				return err
 			}
 		}
-		if err := queueConversation(&b, c); err != nil {
+		if err := queueConversation(b, c); err != nil {
 			return err
 		}
 		if claim.Holder != "" {
@@ -57,34 +55,31 @@ func (s *Store) CreateConversation(ctx context.Context, c conversation.Conversat
 				return err
 			}
 		}
-		if err := queueEvents(&b, evs); err != nil {
-			return err
-		}
-		return s.writeBatch(ctx, &b, func(br pgx.BatchResults) error {
-			if task.ID != "" {
-				if _, err := br.Exec(); err != nil {
-					if isUnique(err) {
-						return fmt.Errorf("start task %s already exists", task.ID)
-					}
-					return err
-				}
-			}
+		return queueEvents(b, evs)
+	}, func(br pgx.BatchResults) error {
+		if task.ID != "" {
 			if _, err := br.Exec(); err != nil {
 				if isUnique(err) {
-					return conversation.ErrExists
+					return fmt.Errorf("start task %s already exists", task.ID)
 				}
 				return err
 			}
-			if claim.Holder != "" {
-				if _, err := br.Exec(); err != nil {
-					return fmt.Errorf("lease: %w", err)
-				}
+		}
+		if _, err := br.Exec(); err != nil {
+			if isUnique(err) {
+				return conversation.ErrExists
 			}
-			var err error
-			seqs, err = readEvents(br, evs)
 			return err
-		})
-	}()
+		}
+		if claim.Holder != "" {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("lease: %w", err)
+			}
+		}
+		var err error
+		seqs, err = readEvents(br, evs)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("create conversation %s: %w", c.ID, err)
 	}
@@ -323,22 +318,8 @@ func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []e
 			err = fmt.Errorf("start task %s: %w", u.Task.ID, err)
 		}
 	}
-	var b pgx.Batch
-	var read func(pgx.BatchResults) ([]int64, int64, error)
 	if err == nil {
-		b.BeginTx(pgx.TxOptions{})
-		queueLock(&b, conversationID, u)
-		read, err = queueRecord(&b, conversationID, evs, u)
-	}
-	if err == nil {
-		err = s.writeBatch(ctx, &b, func(br pgx.BatchResults) error {
-			if err := readLock(br, u); err != nil {
-				return err
-			}
-			var err error
-			seqs, prev, err = read(br)
-			return err
-		})
+		seqs, prev, err = s.record(ctx, conversationID, evs, u, nil, nil)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("record events of conversation %s: %w", conversationID, err)
@@ -347,6 +328,37 @@ func (s *Store) RecordEvents(ctx context.Context, conversationID string, evs []e
 		evs[i].Seq = seqs[i]
 	}
 	return prev, nil
+}
+
+// record runs RecordEvents' transaction (Store.writeBatch): the conversation's lock with the
+// conditions of u, then the statements that more queues, whose results check reads (nil for
+// none), then the record's. It returns the events' sequence numbers and the Seq of the
+// conversation's last event before them.
+func (s *Store) record(ctx context.Context, conversationID string, evs []event.Event, u conversation.StateUpdate,
+	more func(*pgx.Batch), check func(pgx.BatchResults) error) (seqs []int64, prev int64, err error) {
+	var read func(pgx.BatchResults) ([]int64, int64, error)
+	err = s.writeBatch(ctx, func(b *pgx.Batch) error {
+		queueLock(b, conversationID, u)
+		if more != nil {
+			more(b)
+		}
+		var err error
+		read, err = queueRecord(b, conversationID, evs, u)
+		return err
+	}, func(br pgx.BatchResults) error {
+		if err := readLock(br, u); err != nil {
+			return err
+		}
+		if check != nil {
+			if err := check(br); err != nil {
+				return err
+			}
+		}
+		var err error
+		seqs, prev, err = read(br)
+		return err
+	})
+	return seqs, prev, err
 }
 
 // queueRecord queues in b, after the statement that locks the conversation (queueLock), the

@@ -35,16 +35,16 @@ func (s *Store) AddPendingMessage(ctx context.Context, ownerID string, m convers
 	if err != nil {
 		return 0, fmt.Errorf("add pending message: %w", err)
 	}
-	var b pgx.Batch
-	b.BeginTx(pgx.TxOptions{})
-	b.Queue(`SELECT 1 FROM conversations WHERE id = $1 AND owner_id = $2 FOR NO KEY UPDATE`, m.ConversationID, ownerID)
-	b.Queue(`SELECT status FROM start_tasks WHERE conversation_id = $1 AND owner_id = $2
-		ORDER BY created_at DESC, id DESC LIMIT 1 FOR SHARE`, m.ConversationID, ownerID)
-	b.Queue(`SELECT count(*) FROM pending_messages WHERE conversation_id = $1`, m.ConversationID)
-	b.Queue(`INSERT INTO pending_messages (id, conversation_id, role, content, created_at) VALUES ($1, $2, 'user', $3, $4)`,
-		m.ID, m.ConversationID, content, m.CreatedAt)
 	var pos int
-	err = s.writeBatch(ctx, &b, func(br pgx.BatchResults) error {
+	err = s.writeBatch(ctx, func(b *pgx.Batch) error {
+		b.Queue(`SELECT 1 FROM conversations WHERE id = $1 AND owner_id = $2 FOR NO KEY UPDATE`, m.ConversationID, ownerID)
+		b.Queue(`SELECT status FROM start_tasks WHERE conversation_id = $1 AND owner_id = $2
+			ORDER BY created_at DESC, id DESC LIMIT 1 FOR SHARE`, m.ConversationID, ownerID)
+		b.Queue(`SELECT count(*) FROM pending_messages WHERE conversation_id = $1`, m.ConversationID)
+		b.Queue(`INSERT INTO pending_messages (id, conversation_id, role, content, created_at) VALUES ($1, $2, 'user', $3, $4)`,
+			m.ID, m.ConversationID, content, m.CreatedAt)
+		return nil
+	}, func(br pgx.BatchResults) error {
 		var one int
 		err := br.QueryRow().Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -102,41 +102,30 @@ func (s *Store) PendingMessages(ctx context.Context, conversationID string) ([]c
 // DeliverPendingMessages deletes the messages and appends their events in one transaction,
 // under the conversation's row lock, taken first as every writer of the conversation takes
 // it (a lock taken after the messages' rows could deadlock with DeleteConversation); the
-// lock, the deletes and the record go in one batch with the BEGIN (Store.writeBatch). Of two
+// lock, the deletes and the record go in one batch with the BEGIN (Store.record). Of two
 // deliveries of the same messages, the second waits for the first and then finds them gone:
 // ErrNotFound, and nothing of it is kept.
 func (s *Store) DeliverPendingMessages(ctx context.Context, conversationID string, ids []string, evs []event.Event, u conversation.StateUpdate) error {
 	if err := checkTimes(u.UpdatedAt); err != nil {
 		return fmt.Errorf("deliver pending messages of conversation %s: %w", conversationID, err)
 	}
-	var b pgx.Batch
-	b.BeginTx(pgx.TxOptions{})
-	queueLock(&b, conversationID, u)
-	for _, id := range ids {
-		b.Queue(`DELETE FROM pending_messages WHERE id = $1 AND conversation_id = $2`, id, conversationID)
-	}
-	read, err := queueRecord(&b, conversationID, evs, u)
-	var seqs []int64
-	if err == nil {
-		err = s.writeBatch(ctx, &b, func(br pgx.BatchResults) error {
-			if err := readLock(br, u); err != nil {
+	seqs, _, err := s.record(ctx, conversationID, evs, u, func(b *pgx.Batch) {
+		for _, id := range ids {
+			b.Queue(`DELETE FROM pending_messages WHERE id = $1 AND conversation_id = $2`, id, conversationID)
+		}
+	}, func(br pgx.BatchResults) error {
+		for range ids {
+			tag, err := br.Exec()
+			if err != nil {
 				return err
 			}
-			for range ids {
-				tag, err := br.Exec()
-				if err != nil {
-					return err
-				}
-				// Delivered already (by another delivery that won): deliver nothing twice.
-				if err := mustAffect(tag, conversation.ErrNotFound); err != nil {
-					return err
-				}
+			// Delivered already (by another delivery that won): deliver nothing twice.
+			if err := mustAffect(tag, conversation.ErrNotFound); err != nil {
+				return err
 			}
-			var err error
-			seqs, _, err = read(br)
-			return err
-		})
-	}
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("deliver pending messages of conversation %s: %w", conversationID, err)
 	}

@@ -151,12 +151,12 @@ func (s *Store) CountStartTasks(ctx context.Context, ownerID string, f conversat
 func (s *Store) UpdateStartTask(ctx context.Context, t conversation.StartTask) error {
 	err := checkTimes(t.UpdatedAt)
 	if err == nil {
-		var b pgx.Batch
-		b.BeginTx(pgx.TxOptions{})
-		b.Queue(`SELECT 1 FROM conversations WHERE id = (SELECT conversation_id FROM start_tasks WHERE id = $1 AND owner_id = $2)
-			FOR NO KEY UPDATE`, t.ID, t.OwnerID)
-		b.Queue(taskUpdate, taskUpdateArgs(t)...)
-		err = s.writeBatch(ctx, &b, func(br pgx.BatchResults) error {
+		err = s.writeBatch(ctx, func(b *pgx.Batch) error {
+			b.Queue(`SELECT 1 FROM conversations WHERE id = (SELECT conversation_id FROM start_tasks WHERE id = $1 AND owner_id = $2)
+				FOR NO KEY UPDATE`, t.ID, t.OwnerID)
+			b.Queue(taskUpdate, taskUpdateArgs(t)...)
+			return nil
+		}, func(br pgx.BatchResults) error {
 			if _, err := br.Exec(); err != nil {
 				return err
 			}

@@ -36,14 +36,19 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return tx.Commit(context.WithoutCancel(ctx))
 }
 
-// writeBatch runs b, whose first query begins a transaction (Batch.BeginTx, which saves the
-// round trip of a BEGIN of its own), in one round trip, reads the results of its other
-// queries with read, and commits if read returns nil; otherwise nothing b did is kept. The
-// server runs all of b's statements before read looks at any result, so a condition that one
-// of them reads (a lock's, a row count) is checked by read, and a write made before it failed
-// is undone by the rollback.
-func (s *Store) writeBatch(ctx context.Context, b *pgx.Batch, read func(pgx.BatchResults) error) error {
-	br := s.pool.SendBatch(ctx, b)
+// writeBatch runs a transaction in one round trip and its COMMIT: queue queues its statements
+// in a batch that begins it (pgx's Batch.BeginTx, which saves the round trip of a BEGIN of
+// its own), read reads their results, and the transaction commits if both return nil;
+// otherwise nothing it did is kept. The server runs all of the statements before read looks
+// at any result, so a condition that one of them reads (a lock's, a row count) is checked by
+// read, and a write made before it failed is undone by the rollback.
+func (s *Store) writeBatch(ctx context.Context, queue func(*pgx.Batch) error, read func(pgx.BatchResults) error) error {
+	var b pgx.Batch
+	b.BeginTx(pgx.TxOptions{})
+	if err := queue(&b); err != nil {
+		return err
+	}
+	br := s.pool.SendBatch(ctx, &b)
 	tx := br.Tx()
 	_, err := br.Exec() // the BEGIN
 	if err == nil {

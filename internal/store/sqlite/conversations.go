@@ -324,30 +324,20 @@ func (s *Store) recordEvents(ctx context.Context, tx *sql.Tx, conversationID str
 			return nil, 0, err
 		}
 	}
-	if u.IfStatus != nil {
+	if u.IfStatus != nil || u.IfSecretsRevision != nil {
 		var status string
-		err := s.w.queryRowIn(ctx, tx, `SELECT execution_status FROM conversations WHERE id = ?`, conversationID).Scan(&status)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, 0, conversation.ErrNotFound
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-		if status != *u.IfStatus {
-			return nil, 0, conversation.ErrStatusChanged
-		}
-	}
-	if u.IfSecretsRevision != nil {
 		var rev int64
-		err := s.w.queryRowIn(ctx, tx, `SELECT coalesce((SELECT rev FROM secret_revisions WHERE user_id = c.owner_id), 0)
-			FROM conversations c WHERE c.id = ?`, conversationID).Scan(&rev)
-		if errors.Is(err, sql.ErrNoRows) {
+		err := s.w.queryRowIn(ctx, tx, `SELECT c.execution_status,
+			coalesce((SELECT rev FROM secret_revisions WHERE user_id = c.owner_id), 0)
+			FROM conversations c WHERE c.id = ?`, conversationID).Scan(&status, &rev)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
 			return nil, 0, conversation.ErrNotFound
-		}
-		if err != nil {
+		case err != nil:
 			return nil, 0, err
-		}
-		if rev != *u.IfSecretsRevision {
+		case u.IfStatus != nil && status != *u.IfStatus:
+			return nil, 0, conversation.ErrStatusChanged
+		case u.IfSecretsRevision != nil && rev != *u.IfSecretsRevision:
 			return nil, 0, conversation.ErrSecretsRevised
 		}
 	}
