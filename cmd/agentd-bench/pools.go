@@ -78,9 +78,25 @@ func benchPools(ctx context.Context, o options, bin, dataDir string, logw io.Wri
 
 	progress("timing %d conversations from creation to their first model request, with a warm pool", o.starts)
 	var convs, claims, memConvs []time.Duration
+	// Each step begins once both servers' pools are full: a refill of one would otherwise
+	// share the CPUs with the other's timed start.
+	full := func() error {
+		if mem != nil {
+			if err := mem.waitPool(ctx, 1); err != nil {
+				return err
+			}
+		}
+		return s.waitPool(ctx, 1)
+	}
 	for i := range warmups + o.starts {
+		if err := full(); err != nil {
+			return nil, nil, err
+		}
 		c, err := s.timeConversation(ctx)
 		if err != nil {
+			return nil, nil, err
+		}
+		if err := full(); err != nil {
 			return nil, nil, err
 		}
 		w, err := s.timeClaim(ctx)
@@ -89,6 +105,9 @@ func benchPools(ctx context.Context, o options, bin, dataDir string, logw io.Wri
 		}
 		var m time.Duration
 		if mem != nil {
+			if err := full(); err != nil {
+				return nil, nil, err
+			}
 			if m, err = mem.timeConversation(ctx); err != nil {
 				return nil, nil, err
 			}

@@ -70,6 +70,9 @@ type Options struct {
 	// SandboxWatchInterval is how often vanished and idle sandboxes are looked for; zero
 	// means the sandbox service's default.
 	SandboxWatchInterval time.Duration
+	// SandboxPoolHold bounds how long a conversation's start holds back the warm pools'
+	// refill while it sets up the sandbox it claimed; zero means the sandbox service's default.
+	SandboxPoolHold time.Duration
 	// SandboxNow is the sandbox service's clock, which decides when a sandbox is idle; nil
 	// means time.Now.
 	SandboxNow func() time.Time
@@ -220,7 +223,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Store: st, Backend: o.Backend, Sealer: keyring, Logger: log,
 		DefaultSpec: cfg.DefaultSpec, Node: cfg.NodeName, Replica: o.Replica, MaxRunningPerUser: cfg.MaxRunningSandboxes,
 		StartTimeout: cfg.SandboxStartTimeout, IdleTimeout: cfg.SandboxIdleTimeout, Pools: cfg.SandboxPools,
-		OrphanGrace:   cfg.SandboxOrphanGrace,
+		OrphanGrace: cfg.SandboxOrphanGrace, PoolHold: o.SandboxPoolHold,
 		WatchInterval: o.SandboxWatchInterval, Now: o.SandboxNow, Metrics: m,
 		OnIdlePause: func(ctx context.Context, sb sandbox.Sandbox, idle time.Duration) {
 			if err := a.Conversations.SandboxIdlePaused(ctx, sb.OwnerID, sb.ID, idle); err != nil {

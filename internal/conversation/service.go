@@ -28,7 +28,9 @@ import (
 
 // Sandboxes is what the conversation service needs of the sandbox service.
 type Sandboxes interface {
-	Start(ctx context.Context, ownerID, specID string) (sandbox.Sandbox, error)
+	// StartSettling starts a sandbox; settled tells it that the start task is done setting
+	// the sandbox up (a warm pool refills after that).
+	StartSettling(ctx context.Context, ownerID, specID string) (sb sandbox.Sandbox, settled func(), err error)
 	Get(ctx context.Context, ownerID, id string) (sandbox.Sandbox, error)
 	Resume(ctx context.Context, ownerID, id string) error
 	WaitRunning(ctx context.Context, ownerID, id string) (sandbox.Sandbox, error)

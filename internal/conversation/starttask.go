@@ -112,7 +112,9 @@ func (s *Service) walk(ctx context.Context, t *StartTask, specID string) error {
 	}
 	var made <-chan error
 	if t.SandboxID == "" {
-		sb, err := s.o.Sandboxes.Start(ctx, t.OwnerID, specID)
+		sb, settled, err := s.o.Sandboxes.StartSettling(ctx, t.OwnerID, specID)
+		// The pool's refill waits until the conversation's directory and skills are ready.
+		defer settled()
 		if err != nil {
 			return fmt.Errorf("start sandbox: %w", err)
 		}

@@ -263,7 +263,10 @@ func (e *env) start() {
 	}
 	o := app.Options{Config: e.cfg, Backend: backend, Version: "test",
 		LLMRetry: fastRetry, Agent: e.agent, SandboxWatchInterval: watch,
-		SandboxNow: e.sandboxClock.Now, Sockets: e.sockets,
+		// A claim's hold on the pool's refill never ends by its time: a pool that fills
+		// again shows that its conversation's start let it go (TestConversationFromWarmPool).
+		SandboxPoolHold: time.Hour,
+		SandboxNow:      e.sandboxClock.Now, Sockets: e.sockets,
 		Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	if e.git != nil {
 		o.GitRemotes = e.git

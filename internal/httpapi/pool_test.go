@@ -10,7 +10,8 @@ import (
 // TestConversationFromWarmPool: with a warm pool, a conversation's sandbox is claimed from it
 // (a claim, no cold start) and holds its owner's session key, its directory is made there (a
 // git repository, whose making starts as the claim returns), its agent runs there, the
-// claim's log line names the conversation, and the pool fills again.
+// claim's log line names the conversation, and the pool fills again once the conversation's
+// start is done with its sandbox (the env's hold on the refill would never end by itself).
 func TestConversationFromWarmPool(t *testing.T) {
 	e := newEnv(t, withPool)
 	_, alice := e.newUser("alice")

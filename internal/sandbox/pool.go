@@ -48,10 +48,14 @@ type pools struct {
 	closed bool
 	// wake tells the filler that a pool may be short.
 	wake chan struct{}
+	// claimHolds are the claims whose starters still set their sandboxes up (StartSettling),
+	// each with the time its hold ends at the latest: no refill begins while one lasts.
+	claimHolds map[uint64]time.Time
+	lastHold   uint64
 }
 
 func newPools(sizes map[string]int, defaultSpec string) *pools {
-	p := &pools{sizes: map[string]int{}, ready: map[string][]poolMember{}, ids: map[string]bool{}, shared: map[string]int{}, wake: make(chan struct{}, 1)}
+	p := &pools{sizes: map[string]int{}, ready: map[string][]poolMember{}, ids: map[string]bool{}, shared: map[string]int{}, wake: make(chan struct{}, 1), claimHolds: map[uint64]time.Time{}}
 	for spec, n := range sizes {
 		if spec == "" {
 			spec = defaultSpec
@@ -68,6 +72,38 @@ func (p *pools) poke() {
 	case p.wake <- struct{}{}:
 	default:
 	}
+}
+
+// holdRefill holds back the refill of every pool until release is called or the time until,
+// whichever comes first. release wakes the filler; calling it again does nothing.
+func (p *pools) holdRefill(until time.Time) (release func()) {
+	p.mu.Lock()
+	p.lastHold++
+	id := p.lastHold
+	p.claimHolds[id] = until
+	p.mu.Unlock()
+	return sync.OnceFunc(func() {
+		p.mu.Lock()
+		delete(p.claimHolds, id)
+		p.mu.Unlock()
+		p.poke()
+	})
+}
+
+// refillHeldFor is how much longer, from now, the refill is held back at most: zero when no hold
+// lasts. Holds that ended by their time are forgotten.
+func (p *pools) refillHeldFor(now time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var d time.Duration
+	for id, until := range p.claimHolds {
+		if left := until.Sub(now); left > 0 {
+			d = max(d, left)
+		} else {
+			delete(p.claimHolds, id)
+		}
+	}
+	return d
 }
 
 // take pops the oldest member of spec's pool that started from a spec with digest.
@@ -217,7 +253,10 @@ func (s *Service) fillPools(ctx context.Context) {
 	}
 	for {
 		wait := s.watchInterval
-		if err := pass(ctx); err != nil && ctx.Err() == nil {
+		if held := s.pools.refillHeldFor(time.Now()); held > 0 {
+			// A claim's starter still sets its sandbox up: the refill waits for its release.
+			wait = min(wait, held)
+		} else if err := pass(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("fill the warm pools", "err", err)
 			wait = max(wait, poolRetry)
 		}
@@ -252,7 +291,7 @@ func (s *Service) fillOnce(ctx context.Context) error {
 		for _, m := range s.pools.stale(specID, digest) {
 			s.destroyMember(m, "its spec changed")
 		}
-		for s.pools.count(specID) < s.pools.sizes[specID] && ctx.Err() == nil {
+		for s.pools.count(specID) < s.pools.sizes[specID] && s.pools.refillHeldFor(time.Now()) == 0 && ctx.Err() == nil {
 			m, err := s.startMember(ctx, spec, digest)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("pool of spec %q: %w", specID, err))

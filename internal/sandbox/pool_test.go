@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/internal/runtime/runtimeclient"
 	"github.com/agentd/agentd/internal/sandbox"
@@ -38,8 +39,8 @@ func (k *countingKeys) all() []string {
 }
 
 // pooledEnv is newEnv with a default spec that sets a variable, and a service that keeps a
-// pool of size of it, filled by Run.
-func pooledEnv(t *testing.T, size int) (*env, *sandbox.Service, *countingKeys, func()) {
+// pool of size of it, filled by Run; mods change the service's other options.
+func pooledEnv(t *testing.T, size int, mods ...func(*sandbox.ServiceOptions)) (*env, *sandbox.Service, *countingKeys, func()) {
 	t.Helper()
 	e := newEnv(t)
 	spec := sandboxtest.RuntimeSpec("default")
@@ -49,6 +50,9 @@ func pooledEnv(t *testing.T, size int) (*env, *sandbox.Service, *countingKeys, f
 	s := e.service(e.backend(), func(o *sandbox.ServiceOptions) {
 		o.Pools = map[string]int{"": size}
 		o.NewKey = keys.next
+		for _, mod := range mods {
+			mod(o)
+		}
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -218,6 +222,45 @@ func TestPoolEmpty(t *testing.T) {
 		t.Fatalf("start with an empty pool: %s %v, want a cold start (STARTING)", sb.Status, err)
 	}
 	startRunning(t, s, "alice")
+}
+
+// TestPoolSettling: a claim by StartSettling holds back the refill until its starter says it
+// is settled, while Start's claims let it begin at once; then the pool refills.
+func TestPoolSettling(t *testing.T) {
+	e, s, _, _ := pooledEnv(t, 2, func(o *sandbox.ServiceOptions) { o.PoolHold = time.Hour })
+	ctx := testContext(t)
+	waitPool(t, s, 2)
+	a, settled, err := s.StartSettling(ctx, "alice", "")
+	if err != nil || a.Status != sandbox.StatusRunning {
+		t.Fatalf("start settling: %s %v, want a RUNNING sandbox of the pool", a.Status, err)
+	}
+	b := startRunning(t, s, "bob") // the pool's other sandbox; its Start wakes the filler
+	c := startRunning(t, s, "carol")
+	if c.Status != sandbox.StatusRunning || c.ID == a.ID || c.ID == b.ID {
+		t.Fatalf("carol's start: %s %s", c.ID, c.Status)
+	}
+	// Carol's start was cold: the filler, woken before it began, started nothing meanwhile.
+	want := []string{a.ID, b.ID, c.ID}
+	slices.Sort(want)
+	if ids := listIDs(t, e.backend()); !slices.Equal(ids, want) || s.PoolReady("") != 0 {
+		t.Fatalf("while alice's start settles the machine holds %q (pool %d), want only %q", ids, s.PoolReady(""), want)
+	}
+	settled()
+	settled()
+	waitPool(t, s, 2)
+}
+
+// TestPoolHoldEnds: a starter that never says it is settled holds the refill back for
+// PoolHold only.
+func TestPoolHoldEnds(t *testing.T) {
+	_, s, _, _ := pooledEnv(t, 1, func(o *sandbox.ServiceOptions) { o.PoolHold = time.Millisecond })
+	waitPool(t, s, 1)
+	a, settled, err := s.StartSettling(testContext(t), "alice", "")
+	if err != nil || a.Status != sandbox.StatusRunning {
+		t.Fatalf("start settling: %s %v, want a RUNNING sandbox of the pool", a.Status, err)
+	}
+	defer settled()
+	waitPool(t, s, 1)
 }
 
 // TestPoolDrain: Close destroys the pool's sandboxes and leaves the claimed ones running.

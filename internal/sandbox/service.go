@@ -19,6 +19,7 @@ const (
 	DefaultStartTimeout  = 30 * time.Second
 	DefaultWatchInterval = 5 * time.Second
 	DefaultOrphanGrace   = 2 * time.Minute
+	DefaultPoolHold      = 250 * time.Millisecond
 )
 
 // ServiceOptions configures a Service. Store, Backend and Sealer are required.
@@ -66,6 +67,9 @@ type ServiceOptions struct {
 	// default spec) to keep started ahead of need, for Start to claim (pool.go). A backend
 	// without Capabilities.Pool keeps none. Run fills them; Close drains them.
 	Pools map[string]int
+	// PoolHold bounds how long a claim's starter (StartSettling) may hold back the pools'
+	// refill while it sets its sandbox up. Zero means DefaultPoolHold.
+	PoolHold time.Duration
 	// Metrics is told how starts, pauses and resumes went; nil tells nobody.
 	Metrics Metrics
 	// OnStatus is told of every change of a sandbox's status after its creation, with the
@@ -135,6 +139,7 @@ type Service struct {
 	maxRunning    int
 	startTimeout  time.Duration
 	watchInterval time.Duration
+	poolHold      time.Duration
 	orphanGrace   time.Duration
 	idleTimeout   time.Duration
 	onIdlePause   func(ctx context.Context, sb Sandbox, idle time.Duration)
@@ -191,6 +196,7 @@ func NewService(opts ServiceOptions) *Service {
 		maxRunning:    opts.MaxRunningPerUser,
 		startTimeout:  opts.StartTimeout,
 		watchInterval: opts.WatchInterval,
+		poolHold:      opts.PoolHold,
 		orphanGrace:   opts.OrphanGrace,
 		idleTimeout:   opts.IdleTimeout,
 		onIdlePause:   opts.OnIdlePause,
@@ -229,6 +235,9 @@ func NewService(opts ServiceOptions) *Service {
 	}
 	if s.orphanGrace <= 0 {
 		s.orphanGrace = DefaultOrphanGrace
+	}
+	if s.poolHold <= 0 {
+		s.poolHold = DefaultPoolHold
 	}
 	s.log = s.log.With("backend", s.backend.Name())
 	s.life, s.stop = context.WithCancel(context.Background())

@@ -23,40 +23,60 @@ var (
 // If the backend cannot start it, the record is left in ERROR with the reason in Detail,
 // nothing of it keeps running, and Start returns that record with the error.
 func (s *Service) Start(ctx context.Context, ownerID, specID string) (Sandbox, error) {
+	sb, settled, err := s.StartSettling(ctx, ownerID, specID)
+	settled()
+	return sb, err
+}
+
+// StartSettling is Start for a caller that goes on setting the sandbox up at once (a
+// conversation's start makes its directory there and reads its skills) and calls settled
+// when that is done. A sandbox claimed from a warm pool holds back the pools' refill until
+// then, for PoolHold at most: starting a sandbox takes both of a small machine's cores for
+// tens of milliseconds, which the setup would otherwise share. settled is never nil, and
+// calling it again does nothing.
+func (s *Service) StartSettling(ctx context.Context, ownerID, specID string) (sb Sandbox, settled func(), err error) {
+	settled = func() {}
 	if specID == "" {
 		specID = s.defaultSpec
 	}
 	spec, err := s.store.GetSpec(ctx, specID)
 	if err != nil {
-		return Sandbox{}, fmt.Errorf("start sandbox from spec %q: %w", specID, err)
+		return Sandbox{}, settled, fmt.Errorf("start sandbox from spec %q: %w", specID, err)
 	}
 	if c, ok := s.backend.(SpecChecker); ok {
 		if err := c.CheckSpec(spec); err != nil {
-			return Sandbox{}, fmt.Errorf("start sandbox from spec %q: %w", specID, err)
+			return Sandbox{}, settled, fmt.Errorf("start sandbox from spec %q: %w", specID, err)
 		}
 	}
 	key := s.newKey()
 	sealed, err := s.sealer.Seal([]byte(key))
 	if err != nil {
-		return Sandbox{}, fmt.Errorf("start sandbox: seal session key: %w", err)
+		return Sandbox{}, settled, fmt.Errorf("start sandbox: seal session key: %w", err)
 	}
 	switch {
-	case s.shared == nil:
+	case s.shared == nil && s.pools.sizes[spec.ID] > 0:
+		// The hold is taken before the claim, so that no refill begins in between; the pool
+		// refills once it ends, the claim done and the caller's setup too.
+		release := s.pools.holdRefill(time.Now().Add(s.poolHold))
 		if m, ok := s.pools.take(spec.ID, specDigest(spec)); ok {
-			// The pool refills once the claim is done: starting a sandbox takes both of a
-			// small machine's cores for tens of milliseconds, which the claim would wait on.
 			sb, err := s.startClaimed(ctx, ownerID, spec, m, key, sealed, nil)
-			s.pools.poke()
-			return sb, err
+			return sb, release, err
 		}
+		release()
 	case s.pools.sizes[spec.ID] > 0:
 		// A shared pool is looked in (a call to the backend) only for a spec this replica
-		// pools too.
+		// pools too. It is refilled by the backend, not by this machine's cores: no hold.
 		if sb, ok, err := s.claimShared(ctx, ownerID, spec, key, sealed); ok {
 			s.pools.poke()
-			return sb, err
+			return sb, settled, err
 		}
 	}
+	sb, err = s.startCold(ctx, ownerID, spec, key, sealed)
+	return sb, settled, err
+}
+
+// startCold starts a sandbox of spec for ownerID with the backend: Start without a pool.
+func (s *Service) startCold(ctx context.Context, ownerID string, spec Spec, key string, sealed []byte) (Sandbox, error) {
 	now := s.now().UTC()
 	sb := Sandbox{
 		ID:               s.newID(),
